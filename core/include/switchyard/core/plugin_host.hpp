@@ -106,8 +106,9 @@ struct PluginFailure {
 
 struct PluginHostConfig {
     std::vector<std::filesystem::path> search_paths; // searched in order, before the defaults
-    std::vector<std::string> load;                   // names ("cpu") or paths to load
-    bool load_all_found = true; // with an empty `load`: every plugin in the search paths
+    std::vector<std::string> load;  // names ("cpu") or paths; when given, only these load
+    std::vector<std::string> extra; // names or paths loaded in addition (--plugin)
+    bool load_all_found = true;     // with an empty `load`: every backend in the search paths
 };
 
 class PluginHost {
