@@ -1,0 +1,162 @@
+// The graph builder: tensors and the nodes that compute them, in build (= topological) order.
+// A model file reads top to bottom:
+//
+//   Graph g;
+//   Tensor* x = g.input("inp_embd", SY_TYPE_F32, {n_embd, n_tokens});
+//   Tensor* h = g.mul(g.rms_norm(x, eps), attn_norm);
+//   Tensor* q = g.mul_mat(wq, h);
+//   g.mark_output(q);
+//
+// Every op method checks its sources against the contract in ops.h and infers the result's
+// shape; a mismatch throws sy::Error naming the op, the tensors (by name) and their shapes.
+// Views (view, reshape, permute, transpose) are descriptors over the same bytes: no node.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "switchyard/core/tensor.hpp"
+#include "switchyard/ops.h"
+
+namespace sy {
+
+struct Node {
+    sy_op op = SY_OP_NONE;
+    std::string named_op;  // "moe.fused_up_gate" when op == SY_OP_NAMED
+    uint32_t named_op_version = 0;
+    std::vector<Tensor*> src;
+    Tensor* dst = nullptr;
+    std::array<int32_t, SY_MAX_PARAMS> iparams{};
+    std::array<float, SY_MAX_PARAMS> fparams{};
+
+    // "mul_mat", or "moe.fused_up_gate v1" for a named op.
+    std::string label() const;
+};
+
+// ROPE parameters (ops.h, SY_OP_ROPE); the YaRN fields matter only when ext_factor != 0.
+struct RopeParams {
+    int32_t n_dims = 0;  // rotated dimensions of each head (even, <= head size)
+    int32_t mode = SY_ROPE_NORMAL;
+    int32_t n_ctx_orig = 0;
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;
+    float ext_factor = 0.0f;
+    float attn_factor = 1.0f;
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+};
+
+// SOFTMAX parameters (ops.h, SY_OP_SOFTMAX): softmax(x * scale + mask (+ causal mask)).
+struct SoftmaxParams {
+    Tensor* mask = nullptr;  // optional, F32 or F16, {n, R1, ...}
+    float scale = 1.0f;
+    bool causal = false;  // element j of row i is masked when j > i + causal_offset
+    int32_t causal_offset = 0;
+};
+
+// Parameters of a plugin-provided named op; their meaning is the op's schema (named_ops.h).
+struct NamedOpParams {
+    std::vector<int32_t> iparams;
+    std::vector<float> fparams;
+};
+
+class Graph {
+public:
+    Graph();
+    Graph(Graph&&) noexcept = default;
+    Graph& operator=(Graph&&) noexcept = default;
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
+    ~Graph();
+
+    // ---- leaves: external memory, bound with Tensor::set_data --------------------------------
+    Tensor* input(std::string name, sy_dtype type, const Shape& shape);
+    Tensor* weight(std::string name, sy_dtype type, const Shape& shape);
+
+    // ---- views: no copy, no node ---------------------------------------------------------------
+    // `shape` and `strides` at `offset` bytes from t's element (0,0,0,0); must stay inside t's
+    // base tensor.
+    Tensor* view(Tensor* t, const Shape& shape, const Strides& strides, uint64_t offset);
+    // Same bytes, new shape with the same number of elements; t must be contiguous.
+    Tensor* reshape(Tensor* t, const Shape& shape);
+    // ggml semantics: dimension i of t becomes dimension axes[i] of the result.
+    Tensor* permute(Tensor* t, std::array<int, SY_MAX_DIMS> axes);
+    // Swaps dimensions 0 and 1.
+    Tensor* transpose(Tensor* t);
+
+    // ---- built-in ops (ops.h) -------------------------------------------------------------------
+    Tensor* add(Tensor* a, Tensor* b);  // b broadcasts over a
+    Tensor* mul(Tensor* a, Tensor* b);  // b broadcasts over a
+    Tensor* scale(Tensor* a, float scale, float bias = 0.0f);
+    Tensor* rms_norm(Tensor* a, float eps);
+    // a {K, N, A2, A3} (weights), b {K, M, B2, B3} F32 -> {N, M, B2, B3} F32
+    Tensor* mul_mat(Tensor* a, Tensor* b);
+    // w {K, N, E}, x {K, U1, T} F32, ids {U, T} I32 -> {N, U, T} F32
+    Tensor* mul_mat_id(Tensor* w, Tensor* x, Tensor* ids);
+    // rows of a {K, R, B2, B3} picked by ids {n, B2, B3} I32 -> {K, n, B2, B3} of `type`
+    Tensor* get_rows(Tensor* a, Tensor* ids, sy_dtype type = SY_TYPE_F32);
+    // x {D, H, T}, positions {T} I32
+    Tensor* rope(Tensor* x, Tensor* positions, const RopeParams& params);
+    Tensor* softmax(Tensor* x, const SoftmaxParams& params = {});
+    Tensor* silu(Tensor* a);
+    Tensor* gelu(Tensor* a);
+    Tensor* sigmoid(Tensor* a);
+    Tensor* argsort(Tensor* a, bool descending = false);  // -> I32, same shape
+    Tensor* top_k(Tensor* a, int64_t k);                   // -> I32 {k, R, ...}
+    Tensor* sum_rows(Tensor* a);                           // -> {1, R, B2, B3}
+    Tensor* concat(Tensor* a, Tensor* b, int dim);
+    Tensor* cpy(Tensor* a, sy_dtype type);  // converted copy into a new packed tensor
+    Tensor* cpy(Tensor* a, Tensor* dst);    // copy into an existing tensor (a cache view); -> dst
+    Tensor* cont(Tensor* a);                // packed copy of a (transposed) view
+
+    // A plugin-provided op (named_ops.h). The core does not know its shape rules: the caller
+    // gives the result's type and shape; the backend checks the rest.
+    Tensor* named(std::string name, uint32_t schema_version, std::span<Tensor* const> srcs,
+                  sy_dtype type, const Shape& shape, const NamedOpParams& params = {});
+    Tensor* named(std::string name, uint32_t schema_version, std::initializer_list<Tensor*> srcs,
+                  sy_dtype type, const Shape& shape, const NamedOpParams& params = {}) {
+        return named(std::move(name), schema_version, std::span<Tensor* const>(srcs.begin(), srcs.size()),
+                     type, shape, params);
+    }
+
+    // ---- results and inspection --------------------------------------------------------------
+    // Outputs live until the end of the graph, so the caller can read them after a run.
+    void mark_output(Tensor* t);
+
+    const std::vector<std::unique_ptr<Tensor>>& tensors() const { return tensors_; }
+    const std::vector<Node>& nodes() const { return nodes_; }
+    const std::vector<Tensor*>& outputs() const { return outputs_; }
+    // 0, 1, ..., nodes().size() - 1: the whole graph as an execution order.
+    std::vector<int32_t> all_nodes() const;
+    // Identifies this graph object (kept by moves) so an executor can tell graphs apart.
+    uint64_t serial() const { return serial_; }
+    bool owns(const Tensor* t) const;
+
+    // Everything about `order` that a memory plan depends on: tensors' kinds, types, shapes,
+    // strides, view offsets, outputs, and each node's op and tensors. Equal signatures (from
+    // graphs built the same way again, e.g. every decode step) can reuse one plan.
+    std::string shape_signature(std::span<const int32_t> order) const;
+
+private:
+    Tensor* add_tensor(std::string name, sy_dtype type, const Shape& shape, const Strides& strides,
+                       TensorKind kind);
+    Tensor* add_leaf(std::string name, sy_dtype type, const Shape& shape, TensorKind kind);
+    Tensor* add_view(Tensor* t, std::string name, const Shape& shape, const Strides& strides,
+                     uint64_t offset);
+    // Appends a node writing a new packed tensor of `type` and `shape`.
+    Tensor* add_node(sy_op op, std::vector<Tensor*> src, sy_dtype type, const Shape& shape);
+    Tensor* unary(sy_op op, Tensor* a);
+    Tensor* elementwise(sy_op op, Tensor* a, Tensor* b);
+    void check_mine(const char* what, std::initializer_list<const Tensor*> ts) const;
+
+    uint64_t serial_;
+    std::vector<std::unique_ptr<Tensor>> tensors_;
+    std::vector<Node> nodes_;
+    std::vector<Tensor*> outputs_;
+};
+
+}  // namespace sy

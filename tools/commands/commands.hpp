@@ -1,0 +1,21 @@
+// The subcommands of `switchyard`: each registers its options on the app and returns the
+// function that runs it (exit code).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace sy::tools {
+
+using Command = std::function<int()>;
+
+// Options every command that loads plugins takes: --config FILE, --plugin PATH (repeatable).
+struct PluginOptions {
+    std::string config_file;
+    std::vector<std::string> plugins;
+    void add_to(CLI::App& app);
+};
+
+Command add_plugins_command(CLI::App& app);
+
+}  // namespace sy::tools

@@ -1,0 +1,37 @@
+// `switchyard`: argument parsing and printing only; the work lives in core/ and llm/.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "commands/commands.hpp"
+#include "switchyard/core/error.hpp"
+#include "switchyard/plugin.h"
+#include "switchyard/version.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"switchyard: run Mixture-of-Experts language models across pluggable backends"};
+    app.set_version_flag("--version",
+                         std::string("switchyard ") + SWITCHYARD_VERSION + " (" +
+                             SWITCHYARD_GIT_COMMIT + "), plugin ABI " +
+                             std::to_string(SY_ABI_VERSION_MAJOR) + "." +
+                             std::to_string(SY_ABI_VERSION_MINOR));
+    app.require_subcommand(1);
+    app.footer("Run 'switchyard <command> --help' for a command's options.");
+
+    sy::tools::Command plugins = sy::tools::add_plugins_command(app);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    try {
+        if (app.got_subcommand("plugins")) return plugins();
+    } catch (const sy::Error& e) {
+        std::fprintf(stderr, "switchyard: error: %s\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "switchyard: internal error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
