@@ -1,5 +1,6 @@
 #include "switchyard/core/config.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -81,8 +82,18 @@ void read_plugins(const fs::path& file, const toml::table& table, PluginSettings
                 out.load.push_back(is_path ? resolve_path(s, file).string() : s);
             }
         } else if (const toml::table* options = node.as_table()) {
-            // [plugins.<name>]: options for that plugin
-            for (const auto& [okey, ovalue] : *options) {
+            // [plugins.<name>]: options for that plugin, applied in the order they are written
+            // (toml++ tables iterate in key order).
+            std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order;
+            for (const auto& [okey, ovalue] : *options) in_file_order.push_back({&okey, &ovalue});
+            std::sort(in_file_order.begin(), in_file_order.end(), [](const auto& a, const auto& b) {
+                const auto& x = a.second->source().begin;
+                const auto& y = b.second->source().begin;
+                return x.line != y.line ? x.line < y.line : x.column < y.column;
+            });
+            for (const auto& [okey_ptr, ovalue_ptr] : in_file_order) {
+                const toml::key& okey = *okey_ptr;
+                const toml::node& ovalue = *ovalue_ptr;
                 const std::string full = "plugins." + k + "." + std::string(okey.str());
                 out.options.push_back({k, std::string(okey.str()),
                                        scalar_text(file, ovalue, full),

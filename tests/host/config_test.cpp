@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "switchyard/core/config.hpp"
+#include "switchyard/core/plugin_setup.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string error_of(std::string_view text) {
+    try {
+        sy::parse_config(text, "/etc/switchyard/test.toml");
+    } catch (const sy::ConfigError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "no error for:\n" << text;
+    return {};
+}
+
+}  // namespace
+
+TEST(Config, ReadsPluginSection) {
+    setenv("HOME", "/home/user", 1);
+    const sy::Config c = sy::parse_config(R"(
+[plugins]
+search = ["~/.local/lib/switchyard", "plugins", "/opt/sy"]
+load = ["cpu", "./mine/libswitchyard-x.so"]
+[plugins.cpu]
+threads = 8
+pin = true
+)",
+                                          "/etc/switchyard/test.toml");
+    ASSERT_EQ(c.plugins.search.size(), 3u);
+    EXPECT_EQ(c.plugins.search[0], fs::path("/home/user/.local/lib/switchyard"));
+    EXPECT_EQ(c.plugins.search[1], fs::path("/etc/switchyard/plugins")) << "relative to the file";
+    EXPECT_EQ(c.plugins.search[2], fs::path("/opt/sy"));
+    ASSERT_EQ(c.plugins.load.size(), 2u);
+    EXPECT_EQ(c.plugins.load[0], "cpu");
+    EXPECT_EQ(c.plugins.load[1], "/etc/switchyard/mine/libswitchyard-x.so");
+    ASSERT_EQ(c.plugins.options.size(), 2u);
+    EXPECT_EQ(c.plugins.options[0].plugin, "cpu");
+    EXPECT_EQ(c.plugins.options[0].key, "threads");
+    EXPECT_EQ(c.plugins.options[0].value, "8");
+    EXPECT_EQ(c.plugins.options[1].value, "true");
+    EXPECT_EQ(c.plugins.options[0].where, "/etc/switchyard/test.toml:6:11");
+}
+
+TEST(Config, UnknownSectionNamesKeyAndLine) {
+    const std::string e = error_of("\n[plugin]\nload = []\n");
+    EXPECT_NE(e.find("/etc/switchyard/test.toml:2"), std::string::npos) << e;
+    EXPECT_NE(e.find("unknown key 'plugin'"), std::string::npos) << e;
+}
+
+TEST(Config, UnknownPluginsKey) {
+    const std::string e = error_of("[plugins]\nlaod = [\"cpu\"]\n");
+    EXPECT_NE(e.find("test.toml:2:8"), std::string::npos) << e;
+    EXPECT_NE(e.find("unknown key 'plugins.laod'"), std::string::npos) << e;
+}
+
+TEST(Config, WrongTypes) {
+    std::string e = error_of("[plugins]\nsearch = \"/opt\"\n");
+    EXPECT_NE(e.find("'plugins.search' must be an array of strings, not a string"), std::string::npos) << e;
+    e = error_of("[plugins]\nload = [\"cpu\", 3]\n");
+    EXPECT_NE(e.find("'plugins.load' must contain strings, found an integer"), std::string::npos) << e;
+    e = error_of("plugins = 1\n");
+    EXPECT_NE(e.find("'plugins' must be a table"), std::string::npos) << e;
+    e = error_of("[plugins.cpu]\nthreads = [1, 2]\n");
+    EXPECT_NE(e.find("'plugins.cpu.threads' must be a string, number or boolean, not an array"),
+              std::string::npos)
+        << e;
+}
+
+TEST(Config, SyntaxErrorNamesThePosition) {
+    const std::string e = error_of("[plugins]\nload = [\"cpu\"\n");
+    EXPECT_NE(e.find("/etc/switchyard/test.toml:"), std::string::npos) << e;
+}
+
+TEST(Config, MissingFile) {
+    try {
+        sy::load_config("/nonexistent/switchyard.toml");
+        FAIL() << "no error";
+    } catch (const sy::ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/switchyard.toml: configuration file not found"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(Config, LoadsFromFile) {
+    const fs::path file = fs::temp_directory_path() / "sy_config_test.toml";
+    std::ofstream(file) << "[plugins]\nload = [\"cpu\"]\n";
+    const sy::Config c = sy::load_config(file);
+    EXPECT_EQ(c.file, file);
+    EXPECT_EQ(c.plugins.load, std::vector<std::string>{"cpu"});
+    fs::remove(file);
+}
+
+TEST(Config, PluginOptionsAreAppliedOrRejectedWithTheirLine) {
+    const std::string dir = SY_TEST_PLUGIN_DIR;
+    {
+        sy::PluginHost host;
+        const sy::Config c = sy::parse_config(
+            "[plugins]\nsearch = [\"" + dir + "\"]\nload = [\"cpu\"]\n[plugins.cpu]\nthreads = 2\n"
+            "[plugins.blas]\nengine = \"onednn\"\n",
+            "/tmp/a.toml");
+        const auto warnings = sy::setup_plugins(host, c, {});
+        ASSERT_NE(host.find("cpu"), nullptr);
+        ASSERT_EQ(warnings.size(), 1u);
+        EXPECT_NE(warnings[0].find("/tmp/a.toml:7:10: option 'engine' for plugin 'blas', which is not loaded"),
+                  std::string::npos)
+            << warnings[0];
+    }
+    {
+        sy::PluginHost host;
+        const sy::Config c = sy::parse_config(
+            "[plugins]\nsearch = [\"" + dir + "\"]\nload = [\"cpu\"]\n[plugins.cpu]\nthredas = 2\n",
+            "/tmp/b.toml");
+        try {
+            sy::setup_plugins(host, c, {});
+            FAIL() << "unknown option accepted";
+        } catch (const sy::ConfigError& e) {
+            EXPECT_NE(std::string(e.what()).find("/tmp/b.toml:5:11: plugin 'cpu' has no option 'thredas'"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+}
