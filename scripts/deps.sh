@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what switchyard needs to build and test on Debian 12 (apt).
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config git python3
+  libboost-dev            # Boost.DLL: plugin loading
+  libtomlplusplus-dev     # toml++: configuration
+  libcli11-dev            # CLI11: the command line
+  libfmt-dev nlohmann-json3-dev
+  libgtest-dev googletest # GoogleTest
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all installed"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Fresh Debian 12 machine -> dependencies, a Release build, and the main job.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_BUILD_TESTS=OFF
+cmake --build build -j"$(nproc)"
+./build/bin/switchyard plugins
