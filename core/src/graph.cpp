@@ -46,7 +46,7 @@ void Graph::check_mine(const char* what, std::initializer_list<const Tensor*> ts
 Tensor* Graph::add_tensor(std::string name, sy_dtype type, const Shape& shape,
                           const Strides& strides, TensorKind kind) {
     const auto id = static_cast<int32_t>(tensors_.size());
-    tensors_.push_back(std::unique_ptr<Tensor>(new Tensor(id, std::move(name), type, shape,
+    tensors_.push_back(std::unique_ptr<Tensor>(new Tensor(serial_, id, std::move(name), type, shape,
                                                           strides, kind)));
     return tensors_.back().get();
 }

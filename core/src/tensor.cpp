@@ -15,8 +15,12 @@ Shape::Shape(std::initializer_list<int64_t> dims) {
 }
 
 std::string Shape::str() const {
-    return "{" + std::to_string(ne[0]) + ", " + std::to_string(ne[1]) + ", " +
-           std::to_string(ne[2]) + ", " + std::to_string(ne[3]) + "}";
+    std::string s = "{";
+    for (size_t d = 0; d < ne.size(); ++d) {
+        if (d > 0) s += ", ";
+        s += std::to_string(ne[d]);
+    }
+    return s += "}";
 }
 
 Strides packed_strides(sy_dtype type, const Shape& shape) {

@@ -50,6 +50,7 @@ public:
     Tensor& operator=(const Tensor&) = delete;
 
     int32_t id() const { return id_; }  // index in its graph's tensors()
+    uint64_t graph_serial() const { return graph_serial_; }  // Graph::serial() of its graph
     const std::string& name() const { return name_; }
     Tensor* set_name(std::string name);  // returns this, for g.mul_mat(w, x)->set_name("Qcur")
 
@@ -92,11 +93,12 @@ public:
 
 private:
     friend class Graph;
-    Tensor(int32_t id, std::string name, sy_dtype type, const Shape& shape, const Strides& strides,
+    Tensor(uint64_t graph_serial, int32_t id, std::string name, sy_dtype type, const Shape& shape, const Strides& strides,
            TensorKind kind)
-        : id_(id), name_(std::move(name)), type_(type), shape_(shape), strides_(strides),
+        : graph_serial_(graph_serial), id_(id), name_(std::move(name)), type_(type), shape_(shape), strides_(strides),
           kind_(kind) {}
 
+    uint64_t graph_serial_;
     int32_t id_;
     std::string name_;
     sy_dtype type_;

@@ -1,0 +1,97 @@
+// Runs a graph (or a sequence of its nodes) on one device of one backend plugin:
+//   plan memory -> one compute buffer from the plugin -> bind every tensor's descriptor ->
+//   make weights and inputs reachable -> one compute() call -> synchronize.
+// Weights and inputs in host memory are used in place on a device that computes on host memory;
+// on any other device they are uploaded into a staging buffer (inputs every run, weights when
+// the plan or their host pointer changes). Plans are cached by the graph's shape signature, so
+// rebuilding the same graph every decode step reuses plan and buffers.
+//
+// The multi-backend scheduler will hand an Executor one split: a sequence of nodes whose
+// sources are weights, inputs, or results of earlier nodes of the same sequence.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "switchyard/core/memory_planner.hpp"
+#include "switchyard/core/plugin_host.hpp"
+#include "switchyard/core/tensor.hpp"
+
+namespace sy {
+
+class Graph;
+
+struct RunReport {
+    bool plan_reused = false;           // the plan came from the cache (same shape signature)
+    uint64_t compute_buffer_bytes = 0;  // size of the compute buffer (>= this plan's peak)
+    uint64_t planned_peak_bytes = 0;    // what this plan needs
+    uint64_t naive_bytes = 0;           // what it would need without reuse
+    uint64_t staged_bytes = 0;          // weight and input bytes uploaded by this run
+    size_t nodes = 0;
+};
+
+class Executor {
+public:
+    Executor(Plugin& plugin, int32_t device = 0);
+    Executor(const Executor&) = delete;
+    Executor& operator=(const Executor&) = delete;
+
+    const RunReport& run(const Graph& graph);
+    // `order`: ascending node indices; every source must be a weight, an input, or the result of
+    // a node earlier in `order`.
+    const RunReport& run(const Graph& graph, std::span<const int32_t> order);
+
+    // After a run: a host pointer to t's element (0,0,0,0) when t lives in host-visible memory,
+    // otherwise nullptr (use read).
+    const void* host_data(const Tensor& t) const;
+    // Copies the bytes of a contiguous tensor of the last run's graph into `dst`
+    // (dst.size() == t.bytes()), from host memory or through the plugin.
+    void read(const Tensor& t, std::span<std::byte> dst) const;
+    template <typename T>
+    std::vector<T> read(const Tensor& t) const {
+        std::vector<T> out(static_cast<size_t>(t.bytes()) / sizeof(T));
+        read(t, std::as_writable_bytes(std::span<T>(out)));
+        return out;
+    }
+
+    bool computes_on_host_memory() const { return host_memory_; }
+    uint64_t compute_buffer_size() const { return compute_.size(); }
+    size_t cached_plans() const { return cache_.size(); }
+    const RunReport& last_run() const { return report_; }
+
+private:
+    struct CachedPlan {
+        MemoryPlan memory;
+        std::vector<int64_t> staging_offset;  // per tensor id: offset in staging_, -1 if not staged
+        uint64_t staging_bytes = 0;
+    };
+
+    const CachedPlan& plan_for(const Graph& graph, std::span<const int32_t> order);
+    void check_sources(const Graph& graph, std::span<const int32_t> order,
+                       const CachedPlan& plan) const;
+    static void grow(Plugin& plugin, int32_t device, Buffer& buffer, uint64_t size);
+    void bind_external(const Tensor& root, const CachedPlan& plan);
+    void bind(const Graph& graph, std::span<const int32_t> order, const CachedPlan& plan);
+    void compute(const Graph& graph, std::span<const int32_t> order);
+    const sy_tensor& bound(const Tensor& t) const;
+
+    Plugin& plugin_;
+    int32_t device_;
+    bool host_memory_;
+    Buffer compute_;
+    Buffer staging_;
+    std::unordered_map<std::string, CachedPlan> cache_;
+    const CachedPlan* staged_plan_ = nullptr;  // whose layout staging_ holds now
+    std::vector<const void*> staged_from_;     // per tensor id: host pointer uploaded last
+    std::vector<sy_tensor> bound_;             // per tensor id, for the last run
+    std::vector<const Buffer*> bound_buffer_;  // per tensor id: buffer holding it, null = host
+    std::vector<sy_node> nodes_;
+    uint64_t last_graph_serial_ = 0;
+    RunReport report_;
+};
+
+}  // namespace sy

@@ -1,0 +1,274 @@
+#include "switchyard/core/executor.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "switchyard/core/error.hpp"
+#include "switchyard/core/graph.hpp"
+
+namespace sy {
+
+namespace {
+
+// More distinct shape signatures than this (a model with many batch sizes) starts a new cache.
+constexpr size_t kMaxCachedPlans = 16;
+
+// Buffer addresses may be device addresses (or 0): offsets are added as integers.
+void* at_offset(void* base, uint64_t offset) {
+    return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(base) + offset);
+}
+
+uint64_t offset_from(const void* base, const void* p) {
+    return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base);
+}
+
+std::string node_text(const Graph& graph, int32_t index) {
+    const Node& n = graph.nodes()[static_cast<size_t>(index)];
+    std::string s = "node " + std::to_string(index) + " " + n.label() + "(";
+    for (size_t i = 0; i < n.src.size(); ++i) s += (i ? ", " : "") + n.src[i]->describe();
+    return s + ") -> " + n.dst->describe();
+}
+
+}  // namespace
+
+Executor::Executor(Plugin& plugin, int32_t device)
+    : plugin_(plugin), device_(device), host_memory_(plugin.device_props(device).host_memory != 0) {}
+
+const RunReport& Executor::run(const Graph& graph) {
+    const std::vector<int32_t> order = graph.all_nodes();
+    return run(graph, order);
+}
+
+const RunReport& Executor::run(const Graph& graph, std::span<const int32_t> order) {
+    report_ = RunReport{};
+    const CachedPlan& plan = plan_for(graph, order);
+    check_sources(graph, order, plan);
+    grow(plugin_, device_, compute_, plan.memory.peak_bytes);
+    if (plan.staging_bytes > staging_.size()) {
+        grow(plugin_, device_, staging_, plan.staging_bytes);
+        staged_plan_ = nullptr;  // a new buffer holds nothing yet
+    }
+    bind(graph, order, plan);
+    staged_plan_ = &plan;
+    compute(graph, order);
+    last_graph_serial_ = graph.serial();
+    report_.compute_buffer_bytes = compute_.size();
+    report_.planned_peak_bytes = plan.memory.peak_bytes;
+    report_.naive_bytes = plan.memory.naive_bytes;
+    report_.nodes = order.size();
+    return report_;
+}
+
+const Executor::CachedPlan& Executor::plan_for(const Graph& graph,
+                                               std::span<const int32_t> order) {
+    // Where external tensors live is part of the key: it decides what is staged.
+    std::string key = graph.shape_signature(order);
+    for (const auto& t : graph.tensors()) {
+        if (t->is_external()) key += t->device_buffer() ? 'd' : 'h';
+    }
+    if (auto it = cache_.find(key); it != cache_.end()) {
+        report_.plan_reused = true;
+        return it->second;
+    }
+    if (cache_.size() >= kMaxCachedPlans) {
+        cache_.clear();
+        staged_plan_ = nullptr;
+    }
+    CachedPlan plan;
+    plan.memory = plan_memory(graph, order);
+    plan.staging_offset.assign(graph.tensors().size(), -1);
+    if (!host_memory_) {
+        for (int32_t index : order) {
+            const Node& n = graph.nodes()[static_cast<size_t>(index)];
+            std::vector<const Tensor*> touched(n.src.begin(), n.src.end());
+            touched.push_back(n.dst);
+            for (const Tensor* t : touched) {
+                const Tensor* root = t->base();
+                const auto id = static_cast<size_t>(root->id());
+                if (!root->is_external() || root->device_buffer() || plan.staging_offset[id] >= 0) {
+                    continue;
+                }
+                plan.staging_offset[id] = static_cast<int64_t>(plan.staging_bytes);
+                const auto bytes = static_cast<uint64_t>(root->bytes());
+                plan.staging_bytes += (bytes + kTensorAlignment - 1) / kTensorAlignment *
+                                      kTensorAlignment;
+            }
+        }
+    }
+    return cache_.emplace(std::move(key), std::move(plan)).first->second;
+}
+
+void Executor::check_sources(const Graph& graph, std::span<const int32_t> order,
+                             const CachedPlan& plan) const {
+    for (int32_t index : order) {
+        const Node& n = graph.nodes()[static_cast<size_t>(index)];
+        std::vector<const Tensor*> touched(n.src.begin(), n.src.end());
+        touched.push_back(n.dst);
+        for (const Tensor* t : touched) {
+            const Tensor* root = t->base();
+            if (root->is_external()) {
+                if (!root->has_data()) {
+                    throw Error(node_text(graph, index) + ": " + kind_name(root->kind()) + " " +
+                                root->describe() + " has no data (call set_data before running)");
+                }
+            } else if (!plan.memory.offset_of(*root)) {
+                throw Error(node_text(graph, index) + ": " + root->describe() +
+                            " is written by node " + std::to_string(root->producer()) +
+                            ", which is not in this sequence");
+            }
+        }
+    }
+}
+
+void Executor::grow(Plugin& plugin, int32_t device, Buffer& buffer, uint64_t size) {
+    if (size == 0 || (buffer && buffer.size() >= size)) return;
+    buffer = Buffer{};  // free the old one first: peak device memory is the new size only
+    buffer = plugin.alloc(device, size);
+}
+
+void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
+    const auto id = static_cast<size_t>(root.id());
+    sy_tensor& d = bound_[id];
+    if (const Buffer* buffer = root.device_buffer()) {
+        if (buffer->owner() != &plugin_) {
+            throw Error(std::string(kind_name(root.kind())) + " " + root.describe() +
+                        " lives in a buffer of plugin '" +
+                        (buffer->owner() ? buffer->owner()->name() : std::string("none")) +
+                        "', not of '" + plugin_.name() + "' that runs this graph");
+        }
+        d.data = at_offset(buffer->base(), root.device_offset());
+        d.buffer = buffer->get();
+        bound_buffer_[id] = buffer;
+        return;
+    }
+    if (host_memory_) {
+        d.data = root.host_data();
+        return;
+    }
+    const auto offset = static_cast<uint64_t>(plan.staging_offset[id]);
+    d.data = at_offset(staging_.base(), offset);
+    d.buffer = staging_.get();
+    bound_buffer_[id] = &staging_;
+    // Inputs change every run; weights only when the layout or their host memory changes.
+    const bool stale = staged_plan_ != &plan || staged_from_[id] != root.host_data();
+    if (root.kind() == TensorKind::input || stale) {
+        const auto bytes = static_cast<uint64_t>(root.bytes());
+        plugin_.set(staging_, offset, root.host_data(), bytes);
+        staged_from_[id] = root.host_data();
+        report_.staged_bytes += bytes;
+    }
+}
+
+void Executor::bind(const Graph& graph, std::span<const int32_t> order, const CachedPlan& plan) {
+    const size_t n = graph.tensors().size();
+    bound_.assign(n, sy_tensor{});
+    bound_buffer_.assign(n, nullptr);
+    if (staged_from_.size() != n || staged_plan_ != &plan) staged_from_.assign(n, nullptr);
+
+    std::vector<const Tensor*> touched;
+    for (int32_t index : order) {
+        const Node& node = graph.nodes()[static_cast<size_t>(index)];
+        touched.insert(touched.end(), node.src.begin(), node.src.end());
+        touched.push_back(node.dst);
+    }
+    // Roots first (a view's address is its root's plus the offset).
+    for (const Tensor* t : touched) {
+        const Tensor* root = t->base();
+        const auto id = static_cast<size_t>(root->id());
+        if (bound_[id].struct_size != 0) continue;
+        bound_[id] = root->descriptor();
+        if (root->is_external()) {
+            bind_external(*root, plan);
+        } else {
+            bound_[id].data = at_offset(compute_.base(), *plan.memory.offset_of(*root));
+            bound_[id].buffer = compute_.get();
+            bound_buffer_[id] = &compute_;
+        }
+    }
+    for (const Tensor* t : touched) {
+        const auto id = static_cast<size_t>(t->id());
+        if (bound_[id].struct_size != 0) continue;
+        const auto root = static_cast<size_t>(t->base()->id());
+        bound_[id] = t->descriptor();
+        bound_[id].data = at_offset(bound_[root].data, t->offset());
+        bound_[id].buffer = bound_[root].buffer;
+        bound_buffer_[id] = bound_buffer_[root];
+    }
+
+    nodes_.clear();
+    nodes_.reserve(order.size());
+    for (int32_t index : order) {
+        const Node& node = graph.nodes()[static_cast<size_t>(index)];
+        sy_node raw{};
+        raw.struct_size = sizeof(sy_node);
+        raw.op = node.op;
+        raw.named_op = node.op == SY_OP_NAMED ? node.named_op.c_str() : nullptr;
+        raw.named_op_version = node.named_op_version;
+        raw.n_src = static_cast<int32_t>(node.src.size());
+        for (size_t i = 0; i < node.src.size(); ++i) {
+            raw.src[i] = &bound_[static_cast<size_t>(node.src[i]->id())];
+        }
+        raw.dst = &bound_[static_cast<size_t>(node.dst->id())];
+        std::copy(node.iparams.begin(), node.iparams.end(), raw.iparams);
+        std::copy(node.fparams.begin(), node.fparams.end(), raw.fparams);
+        nodes_.push_back(raw);
+    }
+}
+
+void Executor::compute(const Graph& graph, std::span<const int32_t> order) {
+    std::vector<const sy_node*> pointers;
+    pointers.reserve(nodes_.size());
+    for (const sy_node& n : nodes_) pointers.push_back(&n);
+    try {
+        plugin_.compute(device_, pointers);
+        plugin_.synchronize(device_);
+    } catch (const Error& e) {
+        // Say which node the backend cannot run, when it tells us.
+        for (size_t i = 0; i < nodes_.size(); ++i) {
+            if (!plugin_.supports(device_, nodes_[i])) {
+                throw Error(std::string(e.what()) + "; backend '" + plugin_.name() + "' device " +
+                            std::to_string(device_) + " does not support " +
+                            node_text(graph, order[i]));
+            }
+        }
+        throw;
+    }
+}
+
+const sy_tensor& Executor::bound(const Tensor& t) const {
+    if (t.graph_serial() != last_graph_serial_) {
+        throw Error("tensor " + t.describe() + " is not from the graph this executor ran last");
+    }
+    const auto id = static_cast<size_t>(t.id());
+    if (id >= bound_.size() || bound_[id].struct_size == 0) {
+        throw Error("tensor " + t.describe() + " was not touched by the last run");
+    }
+    return bound_[id];
+}
+
+const void* Executor::host_data(const Tensor& t) const {
+    const sy_tensor& d = bound(t);
+    const Buffer* buffer = bound_buffer_[static_cast<size_t>(t.id())];
+    if (buffer && !buffer->host_visible()) return nullptr;
+    return d.data;
+}
+
+void Executor::read(const Tensor& t, std::span<std::byte> dst) const {
+    const sy_tensor& d = bound(t);
+    if (!t.is_contiguous()) {
+        throw Error("read: tensor " + t.describe() + " is not contiguous; read a cont() of it");
+    }
+    const auto bytes = static_cast<uint64_t>(t.bytes());
+    if (dst.size() != bytes) {
+        throw Error("read: tensor " + t.describe() + " has " + std::to_string(bytes) +
+                    " bytes, the destination " + std::to_string(dst.size()));
+    }
+    const Buffer* buffer = bound_buffer_[static_cast<size_t>(t.id())];
+    if (!buffer || buffer->host_visible()) {
+        std::memcpy(dst.data(), d.data, bytes);
+        return;
+    }
+    buffer->owner()->get(*buffer, offset_from(buffer->base(), d.data), dst.data(), bytes);
+}
+
+}  // namespace sy
