@@ -32,7 +32,9 @@ std::string node_text(const Graph& graph, int32_t index) {
 }  // namespace
 
 Executor::Executor(Plugin& plugin, int32_t device)
-    : plugin_(plugin), device_(device), host_memory_(plugin.device_props(device).host_memory != 0) {}
+    : plugin_(plugin),
+      device_(device),
+      host_memory_(plugin.device_props(device).host_memory != 0) {}
 
 const RunReport& Executor::run(const Graph& graph) {
     const std::vector<int32_t> order = graph.all_nodes();
@@ -59,8 +61,7 @@ const RunReport& Executor::run(const Graph& graph, std::span<const int32_t> orde
     return report_;
 }
 
-const Executor::CachedPlan& Executor::plan_for(const Graph& graph,
-                                               std::span<const int32_t> order) {
+const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<const int32_t> order) {
     // Where external tensors live is part of the key: it decides what is staged.
     std::string key = graph.shape_signature(order);
     for (const auto& t : graph.tensors()) {
@@ -90,8 +91,8 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph,
                 }
                 plan.staging_offset[id] = static_cast<int64_t>(plan.staging_bytes);
                 const auto bytes = static_cast<uint64_t>(root->bytes());
-                plan.staging_bytes += (bytes + kTensorAlignment - 1) / kTensorAlignment *
-                                      kTensorAlignment;
+                plan.staging_bytes +=
+                    (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
             }
         }
     }

@@ -46,8 +46,8 @@ void Graph::check_mine(const char* what, std::initializer_list<const Tensor*> ts
 Tensor* Graph::add_tensor(std::string name, sy_dtype type, const Shape& shape,
                           const Strides& strides, TensorKind kind) {
     const auto id = static_cast<int32_t>(tensors_.size());
-    tensors_.push_back(std::unique_ptr<Tensor>(new Tensor(serial_, id, std::move(name), type, shape,
-                                                          strides, kind)));
+    tensors_.push_back(std::unique_ptr<Tensor>(
+        new Tensor(serial_, id, std::move(name), type, shape, strides, kind)));
     return tensors_.back().get();
 }
 
@@ -93,14 +93,16 @@ Tensor* Graph::view(Tensor* t, const Shape& shape, const Strides& strides, uint6
     check_mine("view", {t});
     const sy_dtype_traits traits = sy_dtype_info(t->type());
     for (int d = 0; d < SY_MAX_DIMS; ++d) {
-        if (shape[d] < 1) fail_op("view", {t}, "view shape " + shape.str() + " has a dimension < 1");
+        if (shape[d] < 1)
+            fail_op("view", {t}, "view shape " + shape.str() + " has a dimension < 1");
         if (strides[static_cast<size_t>(d)] < 0) {
             fail_op("view", {t}, "negative strides are not supported");
         }
     }
     if (strides[0] != traits.type_size || shape[0] % traits.block_size != 0) {
-        fail_op("view", {t}, "rows must stay packed: nb0 must be " +
-                                 std::to_string(traits.type_size) + " and ne0 whole blocks");
+        fail_op("view", {t},
+                "rows must stay packed: nb0 must be " + std::to_string(traits.type_size) +
+                    " and ne0 whole blocks");
     }
     sy_tensor d = sdk::make_tensor(t->type(), shape[0], shape[1], shape[2], shape[3]);
     for (int i = 0; i < SY_MAX_DIMS; ++i) d.nb[i] = strides[static_cast<size_t>(i)];
@@ -123,8 +125,8 @@ Tensor* Graph::reshape(Tensor* t, const Shape& shape) {
                     std::to_string(t->nb(0)) + ", " + std::to_string(t->nb(1)) + ", " +
                     std::to_string(t->nb(2)) + ", " + std::to_string(t->nb(3)) + "}");
     }
-    if (shape.elements() != t->elements() || std::any_of(shape.ne.begin(), shape.ne.end(),
-                                                         [](int64_t n) { return n < 1; })) {
+    if (shape.elements() != t->elements() ||
+        std::any_of(shape.ne.begin(), shape.ne.end(), [](int64_t n) { return n < 1; })) {
         fail_op("reshape", {t},
                 "cannot reshape " + std::to_string(t->elements()) + " elements to " + shape.str());
     }

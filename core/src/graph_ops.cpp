@@ -17,7 +17,9 @@ std::string type_name(sy_dtype type) {
     return name ? name : "type " + std::to_string(static_cast<int>(type));
 }
 
-bool is_float(const Tensor* t) { return sdk::is_float_type(t->type()); }
+bool is_float(const Tensor* t) {
+    return sdk::is_float_type(t->type());
+}
 
 // Types a weight operand (mul_mat, mul_mat_id, get_rows) may have. ops.h lists float types for
 // this ABI minor and announces quantized ones; which a backend accepts is its capability table's
@@ -27,7 +29,9 @@ bool is_weight_type(sy_dtype type) {
     return sdk::is_float_type(type) || (tr.name != nullptr && tr.block_size > 1);
 }
 
-std::string dim(const Tensor* t, int d) { return std::to_string(t->ne(d)); }
+std::string dim(const Tensor* t, int d) {
+    return std::to_string(t->ne(d));
+}
 
 }  // namespace
 
@@ -53,11 +57,21 @@ Tensor* Graph::elementwise(sy_op op, Tensor* a, Tensor* b) {
     return add_node(op, {a, b}, a->type(), a->shape());
 }
 
-Tensor* Graph::add(Tensor* a, Tensor* b) { return elementwise(SY_OP_ADD, a, b); }
-Tensor* Graph::mul(Tensor* a, Tensor* b) { return elementwise(SY_OP_MUL, a, b); }
-Tensor* Graph::silu(Tensor* a) { return unary(SY_OP_SILU, a); }
-Tensor* Graph::gelu(Tensor* a) { return unary(SY_OP_GELU, a); }
-Tensor* Graph::sigmoid(Tensor* a) { return unary(SY_OP_SIGMOID, a); }
+Tensor* Graph::add(Tensor* a, Tensor* b) {
+    return elementwise(SY_OP_ADD, a, b);
+}
+Tensor* Graph::mul(Tensor* a, Tensor* b) {
+    return elementwise(SY_OP_MUL, a, b);
+}
+Tensor* Graph::silu(Tensor* a) {
+    return unary(SY_OP_SILU, a);
+}
+Tensor* Graph::gelu(Tensor* a) {
+    return unary(SY_OP_GELU, a);
+}
+Tensor* Graph::sigmoid(Tensor* a) {
+    return unary(SY_OP_SIGMOID, a);
+}
 
 Tensor* Graph::scale(Tensor* a, float scale, float bias) {
     Tensor* dst = unary(SY_OP_SCALE, a);
@@ -105,8 +119,7 @@ Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids) {
         fail_op("mul_mat_id", {w, x, ids}, "expects w {K, N, E}, x {K, U1, T}, ids {U, T}");
     }
     if (w->ne(0) != x->ne(0)) {
-        fail_op("mul_mat_id", {w, x, ids},
-                "ne0 (K) must agree: " + dim(w, 0) + " vs " + dim(x, 0));
+        fail_op("mul_mat_id", {w, x, ids}, "ne0 (K) must agree: " + dim(w, 0) + " vs " + dim(x, 0));
     }
     if (ids->ne(1) != x->ne(2)) {
         fail_op("mul_mat_id", {w, x, ids},
@@ -123,8 +136,9 @@ Tensor* Graph::get_rows(Tensor* a, Tensor* ids, sy_dtype type) {
     check_mine("get_rows", {a, ids});
     if (ids->type() != SY_TYPE_I32) fail_op("get_rows", {a, ids}, "ids must be i32");
     if (ids->ne(1) != a->ne(2) || ids->ne(2) != a->ne(3) || ids->ne(3) != 1) {
-        fail_op("get_rows", {a, ids}, "ids {n, B2, B3} must match src0's batch dims {" +
-                                          dim(a, 2) + ", " + dim(a, 3) + "}");
+        fail_op(
+            "get_rows", {a, ids},
+            "ids {n, B2, B3} must match src0's batch dims {" + dim(a, 2) + ", " + dim(a, 3) + "}");
     }
     if (type != a->type() && !(type == SY_TYPE_F32 && is_weight_type(a->type()))) {
         fail_op("get_rows", {a, ids},
@@ -139,16 +153,16 @@ Tensor* Graph::rope(Tensor* x, Tensor* positions, const RopeParams& p) {
     if (x->ne(3) != 1) fail_op("rope", {x, positions}, "expects x {D, H, T}");
     if (positions->type() != SY_TYPE_I32) fail_op("rope", {x, positions}, "positions must be i32");
     if (positions->ne(0) != x->ne(2) || positions->shape().elements() != positions->ne(0)) {
-        fail_op("rope", {x, positions},
-                "positions must be {T} with T = x.ne2 = " + dim(x, 2));
+        fail_op("rope", {x, positions}, "positions must be {T} with T = x.ne2 = " + dim(x, 2));
     }
     if (p.n_dims <= 0 || p.n_dims % 2 != 0 || p.n_dims > x->ne(0)) {
-        fail_op("rope", {x, positions},
-                "n_dims " + std::to_string(p.n_dims) + " must be even and in (0, " + dim(x, 0) + "]");
+        fail_op(
+            "rope", {x, positions},
+            "n_dims " + std::to_string(p.n_dims) + " must be even and in (0, " + dim(x, 0) + "]");
     }
     if (p.mode != SY_ROPE_NORMAL && p.mode != SY_ROPE_NEOX) {
-        fail_op("rope", {x, positions}, "mode must be 0 (normal) or 2 (NeoX), got " +
-                                            std::to_string(p.mode));
+        fail_op("rope", {x, positions},
+                "mode must be 0 (normal) or 2 (NeoX), got " + std::to_string(p.mode));
     }
     Tensor* dst = add_node(SY_OP_ROPE, {x, positions}, x->type(), x->shape());
     Node& n = nodes_.back();
@@ -166,8 +180,10 @@ Tensor* Graph::rope(Tensor* x, Tensor* positions, const RopeParams& p) {
 
 Tensor* Graph::softmax(Tensor* x, const SoftmaxParams& p) {
     Tensor* mask = p.mask;
-    if (mask) check_mine("softmax", {x, mask});
-    else check_mine("softmax", {x});
+    if (mask)
+        check_mine("softmax", {x, mask});
+    else
+        check_mine("softmax", {x});
     if (!is_float(x)) fail_op("softmax", {x}, "needs a float type (f32, f16, bf16)");
     std::vector<Tensor*> src{x};
     if (mask) {
@@ -278,12 +294,15 @@ Tensor* Graph::named(std::string name, uint32_t schema_version, std::span<Tensor
         throw Error(label + ": unknown result type id " + std::to_string(static_cast<int>(type)));
     }
     for (int d = 0; d < SY_MAX_DIMS; ++d) {
-        if (shape[d] < 1) throw Error(label + ": result shape " + shape.str() + " has a dimension < 1");
+        if (shape[d] < 1)
+            throw Error(label + ": result shape " + shape.str() + " has a dimension < 1");
     }
     if (params.iparams.size() > SY_MAX_PARAMS || params.fparams.size() > SY_MAX_PARAMS) {
-        throw Error(label + ": at most " + std::to_string(SY_MAX_PARAMS) + " parameters of each kind");
+        throw Error(label + ": at most " + std::to_string(SY_MAX_PARAMS) +
+                    " parameters of each kind");
     }
-    Tensor* dst = add_node(SY_OP_NAMED, std::vector<Tensor*>(srcs.begin(), srcs.end()), type, shape);
+    Tensor* dst =
+        add_node(SY_OP_NAMED, std::vector<Tensor*>(srcs.begin(), srcs.end()), type, shape);
     dst->set_name(name + "#" + std::to_string(dst->id()));
     Node& n = nodes_.back();
     n.named_op = std::move(name);

@@ -19,7 +19,7 @@ uint64_t align_up(uint64_t n) {
 
 // Ranges of one growing buffer: best-fit reuse of freed ranges, otherwise growth at the top.
 class BestFitRanges {
-public:
+  public:
     uint64_t allocate(uint64_t size) {
         auto best = free_.end();
         for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -61,7 +61,7 @@ public:
 
     uint64_t peak() const { return peak_; }
 
-private:
+  private:
     std::map<uint64_t, uint64_t> free_;  // offset -> size, never touching each other or the top
     uint64_t top_ = 0;
     uint64_t peak_ = 0;
@@ -90,7 +90,8 @@ MemoryPlan plan_memory(const Graph& graph, std::span<const int32_t> order) {
     for (size_t i = 0; i < order.size(); ++i) {
         const int32_t node = order[i];
         if (node < 0 || static_cast<size_t>(node) >= nodes.size()) {
-            throw Error("memory plan: node index " + std::to_string(node) + " is outside the graph");
+            throw Error("memory plan: node index " + std::to_string(node) +
+                        " is outside the graph");
         }
         if (i > 0 && node <= order[i - 1]) {
             throw Error("memory plan: the node sequence must follow build order (node " +

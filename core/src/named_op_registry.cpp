@@ -25,18 +25,17 @@ void NamedOpRegistry::register_from(const Plugin& plugin) {
     }
 }
 
-void NamedOpRegistry::add(std::string_view provider, std::string_view name,
-                          uint32_t schema_version, std::string_view summary) {
+void NamedOpRegistry::add(std::string_view provider, std::string_view name, uint32_t schema_version,
+                          std::string_view summary) {
     if (!well_formed(name)) {
         throw Error("plugin '" + std::string(provider) + "' offers a named op '" +
                     std::string(name) + "' that is not of the form namespace.name");
     }
     const auto key = std::make_tuple(name, schema_version);
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                               [](const NamedOpEntry& e, const auto& k) {
-                                   return std::make_tuple(std::string_view(e.name),
-                                                          e.schema_version) < k;
-                               });
+    auto it = std::lower_bound(
+        entries_.begin(), entries_.end(), key, [](const NamedOpEntry& e, const auto& k) {
+            return std::make_tuple(std::string_view(e.name), e.schema_version) < k;
+        });
     if (it == entries_.end() || it->name != name || it->schema_version != schema_version) {
         NamedOpEntry entry;
         entry.name = name;

@@ -33,9 +33,13 @@ constexpr std::array<BuiltinOp, SY_OP_BUILTIN_COUNT - 1> kBuiltinOps{{
 
 }  // namespace
 
-const char* BuiltinOp::name() const { return sdk::op_name(op); }
+const char* BuiltinOp::name() const {
+    return sdk::op_name(op);
+}
 
-std::span<const BuiltinOp> builtin_ops() { return kBuiltinOps; }
+std::span<const BuiltinOp> builtin_ops() {
+    return kBuiltinOps;
+}
 
 const BuiltinOp& builtin_op(sy_op op) {
     // The table is in id order starting at SY_OP_ADD = 1.

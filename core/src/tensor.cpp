@@ -55,9 +55,13 @@ sy_tensor Tensor::descriptor() const {
     return t;
 }
 
-int64_t Tensor::bytes() const { return sdk::nbytes(descriptor()); }
+int64_t Tensor::bytes() const {
+    return sdk::nbytes(descriptor());
+}
 
-bool Tensor::is_contiguous() const { return sdk::is_contiguous(descriptor()); }
+bool Tensor::is_contiguous() const {
+    return sdk::is_contiguous(descriptor());
+}
 
 std::string Tensor::describe() const {
     const char* type_name = sy_dtype_info(type_).name;

@@ -50,13 +50,15 @@ std::pair<std::vector<float>, std::vector<float>> reference(const Block& b) {
         double ss = 0;
         for (int64_t i = 0; i < kEmbd; ++i) ss += double(b.x[t * kEmbd + i]) * b.x[t * kEmbd + i];
         const double inv = 1.0 / std::sqrt(ss / kEmbd + kEps);
-        for (int64_t i = 0; i < kEmbd; ++i) h[t * kEmbd + i] = float(b.x[t * kEmbd + i] * inv) * b.norm_w[i];
+        for (int64_t i = 0; i < kEmbd; ++i)
+            h[t * kEmbd + i] = float(b.x[t * kEmbd + i] * inv) * b.norm_w[i];
     }
     std::vector<float> q(kEmbd * kTokens);  // q[n, t] = sum_k wq[k, n] h[k, t]
     for (int64_t t = 0; t < kTokens; ++t)
         for (int64_t n = 0; n < kEmbd; ++n) {
             double acc = 0;
-            for (int64_t k = 0; k < kEmbd; ++k) acc += double(b.wq[n * kEmbd + k]) * h[t * kEmbd + k];
+            for (int64_t k = 0; k < kEmbd; ++k)
+                acc += double(b.wq[n * kEmbd + k]) * h[t * kEmbd + k];
             q[t * kEmbd + n] = float(acc);
         }
     std::vector<float> r = q;  // rope, normal mode, all dims of each head rotate
@@ -132,7 +134,7 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want) 
 }
 
 class ExecutorOnCpu : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
 #ifndef SWITCHYARD_CPU_PLUGIN_REQUIRED
         // Only while the tree has no CPU plugin target; once it has one, a missing file fails.

@@ -13,7 +13,9 @@
 namespace sy {
 namespace {
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float silu(float x) {
+    return x / (1.0f + std::exp(-x));
+}
 
 TEST(ExecutorOffHost, UploadsInputsEveryRunAndWeightsOnce) {
     auto plugin = Plugin::load(SWITCHYARD_OFFHOST_PLUGIN);
@@ -47,7 +49,8 @@ TEST(ExecutorOffHost, UploadsInputsEveryRunAndWeightsOnce) {
     for (size_t i = 0; i < 12; ++i) EXPECT_NEAR(got[i], want[i], 1e-6f);
     const std::vector<float> got_t = exec.read<float>(*yt);
     for (int64_t r = 0; r < 4; ++r)
-        for (int64_t c = 0; c < 3; ++c) EXPECT_NEAR(got_t[size_t(r * 3 + c)], 2 * want[size_t(c * 4 + r)], 1e-5f);
+        for (int64_t c = 0; c < 3; ++c)
+            EXPECT_NEAR(got_t[size_t(r * 3 + c)], 2 * want[size_t(c * 4 + r)], 1e-5f);
 
     for (float& v : x) v = -v;
     const RunReport second = exec.run(g);

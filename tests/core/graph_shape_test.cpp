@@ -220,7 +220,8 @@ TEST(GraphShapes, TensorsOfAnotherGraphAreRefused) {
     Graph g1, g2;
     Tensor* a = g1.input("a", SY_TYPE_F32, {4});
     Tensor* b = g2.input("b", SY_TYPE_F32, {4});
-    EXPECT_TRUE(contains(error_of([&] { g1.add(a, b); }), "'b' f32 {4, 1, 1, 1} belongs to another graph"));
+    EXPECT_TRUE(
+        contains(error_of([&] { g1.add(a, b); }), "'b' f32 {4, 1, 1, 1} belongs to another graph"));
     EXPECT_THROW(g1.mark_output(b), Error);
     EXPECT_THROW(g1.input("zero", SY_TYPE_F32, {4, 0}), Error);
 }

@@ -1,5 +1,7 @@
 // The memory planner: no two tensors alive at the same time may share bytes, memory is reused
 // once a tensor's last reader has run, offsets are aligned.
+#include "switchyard/core/memory_planner.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/graph.hpp"
-#include "switchyard/core/memory_planner.hpp"
 
 namespace sy {
 namespace {
@@ -55,9 +56,8 @@ void expect_no_live_overlap(const Graph& g, const MemoryPlan& plan) {
             const bool live_together = a.first_step <= b.last_step && b.first_step <= a.last_step;
             const bool bytes_overlap = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
             EXPECT_FALSE(live_together && bytes_overlap)
-                << "tensors " << a.tensor << " [" << a.first_step << ", " << a.last_step
-                << "] and " << b.tensor << " [" << b.first_step << ", " << b.last_step
-                << "] share bytes";
+                << "tensors " << a.tensor << " [" << a.first_step << ", " << a.last_step << "] and "
+                << b.tensor << " [" << b.first_step << ", " << b.last_step << "] share bytes";
         }
     }
 }
@@ -99,11 +99,11 @@ TEST(MemoryPlanner, WeightsInputsAndViewsGetNoSlot) {
 TEST(MemoryPlanner, AReadThroughAViewKeepsTheBaseAlive) {
     Graph g;
     Tensor* x = g.input("x", SY_TYPE_F32, {64});
-    Tensor* a = g.silu(x);                // step 0
+    Tensor* a = g.silu(x);  // step 0
     Tensor* a_view = g.reshape(a, {8, 8});
-    Tensor* b = g.gelu(x);                // step 1
-    Tensor* c = g.scale(b, 2.0f);         // step 2
-    Tensor* d = g.silu(a_view);           // step 3: reads a through its view
+    Tensor* b = g.gelu(x);         // step 1
+    Tensor* c = g.scale(b, 2.0f);  // step 2
+    Tensor* d = g.silu(a_view);    // step 3: reads a through its view
     g.mark_output(c);
     g.mark_output(d);
     const MemoryPlan plan = plan_memory(g);
@@ -153,9 +153,9 @@ TEST(MemoryPlanner, BestFitPicksTheSmallestFreedRange) {
 TEST(MemoryPlanner, SubSequenceKeepsTensorsReadLaterAlive) {
     Graph g;
     Tensor* x = g.input("x", SY_TYPE_F32, {32});
-    Tensor* a = g.silu(x);     // node 0
-    Tensor* b = g.scale(a, 2);  // node 1
-    Tensor* c = g.silu(b);     // node 2
+    Tensor* a = g.silu(x);       // node 0
+    Tensor* b = g.scale(a, 2);   // node 1
+    Tensor* c = g.silu(b);       // node 2
     g.mark_output(g.add(c, a));  // node 3 reads a: outside the first split
     const std::vector<int32_t> first_split{0, 1, 2};
     const MemoryPlan plan = plan_memory(g, first_split);

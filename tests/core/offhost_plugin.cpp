@@ -21,7 +21,9 @@ struct Context {
     uintptr_t next_base = uintptr_t(0x5ee000000000);  // never a host pointer in this test
 };
 
-Context* context(void* ctx) { return static_cast<Context*>(ctx); }
+Context* context(void* ctx) {
+    return static_cast<Context*>(ctx);
+}
 
 sy_status device_count(void*, int32_t* count) {
     *count = 1;
@@ -39,10 +41,30 @@ sy_status device_props(void*, int32_t device, sy_device_props* props) {
 }
 
 const sy_capability kCaps[] = {
-    {sizeof(sy_capability), SY_OP_ADD, nullptr, 0, SY_TYPE_F32, {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability), SY_OP_MUL, nullptr, 0, SY_TYPE_F32, {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability), SY_OP_SCALE, nullptr, 0, SY_TYPE_F32, {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability), SY_OP_SILU, nullptr, 0, SY_TYPE_F32, {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
+    {sizeof(sy_capability),
+     SY_OP_ADD,
+     nullptr,
+     0,
+     SY_TYPE_F32,
+     {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
+    {sizeof(sy_capability),
+     SY_OP_MUL,
+     nullptr,
+     0,
+     SY_TYPE_F32,
+     {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
+    {sizeof(sy_capability),
+     SY_OP_SCALE,
+     nullptr,
+     0,
+     SY_TYPE_F32,
+     {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
+    {sizeof(sy_capability),
+     SY_OP_SILU,
+     nullptr,
+     0,
+     SY_TYPE_F32,
+     {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
 };
 
 sy_status capabilities(void*, const sy_capability** rows, size_t* count) {
@@ -88,14 +110,16 @@ sy_status buffer_free(void* ctx, sy_buffer* buffer) {
 
 sy_status buffer_set(void*, const sy_buffer* buffer, uint64_t offset, const void* src, uint64_t n) {
     auto* s = static_cast<Storage*>(buffer->handle);
-    if (offset + n > s->bytes.size()) return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "set out of range");
+    if (offset + n > s->bytes.size())
+        return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "set out of range");
     std::memcpy(s->bytes.data() + offset, src, n);
     return sy::sdk::ok();
 }
 
 sy_status buffer_get(void*, const sy_buffer* buffer, uint64_t offset, void* dst, uint64_t n) {
     auto* s = static_cast<Storage*>(buffer->handle);
-    if (offset + n > s->bytes.size()) return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "get out of range");
+    if (offset + n > s->bytes.size())
+        return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "get out of range");
     std::memcpy(dst, s->bytes.data() + offset, n);
     return sy::sdk::ok();
 }
@@ -150,15 +174,20 @@ sy_status compute(void*, int32_t, const sy_node* const* nodes, size_t count) {
     return sy::sdk::ok();
 }
 
-sy_status synchronize(void*, int32_t) { return sy::sdk::ok(); }
+sy_status synchronize(void*, int32_t) {
+    return sy::sdk::ok();
+}
 
-void shutdown(void* ctx) { delete context(ctx); }
+void shutdown(void* ctx) {
+    delete context(ctx);
+}
 
 }  // namespace
 
 extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
     if (host->abi_major != SY_ABI_VERSION_MAJOR) return sy::sdk::error(SY_ERR_ABI, "ABI major");
-    if (api->struct_size < sizeof(sy_plugin_api)) return sy::sdk::error(SY_ERR_ABI, "table too small");
+    if (api->struct_size < sizeof(sy_plugin_api))
+        return sy::sdk::error(SY_ERR_ABI, "table too small");
     sy_plugin_api t{};
     t.struct_size = sizeof(sy_plugin_api);
     t.abi_major = SY_ABI_VERSION_MAJOR;

@@ -1,4 +1,6 @@
 // The built-in op table and the registry of plugin-provided named ops.
+#include "switchyard/core/op_catalog.hpp"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -6,7 +8,6 @@
 
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/named_op_registry.hpp"
-#include "switchyard/core/op_catalog.hpp"
 #include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 

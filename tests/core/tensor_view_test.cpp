@@ -8,7 +8,9 @@
 namespace sy {
 namespace {
 
-Strides strides(int64_t a, int64_t b, int64_t c, int64_t d) { return {a, b, c, d}; }
+Strides strides(int64_t a, int64_t b, int64_t c, int64_t d) {
+    return {a, b, c, d};
+}
 
 TEST(TensorView, InputsArePackedWithUnusedDimensionsOne) {
     Graph g;

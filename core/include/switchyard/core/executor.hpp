@@ -35,7 +35,7 @@ struct RunReport {
 };
 
 class Executor {
-public:
+  public:
     Executor(Plugin& plugin, int32_t device = 0);
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
@@ -63,7 +63,7 @@ public:
     size_t cached_plans() const { return cache_.size(); }
     const RunReport& last_run() const { return report_; }
 
-private:
+  private:
     struct CachedPlan {
         MemoryPlan memory;
         std::vector<int64_t> staging_offset;  // per tensor id: offset in staging_, -1 if not staged

@@ -65,7 +65,7 @@ struct NamedOpParams {
 };
 
 class Graph {
-public:
+  public:
     Graph();
     Graph(Graph&&) noexcept = default;
     Graph& operator=(Graph&&) noexcept = default;
@@ -106,8 +106,8 @@ public:
     Tensor* gelu(Tensor* a);
     Tensor* sigmoid(Tensor* a);
     Tensor* argsort(Tensor* a, bool descending = false);  // -> I32, same shape
-    Tensor* top_k(Tensor* a, int64_t k);                   // -> I32 {k, R, ...}
-    Tensor* sum_rows(Tensor* a);                           // -> {1, R, B2, B3}
+    Tensor* top_k(Tensor* a, int64_t k);                  // -> I32 {k, R, ...}
+    Tensor* sum_rows(Tensor* a);                          // -> {1, R, B2, B3}
     Tensor* concat(Tensor* a, Tensor* b, int dim);
     Tensor* cpy(Tensor* a, sy_dtype type);  // converted copy into a new packed tensor
     Tensor* cpy(Tensor* a, Tensor* dst);    // copy into an existing tensor (a cache view); -> dst
@@ -119,8 +119,8 @@ public:
                   sy_dtype type, const Shape& shape, const NamedOpParams& params = {});
     Tensor* named(std::string name, uint32_t schema_version, std::initializer_list<Tensor*> srcs,
                   sy_dtype type, const Shape& shape, const NamedOpParams& params = {}) {
-        return named(std::move(name), schema_version, std::span<Tensor* const>(srcs.begin(), srcs.size()),
-                     type, shape, params);
+        return named(std::move(name), schema_version,
+                     std::span<Tensor* const>(srcs.begin(), srcs.size()), type, shape, params);
     }
 
     // ---- results and inspection --------------------------------------------------------------
@@ -141,7 +141,7 @@ public:
     // graphs built the same way again, e.g. every decode step) can reuse one plan.
     std::string shape_signature(std::span<const int32_t> order) const;
 
-private:
+  private:
     Tensor* add_tensor(std::string name, sy_dtype type, const Shape& shape, const Strides& strides,
                        TensorKind kind);
     Tensor* add_leaf(std::string name, sy_dtype type, const Shape& shape, TensorKind kind);

@@ -24,7 +24,7 @@ struct NamedOpEntry {
 };
 
 class NamedOpRegistry {
-public:
+  public:
     // Adds every named op the plugin reports (Plugin::named_ops), under the plugin's name.
     void register_from(const Plugin& plugin);
     // Adds one (name, version) offered by `provider`. Throws Error naming the provider for a name
@@ -37,7 +37,7 @@ public:
     // Sorted by name, then version.
     const std::vector<NamedOpEntry>& entries() const { return entries_; }
 
-private:
+  private:
     std::vector<NamedOpEntry> entries_;
 };
 

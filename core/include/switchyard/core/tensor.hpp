@@ -45,11 +45,11 @@ enum class TensorKind {
 const char* kind_name(TensorKind kind);
 
 class Tensor {
-public:
+  public:
     Tensor(const Tensor&) = delete;
     Tensor& operator=(const Tensor&) = delete;
 
-    int32_t id() const { return id_; }  // index in its graph's tensors()
+    int32_t id() const { return id_; }                       // index in its graph's tensors()
     uint64_t graph_serial() const { return graph_serial_; }  // Graph::serial() of its graph
     const std::string& name() const { return name_; }
     Tensor* set_name(std::string name);  // returns this, for g.mul_mat(w, x)->set_name("Qcur")
@@ -91,11 +91,16 @@ public:
     uint64_t device_offset() const { return device_offset_; }
     bool has_data() const { return host_data_ != nullptr || device_buffer_ != nullptr; }
 
-private:
+  private:
     friend class Graph;
-    Tensor(uint64_t graph_serial, int32_t id, std::string name, sy_dtype type, const Shape& shape, const Strides& strides,
-           TensorKind kind)
-        : graph_serial_(graph_serial), id_(id), name_(std::move(name)), type_(type), shape_(shape), strides_(strides),
+    Tensor(uint64_t graph_serial, int32_t id, std::string name, sy_dtype type, const Shape& shape,
+           const Strides& strides, TensorKind kind)
+        : graph_serial_(graph_serial),
+          id_(id),
+          name_(std::move(name)),
+          type_(type),
+          shape_(shape),
+          strides_(strides),
           kind_(kind) {}
 
     uint64_t graph_serial_;
