@@ -8,7 +8,9 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/executor.hpp"
 #include "switchyard/core/graph.hpp"
+#include "switchyard/core/named_op_registry.hpp"
 #include "switchyard/core/plugin_host.hpp"
+#include "switchyard/named_ops.h"
 
 namespace sy {
 namespace {
@@ -78,6 +80,28 @@ TEST(ExecutorOffHost, UnsupportedNodeIsNamed) {
         EXPECT_NE(m.find("does not support node 0 gelu"), std::string::npos) << m;
         EXPECT_NE(m.find("'ffn_act'"), std::string::npos) << m;
     }
+}
+
+TEST(ExecutorOffHost, NamedOpFromTheRegistryRunsAsOneNode) {
+    auto plugin = Plugin::load(SWITCHYARD_OFFHOST_PLUGIN);
+    NamedOpRegistry registry;
+    registry.register_from(*plugin);
+    EXPECT_EQ(registry.find(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION),
+              nullptr);
+    const NamedOpEntry* twice = registry.find("test.twice", 1);
+    ASSERT_NE(twice, nullptr);
+    EXPECT_EQ(twice->providers, std::vector<std::string>{"test-offhost"});
+    EXPECT_EQ(twice->summary, "dst = 2 * src0");
+
+    std::vector<float> x{1, -2, 3, -4};
+    Graph g;
+    Tensor* in = g.input("x", SY_TYPE_F32, {4});
+    in->set_data(x.data());
+    Tensor* y = g.named(twice->name, twice->schema_version, {in}, SY_TYPE_F32, {4});
+    g.mark_output(y);
+    Executor exec(*plugin, 0);
+    exec.run(g);
+    EXPECT_EQ(exec.read<float>(*y), (std::vector<float>{2, -4, 6, -8}));
 }
 
 }  // namespace

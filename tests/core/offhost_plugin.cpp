@@ -1,7 +1,8 @@
 // A test backend whose memory the host cannot touch: buffers report host_visible = 0 and their
 // base addresses are not host pointers, and compute refuses tensors in host memory. An executor
 // that forgets to upload (buffer_set) or download (buffer_get) fails here instead of silently
-// working on host memory. Ops: ADD, MUL (with broadcast), SCALE, SILU on f32, any strides.
+// working on host memory. Ops: ADD, MUL (with broadcast), SCALE, SILU on f32, any strides, and
+// one named op, test.twice v1 (dst = 2 * src0), for the named-op registry.
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -73,12 +74,30 @@ sy_status capabilities(void*, const sy_capability** rows, size_t* count) {
     return sy::sdk::ok();
 }
 
-bool known_op(int32_t op) {
-    return op == SY_OP_ADD || op == SY_OP_MUL || op == SY_OP_SCALE || op == SY_OP_SILU;
+const sy_named_op_info kNamedOps[] = {
+    {sizeof(sy_named_op_info), "test.twice", 1, "dst = 2 * src0"},
+};
+
+sy_status named_ops(void*, const sy_named_op_info** ops, size_t* count) {
+    *ops = kNamedOps;
+    *count = 1;
+    return sy::sdk::ok();
+}
+
+bool is_twice(const sy_node* node) {
+    return node->op == SY_OP_NAMED && node->named_op &&
+           std::strcmp(node->named_op, "test.twice") == 0 && node->named_op_version == 1 &&
+           node->n_src == 1;
+}
+
+bool known_op(const sy_node* node) {
+    const int32_t op = node->op;
+    return op == SY_OP_ADD || op == SY_OP_MUL || op == SY_OP_SCALE || op == SY_OP_SILU ||
+           is_twice(node);
 }
 
 sy_status supports(void*, int32_t, const sy_node* node, int32_t* yes) {
-    *yes = known_op(node->op) && node->dst->type == SY_TYPE_F32;
+    *yes = known_op(node) && node->dst->type == SY_TYPE_F32;
     for (int i = 0; i < node->n_src; ++i) *yes = *yes && node->src[i]->type == SY_TYPE_F32;
     return sy::sdk::ok();
 }
@@ -166,7 +185,8 @@ sy_status compute(void*, int32_t, const sy_node* const* nodes, size_t count) {
                             case SY_OP_ADD: y = x + *at(b, node->src[1], i0, i1, i2, i3); break;
                             case SY_OP_MUL: y = x * *at(b, node->src[1], i0, i1, i2, i3); break;
                             case SY_OP_SCALE: y = x * node->fparams[0] + node->fparams[1]; break;
-                            default: y = x / (1.0f + std::exp(-x)); break;
+                            case SY_OP_SILU: y = x / (1.0f + std::exp(-x)); break;
+                            default: y = 2.0f * x; break;  // test.twice
                         }
                         *at(d, td, i0, i1, i2, i3) = y;
                     }
@@ -207,6 +227,7 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     t.copy_tensors = copy_tensors;
     t.compute = compute;
     t.synchronize = synchronize;
+    t.named_ops = named_ops;
     t.shutdown = shutdown;
     *api = t;
     return sy::sdk::ok();
