@@ -1,0 +1,183 @@
+#include "cpu_backend.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "compute.hpp"
+#include "node_validation.hpp"
+#include "switchyard/sdk.hpp"
+
+namespace sy::cpu {
+namespace {
+
+int default_thread_count() {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n > 0 ? int(n) : 1;
+}
+
+constexpr int kMaxThreads = 1024;
+
+}  // namespace
+
+CpuBackend::CpuBackend(const sy_host_api& host, const VariantInfo& variant)
+    : host_(host),
+      variant_(variant),
+      model_name_(cpu_model_name()),
+      clock_hz_(nominal_clock_hz()),
+      pool_(std::make_unique<ThreadPool>(default_thread_count())) {
+    build_info_ = std::string("variant ") + variant_.name + " (" + variant_.isa_flags + "), " +
+#if defined(__clang__)
+                  "clang " __clang_version__
+#elif defined(__GNUC__)
+                  "gcc " __VERSION__
+#else
+                  "unknown compiler"
+#endif
+                  ", C++" + std::to_string(__cplusplus / 100 % 100) + ", ABI " +
+                  std::to_string(SY_ABI_VERSION_MAJOR) + "." + std::to_string(SY_ABI_VERSION_MINOR);
+}
+
+void CpuBackend::log(int32_t level, const std::string& message) const {
+    if (SY_HAS_FIELD(&host_, log) && host_.log) host_.log(host_.host_ctx, level, "cpu", message.c_str());
+}
+
+sy_status CpuBackend::check_device(int32_t device, const char* fn) const {
+    if (device == 0) return sdk::ok();
+    return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: device %d does not exist (the cpu plugin has one device, 0)",
+                      fn, device);
+}
+
+CpuBackend::Rates CpuBackend::rates() {
+    std::lock_guard calibration_lock(calibration_mutex_);
+    int threads;
+    {
+        std::lock_guard run_lock(run_mutex_);
+        threads = pool_->size();
+        if (!calibration_) calibration_ = measure_calibration(*pool_);
+    }
+    Rates r;
+    r.threads = threads;
+    r.clock_hz = clock_hz_;
+    // One FMA (2 flops) per lane per cycle per thread. Cores have two FMA units but SMT siblings
+    // share them, so on SMT machines (hardware_concurrency = 2 x cores) the two roughly cancel.
+    r.cost.peak_flops = double(threads) * variant_.f32_lanes * 2.0 * clock_hz_;
+    r.cost.memory_bandwidth = calibration_->memory_bandwidth;
+    r.cost.launch_overhead_ns = calibration_->launch_overhead_ns;
+    return r;
+}
+
+sy_status CpuBackend::device_props(int32_t device, sy_device_props* props) {
+    if (sy_status s = check_device(device, "device_props"); s.code) return s;
+    if (props == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "device_props: props is NULL");
+    if (!SY_HAS_FIELD(props, launch_overhead_ns))
+        return sdk::error(SY_ERR_ABI, "device_props: struct_size %u is smaller than ABI 1.0's %zu",
+                          props->struct_size, sizeof(sy_device_props));
+    const Rates r = rates();
+    // Fill a full local copy, then hand over the part the host's struct has room for.
+    sy_device_props p{};
+    std::snprintf(p.name, sizeof p.name, "%s (%d threads)", model_name_.c_str(), r.threads);
+    std::snprintf(p.description, sizeof p.description,
+                  "host CPU, %s kernels, %d f32 lanes, %d threads, ~%.2f GHz; computes on host memory",
+                  variant_.name, variant_.f32_lanes, r.threads, r.clock_hz / 1e9);
+    p.kind = SY_DEVICE_CPU;
+    p.compute_units = r.threads;
+    p.memory_total = memory_total_bytes();
+    p.memory_free = memory_available_bytes();
+    p.host_memory = 1;
+    p.peak_flops_f32 = r.cost.peak_flops;
+    p.peak_flops_f16 = r.cost.peak_flops;  // f16/bf16 weights are widened to f32 in registers
+    p.peak_flops_int8 = 0.0;               // no int8 kernels
+    p.memory_bandwidth = r.cost.memory_bandwidth;
+    p.link_bandwidth = 0.0;  // host memory: no transfer needed
+    p.link_latency_ns = 0.0;
+    p.launch_overhead_ns = r.cost.launch_overhead_ns;
+    const uint32_t size = std::min<uint32_t>(props->struct_size, sizeof p);
+    p.struct_size = size;
+    std::memcpy(props, &p, size);
+    return sdk::ok();
+}
+
+sy_status CpuBackend::supports(int32_t device, const sy_node* node, int32_t* supported) {
+    if (sy_status s = check_device(device, "supports"); s.code) return s;
+    if (supported == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: result pointer is NULL");
+    if (node == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: node is NULL");
+    *supported = validate_node(node, DataChecks::kDescriptorsOnly).code == SY_OK ? 1 : 0;
+    return sdk::ok();
+}
+
+sy_status CpuBackend::estimate(int32_t device, const sy_node* node, double* nanoseconds) {
+    if (sy_status s = check_device(device, "estimate"); s.code) return s;
+    if (nanoseconds == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
+    if (sy_status s = validate_node(node, DataChecks::kDescriptorsOnly); s.code) return s;
+    *nanoseconds = estimate_ns(rates().cost, node_work(*node));
+    return sdk::ok();
+}
+
+sy_status CpuBackend::cost_params(int32_t device, const sy_cost_param** params, size_t* count) {
+    if (sy_status s = check_device(device, "cost_params"); s.code) return s;
+    if (params == nullptr || count == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "cost_params: result pointers are NULL");
+    const Rates r = rates();
+    const auto row = [](const char* key, double value, const char* unit) {
+        return sy_cost_param{sizeof(sy_cost_param), key, value, unit};
+    };
+    std::lock_guard lock(calibration_mutex_);
+    cost_params_ = {
+        row("threads", r.threads, "threads"),
+        row("simd_f32_lanes", variant_.f32_lanes, "floats"),
+        row("clock", r.clock_hz, "Hz"),
+        row("peak_flops_f32", r.cost.peak_flops, "FLOP/s"),
+        row("memory_bandwidth", r.cost.memory_bandwidth, "B/s"),
+        row("launch_overhead", r.cost.launch_overhead_ns, "ns"),
+    };
+    *params = cost_params_.data();
+    *count = cost_params_.size();
+    return sdk::ok();
+}
+
+sy_status CpuBackend::buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer) {
+    if (sy_status s = check_device(device, "buffer_alloc"); s.code) return s;
+    return buffers_.alloc(size, buffer);
+}
+
+sy_status CpuBackend::copy_tensors(const sy_copy* copies, size_t count) {
+    std::lock_guard lock(run_mutex_);
+    return cpu::copy_tensors(*pool_, copies, count);
+}
+
+sy_status CpuBackend::compute(int32_t device, const sy_node* const* nodes, size_t count) {
+    if (sy_status s = check_device(device, "compute"); s.code) return s;
+    std::lock_guard lock(run_mutex_);
+    return compute_nodes(*pool_, nodes, count);
+}
+
+sy_status CpuBackend::set_option(const char* key, const char* value) {
+    if (key == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "set_option: key is NULL");
+    if (std::strcmp(key, "threads") != 0)
+        return sdk::error(SY_ERR_UNSUPPORTED, "set_option: unknown option '%s' (the cpu plugin knows 'threads')", key);
+    if (value == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "set_option: threads: value is NULL");
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(value, &end, 10);
+    if (errno != 0 || end == value || *end != '\0' || n < 0 || n > kMaxThreads)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "set_option: threads = '%s'; expected a whole number in [1, %d], or 0 for "
+                          "the hardware's %d", value, kMaxThreads, default_thread_count());
+    const int threads = n == 0 ? default_thread_count() : int(n);
+    std::lock_guard calibration_lock(calibration_mutex_);
+    std::lock_guard run_lock(run_mutex_);
+    if (threads == pool_->size()) return sdk::ok();
+    // Start the new workers first, so that a failure to start them leaves the old pool in place;
+    // the assignment then joins the old ones.
+    std::unique_ptr<ThreadPool> fresh = std::make_unique<ThreadPool>(threads);
+    pool_ = std::move(fresh);
+    calibration_.reset();  // bandwidth and overhead depend on the thread count
+    log(SY_LOG_DEBUG, "thread pool now has " + std::to_string(threads) + " threads");
+    return sdk::ok();
+}
+
+}  // namespace sy::cpu

@@ -1,0 +1,70 @@
+// The plugin context behind sy_plugin_api.ctx: one CPU device computing on host memory with a
+// persistent thread pool. plugin_entry.cpp turns the C function table into calls on this class.
+//
+// Locking. run_mutex_ guards the pool (it runs one job at a time and is replaced when the thread
+// count changes): compute, copy_tensors, set_option and calibration hold it. calibration_mutex_
+// guards the lazily measured rates; when both are needed it is taken first.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "buffers.hpp"
+#include "cost_model.hpp"
+#include "device_facts.hpp"
+#include "switchyard/plugin.h"
+#include "thread_pool.hpp"
+#include "variant.hpp"
+
+namespace sy::cpu {
+
+class CpuBackend {
+public:
+    CpuBackend(const sy_host_api& host, const VariantInfo& variant);
+
+    const char* build_info() const { return build_info_.c_str(); }
+
+    sy_status device_props(int32_t device, sy_device_props* props);
+    sy_status supports(int32_t device, const sy_node* node, int32_t* supported);
+    sy_status estimate(int32_t device, const sy_node* node, double* nanoseconds);
+    sy_status cost_params(int32_t device, const sy_cost_param** params, size_t* count);
+    sy_status buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer);
+    HostBuffers& buffers() { return buffers_; }
+    sy_status copy_tensors(const sy_copy* copies, size_t count);
+    sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
+    sy_status check_device(int32_t device, const char* fn) const;
+    sy_status set_option(const char* key, const char* value);
+
+private:
+    struct Rates {
+        CostRates cost;
+        int threads = 1;
+        double clock_hz = 0.0;
+    };
+    // The cost-model rates, measuring bandwidth and overhead the first time (and again after the
+    // thread count changed).
+    Rates rates();
+    void log(int32_t level, const std::string& message) const;
+
+    const sy_host_api host_;
+    const VariantInfo variant_;
+    const std::string model_name_;
+    const double clock_hz_;
+    std::string build_info_;
+
+    std::mutex calibration_mutex_;
+    std::optional<Calibration> calibration_;
+    static constexpr size_t kCostParamCount = 6;
+    std::array<sy_cost_param, kCostParamCount> cost_params_{};
+
+    std::mutex run_mutex_;
+    std::unique_ptr<ThreadPool> pool_;
+
+    HostBuffers buffers_;
+};
+
+}  // namespace sy::cpu

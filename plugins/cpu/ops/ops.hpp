@@ -1,0 +1,34 @@
+// One function per built-in op, each in ops/<op>.cpp. They run a node that validate_node has
+// accepted (types from the capability table, shapes, parameters and index ranges all checked),
+// so they only compute; parallel work goes through the pool.
+#pragma once
+
+#include "switchyard/plugin.h"
+
+namespace sy::cpu {
+
+class ThreadPool;
+
+// Arithmetic kernels, built once per instruction-set variant (simd.hpp).
+void compute_add(ThreadPool& pool, const sy_node& node);
+void compute_mul(ThreadPool& pool, const sy_node& node);
+void compute_scale(ThreadPool& pool, const sy_node& node);
+void compute_rms_norm(ThreadPool& pool, const sy_node& node);
+void compute_mul_mat(ThreadPool& pool, const sy_node& node);
+void compute_mul_mat_id(ThreadPool& pool, const sy_node& node);
+void compute_softmax(ThreadPool& pool, const sy_node& node);
+void compute_silu(ThreadPool& pool, const sy_node& node);
+void compute_gelu(ThreadPool& pool, const sy_node& node);
+void compute_sigmoid(ThreadPool& pool, const sy_node& node);
+void compute_sum_rows(ThreadPool& pool, const sy_node& node);
+
+// Data movement and index ops, built once.
+void compute_get_rows(ThreadPool& pool, const sy_node& node);
+void compute_rope(ThreadPool& pool, const sy_node& node);
+void compute_argsort(ThreadPool& pool, const sy_node& node);
+void compute_top_k(ThreadPool& pool, const sy_node& node);
+void compute_concat(ThreadPool& pool, const sy_node& node);
+void compute_cpy(ThreadPool& pool, const sy_node& node);
+void compute_cont(ThreadPool& pool, const sy_node& node);
+
+}  // namespace sy::cpu

@@ -1,0 +1,11 @@
+// SIGMOID: dst = 1 / (1 + e^-x), elementwise (ops.h; the vector form is in simd_math.hpp).
+#include "ops/ops.hpp"
+#include "ops/row_loops.hpp"
+
+namespace sy::cpu {
+
+void compute_sigmoid(ThreadPool& pool, const sy_node& node) {
+    map_unary(pool, node, [](const float* in, float* out, int64_t n) { simd::map<simd::sigmoid>(in, out, n); });
+}
+
+}  // namespace sy::cpu

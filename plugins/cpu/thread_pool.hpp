@@ -1,0 +1,78 @@
+// A persistent pool of worker threads. Threads are created once (and again only when the thread
+// count changes) and sleep on a condition variable between jobs; the calling thread works too,
+// so a pool of N threads starts N - 1 workers.
+//
+// A job is a number of tasks; threads claim task indices from an atomic counter, which balances
+// uneven tasks without any scheduling up front. One job runs at a time: callers serialize on an
+// internal mutex, so the pool is safe to share, but a task must not start a job of its own.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace sy::cpu {
+
+class ThreadPool {
+public:
+    explicit ThreadPool(int threads);
+    ~ThreadPool();  // wakes and joins every worker
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return threads_; }
+
+    // Runs fn(task) for every task in [0, n_tasks) and returns when all have finished. An
+    // exception thrown by a task is rethrown here (the first one; the other tasks still run).
+    template <typename Fn>
+    void parallel_for(int64_t n_tasks, Fn&& fn) {
+        run(n_tasks, [](void* f, int64_t task) { (*static_cast<Fn*>(f))(task); }, &fn);
+    }
+
+    // Splits [0, n_items) into contiguous ranges and calls fn(begin, end) for each; at most one
+    // range when the whole job is smaller than `min_items_per_task`, so that small ops do not
+    // pay for waking threads.
+    template <typename Fn>
+    void parallel_ranges(int64_t n_items, int64_t min_items_per_task, Fn&& fn) {
+        if (n_items <= 0) return;
+        const int64_t n_tasks = range_task_count(n_items, min_items_per_task);
+        const int64_t per_task = (n_items + n_tasks - 1) / n_tasks;
+        parallel_for(n_tasks, [&](int64_t task) {
+            const int64_t begin = task * per_task;
+            const int64_t end = begin + per_task < n_items ? begin + per_task : n_items;
+            if (begin < end) fn(begin, end);
+        });
+    }
+
+private:
+    using TaskFn = void (*)(void* context, int64_t task);
+
+    void run(int64_t n_tasks, TaskFn fn, void* context);
+    void worker_loop();
+    void work_on_current_job();
+    int64_t range_task_count(int64_t n_items, int64_t min_items_per_task) const;
+
+    const int threads_;
+    std::vector<std::thread> workers_;
+    std::mutex submit_mutex_;  // one job at a time
+
+    // Job state, written under state_mutex_ before the generation changes.
+    std::mutex state_mutex_;
+    std::condition_variable job_ready_;
+    std::condition_variable job_done_;
+    uint64_t generation_ = 0;  // bumped once per job; workers wait for a new value
+    bool stopping_ = false;
+    int workers_busy_ = 0;     // workers that have not yet finished the current job
+    TaskFn job_fn_ = nullptr;
+    void* job_context_ = nullptr;
+    int64_t job_tasks_ = 0;
+    std::exception_ptr job_error_;
+
+    std::atomic<int64_t> next_task_{0};
+};
+
+}  // namespace sy::cpu
