@@ -87,8 +87,8 @@ void read_plugins(const fs::path& file, const toml::table& table, PluginSettings
             std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order;
             for (const auto& [okey, ovalue] : *options) in_file_order.push_back({&okey, &ovalue});
             std::sort(in_file_order.begin(), in_file_order.end(), [](const auto& a, const auto& b) {
-                const auto& x = a.second->source().begin;
-                const auto& y = b.second->source().begin;
+                const toml::source_position x = a.second->source().begin;
+                const toml::source_position y = b.second->source().begin;
                 return x.line != y.line ? x.line < y.line : x.column < y.column;
             });
             for (const auto& [okey_ptr, ovalue_ptr] : in_file_order) {
