@@ -183,19 +183,21 @@ sy_status check_rope(const NodeErrors& e, const sy_node& n) {
         return e.fail("src1 (positions) shape %s, expected {T, 1, 1, 1} with T = %lld",
                       shape_string(pos).c_str(), (long long)x.ne[2]);
     const int32_t n_dims = n.iparams[0], mode = n.iparams[1];
-    if (n_dims < 0 || n_dims % 2 != 0 || n_dims > x.ne[0])
-        return e.fail("n_dims (iparams[0]) = %d must be even and in [0, D = %lld]", n_dims,
+    if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > x.ne[0])
+        return e.fail("n_dims (iparams[0]) = %d must be even, > 0 and <= D = %lld", n_dims,
                       (long long)x.ne[0]);
     if (mode != SY_ROPE_NORMAL && mode != SY_ROPE_NEOX)
         return e.fail("mode (iparams[1]) = %d; expected 0 (normal) or 2 (NeoX)", mode);
+    // The angle formula takes logarithms of freq_base, 1/freq_scale and (for YaRN) of
+    // n_ctx_orig / beta: each must be positive.
     const float freq_base = n.fparams[0], freq_scale = n.fparams[1], ext_factor = n.fparams[2];
-    if (!(freq_base > 0.0f) || !std::isfinite(freq_base))
-        return e.fail("freq_base (fparams[0]) = %g must be finite and > 0", double(freq_base));
-    if (ext_factor != 0.0f && !(freq_scale > 0.0f))
-        return e.fail("freq_scale (fparams[1]) = %g must be > 0 when ext_factor != 0",
-                      double(freq_scale));
-    if (ext_factor != 0.0f && n.iparams[2] <= 0)
-        return e.fail("n_ctx_orig (iparams[2]) = %d must be > 0 when ext_factor != 0", n.iparams[2]);
+    if (!(freq_base > 0.0f) || !std::isfinite(freq_base) || !(freq_scale > 0.0f))
+        return e.fail("freq_base = %g and freq_scale = %g (fparams[0], [1]) must be > 0",
+                      double(freq_base), double(freq_scale));
+    if (ext_factor != 0.0f && !(n.iparams[2] > 0 && n.fparams[4] > 0.0f && n.fparams[5] > 0.0f))
+        return e.fail("YaRN (ext_factor != 0) needs n_ctx_orig (iparams[2]) = %d, beta_fast = %g and "
+                      "beta_slow = %g (fparams[4], [5]) > 0", n.iparams[2], double(n.fparams[4]),
+                      double(n.fparams[5]));
     return sdk::ok();
 }
 
@@ -225,8 +227,8 @@ sy_status check_argsort(const NodeErrors& e, const sy_node& n) {
 sy_status check_top_k(const NodeErrors& e, const sy_node& n) {
     const sy_tensor& x = *n.src[0];
     const sy_tensor& d = *n.dst;
-    if (d.ne[0] > x.ne[0] || !dims_are(d, d.ne[0], x.ne[1], x.ne[2], x.ne[3]))
-        return e.fail("dst shape %s, expected {k <= %lld, %lld, %lld, %lld}", shape_string(d).c_str(),
+    if (d.ne[0] < 1 || d.ne[0] > x.ne[0] || !dims_are(d, d.ne[0], x.ne[1], x.ne[2], x.ne[3]))
+        return e.fail("dst shape %s, expected {k in [1, %lld], %lld, %lld, %lld}", shape_string(d).c_str(),
                       (long long)x.ne[0], (long long)x.ne[1], (long long)x.ne[2], (long long)x.ne[3]);
     if (x.ne[0] > INT32_MAX) return e.fail("rows longer than INT32_MAX cannot be indexed by I32");
     return sdk::ok();
