@@ -351,7 +351,7 @@ TEST_P(CpuPluginTest, EstimateFollowsTheRoofline) {
 const std::vector<std::string> kVariants = runnable_variants();
 
 INSTANTIATE_TEST_SUITE_P(Cpu, CpuPluginTest, testing::ValuesIn(kVariants),
-                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const testing::TestParamInfo<std::string>& p) { return p.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CpuPluginTest);
 
 TEST(CpuPluginVariants, AtLeastOneVariantRunsHere) { EXPECT_FALSE(kVariants.empty()); }

@@ -35,7 +35,7 @@ std::string shape(const TensorSpec& t);  // "{67, 5, 2, 3}"
 // A case named "<op> <types> <variant>"; marks nothing as base.
 Case make_case(int32_t op, const std::string& variant, std::vector<SourceSpec> src,
                TensorSpec dst);
-// The Fill for data of `type` in [-range, range) (integers for integer types: [1, 1000)).
+// The Fill for data of `type`: uniform in [-range, range), integers in [1, 100) for integer types.
 SourceSpec data(TensorSpec t, double range = 1);
 
 }  // namespace sy::conformance::detail
