@@ -3,7 +3,7 @@
 namespace sy {
 
 std::vector<std::string> setup_plugins(PluginHost& host, const Config& config,
-                                       const std::vector<std::string>& extra) {
+                                       const std::vector<std::string>& extra, int threads) {
     PluginHostConfig host_config;
     host_config.search_paths = config.plugins.search;
     host_config.load = config.plugins.load;
@@ -28,6 +28,11 @@ std::vector<std::string> setup_plugins(PluginHost& host, const Config& config,
         if (!known) {
             throw ConfigError(option.where + ": plugin '" + option.plugin +
                               "' has no option '" + option.key + "'");
+        }
+    }
+    if (threads > 0) {
+        for (const auto& plugin : host.plugins()) {
+            plugin->set_option("threads", std::to_string(threads));
         }
     }
     return warnings;

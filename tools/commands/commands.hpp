@@ -9,10 +9,12 @@ namespace sy::tools {
 
 using Command = std::function<int()>;
 
-// Options every command that loads plugins takes: --config FILE, --plugin PATH (repeatable).
+// Options every command that loads plugins takes: --config FILE, --plugin PATH (repeatable),
+// -t N.
 struct PluginOptions {
     std::string config_file;
     std::vector<std::string> plugins;
+    int threads = 0;
     void add_to(CLI::App& app);
 };
 

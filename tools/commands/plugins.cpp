@@ -1,6 +1,7 @@
 // `switchyard plugins`: what is loaded, what each backend can do and what it says things cost.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -118,6 +119,42 @@ json plugin_json(const Plugin& p) {
             {"named_ops", named}};
 }
 
+// The type combinations of one op, compactly: when the rows are every combination of per-slot
+// type sets, "dst <- src0 x src1" with a set per slot; otherwise each row as dst(src0,src1).
+std::string describe_types(const std::vector<const sy_capability*>& rows) {
+    constexpr int kSlots = 5;  // dst + 4 sources
+    std::vector<std::vector<int32_t>> sets(kSlots);
+    auto add = [](std::vector<int32_t>& set, int32_t t) {
+        if (std::find(set.begin(), set.end(), t) == set.end()) set.push_back(t);
+    };
+    int n_src = 0;
+    for (const sy_capability* cap : rows) {
+        add(sets[0], cap->dst_type);
+        int i = 0;
+        for (; i < 4 && cap->src_type[i] != SY_TYPE_NONE; ++i) add(sets[1 + i], cap->src_type[i]);
+        n_src = std::max(n_src, i);
+    }
+    size_t product = 1;
+    for (int s = 0; s <= n_src; ++s) product *= sets[s].size();
+    auto set_text = [](const std::vector<int32_t>& set) {
+        std::string out;
+        for (int32_t t : set) out += (out.empty() ? "" : ",") + type_name(t);
+        return set.size() > 1 ? "{" + out + "}" : out;
+    };
+    std::string text;
+    if (product == rows.size()) {
+        text = set_text(sets[0]) + " <- ";
+        for (int s = 1; s <= n_src; ++s) text += (s > 1 ? " x " : "") + set_text(sets[s]);
+        return text;
+    }
+    for (const sy_capability* cap : rows) {
+        std::string srcs;
+        for (const std::string& t : source_types(*cap)) srcs += (srcs.empty() ? "" : ",") + t;
+        text += fmt::format("{}{}({})", text.empty() ? "" : " ", type_name(cap->dst_type), srcs);
+    }
+    return text;
+}
+
 std::string human_bytes(double bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
@@ -153,13 +190,7 @@ void print_text(const PluginHost& host) {
         }
         fmt::print("  ops:\n");
         for (const auto& [label, rows] : ops_of(*p)) {
-            std::string combos;
-            for (const sy_capability* cap : rows) {
-                std::string srcs;
-                for (const std::string& s : source_types(*cap)) srcs += (srcs.empty() ? "" : ",") + s;
-                combos += fmt::format(" {}({})", type_name(cap->dst_type), srcs);
-            }
-            fmt::print("    {:<12}{}\n", label, combos);
+            fmt::print("    {:<12} {}\n", label, describe_types(rows));
         }
         const auto named = p->named_ops();
         if (named.empty()) {
@@ -189,7 +220,7 @@ Command add_plugins_command(CLI::App& app) {
         Config config;
         if (!options->config_file.empty()) config = load_config(options->config_file);
         PluginHost host;
-        const std::vector<std::string> warnings = setup_plugins(host, config, options->plugins);
+        const std::vector<std::string> warnings = setup_plugins(host, config, options->plugins, options->threads);
         for (const std::string& w : warnings) std::fprintf(stderr, "switchyard: warning: %s\n", w.c_str());
         if (*json_output) {
             for (const PluginFailure& f : host.failures()) {

@@ -13,7 +13,9 @@ namespace sy {
 // (names or paths from --plugin), then hands each [plugins.<name>] option to its plugin.
 // Load failures are recorded in the host; an option a plugin rejects throws ConfigError naming
 // the file and line; options for a plugin that is not loaded are returned as warnings.
+// `threads` > 0 (the -t flag) is then given to every plugin that takes a "threads" option:
+// the command line wins over the file.
 std::vector<std::string> setup_plugins(PluginHost& host, const Config& config,
-                                       const std::vector<std::string>& extra);
+                                       const std::vector<std::string>& extra, int threads = 0);
 
 }  // namespace sy
