@@ -40,6 +40,9 @@ sy_status compute_nodes(ThreadPool& pool, const sy_node* const* nodes, size_t co
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "compute: nodes is NULL for %zu nodes", count);
     for (size_t i = 0; i < count; ++i) {
         if (sy_status s = validate_node(nodes[i], DataChecks::kFull); s.code) return s;
+        // An empty dst has nothing to write, and its data (like an empty source's) may be NULL,
+        // so it is not even addressed.
+        if (sdk::nelements(*nodes[i]->dst) == 0) continue;
         const OpFn fn = op_function(nodes[i]->op);
         if (fn == nullptr)  // validate_node refuses every op without a function; kept for safety
             return sdk::error(SY_ERR_UNSUPPORTED, "op id %d has no cpu kernel", nodes[i]->op);

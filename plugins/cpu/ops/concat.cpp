@@ -18,9 +18,10 @@ void compute_concat(ThreadPool& pool, const sy_node& node) {
         for (int64_t r = r0; r < r1; ++r) {
             const RowIndex i = row_index(dst, r);
             char* out = row_at(dst, i);
-            if (dim == 0) {
-                copy_row(a.type, row_at(a, i), a.nb[0], dst.type, out, dst.nb[0], a.ne[0]);
-                copy_row(b.type, row_at(b, i), b.nb[0], dst.type, out + a.ne[0] * dst.nb[0], dst.nb[0], b.ne[0]);
+            if (dim == 0) {  // an empty side may have no data: do not address it
+                if (a.ne[0] > 0) copy_row(a.type, row_at(a, i), a.nb[0], dst.type, out, dst.nb[0], a.ne[0]);
+                if (b.ne[0] > 0)
+                    copy_row(b.type, row_at(b, i), b.nb[0], dst.type, out + a.ne[0] * dst.nb[0], dst.nb[0], b.ne[0]);
                 continue;
             }
             int64_t idx[4] = {0, i.i1, i.i2, i.i3};

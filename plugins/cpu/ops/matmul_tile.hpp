@@ -120,6 +120,18 @@ void matmul_block(const char* a, int64_t a_row_stride, int64_t n0, int64_t n1, i
     }
 }
 
+// K = 0: every dot product is the empty sum. The sources may have no data then, so the callers
+// write zeros instead of addressing them.
+inline void fill_with_zeros(const sy_tensor& dst) {
+    const float zero = 0.0f;
+    for (int64_t i3 = 0; i3 < dst.ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < dst.ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < dst.ne[1]; ++i1) {
+                char* row = static_cast<char*>(dst.data) + i1 * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3];
+                for (int64_t i0 = 0; i0 < dst.ne[0]; ++i0) std::memcpy(row + i0 * dst.nb[0], &zero, sizeof zero);
+            }
+}
+
 inline void matmul_block(int32_t weight_type, const char* a, int64_t a_row_stride, int64_t n0,
                          int64_t n1, int64_t K, const BlockColumns& cols) {
     switch (weight_type) {

@@ -16,7 +16,7 @@ void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
     const sy_tensor& dst = *node.dst;
     const int64_t K = a.ne[0], N = a.ne[1], M = dst.ne[1];
     const int64_t B2 = dst.ne[2], B3 = dst.ne[3];
-    if (N == 0 || M == 0 || B2 == 0 || B3 == 0) return;
+    if (K == 0) return fill_with_zeros(dst);
     const int64_t bcast2 = B2 / a.ne[2], bcast3 = B3 / a.ne[3];
     const ActivationRows b(pool, *node.src[1]);
 

@@ -1,6 +1,7 @@
 // One function per built-in op, each in ops/<op>.cpp. They run a node that validate_node has
 // accepted (types from the capability table, shapes, parameters and index ranges all checked),
-// so they only compute; parallel work goes through the pool.
+// so they only compute; parallel work goes through the pool. dst is never empty, but a source
+// with zero elements may have NULL data and must not be addressed.
 #pragma once
 
 #include "switchyard/plugin.h"
