@@ -272,6 +272,20 @@ TEST(ConformanceCases, EveryBuiltinRowHasAContiguousBaseCaseAndUniqueNames) {
     }
 }
 
+TEST(ConformanceCases, NamedMoeRowHasCasesAndUnknownNamedOpsAreSkipped) {
+    sy_capability row{sizeof(sy_capability), SY_OP_NAMED, SY_NAMED_MOE_FUSED_UP_GATE,
+                      SY_NAMED_MOE_FUSED_UP_GATE_VERSION, SY_TYPE_F32,
+                      {SY_TYPE_F16, SY_TYPE_F16, SY_TYPE_F32, SY_TYPE_I32}};
+    const auto cases = sy::conformance::cases_for(row);
+    ASSERT_GT(cases.size(), 4u);
+    EXPECT_TRUE(cases[0].base);
+    for (const auto& c : cases) EXPECT_TRUE(c.skip_reason.empty()) << c.name;
+    row.named_op = "acme.unknown";
+    const auto unknown = sy::conformance::cases_for(row);
+    ASSERT_EQ(unknown.size(), 1u);
+    EXPECT_FALSE(unknown[0].skip_reason.empty());
+}
+
 TEST(ConformanceCases, QuantizedRowsAreSkippedWithAReason) {
     sy_capability row{sizeof(sy_capability), SY_OP_MUL_MAT, nullptr, 0, SY_TYPE_F32,
                       {SY_TYPE_Q4_0, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}};
