@@ -64,10 +64,13 @@ typedef enum sy_op {
 
     /* Rotary position embedding. src0 {D, H, T} (float types; D head size, H heads, T tokens),
        src1 positions {T} (I32), dst like src0.
-         iparams[0] = n_dims (even, <= D): the first n_dims of each head rotate, the rest copy;
+         iparams[0] = n_dims (even, 0 < n_dims <= D): the first n_dims of each head rotate, the
+           rest copy;
          iparams[1] = mode: 0 normal (pairs (2i, 2i+1)), 2 NeoX (pairs (i, i + n_dims/2));
          iparams[2] = n_ctx_orig (YaRN); fparams[0] = freq_base, [1] = freq_scale,
-         [2] = ext_factor, [3] = attn_factor, [4] = beta_fast, [5] = beta_slow.
+         [2] = ext_factor, [3] = attn_factor, [4] = beta_fast, [5] = beta_slow;
+         freq_base > 0, freq_scale > 0, and with ext_factor != 0: beta_fast, beta_slow > 0 and
+         n_ctx_orig > 0.
        For pair index i in [0, n_dims/2) at position p:
          theta_extrap = p * freq_base^(-2i/n_dims),  theta_interp = freq_scale * theta_extrap;
          if ext_factor != 0:
@@ -100,7 +103,7 @@ typedef enum sy_op {
     SY_OP_ARGSORT = 13,
 
     /* Per row: dst (I32) {k, R, ...} = indices of the k = dst.ne0 largest values of src0
-       {n, R, ...} (F32, k <= n), largest first; equal values: lower index first. */
+       {n, R, ...} (F32, 1 <= k <= n), largest first; equal values: lower index first. */
     SY_OP_TOP_K = 14,
 
     /* dst {1, R, B2, B3} = sum over ne0 of src0 {n, R, B2, B3}; float types. */

@@ -26,6 +26,10 @@
  * Errors. Every function returns an sy_status. `message` is owned by the plugin and stays valid
  * until the next call into the same plugin from the same thread; NULL when code == SY_OK.
  *
+ * Lifetimes and threads. Arrays and strings a plugin returns (name, capabilities, cost_params,
+ * named_ops) stay valid until shutdown. The host never calls one plugin from two threads at the
+ * same time, but successive calls may come from different threads.
+ *
  * Shapes follow GGUF/ggml order: ne[0] is the innermost (contiguous for a packed tensor)
  * dimension, nb[i] is the byte stride of dimension i. Op semantics are documented in ops.h.
  */
@@ -299,6 +303,8 @@ typedef struct sy_probe_info {
 } sy_probe_info;
 
 typedef sy_status (*sy_plugin_init_fn)(const sy_host_api* host, sy_plugin_api* api);
+/* Fills `info` (name, variant, score) and returns the same score. Must run on any CPU of the
+   architecture: it may not execute instructions of the variant it describes. */
 typedef int32_t (*sy_plugin_probe_fn)(sy_probe_info* info);
 
 #ifdef __cplusplus

@@ -138,12 +138,12 @@ inline int64_t row_bytes(int32_t type, int64_t ne0) {
     return ne0 / tr.block_size * tr.type_size;
 }
 
-// Bytes spanned by the tensor through its strides (first to last byte + 1).
+// Bytes spanned by the tensor through its strides: from its first byte to one past its last,
+// for any layout (packed, transposed, permuted, broadcast with zero strides).
 inline int64_t nbytes(const sy_tensor& t) {
     const sy_dtype_traits tr = sy_dtype_info(t.type);
-    if (tr.block_size <= 0) return 0;
-    int64_t bytes = row_bytes(t.type, t.ne[0]);
-    if (nelements(t) == 0) return 0;
+    if (tr.block_size <= 0 || nelements(t) == 0) return 0;
+    int64_t bytes = tr.type_size + (t.ne[0] / tr.block_size - 1) * t.nb[0];
     for (int d = 1; d < SY_MAX_DIMS; ++d) bytes += (t.ne[d] - 1) * t.nb[d];
     return bytes;
 }
