@@ -128,26 +128,13 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     if (!cpu_can_run_this_variant())
         return refuse(SY_ERR_REFUSED, "cpu: this CPU lacks the instruction-set extensions of this "
                                       "build variant; load a lower variant (probe scores it 0)");
-    if (host == nullptr || api == nullptr)
-        return refuse(SY_ERR_INVALID_ARGUMENT, "cpu: sy_plugin_init called with a NULL argument");
-    if (!SY_HAS_FIELD(host, abi_minor))
-        return refuse(SY_ERR_ABI, "cpu: sy_host_api is too small to hold its ABI version");
-    if (host->abi_major != SY_ABI_VERSION_MAJOR)
-        return sy::sdk::error(SY_ERR_ABI, "cpu: host speaks plugin ABI %u.%u; this plugin was built for ABI %d.%d",
-                          host->abi_major, host->abi_minor, SY_ABI_VERSION_MAJOR, SY_ABI_VERSION_MINOR);
-    // Everything up to shutdown is ABI 1.0; a table without room for shutdown could not free us.
-    if (!SY_HAS_FIELD(api, shutdown))
-        return sy::sdk::error(SY_ERR_ABI, "cpu: sy_plugin_api struct_size %u is smaller than ABI 1.0's %zu",
-                          api->struct_size, sizeof(sy_plugin_api));
+    if (const sy_status st = sy::sdk::check_host(host, api, "cpu"); st.code != SY_OK) return st;
     return guarded("sy_plugin_init", [&] {
         sy_host_api host_copy{};
         std::memcpy(&host_copy, host, std::min<size_t>(host->struct_size, sizeof host_copy));
         host_copy.struct_size = uint32_t(std::min<size_t>(host->struct_size, sizeof host_copy));
 
         sy_plugin_api table{};
-        table.struct_size = sizeof table;
-        table.abi_major = SY_ABI_VERSION_MAJOR;
-        table.abi_minor = SY_ABI_VERSION_MINOR;
         auto* ctx = new CpuBackend(host_copy, this_variant());
         table.ctx = ctx;
         table.name = "cpu";
@@ -169,10 +156,7 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
         table.named_ops = named_ops;
         table.set_option = set_option;
         table.shutdown = shutdown;
-        // Fill what the host's struct has room for; tell it how much that was.
-        const uint32_t filled = std::min<uint32_t>(api->struct_size, sizeof table);
-        table.struct_size = filled;
-        std::memcpy(api, &table, filled);
+        sy::sdk::publish_api(table, api);
         return sy::sdk::ok();
     });
 }

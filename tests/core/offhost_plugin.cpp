@@ -205,13 +205,9 @@ void shutdown(void* ctx) {
 }  // namespace
 
 extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
-    if (host->abi_major != SY_ABI_VERSION_MAJOR) return sy::sdk::error(SY_ERR_ABI, "ABI major");
-    if (api->struct_size < sizeof(sy_plugin_api))
-        return sy::sdk::error(SY_ERR_ABI, "table too small");
+    if (const sy_status st = sy::sdk::check_host(host, api, "test-offhost"); st.code != SY_OK)
+        return st;
     sy_plugin_api t{};
-    t.struct_size = sizeof(sy_plugin_api);
-    t.abi_major = SY_ABI_VERSION_MAJOR;
-    t.abi_minor = SY_ABI_VERSION_MINOR;
     t.ctx = new Context;
     t.name = "test-offhost";
     t.version = "0.0.1";
@@ -229,6 +225,6 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     t.synchronize = synchronize;
     t.named_ops = named_ops;
     t.shutdown = shutdown;
-    *api = t;
+    sy::sdk::publish_api(t, api);
     return sy::sdk::ok();
 }

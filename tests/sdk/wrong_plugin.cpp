@@ -101,11 +101,8 @@ void shutdown(void*) {}
 }  // namespace
 
 extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
-    if (host->abi_major != SY_ABI_VERSION_MAJOR) return error(SY_ERR_ABI, "wrong: ABI mismatch");
+    if (const sy_status st = sy::sdk::check_host(host, api, "wrong"); st.code != SY_OK) return st;
     sy_plugin_api t{};
-    t.struct_size = sizeof t;
-    t.abi_major = SY_ABI_VERSION_MAJOR;
-    t.abi_minor = SY_ABI_VERSION_MINOR;
     t.name = "wrong";
     t.version = "0.0.1";
     t.build_info = "conformance kit test plugin (deliberately wrong)";
@@ -121,8 +118,6 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     t.compute = compute;
     t.synchronize = synchronize;
     t.shutdown = shutdown;
-    const uint32_t size = api->struct_size < sizeof t ? api->struct_size : uint32_t(sizeof t);
-    std::memcpy(api, &t, size);
-    api->struct_size = size;
+    sy::sdk::publish_api(t, api);
     return ok();
 }

@@ -166,17 +166,11 @@ extern "C" SY_EXPORT int32_t sy_plugin_probe(sy_probe_info* info) {
 }
 
 extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
-    if (!host || !api) return error(SY_ERR_INVALID_ARGUMENT, "hello: NULL host or api table");
-    if (host->abi_major != SY_ABI_VERSION_MAJOR)
-        return error(SY_ERR_ABI, "hello: built for ABI %d, host has %u", SY_ABI_VERSION_MAJOR,
-                     host->abi_major);
+    if (const sy_status st = sy::sdk::check_host(host, api, "hello"); st.code != SY_OK) return st;
     if (!SY_HAS_FIELD(host, free_host) || !host->alloc_host || !host->free_host)
         return error(SY_ERR_ABI, "hello: the host API lacks alloc_host/free_host");
 
     sy_plugin_api table{};
-    table.struct_size = sizeof table;
-    table.abi_major = SY_ABI_VERSION_MAJOR;
-    table.abi_minor = SY_ABI_VERSION_MINOR;
     table.ctx = new Hello{*host};
     table.name = "hello";
     table.version = "0.1.0";
@@ -194,8 +188,6 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     table.synchronize = synchronize;
     table.shutdown = shutdown;
 
-    const uint32_t size = api->struct_size < sizeof table ? api->struct_size : uint32_t(sizeof table);
-    std::memcpy(api, &table, size);
-    api->struct_size = size;
+    sy::sdk::publish_api(table, api);
     return ok();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -46,6 +47,43 @@ inline const char* status_name(int32_t code) {
         case SY_ERR_REFUSED: return "refused";
         default: return "unknown error";
     }
+}
+
+// ---- plugin entry ------------------------------------------------------------------------------
+
+// The checks every sy_plugin_init starts with: non-null arguments, the host's ABI major version,
+// and a function table large enough for ABI 1.0 (up to shutdown, without which the host could
+// not release the plugin). `plugin` names the plugin in the message.
+inline sy_status check_host(const sy_host_api* host, const sy_plugin_api* api,
+                            const char* plugin) {
+    if (host == nullptr || api == nullptr) {
+        return error(SY_ERR_INVALID_ARGUMENT, "%s: sy_plugin_init called with a NULL argument",
+                     plugin);
+    }
+    if (host->struct_size < offsetof(sy_host_api, abi_minor) + sizeof(host->abi_minor)) {
+        return error(SY_ERR_ABI, "%s: sy_host_api is too small to hold its ABI version", plugin);
+    }
+    if (host->abi_major != SY_ABI_VERSION_MAJOR) {
+        return error(SY_ERR_ABI, "%s: host speaks plugin ABI %u.%u; this plugin was built for %d.%d",
+                     plugin, host->abi_major, host->abi_minor, SY_ABI_VERSION_MAJOR,
+                     SY_ABI_VERSION_MINOR);
+    }
+    if (api->struct_size < offsetof(sy_plugin_api, shutdown) + sizeof(api->shutdown)) {
+        return error(SY_ERR_ABI, "%s: sy_plugin_api struct_size %u is smaller than ABI 1.0's",
+                     plugin, api->struct_size);
+    }
+    return ok();
+}
+
+// Hands a complete function table to the host: as much of it as the host's struct has room
+// for, with struct_size saying how much that was. Sets the ABI version fields.
+inline void publish_api(sy_plugin_api table, sy_plugin_api* api) {
+    table.abi_major = SY_ABI_VERSION_MAJOR;
+    table.abi_minor = SY_ABI_VERSION_MINOR;
+    const uint32_t size = api->struct_size < sizeof table ? api->struct_size
+                                                          : uint32_t(sizeof table);
+    table.struct_size = size;
+    std::memcpy(static_cast<void*>(api), &table, size);
 }
 
 // ---- 16-bit floats ------------------------------------------------------------------------------
