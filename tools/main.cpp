@@ -9,11 +9,10 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"switchyard: run Mixture-of-Experts language models across pluggable backends"};
-    app.set_version_flag("--version",
-                         std::string("switchyard ") + SWITCHYARD_VERSION + " (" +
-                             SWITCHYARD_GIT_COMMIT + "), plugin ABI " +
-                             std::to_string(SY_ABI_VERSION_MAJOR) + "." +
-                             std::to_string(SY_ABI_VERSION_MINOR));
+    app.set_version_flag("--version", std::string("switchyard ") + SWITCHYARD_VERSION + " (" +
+                                          SWITCHYARD_GIT_COMMIT + "), plugin ABI " +
+                                          std::to_string(SY_ABI_VERSION_MAJOR) + "." +
+                                          std::to_string(SY_ABI_VERSION_MINOR));
     app.require_subcommand(1);
     app.footer("Run 'switchyard <command> --help' for a command's options.");
 

@@ -1,10 +1,11 @@
 #include "switchyard/core/config.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 namespace fs = std::filesystem;
 
@@ -37,7 +38,8 @@ const char* type_name(const toml::node& node) {
 std::vector<std::string> string_array(const fs::path& file, const toml::node& node,
                                       const std::string& key) {
     const toml::array* array = node.as_array();
-    if (!array) fail(file, node, "'" + key + "' must be an array of strings, not " + type_name(node));
+    if (!array)
+        fail(file, node, "'" + key + "' must be an array of strings, not " + type_name(node));
     std::vector<std::string> out;
     for (const toml::node& item : *array) {
         const auto* s = item.as_string();
@@ -95,8 +97,7 @@ void read_plugins(const fs::path& file, const toml::table& table, PluginSettings
                 const toml::key& okey = *okey_ptr;
                 const toml::node& ovalue = *ovalue_ptr;
                 const std::string full = "plugins." + k + "." + std::string(okey.str());
-                out.options.push_back({k, std::string(okey.str()),
-                                       scalar_text(file, ovalue, full),
+                out.options.push_back({k, std::string(okey.str()), scalar_text(file, ovalue, full),
                                        where(file, ovalue.source())});
             }
         } else {
@@ -114,7 +115,8 @@ Config from_table(const toml::table& root, const fs::path& file) {
         const std::string k(key.str());
         if (k == "plugins") {
             const toml::table* t = node.as_table();
-            if (!t) fail(file, node, "'plugins' must be a table, not " + std::string(type_name(node)));
+            if (!t)
+                fail(file, node, "'plugins' must be a table, not " + std::string(type_name(node)));
             read_plugins(file, *t, config.plugins);
         } else {
             fail(file, node, "unknown key '" + k + "' (known sections: plugins)");
@@ -137,7 +139,8 @@ Config parse_config(std::string_view text, const fs::path& source_name) {
 Config load_config(const fs::path& file) {
     std::error_code ec;
     if (!fs::exists(file, ec)) throw ConfigError(file.string() + ": configuration file not found");
-    if (fs::is_directory(file, ec)) throw ConfigError(file.string() + ": is a directory, not a configuration file");
+    if (fs::is_directory(file, ec))
+        throw ConfigError(file.string() + ": is a directory, not a configuration file");
     std::ifstream in(file, std::ios::binary);
     if (!in) throw ConfigError(file.string() + ": cannot be read");
     std::ostringstream text;

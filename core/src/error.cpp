@@ -10,8 +10,7 @@ void check(const sy_status& status, std::string_view context) {
     if (status.code == SY_OK) return;
     std::string message(context);
     message += ": ";
-    message += (status.message && *status.message) ? status.message
-                                                   : sdk::status_name(status.code);
+    message += (status.message && *status.message) ? status.message : sdk::status_name(status.code);
     throw Error(message);
 }
 

@@ -24,8 +24,7 @@ void host_log(void*, int32_t level, const char* plugin, const char* message) {
     static const char* const names[] = {"debug", "info", "warning", "error"};
     if (level < SY_LOG_WARN && !std::getenv("SWITCHYARD_DEBUG")) return;
     const char* name = (level >= 0 && level <= 3) ? names[level] : "log";
-    std::fprintf(stderr, "[%s] %s: %s\n", plugin ? plugin : "plugin", name,
-                 message ? message : "");
+    std::fprintf(stderr, "[%s] %s: %s\n", plugin ? plugin : "plugin", name, message ? message : "");
 }
 
 void* host_alloc(void*, size_t size, size_t alignment) {
@@ -35,7 +34,9 @@ void* host_alloc(void*, size_t size, size_t alignment) {
     return p;
 }
 
-void host_free(void*, void* p) { std::free(p); }
+void host_free(void*, void* p) {
+    std::free(p);
+}
 
 const sy_host_api& host_api() {
     static const sy_host_api api = [] {
@@ -54,9 +55,9 @@ const sy_host_api& host_api() {
 
 // The functions every plugin must provide; the optional ones may be NULL.
 std::string missing_required_function(const sy_plugin_api& api) {
-#define SY_REQUIRE(field)                                                         \
+#define SY_REQUIRE(field)                                                       \
     if (api.struct_size < offsetof(sy_plugin_api, field) + sizeof(api.field) || \
-        api.field == nullptr)                                                     \
+        api.field == nullptr)                                                   \
         return #field;
     SY_REQUIRE(name)
     SY_REQUIRE(device_count)
@@ -106,7 +107,9 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     return *this;
 }
 
-Buffer::~Buffer() { release(); }
+Buffer::~Buffer() {
+    release();
+}
 
 void Buffer::release() {
     if (owner_) {
@@ -133,8 +136,7 @@ std::unique_ptr<Plugin> Plugin::load(const fs::path& file) {
     std::error_code ec;
     dlerror();  // clear, so that the message below is this load's
     plugin->library_->load(fs::absolute(file),
-                           boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
-                           ec);
+                           boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
     if (ec || !plugin->library_->is_loaded()) {
         const char* why = dlerror();
         throw Error(where + ": cannot load: " + (why ? why : ec.message()));
@@ -157,15 +159,14 @@ std::unique_ptr<Plugin> Plugin::load(const fs::path& file) {
         }
     }
 
-    auto init = plugin->library_->get<sy_status(const sy_host_api*, sy_plugin_api*)>(
-        SY_PLUGIN_INIT_SYMBOL);
+    auto init =
+        plugin->library_->get<sy_status(const sy_host_api*, sy_plugin_api*)>(SY_PLUGIN_INIT_SYMBOL);
     sy_plugin_api& api = plugin->api_;
     api.struct_size = sizeof(sy_plugin_api);
     const sy_status st = init(&host_api(), &api);
     if (st.code != SY_OK) {
         std::string why = (st.message && *st.message) ? st.message : sdk::status_name(st.code);
-        throw Error(where + ": " + (st.code == SY_ERR_ABI ? "ABI mismatch: " : "refused: ") +
-                    why);
+        throw Error(where + ": " + (st.code == SY_ERR_ABI ? "ABI mismatch: " : "refused: ") + why);
     }
     plugin->initialized_ = true;  // from here on, shutdown() runs on destruction
     if (api.struct_size < offsetof(sy_plugin_api, name) + sizeof(api.name)) {
@@ -197,8 +198,12 @@ Plugin::~Plugin() {
     if (initialized_ && api_.shutdown) api_.shutdown(api_.ctx);
 }
 
-std::string Plugin::version() const { return api_.version ? api_.version : ""; }
-std::string Plugin::build_info() const { return api_.build_info ? api_.build_info : ""; }
+std::string Plugin::version() const {
+    return api_.version ? api_.version : "";
+}
+std::string Plugin::build_info() const {
+    return api_.build_info ? api_.build_info : "";
+}
 
 int32_t Plugin::device_count() const {
     int32_t n = 0;
@@ -254,8 +259,7 @@ std::vector<sy_named_op_info> Plugin::named_ops() const {
     const sy_named_op_info* ops = nullptr;
     size_t count = 0;
     check(fn(api_.ctx, &ops, &count), name_ + ".named_ops");
-    return ops ? std::vector<sy_named_op_info>(ops, ops + count)
-               : std::vector<sy_named_op_info>{};
+    return ops ? std::vector<sy_named_op_info>(ops, ops + count) : std::vector<sy_named_op_info>{};
 }
 
 bool Plugin::provides(std::string_view named_op, uint32_t schema_version) const {
@@ -273,7 +277,9 @@ Buffer Plugin::alloc(int32_t device, uint64_t size) {
     return Buffer(this, buffer);
 }
 
-void Plugin::free(sy_buffer& buffer) { check(api_.buffer_free(api_.ctx, &buffer), name_ + ".buffer_free"); }
+void Plugin::free(sy_buffer& buffer) {
+    check(api_.buffer_free(api_.ctx, &buffer), name_ + ".buffer_free");
+}
 
 void Plugin::set(const Buffer& buffer, uint64_t offset, const void* src, uint64_t size) {
     check(api_.buffer_set(api_.ctx, &buffer.raw(), offset, src, size), name_ + ".buffer_set");
@@ -360,7 +366,8 @@ std::optional<Candidate> probe_file(const fs::path& file) {
     c.name = stem;
     boost::dll::shared_library lib;
     std::error_code ec;
-    lib.load(fs::absolute(file), boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local, ec);
+    lib.load(fs::absolute(file),
+             boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local, ec);
     if (ec || !lib.is_loaded() || !lib.has(SY_PLUGIN_PROBE_SYMBOL)) return c;
     sy_probe_info info{};
     info.struct_size = sizeof(info);
@@ -397,7 +404,8 @@ bool PluginHost::load_name(std::string_view name, const std::vector<fs::path>& s
     }
     if (variants.empty()) {
         std::string where;
-        for (const fs::path& dir : search_paths) where += (where.empty() ? "" : ", ") + dir.string();
+        for (const fs::path& dir : search_paths)
+            where += (where.empty() ? "" : ", ") + dir.string();
         failures_.push_back({std::string(name),
                              "plugin '" + std::string(name) + "' not found in " +
                                  (where.empty() ? "(no search paths)" : where),

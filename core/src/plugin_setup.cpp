@@ -26,8 +26,8 @@ std::vector<std::string> setup_plugins(PluginHost& host, const Config& config,
                               ": " + e.what());
         }
         if (!known) {
-            throw ConfigError(option.where + ": plugin '" + option.plugin +
-                              "' has no option '" + option.key + "'");
+            throw ConfigError(option.where + ": plugin '" + option.plugin + "' has no option '" +
+                              option.key + "'");
         }
     }
     if (threads > 0) {

@@ -19,18 +19,22 @@ HostBuffers::~HostBuffers() {
 }
 
 sy_status HostBuffers::alloc(uint64_t size, sy_buffer* buffer) {
-    if (buffer == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "buffer_alloc: buffer is NULL");
+    if (buffer == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "buffer_alloc: buffer is NULL");
     if (!SY_HAS_FIELD(buffer, host_visible))
-        return sdk::error(SY_ERR_ABI, "buffer_alloc: sy_buffer struct_size %u is too small (ABI 1.0 needs %zu)",
+        return sdk::error(SY_ERR_ABI,
+                          "buffer_alloc: sy_buffer struct_size %u is too small (ABI 1.0 needs %zu)",
                           buffer->struct_size, sizeof(sy_buffer));
     // aligned_alloc wants a multiple of the alignment; a zero-byte buffer still gets a base.
     if (size > UINT64_MAX - kAlignment)
         return sdk::error(SY_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes is not allocatable",
                           (unsigned long long)size);
-    const uint64_t rounded = size == 0 ? kAlignment : (size + kAlignment - 1) / kAlignment * kAlignment;
+    const uint64_t rounded =
+        size == 0 ? kAlignment : (size + kAlignment - 1) / kAlignment * kAlignment;
     void* base = rounded <= SIZE_MAX ? std::aligned_alloc(kAlignment, size_t(rounded)) : nullptr;
     if (base == nullptr)
-        return sdk::error(SY_ERR_OUT_OF_MEMORY, "buffer_alloc: cannot allocate %llu bytes of host memory",
+        return sdk::error(SY_ERR_OUT_OF_MEMORY,
+                          "buffer_alloc: cannot allocate %llu bytes of host memory",
                           (unsigned long long)size);
     auto* a = new Allocation{base, size};
     {
@@ -46,13 +50,15 @@ sy_status HostBuffers::alloc(uint64_t size, sy_buffer* buffer) {
 }
 
 sy_status HostBuffers::free(sy_buffer* buffer) {
-    if (buffer == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "buffer_free: buffer is NULL");
+    if (buffer == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "buffer_free: buffer is NULL");
     Allocation* a = static_cast<Allocation*>(buffer->handle);
     {
         std::lock_guard lock(mutex_);
         if (live_.erase(a) == 0)
-            return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                              "buffer_free: the buffer was not allocated by this plugin or was already freed");
+            return sdk::error(
+                SY_ERR_INVALID_ARGUMENT,
+                "buffer_free: the buffer was not allocated by this plugin or was already freed");
     }
     std::free(a->base);
     delete a;
@@ -67,8 +73,10 @@ sy_status HostBuffers::find(const sy_buffer* buffer, const char* fn, Allocation*
     std::lock_guard lock(mutex_);
     const auto it = live_.find(static_cast<Allocation*>(buffer->handle));
     if (it == live_.end())
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: the buffer was not allocated by this plugin "
-                          "or was already freed", fn);
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "%s: the buffer was not allocated by this plugin "
+                          "or was already freed",
+                          fn);
     *out = **it;
     return sdk::ok();
 }
@@ -76,16 +84,17 @@ sy_status HostBuffers::find(const sy_buffer* buffer, const char* fn, Allocation*
 sy_status HostBuffers::check_range(const char* fn, const Allocation& a, uint64_t offset,
                                    uint64_t size, const void* host_ptr) const {
     if (offset > a.size || size > a.size - offset)
-        return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                          "%s: offset %llu + size %llu exceeds the buffer's %llu bytes", fn,
-                          (unsigned long long)offset, (unsigned long long)size, (unsigned long long)a.size);
+        return sdk::error(
+            SY_ERR_INVALID_ARGUMENT, "%s: offset %llu + size %llu exceeds the buffer's %llu bytes",
+            fn, (unsigned long long)offset, (unsigned long long)size, (unsigned long long)a.size);
     if (size > 0 && host_ptr == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL for %llu bytes", fn,
                           (unsigned long long)size);
     return sdk::ok();
 }
 
-sy_status HostBuffers::set(const sy_buffer* buffer, uint64_t offset, const void* src, uint64_t size) {
+sy_status HostBuffers::set(const sy_buffer* buffer, uint64_t offset, const void* src,
+                           uint64_t size) {
     Allocation a{};
     if (sy_status s = find(buffer, "buffer_set", &a); s.code) return s;
     if (sy_status s = check_range("buffer_set", a, offset, size, src); s.code) return s;
@@ -106,18 +115,22 @@ namespace {
 sy_status validate_copy(const sy_copy& c, size_t index) {
     const std::string context = "copy_tensors[" + std::to_string(index) + "]";
     if (c.struct_size < sizeof(sy_copy))
-        return sdk::error(SY_ERR_ABI, "%s: sy_copy struct_size %u is too small", context.c_str(), c.struct_size);
+        return sdk::error(SY_ERR_ABI, "%s: sy_copy struct_size %u is too small", context.c_str(),
+                          c.struct_size);
     if (c.src == nullptr || c.dst == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: src or dst is NULL", context.c_str());
     for (const auto& [t, role] : {std::pair{c.src, "src"}, std::pair{c.dst, "dst"}})
-        if (sy_status s = validate_tensor(t, role, context.c_str(), DataChecks::kFull); s.code) return s;
+        if (sy_status s = validate_tensor(t, role, context.c_str(), DataChecks::kFull); s.code)
+            return s;
     if (c.src->type != c.dst->type || !same_shape(*c.src, *c.dst))
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: src %s %s and dst %s %s differ in type or shape",
-                          context.c_str(), type_name(c.src->type), shape_string(*c.src).c_str(),
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "%s: src %s %s and dst %s %s differ in type or shape", context.c_str(),
+                          type_name(c.src->type), shape_string(*c.src).c_str(),
                           type_name(c.dst->type), shape_string(*c.dst).c_str());
     const sy_dtype_traits tr = sy_dtype_info(c.src->type);
     if (tr.block_size > 1 && (c.src->nb[0] != tr.type_size || c.dst->nb[0] != tr.type_size))
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: rows of a block-quantized tensor must be packed (nb0 = %d)",
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "%s: rows of a block-quantized tensor must be packed (nb0 = %d)",
                           context.c_str(), tr.type_size);
     return sdk::ok();
 }
@@ -126,7 +139,8 @@ sy_status validate_copy(const sy_copy& c, size_t index) {
 
 sy_status copy_tensors(ThreadPool& pool, const sy_copy* copies, size_t count) {
     if (count > 0 && copies == nullptr)
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "copy_tensors: copies is NULL for %zu copies", count);
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "copy_tensors: copies is NULL for %zu copies",
+                          count);
     for (size_t i = 0; i < count; ++i)
         if (sy_status s = validate_copy(copies[i], i); s.code) return s;
     for (size_t i = 0; i < count; ++i) copy_tensor(pool, *copies[i].src, *copies[i].dst);

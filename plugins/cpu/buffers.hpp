@@ -12,7 +12,7 @@ namespace sy::cpu {
 class ThreadPool;
 
 class HostBuffers {
-public:
+  public:
     static constexpr uint64_t kAlignment = 64;  // a cache line, and the widest vector load
 
     HostBuffers() = default;
@@ -26,7 +26,7 @@ public:
     sy_status set(const sy_buffer* buffer, uint64_t offset, const void* src, uint64_t size);
     sy_status get(const sy_buffer* buffer, uint64_t offset, void* dst, uint64_t size);
 
-private:
+  private:
     struct Allocation {
         void* base;
         uint64_t size;

@@ -15,9 +15,9 @@ constexpr std::array<int32_t, 8> kPlainTypes = {SY_TYPE_F32, SY_TYPE_F16, SY_TYP
                                                 SY_TYPE_I32, SY_TYPE_I64};
 // GET_ROWS also copies rows of block-quantized types unchanged (dst type == src0 type).
 constexpr std::array<int32_t, 14> kBlockTypes = {
-    SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1, SY_TYPE_Q8_0,   SY_TYPE_Q8_1,
-    SY_TYPE_Q2_K, SY_TYPE_Q3_K, SY_TYPE_Q4_K, SY_TYPE_Q5_K, SY_TYPE_Q6_K,   SY_TYPE_Q8_K,
-    SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
+    SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0,   SY_TYPE_Q5_1,  SY_TYPE_Q8_0,
+    SY_TYPE_Q8_1, SY_TYPE_Q2_K, SY_TYPE_Q3_K,   SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
+    SY_TYPE_Q6_K, SY_TYPE_Q8_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
 
 constexpr size_t kMaxRows = 256;
 
@@ -25,8 +25,8 @@ struct TableBuilder {
     std::array<sy_capability, kMaxRows> rows{};
     size_t count = 0;
 
-    constexpr void add(int32_t op, int32_t dst, int32_t s0, int32_t s1 = kNone,
-                       int32_t s2 = kNone, int32_t s3 = kNone) {
+    constexpr void add(int32_t op, int32_t dst, int32_t s0, int32_t s1 = kNone, int32_t s2 = kNone,
+                       int32_t s3 = kNone) {
         rows[count++] = sy_capability{sizeof(sy_capability), op, nullptr, 0, dst, {s0, s1, s2, s3}};
     }
 };
@@ -74,7 +74,9 @@ bool slot_matches(int32_t want, const sy_tensor* src) {
 
 }  // namespace
 
-CapabilityTable capability_table() { return {kTable.rows.data(), kTable.count}; }
+CapabilityTable capability_table() {
+    return {kTable.rows.data(), kTable.count};
+}
 
 const sy_capability* find_capability(const sy_node& node) {
     if (node.dst == nullptr) return nullptr;

@@ -44,7 +44,9 @@ NodeWork node_work(const sy_node& node) {
         case SY_OP_SIGMOID: w.flops = (kExpFlops + 3.0) * n_dst; break;
         case SY_OP_GELU: w.flops = (kExpFlops + 7.0) * n_dst; break;
         case SY_OP_SOFTMAX: w.flops = (kExpFlops + 5.0) * n_dst; break;
-        case SY_OP_ROPE: w.flops = 6.0 * n_dst + kTrigFlops * double(node.src[0]->ne[2]) * node.iparams[0]; break;
+        case SY_OP_ROPE:
+            w.flops = 6.0 * n_dst + kTrigFlops * double(node.src[0]->ne[2]) * node.iparams[0];
+            break;
         case SY_OP_MUL_MAT: {
             const sy_tensor& a = *node.src[0];
             // dst {N, M, B2, B3}, K multiply-adds per element.
@@ -73,7 +75,8 @@ NodeWork node_work(const sy_node& node) {
             // Only the gathered rows of src0 are read: as many bytes as dst holds, in src0's type.
             const sy_tensor& src = *node.src[0];
             const sy_dtype_traits tr = sy_dtype_info(src.type);
-            w.bytes = data_bytes(&dst) + data_bytes(node.src[1]) + n_dst / tr.block_size * tr.type_size;
+            w.bytes =
+                data_bytes(&dst) + data_bytes(node.src[1]) + n_dst / tr.block_size * tr.type_size;
             break;
         }
         default: break;  // pure data movement: bytes only

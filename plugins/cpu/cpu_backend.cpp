@@ -37,18 +37,21 @@ CpuBackend::CpuBackend(const sy_host_api& host, const VariantInfo& variant)
 #else
                   "unknown compiler"
 #endif
-                  ", C++" + std::to_string(__cplusplus / 100 % 100) + ", ABI " +
+                  ", C++" +
+                  std::to_string(__cplusplus / 100 % 100) + ", ABI " +
                   std::to_string(SY_ABI_VERSION_MAJOR) + "." + std::to_string(SY_ABI_VERSION_MINOR);
 }
 
 void CpuBackend::log(int32_t level, const std::string& message) const {
-    if (SY_HAS_FIELD(&host_, log) && host_.log) host_.log(host_.host_ctx, level, "cpu", message.c_str());
+    if (SY_HAS_FIELD(&host_, log) && host_.log)
+        host_.log(host_.host_ctx, level, "cpu", message.c_str());
 }
 
 sy_status CpuBackend::check_device(int32_t device, const char* fn) const {
     if (device == 0) return sdk::ok();
-    return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: device %d does not exist (the cpu plugin has one device, 0)",
-                      fn, device);
+    return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                      "%s: device %d does not exist (the cpu plugin has one device, 0)", fn,
+                      device);
 }
 
 CpuBackend::Rates CpuBackend::rates() {
@@ -80,9 +83,10 @@ sy_status CpuBackend::device_props(int32_t device, sy_device_props* props) {
     // Fill a full local copy, then hand over the part the host's struct has room for.
     sy_device_props p{};
     std::snprintf(p.name, sizeof p.name, "%s (%d threads)", model_name_.c_str(), r.threads);
-    std::snprintf(p.description, sizeof p.description,
-                  "host CPU, %s kernels, %d f32 lanes, %d threads, ~%.2f GHz; computes on host memory",
-                  variant_.name, variant_.f32_lanes, r.threads, r.clock_hz / 1e9);
+    std::snprintf(
+        p.description, sizeof p.description,
+        "host CPU, %s kernels, %d f32 lanes, %d threads, ~%.2f GHz; computes on host memory",
+        variant_.name, variant_.f32_lanes, r.threads, r.clock_hz / 1e9);
     p.kind = SY_DEVICE_CPU;
     p.compute_units = r.threads;
     p.memory_total = memory_total_bytes();
@@ -103,7 +107,8 @@ sy_status CpuBackend::device_props(int32_t device, sy_device_props* props) {
 
 sy_status CpuBackend::supports(int32_t device, const sy_node* node, int32_t* supported) {
     if (sy_status s = check_device(device, "supports"); s.code) return s;
-    if (supported == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: result pointer is NULL");
+    if (supported == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: result pointer is NULL");
     if (node == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: node is NULL");
     *supported = validate_node(node, DataChecks::kDescriptorsOnly).code == SY_OK ? 1 : 0;
     return sdk::ok();
@@ -111,7 +116,8 @@ sy_status CpuBackend::supports(int32_t device, const sy_node* node, int32_t* sup
 
 sy_status CpuBackend::estimate(int32_t device, const sy_node* node, double* nanoseconds) {
     if (sy_status s = check_device(device, "estimate"); s.code) return s;
-    if (nanoseconds == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
+    if (nanoseconds == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
     if (sy_status s = validate_node(node, DataChecks::kDescriptorsOnly); s.code) return s;
     *nanoseconds = estimate_ns(rates().cost, node_work(*node));
     return sdk::ok();
@@ -158,15 +164,19 @@ sy_status CpuBackend::compute(int32_t device, const sy_node* const* nodes, size_
 sy_status CpuBackend::set_option(const char* key, const char* value) {
     if (key == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "set_option: key is NULL");
     if (std::strcmp(key, "threads") != 0)
-        return sdk::error(SY_ERR_UNSUPPORTED, "set_option: unknown option '%s' (the cpu plugin knows 'threads')", key);
-    if (value == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "set_option: threads: value is NULL");
+        return sdk::error(SY_ERR_UNSUPPORTED,
+                          "set_option: unknown option '%s' (the cpu plugin knows 'threads')", key);
+    if (value == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "set_option: threads: value is NULL");
     char* end = nullptr;
     errno = 0;
     const long n = std::strtol(value, &end, 10);
     if (errno != 0 || end == value || *end != '\0' || n < 0 || n > kMaxThreads)
-        return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                          "set_option: threads = '%s'; expected a whole number in [1, %d], or 0 for "
-                          "the hardware's %d", value, kMaxThreads, default_thread_count());
+        return sdk::error(
+            SY_ERR_INVALID_ARGUMENT,
+            "set_option: threads = '%s'; expected a whole number in [1, %d], or 0 for "
+            "the hardware's %d",
+            value, kMaxThreads, default_thread_count());
     const int threads = n == 0 ? default_thread_count() : int(n);
     std::lock_guard calibration_lock(calibration_mutex_);
     std::lock_guard run_lock(run_mutex_);

@@ -23,7 +23,7 @@
 namespace sy::cpu {
 
 class CpuBackend {
-public:
+  public:
     CpuBackend(const sy_host_api& host, const VariantInfo& variant);
 
     const char* build_info() const { return build_info_.c_str(); }
@@ -39,7 +39,7 @@ public:
     sy_status check_device(int32_t device, const char* fn) const;
     sy_status set_option(const char* key, const char* value);
 
-private:
+  private:
     struct Rates {
         CostRates cost;
         int threads = 1;

@@ -125,7 +125,8 @@ uint64_t memory_available_bytes() {
 Calibration measure_calibration(ThreadPool& pool) {
     Calibration c;
     c.memory_bandwidth = measure_read_bandwidth(pool);
-    if (c.memory_bandwidth <= 0.0) c.memory_bandwidth = 20e9;  // could not allocate: a DDR4-ish guess
+    if (c.memory_bandwidth <= 0.0)
+        c.memory_bandwidth = 20e9;  // could not allocate: a DDR4-ish guess
     c.launch_overhead_ns = measure_empty_job_ns(pool);
     return c;
 }

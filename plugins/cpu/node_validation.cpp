@@ -15,7 +15,7 @@ namespace {
 
 // Formats "<op> '<dst name>': <what>" as an SY_ERR_INVALID_ARGUMENT status.
 class NodeErrors {
-public:
+  public:
     explicit NodeErrors(const sy_node& node) : node_(node) {}
 
     sy_status fail(const char* format, ...) const __attribute__((format(printf, 2, 3))) {
@@ -30,11 +30,12 @@ public:
     std::string label() const {
         const char* op = sdk::op_name(node_.op);
         std::string s = op ? op : "op " + std::to_string(node_.op);
-        if (node_.dst && node_.dst->name && node_.dst->name[0]) s += std::string(" '") + node_.dst->name + "'";
+        if (node_.dst && node_.dst->name && node_.dst->name[0])
+            s += std::string(" '") + node_.dst->name + "'";
         return s;
     }
 
-private:
+  private:
     const sy_node& node_;
 };
 
@@ -44,8 +45,12 @@ std::string role_name(const char* role, const sy_tensor& t) {
     return s;
 }
 
-bool checked_add(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
-bool checked_mul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+bool checked_add(int64_t a, int64_t b, int64_t* out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+bool checked_mul(int64_t a, int64_t b, int64_t* out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
 
 // Broadcast rule of ops.h: each dimension of `b` equals or divides the matching one of `a`.
 bool broadcasts_onto(const sy_tensor& b, const sy_tensor& a) {
@@ -98,8 +103,10 @@ sy_status check_elementwise(const NodeErrors& e, const sy_node& n) {
 sy_status check_binary_broadcast(const NodeErrors& e, const sy_node& n) {
     if (sy_status s = check_elementwise(e, n); s.code) return s;
     if (!broadcasts_onto(*n.src[1], *n.dst))
-        return e.fail("src1 shape %s does not broadcast onto dst shape %s (each dimension must "
-                      "divide dst's)", shape_string(*n.src[1]).c_str(), shape_string(*n.dst).c_str());
+        return e.fail(
+            "src1 shape %s does not broadcast onto dst shape %s (each dimension must "
+            "divide dst's)",
+            shape_string(*n.src[1]).c_str(), shape_string(*n.dst).c_str());
     return sdk::ok();
 }
 
@@ -123,15 +130,16 @@ sy_status check_mul_mat(const NodeErrors& e, const sy_node& n) {
     const sy_tensor& b = *n.src[1];
     const sy_tensor& d = *n.dst;
     if (a.ne[0] != b.ne[0])
-        return e.fail("src0 K = %lld differs from src1 K = %lld", (long long)a.ne[0], (long long)b.ne[0]);
+        return e.fail("src0 K = %lld differs from src1 K = %lld", (long long)a.ne[0],
+                      (long long)b.ne[0]);
     if (!dims_are(d, a.ne[1], b.ne[1], b.ne[2], b.ne[3]))
         return e.fail("dst shape %s, expected {N, M, B2, B3} = {%lld, %lld, %lld, %lld}",
                       shape_string(d).c_str(), (long long)a.ne[1], (long long)b.ne[1],
                       (long long)b.ne[2], (long long)b.ne[3]);
     for (int dim = 2; dim < 4; ++dim)
         if (a.ne[dim] < 1 || b.ne[dim] % a.ne[dim] != 0)
-            return e.fail("src0 ne%d = %lld must divide src1 ne%d = %lld", dim, (long long)a.ne[dim],
-                          dim, (long long)b.ne[dim]);
+            return e.fail("src0 ne%d = %lld must divide src1 ne%d = %lld", dim,
+                          (long long)a.ne[dim], dim, (long long)b.ne[dim]);
     return check_weight_rows(e, a);
 }
 
@@ -142,7 +150,8 @@ sy_status check_mul_mat_id(const NodeErrors& e, const sy_node& n, DataChecks che
     const sy_tensor& d = *n.dst;
     const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2];
     const int64_t U = ids.ne[0], T = ids.ne[1];
-    if (w.ne[3] != 1) return e.fail("src0 (experts) shape %s must be {K, N, E, 1}", shape_string(w).c_str());
+    if (w.ne[3] != 1)
+        return e.fail("src0 (experts) shape %s must be {K, N, E, 1}", shape_string(w).c_str());
     if (ids.ne[2] != 1 || ids.ne[3] != 1)
         return e.fail("src2 (ids) shape %s must be {U, T, 1, 1}", shape_string(ids).c_str());
     if (x.ne[0] != K || x.ne[2] != T || x.ne[3] != 1 || (x.ne[1] != 1 && x.ne[1] != U))
@@ -195,9 +204,10 @@ sy_status check_rope(const NodeErrors& e, const sy_node& n) {
         return e.fail("freq_base = %g and freq_scale = %g (fparams[0], [1]) must be > 0",
                       double(freq_base), double(freq_scale));
     if (ext_factor != 0.0f && !(n.iparams[2] > 0 && n.fparams[4] > 0.0f && n.fparams[5] > 0.0f))
-        return e.fail("YaRN (ext_factor != 0) needs n_ctx_orig (iparams[2]) = %d, beta_fast = %g and "
-                      "beta_slow = %g (fparams[4], [5]) > 0", n.iparams[2], double(n.fparams[4]),
-                      double(n.fparams[5]));
+        return e.fail(
+            "YaRN (ext_factor != 0) needs n_ctx_orig (iparams[2]) = %d, beta_fast = %g and "
+            "beta_slow = %g (fparams[4], [5]) > 0",
+            n.iparams[2], double(n.fparams[4]), double(n.fparams[5]));
     return sdk::ok();
 }
 
@@ -209,7 +219,8 @@ sy_status check_softmax(const NodeErrors& e, const sy_node& n) {
                           (long long)mask->ne[0], (long long)n.src[0]->ne[0]);
         for (int d = 1; d < SY_MAX_DIMS; ++d)
             if (mask->ne[d] < 1 && n.src[0]->ne[d] > 0)
-                return e.fail("src1 (mask) ne%d = %lld cannot be broadcast", d, (long long)mask->ne[d]);
+                return e.fail("src1 (mask) ne%d = %lld cannot be broadcast", d,
+                              (long long)mask->ne[d]);
     }
     if (n.iparams[0] != 0 && n.iparams[0] != 1)
         return e.fail("causal (iparams[0]) = %d; expected 0 or 1", n.iparams[0]);
@@ -219,8 +230,10 @@ sy_status check_softmax(const NodeErrors& e, const sy_node& n) {
 sy_status check_argsort(const NodeErrors& e, const sy_node& n) {
     if (sy_status s = check_elementwise(e, n); s.code) return s;
     if (n.iparams[0] != 0 && n.iparams[0] != 1)
-        return e.fail("order (iparams[0]) = %d; expected 0 (ascending) or 1 (descending)", n.iparams[0]);
-    if (n.src[0]->ne[0] > INT32_MAX) return e.fail("rows longer than INT32_MAX cannot be indexed by I32");
+        return e.fail("order (iparams[0]) = %d; expected 0 (ascending) or 1 (descending)",
+                      n.iparams[0]);
+    if (n.src[0]->ne[0] > INT32_MAX)
+        return e.fail("rows longer than INT32_MAX cannot be indexed by I32");
     return sdk::ok();
 }
 
@@ -228,8 +241,9 @@ sy_status check_top_k(const NodeErrors& e, const sy_node& n) {
     const sy_tensor& x = *n.src[0];
     const sy_tensor& d = *n.dst;
     if (d.ne[0] < 1 || d.ne[0] > x.ne[0] || !dims_are(d, d.ne[0], x.ne[1], x.ne[2], x.ne[3]))
-        return e.fail("dst shape %s, expected {k in [1, %lld], %lld, %lld, %lld}", shape_string(d).c_str(),
-                      (long long)x.ne[0], (long long)x.ne[1], (long long)x.ne[2], (long long)x.ne[3]);
+        return e.fail("dst shape %s, expected {k in [1, %lld], %lld, %lld, %lld}",
+                      shape_string(d).c_str(), (long long)x.ne[0], (long long)x.ne[1],
+                      (long long)x.ne[2], (long long)x.ne[3]);
     if (x.ne[0] > INT32_MAX) return e.fail("rows longer than INT32_MAX cannot be indexed by I32");
     return sdk::ok();
 }
@@ -247,7 +261,8 @@ sy_status check_concat(const NodeErrors& e, const sy_node& n) {
     const sy_tensor& b = *n.src[1];
     const sy_tensor& d = *n.dst;
     const int32_t dim = n.iparams[0];
-    if (dim < 0 || dim >= SY_MAX_DIMS) return e.fail("dimension (iparams[0]) = %d is not in [0, 3]", dim);
+    if (dim < 0 || dim >= SY_MAX_DIMS)
+        return e.fail("dimension (iparams[0]) = %d is not in [0, 3]", dim);
     for (int i = 0; i < SY_MAX_DIMS; ++i) {
         const int64_t want = i == dim ? a.ne[i] + b.ne[i] : a.ne[i];
         if ((i != dim && b.ne[i] != a.ne[i]) || d.ne[i] != want)
@@ -284,7 +299,9 @@ sy_status check_op_rules(const NodeErrors& e, const sy_node& n, DataChecks check
         case SY_OP_SUM_ROWS: return check_sum_rows(e, n);
         case SY_OP_CONCAT: return check_concat(e, n);
         case SY_OP_CONT: return check_cont(e, n);
-        default: return sdk::error(SY_ERR_UNSUPPORTED, "%s: not implemented by the cpu plugin", e.label().c_str());
+        default:
+            return sdk::error(SY_ERR_UNSUPPORTED, "%s: not implemented by the cpu plugin",
+                              e.label().c_str());
     }
 }
 
@@ -307,17 +324,21 @@ int64_t tensor_extent(const sy_tensor& t) {
     // Last element (block) of the row, then the last row.
     int64_t extent = traits.type_size;
     int64_t step = 0;
-    if (!checked_mul(t.ne[0] / traits.block_size - 1, t.nb[0], &step) || !checked_add(extent, step, &extent))
+    if (!checked_mul(t.ne[0] / traits.block_size - 1, t.nb[0], &step) ||
+        !checked_add(extent, step, &extent))
         return -1;
     for (int d = 1; d < SY_MAX_DIMS; ++d)
-        if (!checked_mul(t.ne[d] - 1, t.nb[d], &step) || !checked_add(extent, step, &extent)) return -1;
+        if (!checked_mul(t.ne[d] - 1, t.nb[d], &step) || !checked_add(extent, step, &extent))
+            return -1;
     return extent;
 }
 
-sy_status validate_tensor(const sy_tensor* t, const char* role, const char* context, DataChecks checks) {
+sy_status validate_tensor(const sy_tensor* t, const char* role, const char* context,
+                          DataChecks checks) {
     if (t->struct_size < sizeof(sy_tensor))
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: %s has struct_size %u, expected at least %zu",
-                          context, role_name(role, *t).c_str(), t->struct_size, sizeof(sy_tensor));
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "%s: %s has struct_size %u, expected at least %zu", context,
+                          role_name(role, *t).c_str(), t->struct_size, sizeof(sy_tensor));
     if (sy_dtype_info(t->type).name == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: %s has unknown type id %d", context,
                           role_name(role, *t).c_str(), t->type);
@@ -325,21 +346,25 @@ sy_status validate_tensor(const sy_tensor* t, const char* role, const char* cont
     if (extent < 0)
         return sdk::error(SY_ERR_INVALID_ARGUMENT,
                           "%s: %s %s has negative sizes or strides, a partial block, or a byte "
-                          "span that overflows", context, role_name(role, *t).c_str(),
-                          shape_string(*t).c_str());
+                          "span that overflows",
+                          context, role_name(role, *t).c_str(), shape_string(*t).c_str());
     if (checks == DataChecks::kDescriptorsOnly || extent == 0) return sdk::ok();
     if (t->data == nullptr)
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: %s has no data", context, role_name(role, *t).c_str());
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: %s has no data", context,
+                          role_name(role, *t).c_str());
     if (const sy_buffer* buf = t->buffer) {
         if (!buf->host_visible)
-            return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: %s lives in a buffer the CPU cannot read",
-                              context, role_name(role, *t).c_str());
+            return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                              "%s: %s lives in a buffer the CPU cannot read", context,
+                              role_name(role, *t).c_str());
         const auto base = reinterpret_cast<uintptr_t>(buf->base);
         const auto begin = reinterpret_cast<uintptr_t>(t->data);
-        if (begin < base || begin - base > buf->size || uint64_t(extent) > buf->size - (begin - base))
+        if (begin < base || begin - base > buf->size ||
+            uint64_t(extent) > buf->size - (begin - base))
             return sdk::error(SY_ERR_INVALID_ARGUMENT,
                               "%s: %s spans bytes [%llu, %llu) of its buffer, which has %llu bytes",
-                              context, role_name(role, *t).c_str(), (unsigned long long)(begin - base),
+                              context, role_name(role, *t).c_str(),
+                              (unsigned long long)(begin - base),
                               (unsigned long long)(begin - base + uint64_t(extent)),
                               (unsigned long long)buf->size);
     }
@@ -349,21 +374,26 @@ sy_status validate_tensor(const sy_tensor* t, const char* role, const char* cont
 sy_status validate_node(const sy_node* node, DataChecks checks) {
     if (node == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "node is NULL");
     if (node->struct_size < sizeof(sy_node))
-        return sdk::error(SY_ERR_ABI, "node struct_size %u is smaller than sy_node of ABI 1.0 (%zu)",
+        return sdk::error(SY_ERR_ABI,
+                          "node struct_size %u is smaller than sy_node of ABI 1.0 (%zu)",
                           node->struct_size, sizeof(sy_node));
     const NodeErrors errors(*node);
     if (node->op == SY_OP_NAMED)
-        return sdk::error(SY_ERR_UNSUPPORTED, "named op '%s' (schema %u) is not provided by the cpu plugin",
+        return sdk::error(SY_ERR_UNSUPPORTED,
+                          "named op '%s' (schema %u) is not provided by the cpu plugin",
                           node->named_op ? node->named_op : "(null)", node->named_op_version);
     if (node->op <= SY_OP_NONE || node->op >= SY_OP_BUILTIN_COUNT)
-        return sdk::error(SY_ERR_UNSUPPORTED, "op id %d is not an op the cpu plugin knows", node->op);
+        return sdk::error(SY_ERR_UNSUPPORTED, "op id %d is not an op the cpu plugin knows",
+                          node->op);
     if (node->dst == nullptr) return errors.fail("dst is NULL");
     const std::string label = errors.label();
     if (sy_status s = validate_tensor(node->dst, "dst", label.c_str(), checks); s.code) return s;
     for (int i = 0; i < SY_MAX_SRC; ++i) {
         if (!node->src[i]) continue;
         const std::string role = "src" + std::to_string(i);
-        if (sy_status s = validate_tensor(node->src[i], role.c_str(), label.c_str(), checks); s.code) return s;
+        if (sy_status s = validate_tensor(node->src[i], role.c_str(), label.c_str(), checks);
+            s.code)
+            return s;
     }
     if (find_capability(*node) == nullptr)
         return errors.fail("no kernel for %s (the capability table lists what is accepted)",

@@ -20,7 +20,9 @@ namespace {
 
 constexpr const char* kPluginVersion = "0.1.0";
 
-CpuBackend& backend(void* ctx) { return *static_cast<CpuBackend*>(ctx); }
+CpuBackend& backend(void* ctx) {
+    return *static_cast<CpuBackend*>(ctx);
+}
 
 template <typename Fn>
 sy_status guarded(const char* fn, Fn&& body) noexcept {
@@ -74,12 +76,16 @@ sy_status buffer_free(void* ctx, sy_buffer* buffer) {
     return guarded("buffer_free", [&] { return backend(ctx).buffers().free(buffer); });
 }
 
-sy_status buffer_set(void* ctx, const sy_buffer* buffer, uint64_t offset, const void* src, uint64_t size) {
-    return guarded("buffer_set", [&] { return backend(ctx).buffers().set(buffer, offset, src, size); });
+sy_status buffer_set(void* ctx, const sy_buffer* buffer, uint64_t offset, const void* src,
+                     uint64_t size) {
+    return guarded("buffer_set",
+                   [&] { return backend(ctx).buffers().set(buffer, offset, src, size); });
 }
 
-sy_status buffer_get(void* ctx, const sy_buffer* buffer, uint64_t offset, void* dst, uint64_t size) {
-    return guarded("buffer_get", [&] { return backend(ctx).buffers().get(buffer, offset, dst, size); });
+sy_status buffer_get(void* ctx, const sy_buffer* buffer, uint64_t offset, void* dst,
+                     uint64_t size) {
+    return guarded("buffer_get",
+                   [&] { return backend(ctx).buffers().get(buffer, offset, dst, size); });
 }
 
 sy_status copy_tensors(void* ctx, const sy_copy* copies, size_t count) {
@@ -107,9 +113,13 @@ sy_status set_option(void* ctx, const char* key, const char* value) {
     return guarded("set_option", [&] { return backend(ctx).set_option(key, value); });
 }
 
-void shutdown(void* ctx) { delete static_cast<CpuBackend*>(ctx); }
+void shutdown(void* ctx) {
+    delete static_cast<CpuBackend*>(ctx);
+}
 
-sy_status refuse(int32_t code, const char* message) { return sy_status{code, message}; }
+sy_status refuse(int32_t code, const char* message) {
+    return sy_status{code, message};
+}
 
 }  // namespace
 }  // namespace sy::cpu
@@ -126,8 +136,9 @@ extern "C" SY_EXPORT int32_t sy_plugin_probe(sy_probe_info* info) {
 extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
     using namespace sy::cpu;
     if (!cpu_can_run_this_variant())
-        return refuse(SY_ERR_REFUSED, "cpu: this CPU lacks the instruction-set extensions of this "
-                                      "build variant; load a lower variant (probe scores it 0)");
+        return refuse(SY_ERR_REFUSED,
+                      "cpu: this CPU lacks the instruction-set extensions of this "
+                      "build variant; load a lower variant (probe scores it 0)");
     if (const sy_status st = sy::sdk::check_host(host, api, "cpu"); st.code != SY_OK) return st;
     return guarded("sy_plugin_init", [&] {
         sy_host_api host_copy{};

@@ -30,9 +30,15 @@ template <int32_t kSrc>
 void convert_row_from(int32_t dst_type, const char* src, int64_t src_stride, char* dst,
                       int64_t dst_stride, int64_t n) {
     switch (dst_type) {
-        case SY_TYPE_F32: convert_row<kSrc, SY_TYPE_F32>(src, src_stride, dst, dst_stride, n); break;
-        case SY_TYPE_F16: convert_row<kSrc, SY_TYPE_F16>(src, src_stride, dst, dst_stride, n); break;
-        case SY_TYPE_BF16: convert_row<kSrc, SY_TYPE_BF16>(src, src_stride, dst, dst_stride, n); break;
+        case SY_TYPE_F32:
+            convert_row<kSrc, SY_TYPE_F32>(src, src_stride, dst, dst_stride, n);
+            break;
+        case SY_TYPE_F16:
+            convert_row<kSrc, SY_TYPE_F16>(src, src_stride, dst, dst_stride, n);
+            break;
+        case SY_TYPE_BF16:
+            convert_row<kSrc, SY_TYPE_BF16>(src, src_stride, dst, dst_stride, n);
+            break;
         default: break;  // validation admits only float types here
     }
 }
@@ -53,9 +59,15 @@ void copy_row(int32_t src_type, const char* src, int64_t src_stride, int32_t dst
         return;
     }
     switch (src_type) {
-        case SY_TYPE_F32: convert_row_from<SY_TYPE_F32>(dst_type, src, src_stride, dst, dst_stride, n); break;
-        case SY_TYPE_F16: convert_row_from<SY_TYPE_F16>(dst_type, src, src_stride, dst, dst_stride, n); break;
-        case SY_TYPE_BF16: convert_row_from<SY_TYPE_BF16>(dst_type, src, src_stride, dst, dst_stride, n); break;
+        case SY_TYPE_F32:
+            convert_row_from<SY_TYPE_F32>(dst_type, src, src_stride, dst, dst_stride, n);
+            break;
+        case SY_TYPE_F16:
+            convert_row_from<SY_TYPE_F16>(dst_type, src, src_stride, dst, dst_stride, n);
+            break;
+        case SY_TYPE_BF16:
+            convert_row_from<SY_TYPE_BF16>(dst_type, src, src_stride, dst, dst_stride, n);
+            break;
         default: break;
     }
 }

@@ -48,25 +48,48 @@ struct F32x {
     __m512 v;
 };
 
-inline F32x zero() { return {_mm512_setzero_ps()}; }
-inline F32x splat(float x) { return {_mm512_set1_ps(x)}; }
-inline F32x load(const float* p) { return {_mm512_loadu_ps(p)}; }
-inline void store(float* p, F32x a) { _mm512_storeu_ps(p, a.v); }
+inline F32x zero() {
+    return {_mm512_setzero_ps()};
+}
+inline F32x splat(float x) {
+    return {_mm512_set1_ps(x)};
+}
+inline F32x load(const float* p) {
+    return {_mm512_loadu_ps(p)};
+}
+inline void store(float* p, F32x a) {
+    _mm512_storeu_ps(p, a.v);
+}
 inline F32x load_f16(const uint16_t* p) {
     return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
 }
 // bf16 is the top half of an f32: widen to 32 bits and shift into place.
 inline F32x load_bf16(const uint16_t* p) {
-    const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i h =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(h, 16))};
 }
-inline F32x add(F32x a, F32x b) { return {_mm512_add_ps(a.v, b.v)}; }
-inline F32x sub(F32x a, F32x b) { return {_mm512_sub_ps(a.v, b.v)}; }
-inline F32x mul(F32x a, F32x b) { return {_mm512_mul_ps(a.v, b.v)}; }
-inline F32x div(F32x a, F32x b) { return {_mm512_div_ps(a.v, b.v)}; }
-inline F32x fma(F32x a, F32x b, F32x c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
-inline F32x min(F32x a, F32x b) { return {_mm512_min_ps(a.v, b.v)}; }
-inline F32x max(F32x a, F32x b) { return {_mm512_max_ps(a.v, b.v)}; }
+inline F32x add(F32x a, F32x b) {
+    return {_mm512_add_ps(a.v, b.v)};
+}
+inline F32x sub(F32x a, F32x b) {
+    return {_mm512_sub_ps(a.v, b.v)};
+}
+inline F32x mul(F32x a, F32x b) {
+    return {_mm512_mul_ps(a.v, b.v)};
+}
+inline F32x div(F32x a, F32x b) {
+    return {_mm512_div_ps(a.v, b.v)};
+}
+inline F32x fma(F32x a, F32x b, F32x c) {
+    return {_mm512_fmadd_ps(a.v, b.v, c.v)};
+}
+inline F32x min(F32x a, F32x b) {
+    return {_mm512_min_ps(a.v, b.v)};
+}
+inline F32x max(F32x a, F32x b) {
+    return {_mm512_max_ps(a.v, b.v)};
+}
 inline F32x round(F32x a) {
     return {_mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
 }
@@ -79,8 +102,12 @@ inline F32x pow2i(F32x n) {
 inline F32x select_lt(F32x a, F32x b, F32x yes, F32x no) {
     return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ), no.v, yes.v)};
 }
-inline float reduce_add(F32x a) { return _mm512_reduce_add_ps(a.v); }
-inline float reduce_max(F32x a) { return _mm512_reduce_max_ps(a.v); }
+inline float reduce_add(F32x a) {
+    return _mm512_reduce_add_ps(a.v);
+}
+inline float reduce_max(F32x a) {
+    return _mm512_reduce_max_ps(a.v);
+}
 
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -89,10 +116,18 @@ struct F32x {
     __m256 v;
 };
 
-inline F32x zero() { return {_mm256_setzero_ps()}; }
-inline F32x splat(float x) { return {_mm256_set1_ps(x)}; }
-inline F32x load(const float* p) { return {_mm256_loadu_ps(p)}; }
-inline void store(float* p, F32x a) { _mm256_storeu_ps(p, a.v); }
+inline F32x zero() {
+    return {_mm256_setzero_ps()};
+}
+inline F32x splat(float x) {
+    return {_mm256_set1_ps(x)};
+}
+inline F32x load(const float* p) {
+    return {_mm256_loadu_ps(p)};
+}
+inline void store(float* p, F32x a) {
+    _mm256_storeu_ps(p, a.v);
+}
 inline F32x load_f16(const uint16_t* p) {
     return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
 }
@@ -100,13 +135,27 @@ inline F32x load_bf16(const uint16_t* p) {
     const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return {_mm256_castsi256_ps(_mm256_slli_epi32(h, 16))};
 }
-inline F32x add(F32x a, F32x b) { return {_mm256_add_ps(a.v, b.v)}; }
-inline F32x sub(F32x a, F32x b) { return {_mm256_sub_ps(a.v, b.v)}; }
-inline F32x mul(F32x a, F32x b) { return {_mm256_mul_ps(a.v, b.v)}; }
-inline F32x div(F32x a, F32x b) { return {_mm256_div_ps(a.v, b.v)}; }
-inline F32x fma(F32x a, F32x b, F32x c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
-inline F32x min(F32x a, F32x b) { return {_mm256_min_ps(a.v, b.v)}; }
-inline F32x max(F32x a, F32x b) { return {_mm256_max_ps(a.v, b.v)}; }
+inline F32x add(F32x a, F32x b) {
+    return {_mm256_add_ps(a.v, b.v)};
+}
+inline F32x sub(F32x a, F32x b) {
+    return {_mm256_sub_ps(a.v, b.v)};
+}
+inline F32x mul(F32x a, F32x b) {
+    return {_mm256_mul_ps(a.v, b.v)};
+}
+inline F32x div(F32x a, F32x b) {
+    return {_mm256_div_ps(a.v, b.v)};
+}
+inline F32x fma(F32x a, F32x b, F32x c) {
+    return {_mm256_fmadd_ps(a.v, b.v, c.v)};
+}
+inline F32x min(F32x a, F32x b) {
+    return {_mm256_min_ps(a.v, b.v)};
+}
+inline F32x max(F32x a, F32x b) {
+    return {_mm256_max_ps(a.v, b.v)};
+}
 inline F32x round(F32x a) {
     return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
 }
@@ -144,24 +193,38 @@ inline F32x lanewise(Op op) {
     return r;
 }
 
-inline F32x zero() { return lanewise([](int) { return 0.0f; }); }
-inline F32x splat(float x) { return lanewise([x](int) { return x; }); }
+inline F32x zero() {
+    return lanewise([](int) { return 0.0f; });
+}
+inline F32x splat(float x) {
+    return lanewise([x](int) { return x; });
+}
 inline F32x load(const float* p) {
     F32x r;
     std::memcpy(r.lane, p, sizeof r.lane);
     return r;
 }
-inline void store(float* p, F32x a) { std::memcpy(p, a.lane, sizeof a.lane); }
+inline void store(float* p, F32x a) {
+    std::memcpy(p, a.lane, sizeof a.lane);
+}
 inline F32x load_f16(const uint16_t* p) {
     return lanewise([p](int i) { return sy::sdk::fp16_to_f32(p[i]); });
 }
 inline F32x load_bf16(const uint16_t* p) {
     return lanewise([p](int i) { return sy::sdk::bf16_to_f32(p[i]); });
 }
-inline F32x add(F32x a, F32x b) { return lanewise([&](int i) { return a.lane[i] + b.lane[i]; }); }
-inline F32x sub(F32x a, F32x b) { return lanewise([&](int i) { return a.lane[i] - b.lane[i]; }); }
-inline F32x mul(F32x a, F32x b) { return lanewise([&](int i) { return a.lane[i] * b.lane[i]; }); }
-inline F32x div(F32x a, F32x b) { return lanewise([&](int i) { return a.lane[i] / b.lane[i]; }); }
+inline F32x add(F32x a, F32x b) {
+    return lanewise([&](int i) { return a.lane[i] + b.lane[i]; });
+}
+inline F32x sub(F32x a, F32x b) {
+    return lanewise([&](int i) { return a.lane[i] - b.lane[i]; });
+}
+inline F32x mul(F32x a, F32x b) {
+    return lanewise([&](int i) { return a.lane[i] * b.lane[i]; });
+}
+inline F32x div(F32x a, F32x b) {
+    return lanewise([&](int i) { return a.lane[i] / b.lane[i]; });
+}
 inline F32x fma(F32x a, F32x b, F32x c) {
     return lanewise([&](int i) { return a.lane[i] * b.lane[i] + c.lane[i]; });
 }
@@ -171,7 +234,9 @@ inline F32x min(F32x a, F32x b) {
 inline F32x max(F32x a, F32x b) {
     return lanewise([&](int i) { return a.lane[i] > b.lane[i] ? a.lane[i] : b.lane[i]; });
 }
-inline F32x round(F32x a) { return lanewise([&](int i) { return std::nearbyint(a.lane[i]); }); }
+inline F32x round(F32x a) {
+    return lanewise([&](int i) { return std::nearbyint(a.lane[i]); });
+}
 inline F32x pow2i(F32x n) {
     return lanewise([&](int i) {
         const float v = n.lane[i];

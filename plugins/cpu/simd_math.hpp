@@ -41,7 +41,9 @@ inline F32x sigmoid(F32x x) {
 }
 
 // x / (1 + e^-x)
-inline F32x silu(F32x x) { return div(x, add(splat(1.0f), exp(sub(zero(), x)))); }
+inline F32x silu(F32x x) {
+    return div(x, add(splat(1.0f), exp(sub(zero(), x))));
+}
 
 // 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed as x * sigmoid(2u)
 // (the same function: 0.5 (1 + tanh(u)) = 1 / (1 + e^-2u)), which avoids tanh's cancellation.

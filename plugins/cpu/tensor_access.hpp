@@ -9,7 +9,9 @@
 
 namespace sy::cpu {
 
-inline int64_t element_size(int32_t type) { return sy_dtype_info(type).type_size; }
+inline int64_t element_size(int32_t type) {
+    return sy_dtype_info(type).type_size;
+}
 
 // Row (i1, i2, i3): the ne0 elements starting at this address, nb0 bytes apart.
 inline char* row_at(const sy_tensor& t, int64_t i1, int64_t i2, int64_t i3) {
@@ -27,7 +29,9 @@ inline RowIndex row_index(const sy_tensor& t, int64_t r) {
     return {i1, rest % t.ne[2], rest / t.ne[2]};
 }
 
-inline char* row_at(const sy_tensor& t, RowIndex r) { return row_at(t, r.i1, r.i2, r.i3); }
+inline char* row_at(const sy_tensor& t, RowIndex r) {
+    return row_at(t, r.i1, r.i2, r.i3);
+}
 
 inline bool same_shape(const sy_tensor& a, const sy_tensor& b) {
     return a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.ne[2] == b.ne[2] && a.ne[3] == b.ne[3];

@@ -18,7 +18,7 @@
 namespace sy::cpu {
 
 class ThreadPool {
-public:
+  public:
     explicit ThreadPool(int threads);
     ~ThreadPool();  // wakes and joins every worker
     ThreadPool(const ThreadPool&) = delete;
@@ -30,7 +30,8 @@ public:
     // exception thrown by a task is rethrown here (the first one; the other tasks still run).
     template <typename Fn>
     void parallel_for(int64_t n_tasks, Fn&& fn) {
-        run(n_tasks, [](void* f, int64_t task) { (*static_cast<Fn*>(f))(task); }, &fn);
+        run(
+            n_tasks, [](void* f, int64_t task) { (*static_cast<Fn*>(f))(task); }, &fn);
     }
 
     // Splits [0, n_items) into contiguous ranges and calls fn(begin, end) for each; at most one
@@ -48,7 +49,7 @@ public:
         });
     }
 
-private:
+  private:
     using TaskFn = void (*)(void* context, int64_t task);
 
     void run(int64_t n_tasks, TaskFn fn, void* context);
@@ -66,7 +67,7 @@ private:
     std::condition_variable job_done_;
     uint64_t generation_ = 0;  // bumped once per job; workers wait for a new value
     bool stopping_ = false;
-    int workers_busy_ = 0;     // workers that have not yet finished the current job
+    int workers_busy_ = 0;  // workers that have not yet finished the current job
     TaskFn job_fn_ = nullptr;
     void* job_context_ = nullptr;
     int64_t job_tasks_ = 0;

@@ -32,7 +32,9 @@ const VariantInfo& this_variant() {
     static constexpr VariantInfo info{"generic", 10, 4, "(x86-64 baseline)"};
     return info;
 }
-bool cpu_can_run_this_variant() { return true; }
+bool cpu_can_run_this_variant() {
+    return true;
+}
 #else
 #error "define SY_CPU_VARIANT_generic, SY_CPU_VARIANT_avx2 or SY_CPU_VARIANT_avx512"
 #endif

@@ -20,7 +20,8 @@ struct CpuPlugin {
 inline std::vector<std::string> cpu_plugin_files() {
     std::vector<std::string> files;
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(SWITCHYARD_PLUGIN_OUTPUT_DIR, ec)) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(SWITCHYARD_PLUGIN_OUTPUT_DIR, ec)) {
         const std::string name = entry.path().filename().string();
         if (name.rfind("libswitchyard-cpu", 0) == 0 && entry.path().extension() == ".so")
             files.push_back(entry.path().string());

@@ -22,8 +22,10 @@ std::string identifier(const std::string& s) {
     std::string out;
     for (char ch : s) {
         const bool ok = std::isalnum(static_cast<unsigned char>(ch));
-        if (ok) out += ch;
-        else if (!out.empty() && out.back() != '_') out += '_';
+        if (ok)
+            out += ch;
+        else if (!out.empty() && out.back() != '_')
+            out += '_';
     }
     while (!out.empty() && out.back() == '_') out.pop_back();
     return out;
@@ -44,7 +46,9 @@ std::vector<Param> all_cases() {
 }
 
 // gtest prints a parameter with a failure; the case name says everything.
-void PrintTo(const Param& p, std::ostream* os) { *os << p.plugin->variant << ": " << p.c.name; }
+void PrintTo(const Param& p, std::ostream* os) {
+    *os << p.plugin->variant << ": " << p.c.name;
+}
 
 class OpConformance : public testing::TestWithParam<Param> {};
 
@@ -53,8 +57,8 @@ TEST_P(OpConformance, Case) {
     const sy::conformance::CaseResult r = sy::conformance::run_case(*p.plugin->plugin, 0, p.c);
     RecordProperty("result", sy::conformance::format_result(p.c, r));
     if (r.status == Status::Skip) GTEST_SKIP() << r.message;
-    EXPECT_EQ(r.status, Status::Pass) << p.plugin->variant << ": "
-                                      << sy::conformance::format_result(p.c, r);
+    EXPECT_EQ(r.status, Status::Pass)
+        << p.plugin->variant << ": " << sy::conformance::format_result(p.c, r);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, OpConformance, testing::ValuesIn(all_cases()),

@@ -17,7 +17,7 @@ using sy::sdk::make_tensor;
 
 // A packed tensor in a buffer of the plugin, with a host mirror for upload and download.
 class DeviceTensor {
-public:
+  public:
     DeviceTensor(const sy_plugin_api& api, int32_t type, int64_t ne0, int64_t ne1 = 1,
                  int64_t ne2 = 1)
         : api_(api) {
@@ -53,7 +53,7 @@ public:
     }
     const sy_tensor* t() const { return &device_; }
 
-private:
+  private:
     const sy_plugin_api& api_;
     sy_buffer buffer_{};
     sy_tensor host_{}, device_{};
@@ -61,7 +61,7 @@ private:
 };
 
 class CpuContract : public testing::TestWithParam<size_t> {
-protected:
+  protected:
     const sy::test::CpuPlugin& cpu() const { return sy::test::cpu_plugins()[GetParam()]; }
     const sy_plugin_api& api() const { return cpu().plugin->api(); }
 
@@ -78,13 +78,15 @@ protected:
         EXPECT_EQ(s.code, SY_OK) << what;
         EXPECT_EQ(supported, 0) << what << ": supports() accepts an invalid node";
         const sy_status st = compute(node);
-        EXPECT_EQ(st.code, SY_ERR_INVALID_ARGUMENT) << what << ": " << (st.message ? st.message : "(no message)");
+        EXPECT_EQ(st.code, SY_ERR_INVALID_ARGUMENT)
+            << what << ": " << (st.message ? st.message : "(no message)");
         EXPECT_TRUE(st.message && *st.message) << what << ": an error needs a message";
     }
 };
 
 TEST_P(CpuContract, AddWithShapesThatDoNotBroadcastIsInvalid) {
-    DeviceTensor a(api(), SY_TYPE_F32, 8, 3), b(api(), SY_TYPE_F32, 5, 3), d(api(), SY_TYPE_F32, 8, 3);
+    DeviceTensor a(api(), SY_TYPE_F32, 8, 3), b(api(), SY_TYPE_F32, 5, 3),
+        d(api(), SY_TYPE_F32, 8, 3);
     sy_node n = make_node(SY_OP_ADD, d.t());
     n.n_src = 2;
     n.src[0] = a.t();
@@ -93,7 +95,8 @@ TEST_P(CpuContract, AddWithShapesThatDoNotBroadcastIsInvalid) {
 }
 
 TEST_P(CpuContract, GetRowsWithRowIdsOutOfRangeIsInvalid) {
-    DeviceTensor src(api(), SY_TYPE_F32, 16, 4), ids(api(), SY_TYPE_I32, 2), d(api(), SY_TYPE_F32, 16, 2);
+    DeviceTensor src(api(), SY_TYPE_F32, 16, 4), ids(api(), SY_TYPE_I32, 2),
+        d(api(), SY_TYPE_F32, 16, 2);
     src.set(std::vector<double>(64, 1.0));
     sy_node n = make_node(SY_OP_GET_ROWS, d.t());
     n.n_src = 2;
@@ -124,7 +127,8 @@ TEST_P(CpuContract, MulMatIdWithExpertIdOutOfRangeIsInvalid) {
 }
 
 TEST_P(CpuContract, RopeWithOddDimsOrUnknownModeIsInvalid) {
-    DeviceTensor x(api(), SY_TYPE_F32, 8, 2, 3), pos(api(), SY_TYPE_I32, 3), d(api(), SY_TYPE_F32, 8, 2, 3);
+    DeviceTensor x(api(), SY_TYPE_F32, 8, 2, 3), pos(api(), SY_TYPE_I32, 3),
+        d(api(), SY_TYPE_F32, 8, 2, 3);
     sy_node n = make_node(SY_OP_ROPE, d.t());
     n.n_src = 2;
     n.src[0] = x.t();

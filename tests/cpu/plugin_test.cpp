@@ -43,13 +43,15 @@ sy_host_api host_api(uint32_t abi_major = SY_ABI_VERSION_MAJOR) {
     return host;
 }
 
-std::string text(const sy_status& s) { return s.message ? s.message : "(no message)"; }
+std::string text(const sy_status& s) {
+    return s.message ? s.message : "(no message)";
+}
 
 class CpuPluginTest : public testing::TestWithParam<std::string> {
-protected:
+  protected:
     void SetUp() override {
-        const std::string file = std::string(SWITCHYARD_PLUGIN_OUTPUT_DIR) + "/libswitchyard-cpu-" +
-                                 GetParam() + ".so";
+        const std::string file =
+            std::string(SWITCHYARD_PLUGIN_OUTPUT_DIR) + "/libswitchyard-cpu-" + GetParam() + ".so";
         lib_ = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
         ASSERT_NE(lib_, nullptr) << dlerror();
         init_ = reinterpret_cast<sy_plugin_init_fn>(dlsym(lib_, SY_PLUGIN_INIT_SYMBOL));
@@ -184,7 +186,8 @@ TEST_P(CpuPluginTest, BuffersAreAlignedAndBoundsChecked) {
     const sy_status over = api_.buffer_set(api_.ctx, &b, 100, bytes.data(), 64);
     EXPECT_EQ(over.code, SY_ERR_INVALID_ARGUMENT);
     EXPECT_NE(text(over).find("128"), std::string::npos) << text(over);
-    EXPECT_EQ(api_.buffer_get(api_.ctx, &b, UINT64_MAX, bytes.data(), 2).code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(api_.buffer_get(api_.ctx, &b, UINT64_MAX, bytes.data(), 2).code,
+              SY_ERR_INVALID_ARGUMENT);
     std::vector<uint8_t> back(64, 0);
     ASSERT_EQ(api_.buffer_get(api_.ctx, &b, 64, back.data(), 64).code, SY_OK);
     EXPECT_EQ(back, bytes);
@@ -255,7 +258,8 @@ TEST_P(CpuPluginTest, TensorReachingPastItsBufferIsRefused) {
 
 TEST_P(CpuPluginTest, ExpertIdsOutOfRangeLeaveDstUntouched) {
     const int64_t K = 8, N = 4, E = 3;
-    std::vector<float> w(size_t(K * N * E), 1.0f), x(size_t(K * 2), 1.0f), out(size_t(N * 2), -7.0f);
+    std::vector<float> w(size_t(K * N * E), 1.0f), x(size_t(K * 2), 1.0f),
+        out(size_t(N * 2), -7.0f);
     std::vector<int32_t> ids = {1, 3};
     sy_tensor wt = make_tensor(SY_TYPE_F32, K, N, E, 1, w.data(), "ffn_up_exps");
     sy_tensor xt = make_tensor(SY_TYPE_F32, K, 1, 2, 1, x.data());
@@ -282,7 +286,8 @@ std::vector<float> naive_mul_mat(const std::vector<float>& a, const std::vector<
     for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n) {
             double s = 0;
-            for (int64_t k = 0; k < K; ++k) s += double(a[size_t(n * K + k)]) * b_t[size_t(k * M + m)];
+            for (int64_t k = 0; k < K; ++k)
+                s += double(a[size_t(n * K + k)]) * b_t[size_t(k * M + m)];
             out[size_t(m * N + n)] = float(s);
         }
     return out;
@@ -354,6 +359,8 @@ INSTANTIATE_TEST_SUITE_P(Cpu, CpuPluginTest, testing::ValuesIn(kVariants),
                          [](const testing::TestParamInfo<std::string>& p) { return p.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CpuPluginTest);
 
-TEST(CpuPluginVariants, AtLeastOneVariantRunsHere) { EXPECT_FALSE(kVariants.empty()); }
+TEST(CpuPluginVariants, AtLeastOneVariantRunsHere) {
+    EXPECT_FALSE(kVariants.empty());
+}
 
 }  // namespace

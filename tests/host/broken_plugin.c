@@ -13,10 +13,20 @@
 int sy_test_dependency_value(void); /* lives in a library the loader will not find */
 #endif
 
-static sy_status ok(void) { sy_status s = {SY_OK, NULL}; return s; }
-static sy_status fail(int32_t code, const char* message) { sy_status s = {code, message}; return s; }
+static sy_status ok(void) {
+    sy_status s = {SY_OK, NULL};
+    return s;
+}
+static sy_status fail(int32_t code, const char* message) {
+    sy_status s = {code, message};
+    return s;
+}
 
-static sy_status device_count(void* ctx, int32_t* count) { (void)ctx; *count = 1; return ok(); }
+static sy_status device_count(void* ctx, int32_t* count) {
+    (void)ctx;
+    *count = 1;
+    return ok();
+}
 static sy_status device_props(void* ctx, int32_t device, sy_device_props* props) {
     (void)ctx;
     if (device != 0) return fail(SY_ERR_INVALID_ARGUMENT, "no such device");
@@ -26,31 +36,66 @@ static sy_status device_props(void* ctx, int32_t device, sy_device_props* props)
     return ok();
 }
 static sy_status capabilities(void* ctx, const sy_capability** rows, size_t* count) {
-    (void)ctx; *rows = NULL; *count = 0; return ok();
+    (void)ctx;
+    *rows = NULL;
+    *count = 0;
+    return ok();
 }
 static sy_status supports(void* ctx, int32_t device, const sy_node* node, int32_t* yes) {
-    (void)ctx; (void)device; (void)node; *yes = 0; return ok();
+    (void)ctx;
+    (void)device;
+    (void)node;
+    *yes = 0;
+    return ok();
 }
 static sy_status buffer_alloc(void* ctx, int32_t device, uint64_t size, sy_buffer* b) {
-    (void)ctx; (void)device; (void)size; (void)b;
+    (void)ctx;
+    (void)device;
+    (void)size;
+    (void)b;
     return fail(SY_ERR_UNSUPPORTED, "this plugin allocates nothing");
 }
-static sy_status buffer_free(void* ctx, sy_buffer* b) { (void)ctx; (void)b; return ok(); }
+static sy_status buffer_free(void* ctx, sy_buffer* b) {
+    (void)ctx;
+    (void)b;
+    return ok();
+}
 static sy_status buffer_set(void* ctx, const sy_buffer* b, uint64_t o, const void* s, uint64_t n) {
-    (void)ctx; (void)b; (void)o; (void)s; (void)n; return fail(SY_ERR_UNSUPPORTED, "no buffers");
+    (void)ctx;
+    (void)b;
+    (void)o;
+    (void)s;
+    (void)n;
+    return fail(SY_ERR_UNSUPPORTED, "no buffers");
 }
 static sy_status buffer_get(void* ctx, const sy_buffer* b, uint64_t o, void* d, uint64_t n) {
-    (void)ctx; (void)b; (void)o; (void)d; (void)n; return fail(SY_ERR_UNSUPPORTED, "no buffers");
+    (void)ctx;
+    (void)b;
+    (void)o;
+    (void)d;
+    (void)n;
+    return fail(SY_ERR_UNSUPPORTED, "no buffers");
 }
 static sy_status copy_tensors(void* ctx, const sy_copy* c, size_t n) {
-    (void)ctx; (void)c; (void)n; return fail(SY_ERR_UNSUPPORTED, "no buffers");
+    (void)ctx;
+    (void)c;
+    (void)n;
+    return fail(SY_ERR_UNSUPPORTED, "no buffers");
 }
 static sy_status compute(void* ctx, int32_t device, const sy_node* const* nodes, size_t n) {
-    (void)ctx; (void)device; (void)nodes;
+    (void)ctx;
+    (void)device;
+    (void)nodes;
     return n == 0 ? ok() : fail(SY_ERR_UNSUPPORTED, "this plugin computes nothing");
 }
-static sy_status synchronize(void* ctx, int32_t device) { (void)ctx; (void)device; return ok(); }
-static void shutdown(void* ctx) { (void)ctx; }
+static sy_status synchronize(void* ctx, int32_t device) {
+    (void)ctx;
+    (void)device;
+    return ok();
+}
+static void shutdown(void* ctx) {
+    (void)ctx;
+}
 
 #ifndef BROKEN_NO_ENTRY
 SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
@@ -90,7 +135,9 @@ SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) 
 #endif
 }
 #else
-SY_EXPORT int sy_plugin_entry_with_a_wrong_name(void) { return 0; }
+SY_EXPORT int sy_plugin_entry_with_a_wrong_name(void) {
+    return 0;
+}
 #endif
 
 #if defined(BROKEN_PROBE_ZERO) || defined(BROKEN_MISSING_DEPENDENCY)

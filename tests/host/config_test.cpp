@@ -1,10 +1,11 @@
+#include "switchyard/core/config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
-#include "switchyard/core/config.hpp"
 #include "switchyard/core/plugin_setup.hpp"
 
 namespace fs = std::filesystem;
@@ -63,9 +64,12 @@ TEST(Config, UnknownPluginsKey) {
 
 TEST(Config, WrongTypes) {
     std::string e = error_of("[plugins]\nsearch = \"/opt\"\n");
-    EXPECT_NE(e.find("'plugins.search' must be an array of strings, not a string"), std::string::npos) << e;
+    EXPECT_NE(e.find("'plugins.search' must be an array of strings, not a string"),
+              std::string::npos)
+        << e;
     e = error_of("[plugins]\nload = [\"cpu\", 3]\n");
-    EXPECT_NE(e.find("'plugins.load' must contain strings, found an integer"), std::string::npos) << e;
+    EXPECT_NE(e.find("'plugins.load' must contain strings, found an integer"), std::string::npos)
+        << e;
     e = error_of("plugins = 1\n");
     EXPECT_NE(e.find("'plugins' must be a table"), std::string::npos) << e;
     e = error_of("[plugins.cpu]\nthreads = [1, 2]\n");
@@ -84,7 +88,8 @@ TEST(Config, MissingFile) {
         sy::load_config("/nonexistent/switchyard.toml");
         FAIL() << "no error";
     } catch (const sy::ConfigError& e) {
-        EXPECT_NE(std::string(e.what()).find("/nonexistent/switchyard.toml: configuration file not found"),
+        EXPECT_NE(std::string(e.what()).find(
+                      "/nonexistent/switchyard.toml: configuration file not found"),
                   std::string::npos)
             << e.what();
     }
@@ -103,14 +108,16 @@ TEST(Config, PluginOptionsAreAppliedOrRejectedWithTheirLine) {
     const std::string dir = SY_TEST_PLUGIN_DIR;
     {
         sy::PluginHost host;
-        const sy::Config c = sy::parse_config(
-            "[plugins]\nsearch = [\"" + dir + "\"]\nload = [\"cpu\"]\n[plugins.cpu]\nthreads = 2\n"
-            "[plugins.blas]\nengine = \"onednn\"\n",
-            "/tmp/a.toml");
+        const sy::Config c =
+            sy::parse_config("[plugins]\nsearch = [\"" + dir +
+                                 "\"]\nload = [\"cpu\"]\n[plugins.cpu]\nthreads = 2\n"
+                                 "[plugins.blas]\nengine = \"onednn\"\n",
+                             "/tmp/a.toml");
         const auto warnings = sy::setup_plugins(host, c, {});
         ASSERT_NE(host.find("cpu"), nullptr);
         ASSERT_EQ(warnings.size(), 1u);
-        EXPECT_NE(warnings[0].find("/tmp/a.toml:7:10: option 'engine' for plugin 'blas', which is not loaded"),
+        EXPECT_NE(warnings[0].find(
+                      "/tmp/a.toml:7:10: option 'engine' for plugin 'blas', which is not loaded"),
                   std::string::npos)
             << warnings[0];
     }
@@ -123,7 +130,8 @@ TEST(Config, PluginOptionsAreAppliedOrRejectedWithTheirLine) {
             sy::setup_plugins(host, c, {});
             FAIL() << "unknown option accepted";
         } catch (const sy::ConfigError& e) {
-            EXPECT_NE(std::string(e.what()).find("/tmp/b.toml:5:11: plugin 'cpu' has no option 'thredas'"),
+            EXPECT_NE(std::string(e.what()).find(
+                          "/tmp/b.toml:5:11: plugin 'cpu' has no option 'thredas'"),
                       std::string::npos)
                 << e.what();
         }

@@ -1,9 +1,10 @@
+#include "switchyard/core/plugin_host.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
-#include "switchyard/core/plugin_host.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace fs = std::filesystem;
@@ -14,7 +15,9 @@ namespace {
 const fs::path broken_dir = SY_TEST_BROKEN_DIR;
 const fs::path plugin_dir = SY_TEST_PLUGIN_DIR;
 
-fs::path broken(const std::string& name) { return broken_dir / ("libswitchyard-" + name + ".so"); }
+fs::path broken(const std::string& name) {
+    return broken_dir / ("libswitchyard-" + name + ".so");
+}
 
 // Loads one file explicitly and returns the single failure line it produced.
 std::string failure_of(const fs::path& file) {

@@ -1,5 +1,7 @@
 // The reference pins down ops.h: each test computes a small case by hand (or from the formula
 // in ops.h) and checks the reference agrees; the contract tests check that broken nodes throw.
+#include "switchyard/reference.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "switchyard/conformance.hpp"
-#include "switchyard/reference.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace {
@@ -30,8 +31,8 @@ struct Host {
         for (size_t i = 0; i < values.size(); ++i) set(int64_t(i), values[i]);
     }
     void set(int64_t i, double v) {
-        const int64_t i0 = i % t.ne[0], i1 = i / t.ne[0] % t.ne[1], i2 = i / t.ne[0] / t.ne[1] % t.ne[2],
-                      i3 = i / t.ne[0] / t.ne[1] / t.ne[2];
+        const int64_t i0 = i % t.ne[0], i1 = i / t.ne[0] % t.ne[1],
+                      i2 = i / t.ne[0] / t.ne[1] % t.ne[2], i3 = i / t.ne[0] / t.ne[1] / t.ne[2];
         sy::reference::write_element(t, i0, i1, i2, i3, v);
     }
 };
@@ -59,8 +60,10 @@ TEST(Reference, MulReadsTransposedSourceThroughStrides) {
     // a is {2, 3} stored transposed: storage {3, 2} = rows (1 2 3) (4 5 6) -> a[i0, i1] = s[i1, i0]
     Host s(SY_TYPE_F32, {3, 2}, {1, 2, 3, 4, 5, 6});
     sy_tensor at = s.t;
-    at.ne[0] = 2; at.ne[1] = 3;
-    at.nb[0] = s.t.nb[1]; at.nb[1] = s.t.nb[0];
+    at.ne[0] = 2;
+    at.ne[1] = 3;
+    at.nb[0] = s.t.nb[1];
+    at.nb[1] = s.t.nb[0];
     Host b(SY_TYPE_F32, {2, 3}, {1, 1, 1, 1, 1, 1});
     Host d(SY_TYPE_F32, {2, 3});
     sy_node n = node_of(SY_OP_MUL, d, {&b, &b});
@@ -72,7 +75,8 @@ TEST(Reference, ScaleAndActivations) {
     Host a(SY_TYPE_F32, {3}, {-1, 0, 2});
     Host d(SY_TYPE_F32, {3});
     sy_node n = node_of(SY_OP_SCALE, d, {&a});
-    n.fparams[0] = 2; n.fparams[1] = 0.5f;
+    n.fparams[0] = 2;
+    n.fparams[1] = 0.5f;
     EXPECT_EQ(evaluate(n), (std::vector<double>{-1.5, 0.5, 4.5}));
     n.op = SY_OP_SILU;
     expect_near(evaluate(n), {-1 / (1 + std::exp(1.0)), 0, 2 / (1 + std::exp(-2.0))}, 1e-7);
@@ -101,7 +105,8 @@ TEST(Reference, SoftmaxWithMaskScaleAndCausal) {
     const double e = std::exp(4.0);  // row: (2, -inf, 6) -> (1, 0, e^4) / (1 + e^4)
     expect_near(evaluate(n), {1 / (1 + e), 0, e / (1 + e), 1 / (1 + e), 0, e / (1 + e)}, 1e-7);
     // causal with offset -1: row 0 has everything masked (zeros), row 1 keeps element 0 only
-    n.iparams[0] = 1; n.iparams[1] = -1;
+    n.iparams[0] = 1;
+    n.iparams[1] = -1;
     expect_near(evaluate(n), {0, 0, 0, 1, 0, 0}, 1e-7);
 }
 
@@ -112,10 +117,13 @@ TEST(Reference, RopeNormalNeoxAndPartial) {
     Host d(SY_TYPE_F32, {4, 1, 1});
     sy_node n = node_of(SY_OP_ROPE, d, {&x, &pos});
     n.iparams[0] = 2;
-    n.fparams[0] = 10000; n.fparams[1] = 1; n.fparams[3] = 1;
+    n.fparams[0] = 10000;
+    n.fparams[1] = 1;
+    n.fparams[3] = 1;
     expect_near(evaluate(n), {std::cos(1.0), std::sin(1.0), 7, 8}, 1e-7);
     // NeoX, n_dims = 4: pairs (0, 2) at theta = 1 and (1, 3) at theta = 10000^(-1/2) = 0.01
-    n.iparams[0] = 4; n.iparams[1] = SY_ROPE_NEOX;
+    n.iparams[0] = 4;
+    n.iparams[1] = SY_ROPE_NEOX;
     const double c1 = std::cos(1.0), s1 = std::sin(1.0), c2 = std::cos(0.01), s2 = std::sin(0.01);
     expect_near(evaluate(n), {1 * c1 - 7 * s1, 0 * c2 - 8 * s2, 1 * s1 + 7 * c1, 0 * s2 + 8 * c2},
                 1e-7);
@@ -129,9 +137,14 @@ TEST(Reference, RopeYarnFollowsTheFormulaOfOpsH) {
     Host pos(SY_TYPE_I32, {1}, {100});
     Host d(SY_TYPE_F32, {64, 1, 1});
     sy_node n = node_of(SY_OP_ROPE, d, {&x, &pos});
-    n.iparams[0] = 64; n.iparams[2] = 4096;
-    n.fparams[0] = 10000; n.fparams[1] = 0.025f; n.fparams[2] = 1; n.fparams[3] = 1;
-    n.fparams[4] = 32; n.fparams[5] = 1;
+    n.iparams[0] = 64;
+    n.iparams[2] = 4096;
+    n.fparams[0] = 10000;
+    n.fparams[1] = 0.025f;
+    n.fparams[2] = 1;
+    n.fparams[3] = 1;
+    n.fparams[4] = 32;
+    n.fparams[5] = 1;
     const std::vector<double> out = evaluate(n);
     // corr(32) = 10.47 -> lo 10, corr(1) = 22.5 -> hi 23; pairs below lo extrapolate, above hi
     // interpolate; mscale = 1 + 0.1 ln 40.
@@ -200,7 +213,8 @@ TEST(Reference, GetRowsConcatSumRows) {
     Host src(SY_TYPE_BF16, {2, 3}, {1, 2, 3, 4, 5, 6});
     Host ids(SY_TYPE_I32, {2}, {2, 0});
     Host rows(SY_TYPE_F32, {2, 2});
-    EXPECT_EQ(evaluate(node_of(SY_OP_GET_ROWS, rows, {&src, &ids})), (std::vector<double>{5, 6, 1, 2}));
+    EXPECT_EQ(evaluate(node_of(SY_OP_GET_ROWS, rows, {&src, &ids})),
+              (std::vector<double>{5, 6, 1, 2}));
     ids.set(0, 3);
     EXPECT_THROW(evaluate(node_of(SY_OP_GET_ROWS, rows, {&src, &ids})), std::invalid_argument);
 
@@ -244,7 +258,8 @@ TEST(Reference, BrokenNodesThrowNamingTheOp) {
     EXPECT_THROW(evaluate(node_of(SY_OP_MUL_MAT, y, {&q, &x})), std::invalid_argument);
 }
 
-// ---- the kit's case table ---------------------------------------------------------------------------
+// ---- the kit's case table
+// ---------------------------------------------------------------------------
 
 TEST(ConformanceCases, EveryBuiltinRowHasAContiguousBaseCaseAndUniqueNames) {
     for (int op = SY_OP_ADD; op < SY_OP_BUILTIN_COUNT; ++op) {
@@ -273,8 +288,11 @@ TEST(ConformanceCases, EveryBuiltinRowHasAContiguousBaseCaseAndUniqueNames) {
 }
 
 TEST(ConformanceCases, NamedMoeRowHasCasesAndUnknownNamedOpsAreSkipped) {
-    sy_capability row{sizeof(sy_capability), SY_OP_NAMED, SY_NAMED_MOE_FUSED_UP_GATE,
-                      SY_NAMED_MOE_FUSED_UP_GATE_VERSION, SY_TYPE_F32,
+    sy_capability row{sizeof(sy_capability),
+                      SY_OP_NAMED,
+                      SY_NAMED_MOE_FUSED_UP_GATE,
+                      SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+                      SY_TYPE_F32,
                       {SY_TYPE_F16, SY_TYPE_F16, SY_TYPE_F32, SY_TYPE_I32}};
     const auto cases = sy::conformance::cases_for(row);
     ASSERT_GT(cases.size(), 4u);
@@ -287,7 +305,11 @@ TEST(ConformanceCases, NamedMoeRowHasCasesAndUnknownNamedOpsAreSkipped) {
 }
 
 TEST(ConformanceCases, QuantizedRowsAreSkippedWithAReason) {
-    sy_capability row{sizeof(sy_capability), SY_OP_MUL_MAT, nullptr, 0, SY_TYPE_F32,
+    sy_capability row{sizeof(sy_capability),
+                      SY_OP_MUL_MAT,
+                      nullptr,
+                      0,
+                      SY_TYPE_F32,
                       {SY_TYPE_Q4_0, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}};
     const auto cases = sy::conformance::cases_for(row);
     ASSERT_EQ(cases.size(), 1u);
@@ -295,12 +317,20 @@ TEST(ConformanceCases, QuantizedRowsAreSkippedWithAReason) {
 }
 
 TEST(ConformanceCases, TolerancesFollowTheTable) {
-    sy_capability row{sizeof(sy_capability), SY_OP_MUL_MAT, nullptr, 0, SY_TYPE_F32,
+    sy_capability row{sizeof(sy_capability),
+                      SY_OP_MUL_MAT,
+                      nullptr,
+                      0,
+                      SY_TYPE_F32,
                       {SY_TYPE_BF16, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}};
     EXPECT_DOUBLE_EQ(sy::conformance::tolerance_for(sy::conformance::cases_for(row)[0]), 1e-2);
     row.src_type[0] = SY_TYPE_F32;
     EXPECT_DOUBLE_EQ(sy::conformance::tolerance_for(sy::conformance::cases_for(row)[0]), 1e-5);
-    row = {sizeof(sy_capability), SY_OP_CPY, nullptr, 0, SY_TYPE_F16,
+    row = {sizeof(sy_capability),
+           SY_OP_CPY,
+           nullptr,
+           0,
+           SY_TYPE_F16,
            {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}};
     EXPECT_EQ(sy::conformance::tolerance_for(sy::conformance::cases_for(row)[0]), 0.0);
 }

@@ -15,10 +15,30 @@ using sy::sdk::error;
 using sy::sdk::ok;
 
 const sy_capability kRows[] = {
-    {sizeof(sy_capability), SY_OP_ADD, nullptr, 0, SY_TYPE_F32, {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability), SY_OP_MUL, nullptr, 0, SY_TYPE_F32, {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability), SY_OP_SCALE, nullptr, 0, SY_TYPE_F32, {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability), SY_OP_SIGMOID, nullptr, 0, SY_TYPE_F32, {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
+    {sizeof(sy_capability),
+     SY_OP_ADD,
+     nullptr,
+     0,
+     SY_TYPE_F32,
+     {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
+    {sizeof(sy_capability),
+     SY_OP_MUL,
+     nullptr,
+     0,
+     SY_TYPE_F32,
+     {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
+    {sizeof(sy_capability),
+     SY_OP_SCALE,
+     nullptr,
+     0,
+     SY_TYPE_F32,
+     {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
+    {sizeof(sy_capability),
+     SY_OP_SIGMOID,
+     nullptr,
+     0,
+     SY_TYPE_F32,
+     {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
 };
 
 float* at(const sy_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
@@ -32,12 +52,16 @@ bool handles(const sy_node* n) {
     if (!binary && n->op != SY_OP_SCALE && n->op != SY_OP_SIGMOID) return false;
     if (binary && (n->n_src < 2 || !n->src[1])) return false;
     for (int i = 0; i < (binary ? 2 : 1); ++i)
-        if (n->src[i]->type != SY_TYPE_F32 || std::memcmp(n->src[i]->ne, n->dst->ne, sizeof n->dst->ne))
+        if (n->src[i]->type != SY_TYPE_F32 ||
+            std::memcmp(n->src[i]->ne, n->dst->ne, sizeof n->dst->ne))
             return false;
     return n->dst->type == SY_TYPE_F32;
 }
 
-sy_status device_count(void*, int32_t* count) { *count = 1; return ok(); }
+sy_status device_count(void*, int32_t* count) {
+    *count = 1;
+    return ok();
+}
 sy_status device_props(void*, int32_t, sy_device_props* p) {
     std::strncpy(p->name, "wrong device", sizeof p->name - 1);
     return ok();
@@ -58,7 +82,10 @@ sy_status buffer_alloc(void*, int32_t device, uint64_t size, sy_buffer* b) {
     b->host_visible = 1;
     return b->base ? ok() : error(SY_ERR_OUT_OF_MEMORY, "wrong: out of memory");
 }
-sy_status buffer_free(void*, sy_buffer* b) { std::free(b->handle); return ok(); }
+sy_status buffer_free(void*, sy_buffer* b) {
+    std::free(b->handle);
+    return ok();
+}
 sy_status buffer_set(void*, const sy_buffer* b, uint64_t off, const void* src, uint64_t n) {
     std::memcpy(static_cast<char*>(b->base) + off, src, n);
     return ok();
@@ -95,7 +122,9 @@ sy_status compute(void*, int32_t, const sy_node* const* nodes, size_t count) {
     }
     return ok();
 }
-sy_status synchronize(void*, int32_t) { return ok(); }
+sy_status synchronize(void*, int32_t) {
+    return ok();
+}
 void shutdown(void*) {}
 
 }  // namespace

@@ -70,7 +70,8 @@ json device_json(const Plugin& p, int32_t d) {
     const sy_device_props props = p.device_props(d);
     json cost = json::array();
     for (const sy_cost_param& c : p.cost_params(d)) {
-        cost.push_back({{"key", c.key ? c.key : ""}, {"value", c.value}, {"unit", c.unit ? c.unit : ""}});
+        cost.push_back(
+            {{"key", c.key ? c.key : ""}, {"value", c.value}, {"unit", c.unit ? c.unit : ""}});
     }
     return {{"index", d},
             {"name", props.name},
@@ -172,7 +173,8 @@ void print_text(const PluginHost& host) {
             const sy_device_props props = p->device_props(d);
             fmt::print("  device {}: {} [{}], {} compute units, memory {} ({} free){}\n", d,
                        props.name, kind_name(props.kind), props.compute_units,
-                       human_bytes(double(props.memory_total)), human_bytes(double(props.memory_free)),
+                       human_bytes(double(props.memory_total)),
+                       human_bytes(double(props.memory_free)),
                        props.host_memory ? ", computes on host memory" : "");
             fmt::print("    peak f32 {:.1f} GFLOP/s, f16 {:.1f} GFLOP/s, memory {:.1f} GB/s, ",
                        props.peak_flops_f32 / 1e9, props.peak_flops_f16 / 1e9,
@@ -185,7 +187,8 @@ void print_text(const PluginHost& host) {
             }
             fmt::print(", per-op overhead {:.0f} ns\n", props.launch_overhead_ns);
             for (const sy_cost_param& c : p->cost_params(d)) {
-                fmt::print("    cost {} = {:g} {}\n", c.key ? c.key : "?", c.value, c.unit ? c.unit : "");
+                fmt::print("    cost {} = {:g} {}\n", c.key ? c.key : "?", c.value,
+                           c.unit ? c.unit : "");
             }
         }
         fmt::print("  ops:\n");
@@ -210,7 +213,8 @@ void print_text(const PluginHost& host) {
 
 Command add_plugins_command(CLI::App& app) {
     auto* cmd = app.add_subcommand(
-        "plugins", "List loaded backend plugins: devices, ops with their dtypes, named ops, cost model");
+        "plugins",
+        "List loaded backend plugins: devices, ops with their dtypes, named ops, cost model");
     auto options = std::make_shared<PluginOptions>();
     auto json_output = std::make_shared<bool>(false);
     options->add_to(*cmd);
@@ -220,8 +224,10 @@ Command add_plugins_command(CLI::App& app) {
         Config config;
         if (!options->config_file.empty()) config = load_config(options->config_file);
         PluginHost host;
-        const std::vector<std::string> warnings = setup_plugins(host, config, options->plugins, options->threads);
-        for (const std::string& w : warnings) std::fprintf(stderr, "switchyard: warning: %s\n", w.c_str());
+        const std::vector<std::string> warnings =
+            setup_plugins(host, config, options->plugins, options->threads);
+        for (const std::string& w : warnings)
+            std::fprintf(stderr, "switchyard: warning: %s\n", w.c_str());
         if (*json_output) {
             for (const PluginFailure& f : host.failures()) {
                 std::fprintf(stderr, "switchyard: plugin failed: %s\n", f.reason.c_str());
@@ -233,13 +239,15 @@ Command add_plugins_command(CLI::App& app) {
             for (const auto& p : host.plugins()) out["plugins"].push_back(plugin_json(*p));
             out["failed"] = json::array();
             for (const PluginFailure& f : host.failures()) {
-                out["failed"].push_back({{"file", f.file}, {"reason", f.reason}, {"requested", f.requested}});
+                out["failed"].push_back(
+                    {{"file", f.file}, {"reason", f.reason}, {"requested", f.requested}});
             }
             std::puts(out.dump(2).c_str());
         } else {
             print_text(host);
             for (const PluginFailure& f : host.failures()) {
-                fmt::print("failed: {}{}\n", f.reason, f.requested ? "" : " (found, not requested)");
+                fmt::print("failed: {}{}\n", f.reason,
+                           f.requested ? "" : " (found, not requested)");
             }
         }
         return host.any_requested_failure() ? 1 : 0;

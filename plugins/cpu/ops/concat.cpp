@@ -19,16 +19,19 @@ void compute_concat(ThreadPool& pool, const sy_node& node) {
             const RowIndex i = row_index(dst, r);
             char* out = row_at(dst, i);
             if (dim == 0) {  // an empty side may have no data: do not address it
-                if (a.ne[0] > 0) copy_row(a.type, row_at(a, i), a.nb[0], dst.type, out, dst.nb[0], a.ne[0]);
+                if (a.ne[0] > 0)
+                    copy_row(a.type, row_at(a, i), a.nb[0], dst.type, out, dst.nb[0], a.ne[0]);
                 if (b.ne[0] > 0)
-                    copy_row(b.type, row_at(b, i), b.nb[0], dst.type, out + a.ne[0] * dst.nb[0], dst.nb[0], b.ne[0]);
+                    copy_row(b.type, row_at(b, i), b.nb[0], dst.type, out + a.ne[0] * dst.nb[0],
+                             dst.nb[0], b.ne[0]);
                 continue;
             }
             int64_t idx[4] = {0, i.i1, i.i2, i.i3};
             const bool from_a = idx[dim] < a.ne[dim];
             if (!from_a) idx[dim] -= a.ne[dim];
             const sy_tensor& src = from_a ? a : b;
-            copy_row(src.type, row_at(src, idx[1], idx[2], idx[3]), src.nb[0], dst.type, out, dst.nb[0], ne0);
+            copy_row(src.type, row_at(src, idx[1], idx[2], idx[3]), src.nb[0], dst.type, out,
+                     dst.nb[0], ne0);
         }
     });
 }

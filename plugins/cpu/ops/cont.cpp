@@ -5,6 +5,8 @@
 
 namespace sy::cpu {
 
-void compute_cont(ThreadPool& pool, const sy_node& node) { copy_tensor(pool, *node.src[0], *node.dst); }
+void compute_cont(ThreadPool& pool, const sy_node& node) {
+    copy_tensor(pool, *node.src[0], *node.dst);
+}
 
 }  // namespace sy::cpu

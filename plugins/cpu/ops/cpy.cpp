@@ -4,6 +4,8 @@
 
 namespace sy::cpu {
 
-void compute_cpy(ThreadPool& pool, const sy_node& node) { copy_tensor(pool, *node.src[0], *node.dst); }
+void compute_cpy(ThreadPool& pool, const sy_node& node) {
+    copy_tensor(pool, *node.src[0], *node.dst);
+}
 
 }  // namespace sy::cpu

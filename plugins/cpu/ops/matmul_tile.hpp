@@ -36,7 +36,9 @@ struct WeightRow<SY_TYPE_F32> {
     static simd::F32x load(const char* row, int64_t k) {
         return simd::load(reinterpret_cast<const float*>(row) + k);
     }
-    static float scalar(const char* row, int64_t k) { return sdk::load_f32(SY_TYPE_F32, row + 4 * k); }
+    static float scalar(const char* row, int64_t k) {
+        return sdk::load_f32(SY_TYPE_F32, row + 4 * k);
+    }
 };
 
 template <>
@@ -44,7 +46,9 @@ struct WeightRow<SY_TYPE_F16> {
     static simd::F32x load(const char* row, int64_t k) {
         return simd::load_f16(reinterpret_cast<const uint16_t*>(row) + k);
     }
-    static float scalar(const char* row, int64_t k) { return sdk::load_f32(SY_TYPE_F16, row + 2 * k); }
+    static float scalar(const char* row, int64_t k) {
+        return sdk::load_f32(SY_TYPE_F16, row + 2 * k);
+    }
 };
 
 template <>
@@ -52,7 +56,9 @@ struct WeightRow<SY_TYPE_BF16> {
     static simd::F32x load(const char* row, int64_t k) {
         return simd::load_bf16(reinterpret_cast<const uint16_t*>(row) + k);
     }
-    static float scalar(const char* row, int64_t k) { return sdk::load_f32(SY_TYPE_BF16, row + 2 * k); }
+    static float scalar(const char* row, int64_t k) {
+        return sdk::load_f32(SY_TYPE_BF16, row + 2 * k);
+    }
 };
 
 // out[r][c] = sum_k a[r][k] * b[c][k]
@@ -82,10 +88,10 @@ inline void dot_tile(const char* const* a, const float* const* b, int64_t K, flo
 // Where the results of one block go: column c's value for weight row n is stored at
 // out[c] + n * out_row_stride bytes.
 struct BlockColumns {
-    const float* const* b;  // activation rows (packed F32, K values each)
-    float* const* out;      // dst element of weight row 0 for each column
-    int64_t count;          // <= kBlockCols
-    int64_t out_row_stride; // bytes between consecutive weight rows' results (dst nb0)
+    const float* const* b;   // activation rows (packed F32, K values each)
+    float* const* out;       // dst element of weight row 0 for each column
+    int64_t count;           // <= kBlockCols
+    int64_t out_row_stride;  // bytes between consecutive weight rows' results (dst nb0)
 };
 
 template <int R, int C>
@@ -105,7 +111,8 @@ void matmul_block(const char* a, int64_t a_row_stride, int64_t n0, int64_t n1, i
     for (int64_t n = n0; n < n1; n += kTileRows) {
         const int valid_rows = int(n1 - n < kTileRows ? n1 - n : kTileRows);
         const char* rows[kTileRows];
-        for (int r = 0; r < kTileRows; ++r) rows[r] = a + (r < valid_rows ? n + r : n1 - 1) * a_row_stride;
+        for (int r = 0; r < kTileRows; ++r)
+            rows[r] = a + (r < valid_rows ? n + r : n1 - 1) * a_row_stride;
         int64_t c = 0;
         for (; c + kTileCols <= cols.count; c += kTileCols) {
             float t[kTileRows][kTileCols];
@@ -127,8 +134,10 @@ inline void fill_with_zeros(const sy_tensor& dst) {
     for (int64_t i3 = 0; i3 < dst.ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < dst.ne[2]; ++i2)
             for (int64_t i1 = 0; i1 < dst.ne[1]; ++i1) {
-                char* row = static_cast<char*>(dst.data) + i1 * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3];
-                for (int64_t i0 = 0; i0 < dst.ne[0]; ++i0) std::memcpy(row + i0 * dst.nb[0], &zero, sizeof zero);
+                char* row =
+                    static_cast<char*>(dst.data) + i1 * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3];
+                for (int64_t i0 = 0; i0 < dst.ne[0]; ++i0)
+                    std::memcpy(row + i0 * dst.nb[0], &zero, sizeof zero);
             }
 }
 

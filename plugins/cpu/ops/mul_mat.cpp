@@ -29,7 +29,8 @@ void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
         rest /= col_blocks;
         const int64_t b2 = rest % B2, b3 = rest / B2;
 
-        const char* weights = static_cast<const char*>(a.data) + (b2 / bcast2) * a.nb[2] + (b3 / bcast3) * a.nb[3];
+        const char* weights =
+            static_cast<const char*>(a.data) + (b2 / bcast2) * a.nb[2] + (b3 / bcast3) * a.nb[3];
         const int64_t m0 = col_block * kBlockCols;
         const int64_t count = std::min(kBlockCols, M - m0);
         const float* b_rows[kBlockCols];

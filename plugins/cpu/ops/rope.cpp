@@ -44,19 +44,23 @@ RopeParams rope_params(const sy_node& node) {
     if (p.ext_factor != 0.0) {
         const double n_ctx_orig = node.iparams[2];
         const double beta_fast = node.fparams[4], beta_slow = node.fparams[5];
-        p.ramp_lo = std::max(0.0, std::floor(yarn_corr_dim(double(p.n_dims), n_ctx_orig, beta_fast, p.freq_base)));
-        p.ramp_hi = std::min(double(p.n_dims - 1),
-                             std::ceil(yarn_corr_dim(double(p.n_dims), n_ctx_orig, beta_slow, p.freq_base)));
+        p.ramp_lo = std::max(
+            0.0, std::floor(yarn_corr_dim(double(p.n_dims), n_ctx_orig, beta_fast, p.freq_base)));
+        p.ramp_hi = std::min(
+            double(p.n_dims - 1),
+            std::ceil(yarn_corr_dim(double(p.n_dims), n_ctx_orig, beta_slow, p.freq_base)));
         p.mscale = attn_factor * (1.0 + 0.1 * std::log(1.0 / p.freq_scale));
     }
     return p;
 }
 
 // cos/sin of every pair's angle at position `pos`, already multiplied by mscale.
-void angle_table(const RopeParams& p, int32_t pos, std::vector<float>& cos_t, std::vector<float>& sin_t) {
+void angle_table(const RopeParams& p, int32_t pos, std::vector<float>& cos_t,
+                 std::vector<float>& sin_t) {
     const int64_t pairs = p.n_dims / 2;
     for (int64_t i = 0; i < pairs; ++i) {
-        const double theta_extrap = double(pos) * std::pow(p.freq_base, -2.0 * double(i) / double(p.n_dims));
+        const double theta_extrap =
+            double(pos) * std::pow(p.freq_base, -2.0 * double(i) / double(p.n_dims));
         const double theta_interp = p.freq_scale * theta_extrap;
         double theta = theta_interp;
         if (p.ext_factor != 0.0) {
@@ -96,8 +100,10 @@ void compute_rope(ThreadPool& pool, const sy_node& node) {
                     const int64_t j0 = i * first_step, j1 = j0 + second_offset;
                     const float a = sdk::load_f32(src.type, in + j0 * src.nb[0]);
                     const float b = sdk::load_f32(src.type, in + j1 * src.nb[0]);
-                    sdk::store_f32(dst.type, out + j0 * dst.nb[0], a * cos_t[size_t(i)] - b * sin_t[size_t(i)]);
-                    sdk::store_f32(dst.type, out + j1 * dst.nb[0], a * sin_t[size_t(i)] + b * cos_t[size_t(i)]);
+                    sdk::store_f32(dst.type, out + j0 * dst.nb[0],
+                                   a * cos_t[size_t(i)] - b * sin_t[size_t(i)]);
+                    sdk::store_f32(dst.type, out + j1 * dst.nb[0],
+                                   a * sin_t[size_t(i)] + b * cos_t[size_t(i)]);
                 }
                 if (in != out)  // in place, the unrotated tail is already where it belongs
                     copy_row(src.type, in + p.n_dims * src.nb[0], src.nb[0], dst.type,

@@ -38,7 +38,8 @@ struct RowView {
             const auto* h = reinterpret_cast<const uint16_t*>(p);
             int64_t i = 0;
             for (; i + simd::kLanes <= n; i += simd::kLanes)
-                simd::store(buf + i, type == SY_TYPE_F16 ? simd::load_f16(h + i) : simd::load_bf16(h + i));
+                simd::store(buf + i,
+                            type == SY_TYPE_F16 ? simd::load_f16(h + i) : simd::load_bf16(h + i));
             for (; i < n; ++i) buf[i] = sdk::load_f32(type, h + i);
             return buf;
         }

@@ -5,7 +5,8 @@
 namespace sy::cpu {
 
 void compute_silu(ThreadPool& pool, const sy_node& node) {
-    map_unary(pool, node, [](const float* in, float* out, int64_t n) { simd::map<simd::silu>(in, out, n); });
+    map_unary(pool, node,
+              [](const float* in, float* out, int64_t n) { simd::map<simd::silu>(in, out, n); });
 }
 
 }  // namespace sy::cpu

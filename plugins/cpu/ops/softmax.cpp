@@ -1,8 +1,8 @@
 // SOFTMAX over ne0 of y = x * scale + mask (+ causal mask), ops.h:
 //   mask (optional, F32/F16) row [i1 % R1, i2 % ne2, i3 % ne3]; causal (iparams[0]) makes
 //   element j of row i1 -inf when j > i1 + iparams[1]; a row that is -inf everywhere gives zeros.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -46,7 +46,8 @@ void compute_softmax(ThreadPool& pool, const sy_node& node) {
             const RowView out(dst, row_at(dst, r));
             std::optional<RowView> m;
             if (mask)
-                m.emplace(*mask, row_at(*mask, r.i1 % mask->ne[1], r.i2 % mask->ne[2], r.i3 % mask->ne[3]));
+                m.emplace(*mask, row_at(*mask, r.i1 % mask->ne[1], r.i2 % mask->ne[2],
+                                        r.i3 % mask->ne[3]));
             const int64_t causal_limit = causal ? r.i1 + offset : n;
             masked_logits(x, m ? &*m : nullptr, scale, causal_limit, n, y.data());
 

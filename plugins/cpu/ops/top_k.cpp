@@ -26,13 +26,14 @@ void compute_top_k(ThreadPool& pool, const sy_node& node) {
             const char* in = row_at(src, i);
             for (int64_t j = 0; j < n; ++j) std::memcpy(&values[size_t(j)], in + j * src.nb[0], 4);
             std::iota(order.begin(), order.end(), 0);
-            std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t x, int32_t y) {
-                const float vx = values[size_t(x)], vy = values[size_t(y)];
-                const bool nx = std::isnan(vx), ny = std::isnan(vy);
-                if (nx != ny) return ny;  // a number ranks above NaN
-                if (!nx && vx != vy) return vx > vy;
-                return x < y;
-            });
+            std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                              [&](int32_t x, int32_t y) {
+                                  const float vx = values[size_t(x)], vy = values[size_t(y)];
+                                  const bool nx = std::isnan(vx), ny = std::isnan(vy);
+                                  if (nx != ny) return ny;  // a number ranks above NaN
+                                  if (!nx && vx != vy) return vx > vy;
+                                  return x < y;
+                              });
             char* out = row_at(dst, i);
             for (int64_t j = 0; j < k; ++j) std::memcpy(out + j * dst.nb[0], &order[size_t(j)], 4);
         }

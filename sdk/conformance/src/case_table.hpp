@@ -20,7 +20,7 @@ struct Types {
 
 // The cases of one op for one type combination; the first one is the row's base case.
 std::vector<Case> elementwise_cases(int32_t op, const Types& t);  // add, mul, scale, unary
-std::vector<Case> row_cases(int32_t op, const Types& t);  // rms_norm, softmax, sum_rows, sorts
+std::vector<Case> row_cases(int32_t op, const Types& t);     // rms_norm, softmax, sum_rows, sorts
 std::vector<Case> matmul_cases(int32_t op, const Types& t);  // mul_mat, mul_mat_id, moe
 std::vector<Case> rope_cases(const Types& t);
 std::vector<Case> copy_cases(int32_t op, const Types& t);  // cpy, cont, concat, get_rows
@@ -33,8 +33,7 @@ TensorSpec padded(TensorSpec t, int64_t row_padding = 3, int64_t offset = 5);
 SourceSpec source(TensorSpec t, Fill fill = Fill::Uniform, double lo = -1, double hi = 1);
 std::string shape(const TensorSpec& t);  // "{67, 5, 2, 3}"
 // A case named "<op> <types> <variant>"; marks nothing as base.
-Case make_case(int32_t op, const std::string& variant, std::vector<SourceSpec> src,
-               TensorSpec dst);
+Case make_case(int32_t op, const std::string& variant, std::vector<SourceSpec> src, TensorSpec dst);
 // The Fill for data of `type`: uniform in [-range, range), integers in [1, 100) for integer types.
 SourceSpec data(TensorSpec t, double range = 1);
 

@@ -19,11 +19,16 @@ TensorSpec tensor(int32_t type, std::initializer_list<int64_t> ne) {
 }
 
 TensorSpec with_order(TensorSpec t, int o0, int o1, int o2, int o3) {
-    t.order[0] = o0; t.order[1] = o1; t.order[2] = o2; t.order[3] = o3;
+    t.order[0] = o0;
+    t.order[1] = o1;
+    t.order[2] = o2;
+    t.order[3] = o3;
     return t;
 }
 
-TensorSpec transposed(TensorSpec t) { return with_order(t, 1, 0, 2, 3); }
+TensorSpec transposed(TensorSpec t) {
+    return with_order(t, 1, 0, 2, 3);
+}
 
 TensorSpec padded(TensorSpec t, int64_t row_padding, int64_t offset) {
     t.row_padding = row_padding;
@@ -94,33 +99,45 @@ using detail::Types;
 
 constexpr int32_t kFloat[] = {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16};
 
-bool is_float(int32_t t) { return sdk::is_float_type(t); }
+bool is_float(int32_t t) {
+    return sdk::is_float_type(t);
+}
 
 // Types ops.h allows in a slot (-1 = dst, 0..3 = sources), used to expand SY_TYPE_ANY.
 std::vector<int32_t> slot_types(int32_t op, int slot) {
     const std::vector<int32_t> floats(std::begin(kFloat), std::end(kFloat));
     const std::vector<int32_t> f32{SY_TYPE_F32}, i32{SY_TYPE_I32}, none{SY_TYPE_NONE};
     switch (op) {
-        case SY_OP_ADD: case SY_OP_MUL: return slot <= 1 ? floats : none;
-        case SY_OP_SCALE: case SY_OP_RMS_NORM: case SY_OP_SILU: case SY_OP_GELU:
-        case SY_OP_SIGMOID: case SY_OP_SUM_ROWS: case SY_OP_CPY: case SY_OP_CONT:
-            return slot <= 0 ? floats : none;
+        case SY_OP_ADD:
+        case SY_OP_MUL: return slot <= 1 ? floats : none;
+        case SY_OP_SCALE:
+        case SY_OP_RMS_NORM:
+        case SY_OP_SILU:
+        case SY_OP_GELU:
+        case SY_OP_SIGMOID:
+        case SY_OP_SUM_ROWS:
+        case SY_OP_CPY:
+        case SY_OP_CONT: return slot <= 0 ? floats : none;
         case SY_OP_MUL_MAT: return slot == 0 ? floats : slot <= 1 ? f32 : none;
         case SY_OP_MUL_MAT_ID: return slot == 0 ? floats : slot == 2 ? i32 : slot <= 1 ? f32 : none;
         case SY_OP_GET_ROWS:
-            if (slot == -1 || slot == 0) return {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16, SY_TYPE_I32};
+            if (slot == -1 || slot == 0)
+                return {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16, SY_TYPE_I32};
             return slot == 1 ? i32 : none;
         case SY_OP_ROPE: return slot <= 0 ? floats : slot == 1 ? i32 : none;
         case SY_OP_SOFTMAX:
             if (slot == 1) return {SY_TYPE_NONE, SY_TYPE_F32, SY_TYPE_F16};
             return slot <= 0 ? floats : none;
-        case SY_OP_ARGSORT: case SY_OP_TOP_K: return slot == -1 ? i32 : slot == 0 ? f32 : none;
+        case SY_OP_ARGSORT:
+        case SY_OP_TOP_K: return slot == -1 ? i32 : slot == 0 ? f32 : none;
         case SY_OP_CONCAT:
             if (slot <= 1) return {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16, SY_TYPE_I32};
             return none;
         case SY_OP_NAMED:  // moe.fused_up_gate
-            return slot <= 1 && slot >= 0 ? floats : slot == 2 || slot == -1 ? f32
-                   : slot == 3 ? i32 : none;
+            return slot <= 1 && slot >= 0    ? floats
+                   : slot == 2 || slot == -1 ? f32
+                   : slot == 3               ? i32
+                                             : none;
         default: return none;
     }
 }
@@ -152,7 +169,10 @@ std::vector<Types> expand(const sy_capability& row) {
                     for (int32_t s3 : choices[4]) {
                         Types t;
                         t.dst = d;
-                        t.src[0] = s0; t.src[1] = s1; t.src[2] = s2; t.src[3] = s3;
+                        t.src[0] = s0;
+                        t.src[1] = s1;
+                        t.src[2] = s2;
+                        t.src[3] = s3;
                         if (consistent(row.op, t)) out.push_back(t);
                     }
     return out;
@@ -214,22 +234,26 @@ std::vector<Case> cases_for(const sy_capability& row) {
         bool known = reference_has_type(t.dst);
         for (int32_t s : t.src) known = known && reference_has_type(s);
         if (!known) {
-            out.push_back(skipped(row, "the reference has no (de)quantizer for a type of this row"));
+            out.push_back(
+                skipped(row, "the reference has no (de)quantizer for a type of this row"));
             continue;
         }
         std::vector<Case> cases;
         switch (row.op) {
-            case SY_OP_ADD: case SY_OP_MUL: case SY_OP_SCALE:
-            case SY_OP_SILU: case SY_OP_GELU: case SY_OP_SIGMOID:
-                cases = detail::elementwise_cases(row.op, t);
-                break;
-            case SY_OP_RMS_NORM: case SY_OP_SOFTMAX: case SY_OP_SUM_ROWS:
-            case SY_OP_ARGSORT: case SY_OP_TOP_K:
-                cases = detail::row_cases(row.op, t);
-                break;
-            case SY_OP_MUL_MAT: case SY_OP_MUL_MAT_ID: case SY_OP_NAMED:
-                cases = detail::matmul_cases(row.op, t);
-                break;
+            case SY_OP_ADD:
+            case SY_OP_MUL:
+            case SY_OP_SCALE:
+            case SY_OP_SILU:
+            case SY_OP_GELU:
+            case SY_OP_SIGMOID: cases = detail::elementwise_cases(row.op, t); break;
+            case SY_OP_RMS_NORM:
+            case SY_OP_SOFTMAX:
+            case SY_OP_SUM_ROWS:
+            case SY_OP_ARGSORT:
+            case SY_OP_TOP_K: cases = detail::row_cases(row.op, t); break;
+            case SY_OP_MUL_MAT:
+            case SY_OP_MUL_MAT_ID:
+            case SY_OP_NAMED: cases = detail::matmul_cases(row.op, t); break;
             case SY_OP_ROPE: cases = detail::rope_cases(t); break;
             default: cases = detail::copy_cases(row.op, t); break;
         }
@@ -237,7 +261,8 @@ std::vector<Case> cases_for(const sy_capability& row) {
         for (Case& c : cases)
             if (names.insert(c.name).second) out.push_back(std::move(c));
     }
-    if (out.empty()) out.push_back(skipped(row, "no type combination of this row is defined by ops.h"));
+    if (out.empty())
+        out.push_back(skipped(row, "no type combination of this row is defined by ops.h"));
     return out;
 }
 
@@ -284,16 +309,19 @@ double bound_of(int32_t type) {
 
 double tolerance_for(const Case& c) {
     switch (c.op) {
-        case SY_OP_ARGSORT: case SY_OP_TOP_K: case SY_OP_GET_ROWS:
-        case SY_OP_CONCAT: case SY_OP_CPY: case SY_OP_CONT:
-            return 0;
+        case SY_OP_ARGSORT:
+        case SY_OP_TOP_K:
+        case SY_OP_GET_ROWS:
+        case SY_OP_CONCAT:
+        case SY_OP_CPY:
+        case SY_OP_CONT: return 0;
         default: break;
     }
     double bound = bound_of(c.dst.type);
     for (const SourceSpec& s : c.src) bound = std::max(bound, bound_of(s.tensor.type));
     const bool reduction = c.op == SY_OP_MUL_MAT || c.op == SY_OP_MUL_MAT_ID ||
-                           c.op == SY_OP_NAMED || c.op == SY_OP_RMS_NORM ||
-                           c.op == SY_OP_SOFTMAX || c.op == SY_OP_SUM_ROWS;
+                           c.op == SY_OP_NAMED || c.op == SY_OP_RMS_NORM || c.op == SY_OP_SOFTMAX ||
+                           c.op == SY_OP_SUM_ROWS;
     if (reduction && !c.src.empty() && c.src[0].tensor.ne[0] > kLongReduction)
         bound = std::max(bound, kLongReductionF32);
     if (c.op == SY_OP_ROPE) bound = std::max(bound, kRopeF32);

@@ -12,10 +12,12 @@ std::vector<Case> cpy_or_cont_cases(int32_t op, const Types& t) {
     auto add = [&](const std::string& variant, TensorSpec sa, TensorSpec sd) {
         out.push_back(make_case(op, variant, {data(sa, 4)}, sd));
     };
-    auto like = [&](const TensorSpec& s) { return tensor(d, {s.ne[0], s.ne[1], s.ne[2], s.ne[3]}); };
+    auto like = [&](const TensorSpec& s) {
+        return tensor(d, {s.ne[0], s.ne[1], s.ne[2], s.ne[3]});
+    };
     add("{32, 4, 1, 1}", tensor(a, {32, 4}), tensor(d, {32, 4}));
-    for (const TensorSpec& s : {tensor(a, {1, 1}), tensor(a, {7, 3, 2}), tensor(a, {67, 5, 3, 2}),
-                                tensor(a, {130, 9})})
+    for (const TensorSpec& s :
+         {tensor(a, {1, 1}), tensor(a, {7, 3, 2}), tensor(a, {67, 5, 3, 2}), tensor(a, {130, 9})})
         add(shape(s), s, like(s));
     const TensorSpec m = tensor(a, {33, 7, 2});
     add("{33, 7, 2, 1} transposed src0", transposed(m), like(m));
@@ -61,7 +63,8 @@ std::vector<Case> get_rows_cases(const Types& t) {
     const int32_t a = t.src[0], id = t.src[1], d = t.dst;
     std::vector<Case> out;
     // src0 {K, R, B2, B3}, ids {n, B2, B3} -> dst {K, n, B2, B3}
-    auto add = [&](const std::string& variant, TensorSpec sa, TensorSpec sid, bool pad_dst = false) {
+    auto add = [&](const std::string& variant, TensorSpec sa, TensorSpec sid,
+                   bool pad_dst = false) {
         TensorSpec sd = tensor(d, {sa.ne[0], sid.ne[0], sa.ne[2], sa.ne[3]});
         if (pad_dst) sd = padded(sd, 2, 3);
         out.push_back(make_case(SY_OP_GET_ROWS, variant,

@@ -24,13 +24,18 @@ std::vector<Case> binary_cases(int32_t op, const Types& t) {
 
     // src1 broadcasts: each of its dimensions divides dst's.
     const TensorSpec big = tensor(a, {67, 5, 4, 3});
-    for (const auto& ne : std::vector<std::vector<int64_t>>{
-             {67, 1, 1, 1}, {1, 5, 1, 1}, {67, 5, 2, 1}, {1, 1, 1, 1}, {67, 5, 4, 1}, {67, 1, 2, 3}})
+    for (const auto& ne : std::vector<std::vector<int64_t>>{{67, 1, 1, 1},
+                                                            {1, 5, 1, 1},
+                                                            {67, 5, 2, 1},
+                                                            {1, 1, 1, 1},
+                                                            {67, 5, 4, 1},
+                                                            {67, 1, 2, 3}})
         add(shape(big) + " src1 " + shape(of(b, ne)) + " broadcast", big, of(b, ne),
             tensor(d, {67, 5, 4, 3}));
 
     const TensorSpec m = tensor(a, {33, 7, 2, 1});
-    add("{33, 7, 2, 1} transposed src0", transposed(m), tensor(b, {33, 7, 2}), tensor(d, {33, 7, 2}));
+    add("{33, 7, 2, 1} transposed src0", transposed(m), tensor(b, {33, 7, 2}),
+        tensor(d, {33, 7, 2}));
     add("{33, 7, 2, 1} permuted src1", m, with_order(tensor(b, {33, 7, 2}), 2, 0, 1, 3),
         tensor(d, {33, 7, 2}));
     add("{33, 7, 2, 1} transposed src1 broadcast {33, 7, 1, 1}", m, transposed(tensor(b, {33, 7})),

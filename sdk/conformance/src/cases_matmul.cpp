@@ -26,8 +26,10 @@ std::vector<Case> mul_mat_cases(const Types& t) {
     plain(130, 67, 9);
     plain(256, 32, 17);
     plain(4096, 16, 2);
-    add("A {64, 16, 2, 1} B {64, 5, 6, 1} broadcast", tensor(a, {64, 16, 2}), tensor(b, {64, 5, 6}));
-    add("A {33, 8, 2, 3} B {33, 3, 4, 3} broadcast", tensor(a, {33, 8, 2, 3}), tensor(b, {33, 3, 4, 3}));
+    add("A {64, 16, 2, 1} B {64, 5, 6, 1} broadcast", tensor(a, {64, 16, 2}),
+        tensor(b, {64, 5, 6}));
+    add("A {33, 8, 2, 3} B {33, 3, 4, 3} broadcast", tensor(a, {33, 8, 2, 3}),
+        tensor(b, {33, 3, 4, 3}));
     add("A {32, 8, 1, 1} B {32, 3, 4, 2} broadcast", tensor(a, {32, 8}), tensor(b, {32, 3, 4, 2}));
     add("A {67, 20, 1, 1} B {67, 9, 1, 1} transposed B", tensor(a, {67, 20}),
         transposed(tensor(b, {67, 9})));
@@ -46,7 +48,8 @@ struct ExpertShape {
 
 std::string describe(const ExpertShape& s) {
     return "K " + std::to_string(s.K) + " N " + std::to_string(s.N) + " E " + std::to_string(s.E) +
-           " U " + std::to_string(s.U) + " T " + std::to_string(s.T) + " U1 " + std::to_string(s.U1);
+           " U " + std::to_string(s.U) + " T " + std::to_string(s.T) + " U1 " +
+           std::to_string(s.U1);
 }
 
 // W {K, N, E} (one or two of them), X {K, U1, T}, ids {U, T} -> dst {N, U, T}.
@@ -71,8 +74,10 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
         if (layout == 1) sg = padded(sg, 1, 0);
         const SourceSpec ids = source(sid, Fill::Indices, 0, double(s.E));
         std::vector<SourceSpec> src;
-        if (fused) src = {data(sw), data(sg), data(sx), ids};
-        else src = {data(sw), data(sx), ids};
+        if (fused)
+            src = {data(sw), data(sg), data(sx), ids};
+        else
+            src = {data(sw), data(sx), ids};
         TensorSpec sd = tensor(t.dst, {s.N, s.U, s.T});
         if (layout == 1) sd = padded(sd, 2, 1);
         Case c = make_case(op, describe(s) + variant, std::move(src), sd);

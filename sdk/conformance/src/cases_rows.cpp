@@ -18,7 +18,10 @@ std::vector<Case> rms_norm_or_sum_cases(int32_t op, const Types& t) {
     auto dst_of = [&](TensorSpec s) {
         TensorSpec r = s;
         r.type = d;
-        r.order[0] = 0; r.order[1] = 1; r.order[2] = 2; r.order[3] = 3;
+        r.order[0] = 0;
+        r.order[1] = 1;
+        r.order[2] = 2;
+        r.order[3] = 3;
         r.row_padding = 0;
         r.offset = 0;
         if (sum) r.ne[0] = 1;
@@ -49,7 +52,10 @@ std::vector<Case> softmax_cases(const Types& t) {
         if (mask) src.push_back(source(*mask, mask_fill, -2, 0));
         TensorSpec sd = sx;
         sd.type = d;
-        sd.order[0] = 0; sd.order[1] = 1; sd.order[2] = 2; sd.order[3] = 3;
+        sd.order[0] = 0;
+        sd.order[1] = 1;
+        sd.order[2] = 2;
+        sd.order[3] = 3;
         sd.row_padding = sd.offset = 0;
         Case c = make_case(SY_OP_SOFTMAX, variant, std::move(src), sd);
         c.fparams[0] = scale;
@@ -59,12 +65,14 @@ std::vector<Case> softmax_cases(const Types& t) {
     };
     if (m == SY_TYPE_NONE) {
         add("{32, 4, 1, 1}", tensor(a, {32, 4}), nullptr, 1.0f);
-        for (const auto& ne : kRowShapes) add(shape(of(a, ne)) + " scale 0.5", of(a, ne), nullptr, 0.5f);
+        for (const auto& ne : kRowShapes)
+            add(shape(of(a, ne)) + " scale 0.5", of(a, ne), nullptr, 0.5f);
         add("{33, 7, 2, 1} transposed src0", transposed(tensor(a, {33, 7, 2})), nullptr, 1.0f);
         add("{67, 5, 3, 1} padded src0", padded(tensor(a, {67, 5, 3})), nullptr, 1.0f);
         add("{16, 16, 2, 1} causal", tensor(a, {16, 16, 2}), nullptr, 0.125f, 1, 0);
         add("{37, 5, 3, 1} causal offset 32", tensor(a, {37, 5, 3}), nullptr, 0.125f, 1, 32);
-        add("{8, 4, 1, 1} causal offset -1 (row 0 fully masked)", tensor(a, {8, 4}), nullptr, 1.0f, 1, -1);
+        add("{8, 4, 1, 1} causal offset -1 (row 0 fully masked)", tensor(a, {8, 4}), nullptr, 1.0f,
+            1, -1);
         return out;
     }
     const TensorSpec m32 = tensor(m, {32, 4});
@@ -93,7 +101,8 @@ std::vector<Case> sort_cases(int32_t op, const Types& t) {
     const bool top_k = op == SY_OP_TOP_K;
     auto add = [&](const std::string& variant, TensorSpec sx, int64_t k, int order, Fill fill) {
         TensorSpec sd = tensor(d, {top_k ? k : sx.ne[0], sx.ne[1], sx.ne[2], sx.ne[3]});
-        SourceSpec s = fill == Fill::Ties ? source(sx, Fill::Ties, 0, 3) : source(sx, Fill::Distinct);
+        SourceSpec s =
+            fill == Fill::Ties ? source(sx, Fill::Ties, 0, 3) : source(sx, Fill::Distinct);
         Case c = make_case(op, variant, {s}, sd);
         c.iparams[0] = order;
         out.push_back(std::move(c));
@@ -106,7 +115,8 @@ std::vector<Case> sort_cases(int32_t op, const Types& t) {
         add("{130, 4, 1, 1} k 1", tensor(a, {130, 4}), 1, 0, Fill::Distinct);
         add("{256, 5, 1, 1} k 8", tensor(a, {256, 5}), 8, 0, Fill::Distinct);
         add("{33, 6, 1, 1} k 9 ties", tensor(a, {33, 6}), 9, 0, Fill::Ties);
-        add("{33, 7, 1, 1} k 6 transposed src0", transposed(tensor(a, {33, 7})), 6, 0, Fill::Distinct);
+        add("{33, 7, 1, 1} k 6 transposed src0", transposed(tensor(a, {33, 7})), 6, 0,
+            Fill::Distinct);
         add("{40, 3, 2, 1} k 3 padded src0", padded(tensor(a, {40, 3, 2})), 3, 0, Fill::Distinct);
         return out;
     }
@@ -130,7 +140,8 @@ std::vector<Case> sort_cases(int32_t op, const Types& t) {
 std::vector<Case> row_cases(int32_t op, const Types& t) {
     switch (op) {
         case SY_OP_SOFTMAX: return softmax_cases(t);
-        case SY_OP_ARGSORT: case SY_OP_TOP_K: return sort_cases(op, t);
+        case SY_OP_ARGSORT:
+        case SY_OP_TOP_K: return sort_cases(op, t);
         default: return rms_norm_or_sum_cases(op, t);
     }
 }

@@ -27,15 +27,16 @@ struct Options {
 };
 
 void usage(FILE* out) {
-    std::fprintf(out,
-                 "usage: switchyard-conformance PLUGIN.so [--op NAME] [--device N] [--verbose] "
-                 "[--json] [--probe]\n"
-                 "  Checks every capability row of a switchyard plugin against the reference.\n"
-                 "  --op NAME   only rows of this op (\"add\", \"mul_mat\", \"moe.fused_up_gate\")\n"
-                 "  --device N  only device N (default: every device)\n"
-                 "  --verbose   plugin debug logs and every case's details\n"
-                 "  --json      machine-readable results on stdout\n"
-                 "  --probe     print the plugin's probe (name, variant, score) and exit\n");
+    std::fprintf(
+        out,
+        "usage: switchyard-conformance PLUGIN.so [--op NAME] [--device N] [--verbose] "
+        "[--json] [--probe]\n"
+        "  Checks every capability row of a switchyard plugin against the reference.\n"
+        "  --op NAME   only rows of this op (\"add\", \"mul_mat\", \"moe.fused_up_gate\")\n"
+        "  --device N  only device N (default: every device)\n"
+        "  --verbose   plugin debug logs and every case's details\n"
+        "  --json      machine-readable results on stdout\n"
+        "  --probe     print the plugin's probe (name, variant, score) and exit\n");
 }
 
 std::string json_string(const std::string& s) {
@@ -74,8 +75,10 @@ std::string row_op_label(const sy_capability& row) {
 int run(const Options& opt) {
     if (opt.probe) {
         const ProbeInfo p = Plugin::probe(opt.plugin);
-        if (!p.has_probe) std::printf("(no probe) - 1\n");
-        else std::printf("%s %s %d\n", p.name.c_str(), p.variant.c_str(), p.score);
+        if (!p.has_probe)
+            std::printf("(no probe) - 1\n");
+        else
+            std::printf("%s %s %d\n", p.name.c_str(), p.variant.c_str(), p.score);
         return 0;
     }
     std::unique_ptr<Plugin> plugin;
@@ -124,13 +127,14 @@ int run(const Options& opt) {
         }
     }
     if (opt.json) {
-        std::printf("{\n  \"plugin\": %s,\n  \"name\": %s,\n  \"variant\": %s,\n"
-                    "  \"devices\": %d,\n  \"passed\": %d,\n  \"failed\": %d,\n"
-                    "  \"skipped\": %d,\n  \"results\": [\n%s\n  ]\n}\n",
-                    json_string(opt.plugin).c_str(),
-                    json_string(plugin->api().name ? plugin->api().name : "").c_str(),
-                    json_string(plugin->probe_info().variant).c_str(), devices, passed, failed,
-                    skipped, json_results.c_str());
+        std::printf(
+            "{\n  \"plugin\": %s,\n  \"name\": %s,\n  \"variant\": %s,\n"
+            "  \"devices\": %d,\n  \"passed\": %d,\n  \"failed\": %d,\n"
+            "  \"skipped\": %d,\n  \"results\": [\n%s\n  ]\n}\n",
+            json_string(opt.plugin).c_str(),
+            json_string(plugin->api().name ? plugin->api().name : "").c_str(),
+            json_string(plugin->probe_info().variant).c_str(), devices, passed, failed, skipped,
+            json_results.c_str());
     } else {
         std::printf("%s: %d passed, %d failed, %d skipped\n", plugin->name().c_str(), passed,
                     failed, skipped);
@@ -154,17 +158,25 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--op") opt.op = value();
-        else if (a == "--device") opt.device = std::atoi(value().c_str());
-        else if (a == "--verbose" || a == "-v") opt.verbose = true;
-        else if (a == "--json") opt.json = true;
-        else if (a == "--probe") opt.probe = true;
-        else if (a == "--help" || a == "-h") { usage(stdout); return 0; }
-        else if (!a.empty() && a[0] == '-') {
+        if (a == "--op")
+            opt.op = value();
+        else if (a == "--device")
+            opt.device = std::atoi(value().c_str());
+        else if (a == "--verbose" || a == "-v")
+            opt.verbose = true;
+        else if (a == "--json")
+            opt.json = true;
+        else if (a == "--probe")
+            opt.probe = true;
+        else if (a == "--help" || a == "-h") {
+            usage(stdout);
+            return 0;
+        } else if (!a.empty() && a[0] == '-') {
             std::fprintf(stderr, "switchyard-conformance: unknown option %s\n", a.c_str());
             usage(stderr);
             return 2;
-        } else if (opt.plugin.empty()) opt.plugin = a;
+        } else if (opt.plugin.empty())
+            opt.plugin = a;
         else {
             std::fprintf(stderr, "switchyard-conformance: more than one plugin given\n");
             return 2;

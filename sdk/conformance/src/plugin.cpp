@@ -23,8 +23,7 @@ void host_log(void* host_ctx, int32_t level, const char* plugin, const char* mes
     if (ctx && level < ctx->min_level) return;
     static const char* const names[] = {"debug", "info", "warn", "error"};
     const char* name = level >= 0 && level <= 3 ? names[level] : "log";
-    std::fprintf(stderr, "[%s] %s: %s\n", plugin ? plugin : "plugin", name,
-                 message ? message : "");
+    std::fprintf(stderr, "[%s] %s: %s\n", plugin ? plugin : "plugin", name, message ? message : "");
 }
 
 void* host_alloc(void*, size_t size, size_t alignment) {
@@ -34,7 +33,9 @@ void* host_alloc(void*, size_t size, size_t alignment) {
     return std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
 }
 
-void host_free(void*, void* ptr) { std::free(ptr); }
+void host_free(void*, void* ptr) {
+    std::free(ptr);
+}
 
 HostContext quiet_context{SY_LOG_WARN};
 HostContext verbose_context{SY_LOG_DEBUG};
@@ -109,7 +110,7 @@ std::unique_ptr<Plugin> Plugin::load(const std::string& path, bool verbose_log) 
         throw std::runtime_error(path + ": plugin built for ABI " + std::to_string(api.abi_major) +
                                  "." + std::to_string(api.abi_minor) + ", the kit has " +
                                  std::to_string(SY_ABI_VERSION_MAJOR));
-#define SY_REQUIRE(field)                                                                      \
+#define SY_REQUIRE(field)                                                                   \
     if (api.struct_size < offsetof(sy_plugin_api, field) + sizeof(api.field) || !api.field) \
         throw std::runtime_error(path + ": function table lacks '" #field "'");
     SY_REQUIRE(name)
@@ -152,8 +153,7 @@ std::vector<sy_capability> Plugin::capabilities() const {
     const sy_status st = api_.capabilities(api_.ctx, &rows, &count);
     if (st.code != SY_OK)
         throw std::runtime_error(path_ + ": capabilities failed: " + status_text(st));
-    if (count > 0 && !rows)
-        throw std::runtime_error(path_ + ": capabilities returned NULL rows");
+    if (count > 0 && !rows) throw std::runtime_error(path_ + ": capabilities returned NULL rows");
     std::vector<sy_capability> out;
     for (size_t i = 0; i < count; ++i) {
         sy_capability c{};

@@ -63,7 +63,9 @@ uint64_t seed_of(std::string_view name) {  // FNV-1a
     return h;
 }
 
-double uniform01(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
+double uniform01(std::mt19937_64& rng) {
+    return double(rng() >> 11) * 0x1.0p-53;
+}
 
 void fill(HostTensor& h, const SourceSpec& s, std::mt19937_64& rng) {
     const int64_t* ne = h.t.ne;
@@ -105,8 +107,7 @@ void for_each_element(const sy_tensor& t, F&& f) {
         for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
             for (int64_t i1 = 0; i1 < t.ne[1]; ++i1)
                 for (int64_t i0 = 0; i0 < t.ne[0]; ++i0, ++i)
-                    f(i, i0, i1, i2, i3,
-                      i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3]);
+                    f(i, i0, i1, i2, i3, i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3]);
 }
 
 std::string index_text(int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
@@ -151,37 +152,39 @@ CaseResult compare(const Case& c, HostTensor& out, const std::vector<double>& re
         if (all_poison && n_unwritten++ == 0) unwritten = index_text(i0, i1, i2, i3);
     });
     if (n_unwritten > 0)
-        return fail(std::to_string(n_unwritten) + " dst element(s) not written, first at " +
-                        unwritten, tolerance);
+        return fail(
+            std::to_string(n_unwritten) + " dst element(s) not written, first at " + unwritten,
+            tolerance);
     for (size_t b = 0; b < out.bytes.size(); ++b)
         if (!owned[b] && out.bytes[b] != kPoison)
             return fail("wrote outside dst's elements (byte " + std::to_string(b) +
                             " of the dst buffer, data at byte " + std::to_string(out.data_offset) +
-                            ")", tolerance);
+                            ")",
+                        tolerance);
 
     double diff2 = 0, ref2 = 0, worst = -1;
     int64_t mismatches = 0;
     std::string first_mismatch, worst_at;
-    for_each_element(out.t, [&](int64_t i, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
-                                int64_t) {
-        const double got = reference::read_element(out.t, i0, i1, i2, i3);
-        const double want = ref[size_t(i)];
-        const std::string where = index_text(i0, i1, i2, i3) + ": got " + number(got) +
-                                  ", want " + number(want);
-        const bool exact_needed = tolerance == 0 || !std::isfinite(want);
-        if (std::isnan(got) || (exact_needed && got != want)) {
-            if (mismatches++ == 0) first_mismatch = where;
-            return;
-        }
-        if (!std::isfinite(want)) return;
-        const double d = got - want;
-        diff2 += d * d;
-        ref2 += want * want;
-        if (std::fabs(d) > worst) {
-            worst = std::fabs(d);
-            worst_at = where;
-        }
-    });
+    for_each_element(
+        out.t, [&](int64_t i, int64_t i0, int64_t i1, int64_t i2, int64_t i3, int64_t) {
+            const double got = reference::read_element(out.t, i0, i1, i2, i3);
+            const double want = ref[size_t(i)];
+            const std::string where =
+                index_text(i0, i1, i2, i3) + ": got " + number(got) + ", want " + number(want);
+            const bool exact_needed = tolerance == 0 || !std::isfinite(want);
+            if (std::isnan(got) || (exact_needed && got != want)) {
+                if (mismatches++ == 0) first_mismatch = where;
+                return;
+            }
+            if (!std::isfinite(want)) return;
+            const double d = got - want;
+            diff2 += d * d;
+            ref2 += want * want;
+            if (std::fabs(d) > worst) {
+                worst = std::fabs(d);
+                worst_at = where;
+            }
+        });
     CaseResult r;
     r.tolerance = tolerance;
     if (mismatches > 0) {
@@ -241,7 +244,9 @@ CaseResult run_case(Plugin& plugin, int32_t device, const Case& c) {
         ref = reference::evaluate(node);
     } catch (const std::exception& e) {
         return fail(std::string("the reference rejects this node (is the capability row within "
-                                "ops.h?): ") + e.what(), tolerance);
+                                "ops.h?): ") +
+                        e.what(),
+                    tolerance);
     }
 
     // The same node over plugin buffers.
@@ -276,8 +281,10 @@ CaseResult run_case(Plugin& plugin, int32_t device, const Case& c) {
     if (st.code != SY_OK) return fail("supports() failed: " + status_text(st), tolerance);
     if (!supported) {
         if (c.base)
-            return fail("supports() refuses the plain contiguous case of a declared capability "
-                        "row", tolerance);
+            return fail(
+                "supports() refuses the plain contiguous case of a declared capability "
+                "row",
+                tolerance);
         skip.message = "supports() = 0 for this shape/layout";
         return skip;
     }
@@ -294,7 +301,8 @@ CaseResult run_case(Plugin& plugin, int32_t device, const Case& c) {
 std::string format_result(const Case& c, const CaseResult& r) {
     std::string line = std::string(status_name(r.status)) + "  " + c.name;
     if (r.status == Status::Skip) return line + "  (" + r.message + ")";
-    if (r.tolerance == 0 && r.status == Status::Pass) line += "  exact";
+    if (r.tolerance == 0 && r.status == Status::Pass)
+        line += "  exact";
     else if (r.tolerance > 0 && (r.status == Status::Pass || r.message.rfind("largest", 0) == 0)) {
         char buf[96];
         std::snprintf(buf, sizeof buf, "  err %.3g %s %.3g", r.error,

@@ -16,11 +16,17 @@ struct Hello {
 };
 
 const sy_capability kCapabilities[] = {
-    {sizeof(sy_capability), SY_OP_ADD, nullptr, 0, SY_TYPE_F32,
+    {sizeof(sy_capability),
+     SY_OP_ADD,
+     nullptr,
+     0,
+     SY_TYPE_F32,
      {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
 };
 
-Hello* self(void* ctx) { return static_cast<Hello*>(ctx); }
+Hello* self(void* ctx) {
+    return static_cast<Hello*>(ctx);
+}
 
 sy_status check_device(int32_t device) {
     return device == 0 ? ok() : error(SY_ERR_INVALID_ARGUMENT, "hello: no device %d", device);
@@ -83,8 +89,9 @@ sy_status supports(void*, int32_t device, const sy_node* node, int32_t* supporte
 sy_status buffer_alloc(void* ctx, int32_t device, uint64_t size, sy_buffer* buffer) {
     if (sy_status st = check_device(device); st.code != SY_OK) return st;
     void* p = self(ctx)->host.alloc_host(self(ctx)->host.host_ctx, size ? size : 1, 64);
-    if (!p) return error(SY_ERR_OUT_OF_MEMORY, "hello: cannot allocate %llu bytes",
-                         static_cast<unsigned long long>(size));
+    if (!p)
+        return error(SY_ERR_OUT_OF_MEMORY, "hello: cannot allocate %llu bytes",
+                     static_cast<unsigned long long>(size));
     buffer->struct_size = sizeof(sy_buffer);
     buffer->device = device;
     buffer->handle = p;
@@ -150,9 +157,13 @@ sy_status compute(void*, int32_t device, const sy_node* const* nodes, size_t cou
     return ok();
 }
 
-sy_status synchronize(void*, int32_t device) { return check_device(device); }
+sy_status synchronize(void*, int32_t device) {
+    return check_device(device);
+}
 
-void shutdown(void* ctx) { delete self(ctx); }
+void shutdown(void* ctx) {
+    delete self(ctx);
+}
 
 }  // namespace
 

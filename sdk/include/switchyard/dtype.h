@@ -12,38 +12,130 @@ extern "C" {
 #endif
 
 typedef struct sy_dtype_traits {
-    const char* name;    /* as GGUF tools print it: "f32", "q4_K" ... */
-    int32_t block_size;  /* elements per block (1 for scalar types) */
-    int32_t type_size;   /* bytes per block */
-    int32_t is_float;    /* 1 for F32, F16, BF16, F64 */
+    const char* name;   /* as GGUF tools print it: "f32", "q4_K" ... */
+    int32_t block_size; /* elements per block (1 for scalar types) */
+    int32_t type_size;  /* bytes per block */
+    int32_t is_float;   /* 1 for F32, F16, BF16, F64 */
 } sy_dtype_traits;
 
 /* Traits of a type id; {NULL, 0, 0, 0} for an id this ABI does not know. */
 static inline sy_dtype_traits sy_dtype_info(int32_t type) {
     sy_dtype_traits t = {NULL, 0, 0, 0};
     switch (type) {
-        case SY_TYPE_F32: t.name = "f32"; t.block_size = 1; t.type_size = 4; t.is_float = 1; break;
-        case SY_TYPE_F16: t.name = "f16"; t.block_size = 1; t.type_size = 2; t.is_float = 1; break;
-        case SY_TYPE_BF16: t.name = "bf16"; t.block_size = 1; t.type_size = 2; t.is_float = 1; break;
-        case SY_TYPE_F64: t.name = "f64"; t.block_size = 1; t.type_size = 8; t.is_float = 1; break;
-        case SY_TYPE_I8: t.name = "i8"; t.block_size = 1; t.type_size = 1; break;
-        case SY_TYPE_I16: t.name = "i16"; t.block_size = 1; t.type_size = 2; break;
-        case SY_TYPE_I32: t.name = "i32"; t.block_size = 1; t.type_size = 4; break;
-        case SY_TYPE_I64: t.name = "i64"; t.block_size = 1; t.type_size = 8; break;
-        case SY_TYPE_Q4_0: t.name = "q4_0"; t.block_size = 32; t.type_size = 18; break;
-        case SY_TYPE_Q4_1: t.name = "q4_1"; t.block_size = 32; t.type_size = 20; break;
-        case SY_TYPE_Q5_0: t.name = "q5_0"; t.block_size = 32; t.type_size = 22; break;
-        case SY_TYPE_Q5_1: t.name = "q5_1"; t.block_size = 32; t.type_size = 24; break;
-        case SY_TYPE_Q8_0: t.name = "q8_0"; t.block_size = 32; t.type_size = 34; break;
-        case SY_TYPE_Q8_1: t.name = "q8_1"; t.block_size = 32; t.type_size = 36; break;
-        case SY_TYPE_Q2_K: t.name = "q2_K"; t.block_size = 256; t.type_size = 84; break;
-        case SY_TYPE_Q3_K: t.name = "q3_K"; t.block_size = 256; t.type_size = 110; break;
-        case SY_TYPE_Q4_K: t.name = "q4_K"; t.block_size = 256; t.type_size = 144; break;
-        case SY_TYPE_Q5_K: t.name = "q5_K"; t.block_size = 256; t.type_size = 176; break;
-        case SY_TYPE_Q6_K: t.name = "q6_K"; t.block_size = 256; t.type_size = 210; break;
-        case SY_TYPE_Q8_K: t.name = "q8_K"; t.block_size = 256; t.type_size = 292; break;
-        case SY_TYPE_IQ4_NL: t.name = "iq4_nl"; t.block_size = 32; t.type_size = 18; break;
-        case SY_TYPE_IQ4_XS: t.name = "iq4_xs"; t.block_size = 256; t.type_size = 136; break;
+        case SY_TYPE_F32:
+            t.name = "f32";
+            t.block_size = 1;
+            t.type_size = 4;
+            t.is_float = 1;
+            break;
+        case SY_TYPE_F16:
+            t.name = "f16";
+            t.block_size = 1;
+            t.type_size = 2;
+            t.is_float = 1;
+            break;
+        case SY_TYPE_BF16:
+            t.name = "bf16";
+            t.block_size = 1;
+            t.type_size = 2;
+            t.is_float = 1;
+            break;
+        case SY_TYPE_F64:
+            t.name = "f64";
+            t.block_size = 1;
+            t.type_size = 8;
+            t.is_float = 1;
+            break;
+        case SY_TYPE_I8:
+            t.name = "i8";
+            t.block_size = 1;
+            t.type_size = 1;
+            break;
+        case SY_TYPE_I16:
+            t.name = "i16";
+            t.block_size = 1;
+            t.type_size = 2;
+            break;
+        case SY_TYPE_I32:
+            t.name = "i32";
+            t.block_size = 1;
+            t.type_size = 4;
+            break;
+        case SY_TYPE_I64:
+            t.name = "i64";
+            t.block_size = 1;
+            t.type_size = 8;
+            break;
+        case SY_TYPE_Q4_0:
+            t.name = "q4_0";
+            t.block_size = 32;
+            t.type_size = 18;
+            break;
+        case SY_TYPE_Q4_1:
+            t.name = "q4_1";
+            t.block_size = 32;
+            t.type_size = 20;
+            break;
+        case SY_TYPE_Q5_0:
+            t.name = "q5_0";
+            t.block_size = 32;
+            t.type_size = 22;
+            break;
+        case SY_TYPE_Q5_1:
+            t.name = "q5_1";
+            t.block_size = 32;
+            t.type_size = 24;
+            break;
+        case SY_TYPE_Q8_0:
+            t.name = "q8_0";
+            t.block_size = 32;
+            t.type_size = 34;
+            break;
+        case SY_TYPE_Q8_1:
+            t.name = "q8_1";
+            t.block_size = 32;
+            t.type_size = 36;
+            break;
+        case SY_TYPE_Q2_K:
+            t.name = "q2_K";
+            t.block_size = 256;
+            t.type_size = 84;
+            break;
+        case SY_TYPE_Q3_K:
+            t.name = "q3_K";
+            t.block_size = 256;
+            t.type_size = 110;
+            break;
+        case SY_TYPE_Q4_K:
+            t.name = "q4_K";
+            t.block_size = 256;
+            t.type_size = 144;
+            break;
+        case SY_TYPE_Q5_K:
+            t.name = "q5_K";
+            t.block_size = 256;
+            t.type_size = 176;
+            break;
+        case SY_TYPE_Q6_K:
+            t.name = "q6_K";
+            t.block_size = 256;
+            t.type_size = 210;
+            break;
+        case SY_TYPE_Q8_K:
+            t.name = "q8_K";
+            t.block_size = 256;
+            t.type_size = 292;
+            break;
+        case SY_TYPE_IQ4_NL:
+            t.name = "iq4_nl";
+            t.block_size = 32;
+            t.type_size = 18;
+            break;
+        case SY_TYPE_IQ4_XS:
+            t.name = "iq4_xs";
+            t.block_size = 256;
+            t.type_size = 136;
+            break;
         default: break;
     }
     return t;

@@ -36,7 +36,8 @@ typedef enum sy_op {
     /* dst = src0 * src1 (elementwise). As ADD. */
     SY_OP_MUL = 2,
 
-    /* dst = src0 * fparams[0] + fparams[1]. src0, dst: float types, same shape. In-place allowed. */
+    /* dst = src0 * fparams[0] + fparams[1]. src0, dst: float types, same shape. In-place allowed.
+     */
     SY_OP_SCALE = 3,
 
     /* Per row (over ne0): dst = x / sqrt(mean(x^2) + eps), eps = fparams[0] (> 0).

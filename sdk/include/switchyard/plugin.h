@@ -53,8 +53,8 @@ extern "C" {
 #endif
 
 /* True when struct `s` (with its struct_size) is large enough to hold `field`. */
-#define SY_HAS_FIELD(s, field)                                                                  \
-    ((s) != NULL && (size_t)(s)->struct_size >=                                                 \
+#define SY_HAS_FIELD(s, field)                  \
+    ((s) != NULL && (size_t)(s)->struct_size >= \
                         offsetof(__typeof__(*(s)), field) + sizeof(((__typeof__(*(s))*)0)->field))
 
 /* ---------------------------------------------------------------------------------------------
@@ -65,9 +65,9 @@ typedef enum sy_status_code {
     SY_ERR_INVALID_ARGUMENT = 1, /* a shape, type, parameter or index the op cannot accept */
     SY_ERR_UNSUPPORTED = 2,      /* asked for something this plugin does not do */
     SY_ERR_OUT_OF_MEMORY = 3,
-    SY_ERR_ABI = 4,      /* version mismatch or a struct too small to be valid */
-    SY_ERR_BACKEND = 5,  /* the device or library underneath failed */
-    SY_ERR_REFUSED = 6,  /* the plugin declines to run here (init only) */
+    SY_ERR_ABI = 4,     /* version mismatch or a struct too small to be valid */
+    SY_ERR_BACKEND = 5, /* the device or library underneath failed */
+    SY_ERR_REFUSED = 6, /* the plugin declines to run here (init only) */
 } sy_status_code;
 
 typedef struct sy_status {
@@ -170,7 +170,7 @@ typedef enum sy_device_kind {
 
 typedef struct sy_device_props {
     uint32_t struct_size;
-    char name[128];        /* "AMD EPYC 9B14 (2 threads)", "NVIDIA H100 80GB HBM3" */
+    char name[128]; /* "AMD EPYC 9B14 (2 threads)", "NVIDIA H100 80GB HBM3" */
     char description[256];
     int32_t kind;          /* sy_device_kind */
     int32_t compute_units; /* threads, SMs ... */
@@ -183,8 +183,8 @@ typedef struct sy_device_props {
     double peak_flops_int8;
     double memory_bandwidth; /* bytes/s of the device's own memory */
     /* Link to host memory. For host_memory devices: 0 bandwidth and 0 latency mean "free". */
-    double link_bandwidth;  /* bytes/s host -> device */
-    double link_latency_ns; /* fixed cost of one transfer */
+    double link_bandwidth;     /* bytes/s host -> device */
+    double link_latency_ns;    /* fixed cost of one transfer */
     double launch_overhead_ns; /* fixed cost of running one node */
 } sy_device_props;
 
@@ -192,11 +192,11 @@ typedef struct sy_device_props {
  * lists every combination it accepts; supports(node) refines by shape. */
 typedef struct sy_capability {
     uint32_t struct_size;
-    int32_t op;              /* sy_op */
-    const char* named_op;    /* for SY_OP_NAMED */
+    int32_t op;           /* sy_op */
+    const char* named_op; /* for SY_OP_NAMED */
     uint32_t named_op_version;
-    int32_t dst_type;        /* sy_dtype or SY_TYPE_ANY */
-    int32_t src_type[4];     /* first four sources: sy_dtype, SY_TYPE_ANY or SY_TYPE_NONE */
+    int32_t dst_type;    /* sy_dtype or SY_TYPE_ANY */
+    int32_t src_type[4]; /* first four sources: sy_dtype, SY_TYPE_ANY or SY_TYPE_NONE */
 } sy_capability;
 
 /* A named op this plugin provides (its semantics are documented in named_ops.h or by the plugin

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cmath>
-#include <cstddef>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -19,12 +19,13 @@ namespace sy::sdk {
 
 // ---- status -----------------------------------------------------------------------------------
 
-inline sy_status ok() { return sy_status{SY_OK, nullptr}; }
+inline sy_status ok() {
+    return sy_status{SY_OK, nullptr};
+}
 
 // A status whose message lives in thread-local storage until the next error on this thread,
 // which is exactly the lifetime the ABI promises.
-inline sy_status error(int32_t code, const char* format, ...)
-    __attribute__((format(printf, 2, 3)));
+inline sy_status error(int32_t code, const char* format, ...) __attribute__((format(printf, 2, 3)));
 inline sy_status error(int32_t code, const char* format, ...) {
     thread_local std::string message;
     char buf[1024];
@@ -54,8 +55,7 @@ inline const char* status_name(int32_t code) {
 // The checks every sy_plugin_init starts with: non-null arguments, the host's ABI major version,
 // and a function table large enough for ABI 1.0 (up to shutdown, without which the host could
 // not release the plugin). `plugin` names the plugin in the message.
-inline sy_status check_host(const sy_host_api* host, const sy_plugin_api* api,
-                            const char* plugin) {
+inline sy_status check_host(const sy_host_api* host, const sy_plugin_api* api, const char* plugin) {
     if (host == nullptr || api == nullptr) {
         return error(SY_ERR_INVALID_ARGUMENT, "%s: sy_plugin_init called with a NULL argument",
                      plugin);
@@ -64,9 +64,9 @@ inline sy_status check_host(const sy_host_api* host, const sy_plugin_api* api,
         return error(SY_ERR_ABI, "%s: sy_host_api is too small to hold its ABI version", plugin);
     }
     if (host->abi_major != SY_ABI_VERSION_MAJOR) {
-        return error(SY_ERR_ABI, "%s: host speaks plugin ABI %u.%u; this plugin was built for %d.%d",
-                     plugin, host->abi_major, host->abi_minor, SY_ABI_VERSION_MAJOR,
-                     SY_ABI_VERSION_MINOR);
+        return error(SY_ERR_ABI,
+                     "%s: host speaks plugin ABI %u.%u; this plugin was built for %d.%d", plugin,
+                     host->abi_major, host->abi_minor, SY_ABI_VERSION_MAJOR, SY_ABI_VERSION_MINOR);
     }
     if (api->struct_size < offsetof(sy_plugin_api, shutdown) + sizeof(api->shutdown)) {
         return error(SY_ERR_ABI, "%s: sy_plugin_api struct_size %u is smaller than ABI 1.0's",
@@ -80,8 +80,8 @@ inline sy_status check_host(const sy_host_api* host, const sy_plugin_api* api,
 inline void publish_api(sy_plugin_api table, sy_plugin_api* api) {
     table.abi_major = SY_ABI_VERSION_MAJOR;
     table.abi_minor = SY_ABI_VERSION_MINOR;
-    const uint32_t size = api->struct_size < sizeof table ? api->struct_size
-                                                          : uint32_t(sizeof table);
+    const uint32_t size =
+        api->struct_size < sizeof table ? api->struct_size : uint32_t(sizeof table);
     table.struct_size = size;
     std::memcpy(static_cast<void*>(api), &table, size);
 }
@@ -99,7 +99,9 @@ inline uint32_t f32_to_bits(float f) {
     return u;
 }
 
-inline float bf16_to_f32(uint16_t h) { return bits_to_f32(uint32_t(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+    return bits_to_f32(uint32_t(h) << 16);
+}
 
 // Round to nearest even; NaN stays NaN (quiet).
 inline uint16_t f32_to_bf16(float f) {
@@ -127,9 +129,9 @@ inline uint16_t f32_to_fp16(float f) {
     const uint32_t u = f32_to_bits(f);
     const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
     const uint32_t abs = u & 0x7fffffffu;
-    if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);      // NaN
-    if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);     // rounds to >= 65520: inf
-    if (abs < 0x38800000u) {                                      // below 2^-14: subnormal
+    if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
+    if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65520: inf
+    if (abs < 0x38800000u) {                                  // below 2^-14: subnormal
         // value = abs_f * 2^24 rounded to an integer number of 2^-24 units
         const float v = bits_to_f32(abs) * 16777216.0f;
         return uint16_t(sign | uint16_t(std::nearbyint(v)));
@@ -141,10 +143,26 @@ inline uint16_t f32_to_fp16(float f) {
 // Value of one element of a float-typed tensor (F32, F16, BF16, F64) at `p`.
 inline float load_f32(int32_t type, const void* p) {
     switch (type) {
-        case SY_TYPE_F32: { float v; std::memcpy(&v, p, 4); return v; }
-        case SY_TYPE_F16: { uint16_t h; std::memcpy(&h, p, 2); return fp16_to_f32(h); }
-        case SY_TYPE_BF16: { uint16_t h; std::memcpy(&h, p, 2); return bf16_to_f32(h); }
-        case SY_TYPE_F64: { double v; std::memcpy(&v, p, 8); return float(v); }
+        case SY_TYPE_F32: {
+            float v;
+            std::memcpy(&v, p, 4);
+            return v;
+        }
+        case SY_TYPE_F16: {
+            uint16_t h;
+            std::memcpy(&h, p, 2);
+            return fp16_to_f32(h);
+        }
+        case SY_TYPE_BF16: {
+            uint16_t h;
+            std::memcpy(&h, p, 2);
+            return bf16_to_f32(h);
+        }
+        case SY_TYPE_F64: {
+            double v;
+            std::memcpy(&v, p, 8);
+            return float(v);
+        }
         default: return NAN;
     }
 }
@@ -152,9 +170,21 @@ inline float load_f32(int32_t type, const void* p) {
 inline void store_f32(int32_t type, void* p, float v) {
     switch (type) {
         case SY_TYPE_F32: std::memcpy(p, &v, 4); break;
-        case SY_TYPE_F16: { uint16_t h = f32_to_fp16(v); std::memcpy(p, &h, 2); break; }
-        case SY_TYPE_BF16: { uint16_t h = f32_to_bf16(v); std::memcpy(p, &h, 2); break; }
-        case SY_TYPE_F64: { double d = v; std::memcpy(p, &d, 8); break; }
+        case SY_TYPE_F16: {
+            uint16_t h = f32_to_fp16(v);
+            std::memcpy(p, &h, 2);
+            break;
+        }
+        case SY_TYPE_BF16: {
+            uint16_t h = f32_to_bf16(v);
+            std::memcpy(p, &h, 2);
+            break;
+        }
+        case SY_TYPE_F64: {
+            double d = v;
+            std::memcpy(p, &d, 8);
+            break;
+        }
         default: break;
     }
 }
@@ -165,9 +195,13 @@ inline bool is_float_type(int32_t type) {
     return type == SY_TYPE_F32 || type == SY_TYPE_F16 || type == SY_TYPE_BF16;
 }
 
-inline int64_t nelements(const sy_tensor& t) { return t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]; }
+inline int64_t nelements(const sy_tensor& t) {
+    return t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
+}
 
-inline int64_t nrows(const sy_tensor& t) { return t.ne[1] * t.ne[2] * t.ne[3]; }
+inline int64_t nrows(const sy_tensor& t) {
+    return t.ne[1] * t.ne[2] * t.ne[3];
+}
 
 // Bytes of one packed row of `ne0` elements of `type` (0 if ne0 is not a whole number of blocks).
 inline int64_t row_bytes(int32_t type, int64_t ne0) {
@@ -205,7 +239,10 @@ inline sy_tensor make_tensor(int32_t type, int64_t ne0, int64_t ne1 = 1, int64_t
     sy_tensor t{};
     t.struct_size = sizeof(sy_tensor);
     t.type = type;
-    t.ne[0] = ne0; t.ne[1] = ne1; t.ne[2] = ne2; t.ne[3] = ne3;
+    t.ne[0] = ne0;
+    t.ne[1] = ne1;
+    t.ne[2] = ne2;
+    t.ne[3] = ne3;
     const sy_dtype_traits tr = sy_dtype_info(type);
     t.nb[0] = tr.type_size;
     t.nb[1] = row_bytes(type, ne0);

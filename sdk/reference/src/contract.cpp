@@ -11,8 +11,14 @@ namespace {
 
 bool is_scalar_type(int32_t type) {
     switch (type) {
-        case SY_TYPE_F32: case SY_TYPE_F16: case SY_TYPE_BF16: case SY_TYPE_F64:
-        case SY_TYPE_I8: case SY_TYPE_I16: case SY_TYPE_I32: case SY_TYPE_I64: return true;
+        case SY_TYPE_F32:
+        case SY_TYPE_F16:
+        case SY_TYPE_BF16:
+        case SY_TYPE_F64:
+        case SY_TYPE_I8:
+        case SY_TYPE_I16:
+        case SY_TYPE_I32:
+        case SY_TYPE_I64: return true;
         default: return false;
     }
 }
@@ -30,8 +36,7 @@ const char* element_address(const sy_tensor& t, int64_t i0, int64_t i1, int64_t 
 }  // namespace
 
 bool is_integer_type(int32_t type) {
-    return type == SY_TYPE_I8 || type == SY_TYPE_I16 || type == SY_TYPE_I32 ||
-           type == SY_TYPE_I64;
+    return type == SY_TYPE_I8 || type == SY_TYPE_I16 || type == SY_TYPE_I32 || type == SY_TYPE_I64;
 }
 
 std::string shape_string(const sy_tensor& t) {
@@ -46,12 +51,34 @@ std::string shape_string(const sy_tensor& t) {
 double read_element(const sy_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const char* p = element_address(t, i0, i1, i2, i3);
     switch (t.type) {
-        case SY_TYPE_F32: case SY_TYPE_F16: case SY_TYPE_BF16: return sdk::load_f32(t.type, p);
-        case SY_TYPE_F64: { double v; std::memcpy(&v, p, 8); return v; }
-        case SY_TYPE_I8: { int8_t v; std::memcpy(&v, p, 1); return v; }
-        case SY_TYPE_I16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-        case SY_TYPE_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-        case SY_TYPE_I64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+        case SY_TYPE_F32:
+        case SY_TYPE_F16:
+        case SY_TYPE_BF16: return sdk::load_f32(t.type, p);
+        case SY_TYPE_F64: {
+            double v;
+            std::memcpy(&v, p, 8);
+            return v;
+        }
+        case SY_TYPE_I8: {
+            int8_t v;
+            std::memcpy(&v, p, 1);
+            return v;
+        }
+        case SY_TYPE_I16: {
+            int16_t v;
+            std::memcpy(&v, p, 2);
+            return v;
+        }
+        case SY_TYPE_I32: {
+            int32_t v;
+            std::memcpy(&v, p, 4);
+            return v;
+        }
+        case SY_TYPE_I64: {
+            int64_t v;
+            std::memcpy(&v, p, 8);
+            return double(v);
+        }
         default:
             throw std::invalid_argument(std::string("reference: cannot read elements of type ") +
                                         type_name(t.type));
@@ -62,14 +89,30 @@ void write_element(const sy_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64
                    double value) {
     char* p = const_cast<char*>(element_address(t, i0, i1, i2, i3));
     switch (t.type) {
-        case SY_TYPE_F32: case SY_TYPE_F16: case SY_TYPE_BF16:
-            sdk::store_f32(t.type, p, float(value));
-            return;
+        case SY_TYPE_F32:
+        case SY_TYPE_F16:
+        case SY_TYPE_BF16: sdk::store_f32(t.type, p, float(value)); return;
         case SY_TYPE_F64: std::memcpy(p, &value, 8); return;
-        case SY_TYPE_I8: { int8_t v = int8_t(value); std::memcpy(p, &v, 1); return; }
-        case SY_TYPE_I16: { int16_t v = int16_t(value); std::memcpy(p, &v, 2); return; }
-        case SY_TYPE_I32: { int32_t v = int32_t(value); std::memcpy(p, &v, 4); return; }
-        case SY_TYPE_I64: { int64_t v = int64_t(value); std::memcpy(p, &v, 8); return; }
+        case SY_TYPE_I8: {
+            int8_t v = int8_t(value);
+            std::memcpy(p, &v, 1);
+            return;
+        }
+        case SY_TYPE_I16: {
+            int16_t v = int16_t(value);
+            std::memcpy(p, &v, 2);
+            return;
+        }
+        case SY_TYPE_I32: {
+            int32_t v = int32_t(value);
+            std::memcpy(p, &v, 4);
+            return;
+        }
+        case SY_TYPE_I64: {
+            int64_t v = int64_t(value);
+            std::memcpy(p, &v, 8);
+            return;
+        }
         default:
             throw std::invalid_argument(std::string("reference: cannot write elements of type ") +
                                         type_name(t.type));
@@ -81,8 +124,10 @@ double round_to_type(int32_t type, double value) {
         case SY_TYPE_F32: return double(float(value));
         case SY_TYPE_F16: return sdk::fp16_to_f32(sdk::f32_to_fp16(float(value)));
         case SY_TYPE_BF16: return sdk::bf16_to_f32(sdk::f32_to_bf16(float(value)));
-        case SY_TYPE_I8: case SY_TYPE_I16: case SY_TYPE_I32: case SY_TYPE_I64:
-            return double(int64_t(value));
+        case SY_TYPE_I8:
+        case SY_TYPE_I16:
+        case SY_TYPE_I32:
+        case SY_TYPE_I64: return double(int64_t(value));
         default: return value;
     }
 }
@@ -93,9 +138,9 @@ namespace sy::reference::detail {
 
 std::string op_label(const sy_node& node) {
     if (node.op == SY_OP_NAMED)
-        return node.named_op ? std::string(node.named_op) + " v" +
-                                   std::to_string(node.named_op_version)
-                             : std::string("named op (no name)");
+        return node.named_op
+                   ? std::string(node.named_op) + " v" + std::to_string(node.named_op_version)
+                   : std::string("named op (no name)");
     const char* name = sdk::op_name(node.op);
     return name ? name : "op " + std::to_string(node.op);
 }
@@ -120,7 +165,8 @@ void check_descriptor(const sy_node& node, const sy_tensor& t, const char* role)
         fail(node, role_name(t, role) + ": type " + type_name(t.type) +
                        " is not implemented by the reference (float and integer types only)");
     for (int d = 0; d < SY_MAX_DIMS; ++d)
-        if (t.ne[d] < 0) fail(node, role_name(t, role) + ": negative ne[" + std::to_string(d) + "]");
+        if (t.ne[d] < 0)
+            fail(node, role_name(t, role) + ": negative ne[" + std::to_string(d) + "]");
     if (sdk::nelements(t) > 0 && t.data == nullptr)
         fail(node, role_name(t, role) + ": data is NULL");
 }

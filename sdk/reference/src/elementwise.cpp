@@ -6,7 +6,9 @@
 
 namespace sy::reference::detail {
 
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double silu(double x) {
+    return x / (1.0 + std::exp(-x));
+}
 
 double gelu(double x) {
     const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
@@ -15,7 +17,9 @@ double gelu(double x) {
 
 namespace {
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sigmoid(double x) {
+    return 1.0 / (1.0 + std::exp(-x));
+}
 
 }  // namespace
 

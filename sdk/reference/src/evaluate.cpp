@@ -1,6 +1,6 @@
 // evaluate(): node checks common to every op, dispatch to the op families, rounding to dst.
-#include <cstring>
 #include <cstddef>
+#include <cstring>
 
 #include "contract.hpp"
 
@@ -16,38 +16,38 @@ bool implements(int32_t op, const char* named_op, uint32_t named_op_version) {
 std::vector<double> evaluate(const sy_node& node) {
     using namespace detail;
     if (node.struct_size < offsetof(sy_node, fparams) + sizeof(node.fparams))
-        fail(node, "node struct_size " + std::to_string(node.struct_size) +
-                       " is smaller than sy_node");
+        fail(node,
+             "node struct_size " + std::to_string(node.struct_size) + " is smaller than sy_node");
     if (node.n_src < 0 || node.n_src > SY_MAX_SRC)
         fail(node, "n_src " + std::to_string(node.n_src) + " is out of range [0, 8]");
     const sy_tensor& dst = destination(node);
 
     std::vector<double> values;
     switch (node.op) {
-        case SY_OP_ADD: case SY_OP_MUL: case SY_OP_SCALE:
-        case SY_OP_SILU: case SY_OP_GELU: case SY_OP_SIGMOID:
-            values = elementwise(node);
-            break;
-        case SY_OP_GET_ROWS: case SY_OP_CONCAT: case SY_OP_CPY: case SY_OP_CONT:
-            values = copy_like(node);
-            break;
-        case SY_OP_RMS_NORM: case SY_OP_SOFTMAX: case SY_OP_SUM_ROWS:
-        case SY_OP_ARGSORT: case SY_OP_TOP_K:
-            values = row_ops(node);
-            break;
-        case SY_OP_MUL_MAT: case SY_OP_MUL_MAT_ID:
-            values = matmul(node);
-            break;
-        case SY_OP_ROPE:
-            values = rope(node);
-            break;
+        case SY_OP_ADD:
+        case SY_OP_MUL:
+        case SY_OP_SCALE:
+        case SY_OP_SILU:
+        case SY_OP_GELU:
+        case SY_OP_SIGMOID: values = elementwise(node); break;
+        case SY_OP_GET_ROWS:
+        case SY_OP_CONCAT:
+        case SY_OP_CPY:
+        case SY_OP_CONT: values = copy_like(node); break;
+        case SY_OP_RMS_NORM:
+        case SY_OP_SOFTMAX:
+        case SY_OP_SUM_ROWS:
+        case SY_OP_ARGSORT:
+        case SY_OP_TOP_K: values = row_ops(node); break;
+        case SY_OP_MUL_MAT:
+        case SY_OP_MUL_MAT_ID: values = matmul(node); break;
+        case SY_OP_ROPE: values = rope(node); break;
         case SY_OP_NAMED:
             if (!implements(node.op, node.named_op, node.named_op_version))
                 fail(node, "the reference does not implement this named op");
             values = moe_fused_up_gate(node);
             break;
-        default:
-            fail(node, "unknown op id");
+        default: fail(node, "unknown op id");
     }
     for (double& v : values) v = round_to_type(dst.type, v);
     return values;

@@ -48,14 +48,14 @@ void check_expert_shapes(const sy_node& node, const sy_tensor& w, const char* w_
     require_shape(node, ids, "ids", U, T, 1, 1);
     require_shape(node, x, "X", K, U1, T, 1);
     if (U1 != 1 && U1 != U)
-        fail(node, "X has U1 = " + std::to_string(U1) + " rows per token; expected 1 or U = " +
-                       std::to_string(U));
+        fail(node, "X has U1 = " + std::to_string(U1) +
+                       " rows per token; expected 1 or U = " + std::to_string(U));
     require_shape(node, dst, "dst", N, U, T, 1);
 }
 
 // sum_k W[k, n, ids[u, t]] * X[k, u % U1, t]
-double expert_dot(const sy_node& node, const sy_tensor& w, const sy_tensor& x,
-                  const sy_tensor& ids, int64_t n, int64_t u, int64_t t) {
+double expert_dot(const sy_node& node, const sy_tensor& w, const sy_tensor& x, const sy_tensor& ids,
+                  int64_t n, int64_t u, int64_t t) {
     const int64_t e = read_index(node, ids, "ids", w.ne[2], u, t);
     double sum = 0;
     for (int64_t k = 0; k < w.ne[0]; ++k) sum += at(w, k, n, e, 0) * at(x, k, u % x.ne[1], t, 0);
@@ -92,8 +92,8 @@ std::vector<double> moe_fused_up_gate(const sy_node& node) {
     require_type(node, gate, up.type, "gate");
     const int32_t act = node.iparams[0];
     if (act != 0 && act != 1)
-        fail(node, "activation iparams[0] = " + std::to_string(act) +
-                       " must be 0 (silu) or 1 (gelu)");
+        fail(node,
+             "activation iparams[0] = " + std::to_string(act) + " must be 0 (silu) or 1 (gelu)");
     Result out(dst);
     for_each_index(dst.ne, [&](int64_t n, int64_t u, int64_t t, int64_t) {
         const double g = expert_dot(node, gate, x, ids, n, u, t);

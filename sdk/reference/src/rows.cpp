@@ -53,8 +53,8 @@ std::vector<double> softmax(const sy_node& node) {
         if (mask->type != SY_TYPE_F32 && mask->type != SY_TYPE_F16)
             fail(node, "src1 (mask) must be f32 or f16");
         if (mask->ne[0] != x.ne[0])
-            fail(node, "src1 (mask) " + shape_string(*mask) + " must have ne0 = " +
-                           std::to_string(x.ne[0]) + " like src0");
+            fail(node, "src1 (mask) " + shape_string(*mask) +
+                           " must have ne0 = " + std::to_string(x.ne[0]) + " like src0");
         for (int d = 1; d < SY_MAX_DIMS; ++d)
             if (mask->ne[d] < 1) fail(node, "src1 (mask) has an empty dimension");
     }
@@ -113,8 +113,8 @@ std::vector<double> sort_indices(const sy_node& node) {
     } else {
         k = dst.ne[0];
         if (k < 1 || k > x.ne[0])
-            fail(node, "k = dst.ne0 = " + std::to_string(k) + " must be in [1, src0.ne0 = " +
-                           std::to_string(x.ne[0]) + "]");
+            fail(node, "k = dst.ne0 = " + std::to_string(k) +
+                           " must be in [1, src0.ne0 = " + std::to_string(x.ne[0]) + "]");
         require_shape(node, dst, "dst", k, x.ne[1], x.ne[2], x.ne[3]);
     }
     Result out(dst);

@@ -19,7 +19,7 @@
 namespace sy {
 
 class ConfigError : public Error {
-public:
+  public:
     using Error::Error;
 };
 

@@ -27,7 +27,7 @@ class Plugin;
 
 // A buffer allocated by a plugin, freed through it when this object dies.
 class Buffer {
-public:
+  public:
     Buffer() = default;
     Buffer(Plugin* owner, const sy_buffer& buffer) : owner_(owner), buffer_(buffer) {}
     Buffer(Buffer&& other) noexcept;
@@ -44,14 +44,14 @@ public:
     Plugin* owner() const { return owner_; }
     explicit operator bool() const { return owner_ != nullptr; }
 
-private:
+  private:
     void release();
     Plugin* owner_ = nullptr;
     sy_buffer buffer_{};
 };
 
 class Plugin {
-public:
+  public:
     // Loads `file`, probes it and initializes it. Throws Error naming the file and the reason.
     static std::unique_ptr<Plugin> load(const std::filesystem::path& file);
     ~Plugin();
@@ -86,7 +86,7 @@ public:
     // Returns false when the plugin does not know the option; throws on other errors.
     bool set_option(std::string_view key, std::string_view value);
 
-private:
+  private:
     Plugin() = default;
     std::unique_ptr<boost::dll::shared_library> library_;
     std::filesystem::path file_;
@@ -99,20 +99,20 @@ private:
 
 // What went wrong with one plugin, in one line.
 struct PluginFailure {
-    std::string file;       // the file (or the name that found no file)
+    std::string file;  // the file (or the name that found no file)
     std::string reason;
-    bool requested = false; // the user asked for this plugin explicitly (flag or config)
+    bool requested = false;  // the user asked for this plugin explicitly (flag or config)
 };
 
 struct PluginHostConfig {
-    std::vector<std::filesystem::path> search_paths; // searched in order, before the defaults
-    std::vector<std::string> load;  // names ("cpu") or paths; when given, only these load
-    std::vector<std::string> extra; // names or paths loaded in addition (--plugin)
-    bool load_all_found = true;     // with an empty `load`: every backend in the search paths
+    std::vector<std::filesystem::path> search_paths;  // searched in order, before the defaults
+    std::vector<std::string> load;   // names ("cpu") or paths; when given, only these load
+    std::vector<std::string> extra;  // names or paths loaded in addition (--plugin)
+    bool load_all_found = true;      // with an empty `load`: every backend in the search paths
 };
 
 class PluginHost {
-public:
+  public:
     PluginHost() = default;
     ~PluginHost();
     PluginHost(const PluginHost&) = delete;
@@ -134,7 +134,7 @@ public:
     bool any_requested_failure() const;
     Plugin* find(std::string_view name) const;
 
-private:
+  private:
     bool add(std::unique_ptr<Plugin> plugin, bool requested);
     std::vector<std::unique_ptr<Plugin>> plugins_;
     std::vector<PluginFailure> failures_;

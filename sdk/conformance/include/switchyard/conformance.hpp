@@ -66,12 +66,14 @@ struct Case {
 // in that slot; every row yields at least one case (possibly a skipped one).
 std::vector<Case> cases_for(const sy_capability& row);
 
-// ---- tolerances -----------------------------------------------------------------------------------
+// ---- tolerances
+// -----------------------------------------------------------------------------------
 
 // The bound on the relative L2 error ||out - ref|| / ||ref|| for a case; 0 means exact match.
 double tolerance_for(const Case& c);
 
-// ---- plugins ----------------------------------------------------------------------------------------
+// ---- plugins
+// ----------------------------------------------------------------------------------------
 
 // Thrown by Plugin::load when the plugin's probe says it cannot run on this machine.
 struct NotRunnable : std::runtime_error {
@@ -87,7 +89,7 @@ struct ProbeInfo {
 // A plugin loaded with dlopen and initialised with a minimal host API (log to stderr, aligned
 // host allocation). Unloads (shutdown, dlclose) on destruction.
 class Plugin {
-public:
+  public:
     // Throws NotRunnable (probe score 0) or std::runtime_error with the reason.
     static std::unique_ptr<Plugin> load(const std::string& path, bool verbose_log = false);
     // Reads sy_plugin_probe only (no init). Throws std::runtime_error if the file does not load.
@@ -105,7 +107,7 @@ public:
     // std::runtime_error if the plugin reports an error.
     std::vector<sy_capability> capabilities() const;
 
-private:
+  private:
     Plugin() = default;
     std::string path_;
     void* library_ = nullptr;
@@ -114,7 +116,8 @@ private:
     sy_plugin_api api_{};
 };
 
-// ---- running ------------------------------------------------------------------------------------------
+// ---- running
+// ------------------------------------------------------------------------------------------
 
 enum class Status { Pass, Fail, Skip };
 const char* status_name(Status s);  // "PASS", "FAIL", "SKIP"

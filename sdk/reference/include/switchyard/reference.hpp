@@ -28,8 +28,7 @@ bool implements(int32_t op, const char* named_op = nullptr, uint32_t named_op_ve
 
 // Element (i0, i1, i2, i3) of a float (F32, F16, BF16, F64) or integer (I8 .. I64) tensor in
 // host memory, read through its strides. Throws std::invalid_argument for other types.
-double read_element(const sy_tensor& t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0,
-                    int64_t i3 = 0);
+double read_element(const sy_tensor& t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0);
 
 // Stores `value` into element (i0, i1, i2, i3), converted to t's type (rounding as
 // round_to_type). Throws std::invalid_argument for types read_element does not handle.
