@@ -321,7 +321,7 @@ fs::path PluginHost::default_plugin_dir() {
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (ec) return {};
-    return exe.parent_path().parent_path() / "lib" / "switchyard";
+    return exe.parent_path().parent_path() / SWITCHYARD_PLUGIN_RELATIVE_DIR;
 }
 
 bool PluginHost::add(std::unique_ptr<Plugin> plugin, bool requested) {

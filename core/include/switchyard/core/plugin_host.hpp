@@ -118,7 +118,8 @@ class PluginHost {
     PluginHost(const PluginHost&) = delete;
     PluginHost& operator=(const PluginHost&) = delete;
 
-    // The default plugin folder: <directory of the running executable>/../lib/switchyard.
+    // The default plugin folder: <directory of the running executable>/../<libdir>/switchyard,
+    // the same layout in the build tree and in an installation.
     static std::filesystem::path default_plugin_dir();
 
     // Loads what `config` asks for; failures are recorded, never thrown.
