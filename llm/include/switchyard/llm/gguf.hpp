@@ -1,0 +1,151 @@
+// GGUF files (v2 and v3), the format of llama.cpp and its forks: reading (memory-mapped,
+// zero-copy, split files as one model) and writing (streamed, so a model never has to fit in RAM).
+//
+// Layout (little-endian): magic "GGUF", u32 version, u64 tensor_count, u64 kv_count, kv pairs
+// (string key, u32 value type, value), tensor infos (string name, u32 n_dims, u64 ne[n_dims],
+// u32 type, u64 offset relative to the data section), padding to `general.alignment` (default
+// 32), tensor data. Strings are u64 length + bytes (UTF-8, no terminator).
+//
+// Every malformed input is a sy::gguf::FormatError naming the file and what is wrong, raised
+// before anything is allocated from an unchecked size.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "switchyard/core/error.hpp"
+
+namespace sy::gguf {
+
+class FormatError : public sy::Error {
+public:
+    using sy::Error::Error;
+};
+
+// Metadata value types, numbered as in the file.
+enum class ValueType : uint32_t {
+    U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
+    STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+};
+
+const char* value_type_name(ValueType t);
+
+class Value;
+
+// A typed array; element_type may itself be ARRAY (nested arrays).
+struct Array {
+    ValueType element_type = ValueType::U8;
+    std::vector<Value> items;
+};
+
+class Value {
+public:
+    Value() = default;
+    static Value u8(uint8_t v);
+    static Value i8(int8_t v);
+    static Value u16(uint16_t v);
+    static Value i16(int16_t v);
+    static Value u32(uint32_t v);
+    static Value i32(int32_t v);
+    static Value u64(uint64_t v);
+    static Value i64(int64_t v);
+    static Value f32(float v);
+    static Value f64(double v);
+    static Value boolean(bool v);
+    static Value string(std::string v);
+    static Value array(ValueType element_type, std::vector<Value> items);
+
+    ValueType type() const { return type_; }
+    // Typed access; throws FormatError("metadata key: expected u32, found string") style
+    // messages via the callers below when the type differs.
+    bool is_integer() const;
+    bool is_float() const;
+    uint64_t as_u64() const;  // any unsigned or non-negative signed integer
+    int64_t as_i64() const;   // any integer
+    double as_f64() const;    // any number
+    bool as_bool() const;
+    const std::string& as_string() const;
+    const Array& as_array() const;
+
+private:
+    ValueType type_ = ValueType::U8;
+    std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<Array>> v_;
+};
+
+struct KeyValue {
+    std::string key;
+    Value value;
+};
+
+// One tensor as the file describes it.
+struct TensorInfo {
+    std::string name;
+    int32_t type = 0;           // GGUF/ggml type id (sy_dtype)
+    uint32_t n_dims = 0;        // 1..4
+    int64_t ne[4] = {1, 1, 1, 1};
+    uint64_t offset = 0;        // relative to the data section of its shard
+    uint64_t nbytes = 0;        // from type and shape
+    uint32_t shard = 0;         // index of the file that holds it (split models)
+    const uint8_t* data = nullptr;  // in the memory map (reader only)
+};
+
+// A GGUF model opened for reading: one file, or every shard of a split model.
+class Reader {
+public:
+    // Opens `path`. If its name is "<prefix>-00001-of-0000N.gguf", all N shards are opened and
+    // their tensors presented as one model (metadata from the first shard).
+    static Reader open(const std::filesystem::path& path);
+    Reader(Reader&&) noexcept;
+    Reader& operator=(Reader&&) noexcept;
+    ~Reader();
+
+    uint32_t version() const;
+    uint64_t alignment() const;
+    const std::vector<KeyValue>& metadata() const;
+    const Value* find(std::string_view key) const;
+    // Typed lookups with messages naming the file and key ("missing key", "expected u32").
+    uint64_t get_u64(std::string_view key) const;
+    double get_f64(std::string_view key) const;
+    std::string get_string(std::string_view key) const;
+
+    const std::vector<TensorInfo>& tensors() const;
+    const TensorInfo* tensor(std::string_view name) const;
+    const std::vector<std::filesystem::path>& files() const;
+    uint64_t file_size() const;  // all shards together
+
+private:
+    Reader();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Writes a GGUF v3 file in one pass: metadata and tensor declarations first, then each tensor's
+// bytes in declaration order (so tensors can be produced one at a time, never all in RAM).
+class Writer {
+public:
+    explicit Writer(const std::filesystem::path& path, uint64_t alignment = 32);
+    ~Writer();  // a writer destroyed before finish() removes its partial file
+
+    void add(std::string key, Value value);
+    // Declares a tensor; its bytes come later through write_tensor, in the same order.
+    void declare_tensor(std::string name, int32_t type, std::span<const int64_t> ne);
+    // Writes the header, metadata and tensor infos (after all declarations).
+    void write_header();
+    // The next declared tensor's bytes (exactly its size).
+    void write_tensor(std::span<const uint8_t> bytes);
+    // Checks every declared tensor was written, flushes and closes.
+    void finish();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sy::gguf

@@ -1,0 +1,32 @@
+// Reference quantization of the GGUF block formats: quantize (bit-identical to the public ggml
+// reference quantizers, quantize_row_*_ref), dequantize, and the activation formats the CPU dot
+// products use (Q8_0, Q8_1, Q8_K). Part of the SDK (static library switchyard_quants) so that
+// plugins, the reference implementation and llm/ share one definition. Block layouts are in
+// quant_blocks.h.
+#pragma once
+
+#include <cstdint>
+
+namespace sy::quants {
+
+// True for the types this library can quantize and dequantize (F32, F16, BF16 and the block
+// types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS).
+bool can_quantize(int32_t type);
+bool can_dequantize(int32_t type);  // the above plus Q8_1 and Q8_K
+
+// `n` values of x into `n / block_size` blocks of `type` at y; n must be a multiple of the block
+// size. Bit-identical to ggml's reference quantizer for that type (no importance matrix).
+void quantize_row(int32_t type, const float* x, void* y, int64_t n);
+
+// `n` values from blocks of `type` at x into y.
+void dequantize_row(int32_t type, const void* x, float* y, int64_t n);
+
+// Multi-threaded convenience for whole tensors: `rows` rows of `n_per_row` values.
+void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
+                   int threads);
+
+// The error a round trip of this type is expected to stay within, as relative RMS error
+// ||dequant(quant(x)) - x|| / ||x|| on Gaussian data (stated per type; tests assert it).
+double expected_roundtrip_error(int32_t type);
+
+}  // namespace sy::quants
