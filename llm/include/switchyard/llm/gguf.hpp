@@ -8,6 +8,10 @@
 //
 // Every malformed input is a sy::gguf::FormatError naming the file and what is wrong, raised
 // before anything is allocated from an unchecked size.
+//
+// Limits beyond the format itself (so a hostile file cannot make the reader allocate much more
+// than the file's own size): arrays nest at most kMaxArrayDepth deep, and one array holds at
+// most kMaxArrayLength items.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,10 @@ class FormatError : public sy::Error {
 public:
     using sy::Error::Error;
 };
+
+inline constexpr uint64_t kDefaultAlignment = 32;
+inline constexpr int kMaxArrayDepth = 8;                  // array of array of ... levels
+inline constexpr uint64_t kMaxArrayLength = uint64_t{1} << 26;  // items in one array
 
 // Metadata value types, numbered as in the file.
 enum class ValueType : uint32_t {
@@ -75,6 +83,9 @@ public:
     const Array& as_array() const;
 
 private:
+    static Value unsigned_value(ValueType t, uint64_t v);
+    static Value signed_value(ValueType t, int64_t v);
+
     ValueType type_ = ValueType::U8;
     std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<Array>> v_;
 };
@@ -102,6 +113,9 @@ public:
     // Opens `path`. If its name is "<prefix>-00001-of-0000N.gguf", all N shards are opened and
     // their tensors presented as one model (metadata from the first shard).
     static Reader open(const std::filesystem::path& path);
+    // Parses a GGUF image already in memory (tests, fuzzing, embedded models). `bytes` must
+    // outlive the Reader: TensorInfo::data points into it. `name` is used in messages.
+    static Reader open_memory(std::span<const uint8_t> bytes, std::string name);
     Reader(Reader&&) noexcept;
     Reader& operator=(Reader&&) noexcept;
     ~Reader();
