@@ -14,14 +14,23 @@ namespace sy::quants {
 bool can_quantize(int32_t type);
 bool can_dequantize(int32_t type);  // the above plus Q8_1 and Q8_K
 
+// True for the activation formats a dot product quantizes its right-hand side to (Q8_0, Q8_1,
+// Q8_K); quantize_row accepts them too.
+bool can_quantize_activation(int32_t type);
+
+// Bytes of a row of `n` values of `type` (n a multiple of the block size).
+int64_t row_size(int32_t type, int64_t n);
+
 // `n` values of x into `n / block_size` blocks of `type` at y; n must be a multiple of the block
 // size. Bit-identical to ggml's reference quantizer for that type (no importance matrix).
+// Throws std::invalid_argument for a type it cannot produce or a bad n.
 void quantize_row(int32_t type, const float* x, void* y, int64_t n);
 
 // `n` values from blocks of `type` at x into y.
 void dequantize_row(int32_t type, const void* x, float* y, int64_t n);
 
-// Multi-threaded convenience for whole tensors: `rows` rows of `n_per_row` values.
+// Multi-threaded convenience for whole tensors: `rows` rows of `n_per_row` values, rows packed
+// (row r at y + r * row_size(type, n_per_row)); threads <= 1 runs on the calling thread.
 void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
                    int threads);
 

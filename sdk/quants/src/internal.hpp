@@ -1,0 +1,53 @@
+// Shared helpers of the quantizers: ggml's rounding and the per-type row functions that
+// quants.cpp dispatches to. Internal to switchyard_quants.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "switchyard/quant_blocks.h"
+#include "switchyard/sdk.hpp"
+
+namespace sy::quants::detail {
+
+// Groups whose largest magnitude is below this are treated as all zero (ggml GROUP_MAX_EPS).
+constexpr float kGroupMaxEps = 1e-15f;
+
+// Round to nearest (ties to even) by adding 1.5 * 2^23: ggml's nearest_int, valid for
+// |x| <= 4194303.
+inline int nearest_int(float fval) {
+    const float val = fval + 12582912.f;
+    int32_t i;
+    std::memcpy(&i, &val, sizeof(i));
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+inline uint16_t to_half(float f) { return sy::sdk::f32_to_fp16(f); }
+inline float from_half(uint16_t h) { return sy::sdk::fp16_to_f32(h); }
+
+// One function pair per type; n is a multiple of the block size.
+#define SY_QUANTS_DECLARE(name)                                 \
+    void quantize_##name(const float* x, void* y, int64_t n);   \
+    void dequantize_##name(const void* x, float* y, int64_t n);
+
+SY_QUANTS_DECLARE(f32)
+SY_QUANTS_DECLARE(f16)
+SY_QUANTS_DECLARE(bf16)
+SY_QUANTS_DECLARE(q4_0)
+SY_QUANTS_DECLARE(q4_1)
+SY_QUANTS_DECLARE(q5_0)
+SY_QUANTS_DECLARE(q5_1)
+SY_QUANTS_DECLARE(q8_0)
+SY_QUANTS_DECLARE(q8_1)
+SY_QUANTS_DECLARE(q2_K)
+SY_QUANTS_DECLARE(q3_K)
+SY_QUANTS_DECLARE(q4_K)
+SY_QUANTS_DECLARE(q5_K)
+SY_QUANTS_DECLARE(q6_K)
+SY_QUANTS_DECLARE(q8_K)
+SY_QUANTS_DECLARE(iq4_nl)
+SY_QUANTS_DECLARE(iq4_xs)
+
+#undef SY_QUANTS_DECLARE
+
+}  // namespace sy::quants::detail

@@ -1,0 +1,584 @@
+// The K-quants (256-element super-blocks of 16 or 32 sub-blocks with quantized scales) and the
+// Q8_K activation format, following ggml's quantize_row_q{2..6}_K_ref and their scale searches
+// make_qx_quants, make_q3_quants and make_qkx2_quants.
+#include <algorithm>
+#include <cmath>
+
+#include "internal.hpp"
+
+namespace sy::quants::detail {
+namespace {
+
+constexpr int QK_K = SY_QK_K;
+
+// Symmetric scale search: L[i] in [0, 2 nmax) such that x ~ scale * (L - nmax). rmse_type 1
+// weighs by x^2 (the only kind the reference quantizers use), trying 18 perturbed scales.
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; ++i) {
+        const float ax = std::fabs(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < kGroupMaxEps) {
+        std::fill(L, L + n, int8_t(0));
+        return 0.f;
+    }
+    float iscale = -nmax / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = int8_t(l + nmax);
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * float(l);
+        suml2 += w * float(l) * float(l);
+    }
+    float scale = suml2 ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0) continue;
+        iscale = -(float(nmax) + 0.1f * float(is)) / max;
+        sumlx = suml2 = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+            const float w = x[i] * x[i];
+            sumlx += w * x[i] * float(l);
+            suml2 += w * float(l) * float(l);
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; ++i) {
+                L[i] = int8_t(nmax + std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+// Q3_K's scale search: start from the max-magnitude scale, then move single quants while the
+// x^2-weighted fit improves (at most 5 passes).
+float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; ++i) {
+        const float ax = std::fabs(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < kGroupMaxEps) {
+        std::fill(L, L + n, int8_t(0));
+        return 0.f;
+    }
+    const float iscale = -nmax / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = int8_t(l);
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * float(l);
+        suml2 += w * float(l) * float(l);
+    }
+    for (int itry = 0; itry < 5; ++itry) {
+        int n_changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * float(L[i]);
+            if (slx > 0) {
+                float sl2 = suml2 - w * float(L[i]) * float(L[i]);
+                const int new_l = std::clamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+                if (new_l != L[i]) {
+                    slx += w * x[i] * float(new_l);
+                    sl2 += w * float(new_l) * float(new_l);
+                    if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = int8_t(new_l);
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++n_changed;
+                    }
+                }
+            }
+        }
+        if (!n_changed) break;
+    }
+    for (int i = 0; i < n; ++i) L[i] = int8_t(L[i] + nmax);
+    return sumlx / suml2;
+}
+
+// Asymmetric scale + min search: x ~ scale * L - the_min, L in [0, nmax], minimizing the
+// weighted error (absolute when use_mad) over nstep + 1 candidate scales.
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                       bool use_mad) {
+    float min = x[0], max = x[0];
+    float sum_w = weights[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        const float w = weights[i];
+        sum_w += w;
+        sum_x += w * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        std::fill(L, L + n, uint8_t(0));
+        *the_min = -min;
+        return 0.f;
+    }
+    float iscale = nmax / (max - min);
+    float scale = 1 / iscale;
+    float best_error = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = nearest_int(iscale * (x[i] - min));
+        L[i] = uint8_t(std::clamp(l, 0, nmax));
+        float diff = scale * float(L[i]) + min - x[i];
+        diff = use_mad ? std::fabs(diff) : diff * diff;
+        best_error += weights[i] * diff;
+    }
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + rdelta * float(is) + float(nmax)) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
+            Laux[i] = uint8_t(l);
+            const float w = weights[i];
+            sum_l += w * float(l);
+            sum_l2 += w * float(l) * float(l);
+            sum_xl += w * float(l) * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float cur_error = 0;
+            for (int i = 0; i < n; ++i) {
+                float diff = this_scale * float(Laux[i]) + this_min - x[i];
+                diff = use_mad ? std::fabs(diff) : diff * diff;
+                cur_error += weights[i] * diff;
+            }
+            if (cur_error < best_error) {
+                std::copy(Laux, Laux + n, L);
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+// 6-bit scale and min j (0..7) of Q4_K/Q5_K's 12-byte scales.
+void get_scale_min_k4(int j, const uint8_t* q, uint8_t& d, uint8_t& m) {
+    if (j < 4) {
+        d = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        d = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        m = uint8_t((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
+
+// Sub-block scale j (0..15) of Q3_K, 6 bits, biased by 32.
+int q3_K_scale(const uint8_t* scales, int j) {
+    const int low = j < 8 ? scales[j] & 0xF : scales[j - 8] >> 4;
+    return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+}
+
+// Q4_K and Q5_K share the scale search and packing; returns the final quants in L.
+template <typename Block>
+void quantize_k_scales_mins(const float* x, Block& y, uint8_t* L, int nmax, float rmin,
+                            int nstep) {
+    uint8_t Laux[32];
+    float weights[32], mins[QK_K / 32], scales[QK_K / 32];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+        const float av_x = std::sqrt(sum_x2 / 32);
+        for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+        scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux,
+                                     rmin, 0.1f, nstep, false);
+        if (scales[j] > max_scale) max_scale = scales[j];
+        if (mins[j] > max_min) max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        const uint8_t ls = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
+        const uint8_t lm = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
+        if (j < 4) {
+            y.scales[j] = ls;
+            y.scales[j + 4] = lm;
+        } else {
+            y.scales[j + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
+            y.scales[j - 4] |= uint8_t((ls >> 4) << 6);
+            y.scales[j - 0] |= uint8_t((lm >> 4) << 6);
+        }
+    }
+    y.d = to_half(max_scale / 63.f);
+    y.dmin = to_half(max_min / 63.f);
+    for (int j = 0; j < QK_K / 32; ++j) {
+        uint8_t sc, m;
+        get_scale_min_k4(j, y.scales, sc, m);
+        const float d = from_half(y.d) * float(sc);
+        if (!d) continue;
+        const float dm = from_half(y.dmin) * float(m);
+        for (int ii = 0; ii < 32; ++ii) {
+            L[32 * j + ii] = uint8_t(std::clamp(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax));
+        }
+    }
+}
+
+}  // namespace
+
+void quantize_q2_K(const float* x, void* vy, int64_t n) {
+    auto* y = static_cast<sy_block_q2_K*>(vy);
+    constexpr float q4scale = 15.f;
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        uint8_t L[QK_K], Laux[16];
+        float weights[16], mins[QK_K / 16], scales[QK_K / 16];
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < QK_K / 16; ++j) {
+            for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
+            scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
+                                         -0.5f, 0.1f, 15, true);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        if (max_scale > 0) {
+            const float iscale = q4scale / max_scale;
+            for (int j = 0; j < QK_K / 16; ++j) {
+                y[i].scales[j] = uint8_t(nearest_int(iscale * scales[j]));
+            }
+            y[i].d = to_half(max_scale / q4scale);
+        } else {
+            std::fill(y[i].scales, y[i].scales + QK_K / 16, uint8_t(0));
+            y[i].d = to_half(0.f);
+        }
+        if (max_min > 0) {
+            const float iscale = q4scale / max_min;
+            for (int j = 0; j < QK_K / 16; ++j) {
+                y[i].scales[j] |= uint8_t(nearest_int(iscale * mins[j]) << 4);
+            }
+            y[i].dmin = to_half(max_min / q4scale);
+        } else {
+            y[i].dmin = to_half(0.f);
+        }
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float d = from_half(y[i].d) * float(y[i].scales[j] & 0xF);
+            if (!d) continue;
+            const float dm = from_half(y[i].dmin) * float(y[i].scales[j] >> 4);
+            for (int ii = 0; ii < 16; ++ii) {
+                L[16 * j + ii] = uint8_t(std::clamp(nearest_int((x[16 * j + ii] + dm) / d), 0, 3));
+            }
+        }
+        for (int j = 0; j < QK_K; j += 128) {
+            for (int l = 0; l < 32; ++l) {
+                y[i].qs[j / 4 + l] = uint8_t(L[j + l] | (L[j + l + 32] << 2) |
+                                             (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+            }
+        }
+    }
+}
+
+void dequantize_q2_K(const void* vx, float* y, int64_t n) {
+    const auto* x = static_cast<const sy_block_q2_K*>(vx);
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const float d = from_half(x[i].d);
+        const float min = from_half(x[i].dmin);
+        const uint8_t* q = x[i].qs;
+        int is = 0;
+        for (int k = 0; k < QK_K; k += 128, q += 32) {
+            for (int shift = 0; shift < 8; shift += 2) {
+                for (int half = 0; half < 2; ++half) {
+                    const uint8_t sc = x[i].scales[is++];
+                    const float dl = d * float(sc & 0xF), ml = min * float(sc >> 4);
+                    for (int l = 0; l < 16; ++l) {
+                        *y++ = dl * float((q[l + 16 * half] >> shift) & 3) - ml;
+                    }
+                }
+            }
+        }
+    }
+}
+
+void quantize_q3_K(const float* x, void* vy, int64_t n) {
+    auto* y = static_cast<sy_block_q3_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        int8_t L[QK_K];
+        float scales[QK_K / 16];
+        float max_scale = 0, amax = 0;
+        for (int j = 0; j < QK_K / 16; ++j) {
+            scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+            const float scale = std::fabs(scales[j]);
+            if (scale > amax) {
+                amax = scale;
+                max_scale = scales[j];
+            }
+        }
+        std::memset(y[i].scales, 0, 12);
+        if (max_scale) {
+            const float iscale = -32.f / max_scale;
+            for (int j = 0; j < QK_K / 16; ++j) {
+                int8_t l = int8_t(nearest_int(iscale * scales[j]));
+                l = int8_t(std::clamp<int>(l, -32, 31) + 32);
+                if (j < 8) {
+                    y[i].scales[j] = uint8_t(l & 0xF);
+                } else {
+                    y[i].scales[j - 8] |= uint8_t((l & 0xF) << 4);
+                }
+                l = int8_t(l >> 4);
+                y[i].scales[j % 4 + 8] |= uint8_t(l << (2 * (j / 4)));
+            }
+            y[i].d = to_half(1 / iscale);
+        } else {
+            y[i].d = to_half(0.f);
+        }
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float d = from_half(y[i].d) * float(q3_K_scale(y[i].scales, j));
+            if (!d) continue;
+            for (int ii = 0; ii < 16; ++ii) {
+                L[16 * j + ii] = int8_t(std::clamp(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
+            }
+        }
+        // High bit of element j: bit j / 32 of hmask[j % 32].
+        std::memset(y[i].hmask, 0, QK_K / 8);
+        for (int j = 0; j < QK_K; ++j) {
+            if (L[j] > 3) {
+                y[i].hmask[j % (QK_K / 8)] |= uint8_t(1u << (j / (QK_K / 8)));
+                L[j] = int8_t(L[j] - 4);
+            }
+        }
+        for (int j = 0; j < QK_K; j += 128) {
+            for (int l = 0; l < 32; ++l) {
+                y[i].qs[j / 4 + l] = uint8_t(L[j + l] | (L[j + l + 32] << 2) |
+                                             (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+            }
+        }
+    }
+}
+
+void dequantize_q3_K(const void* vx, float* y, int64_t n) {
+    const auto* x = static_cast<const sy_block_q3_K*>(vx);
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const float d_all = from_half(x[i].d);
+        const uint8_t* q = x[i].qs;
+        const uint8_t* hm = x[i].hmask;
+        uint8_t m = 1;
+        int is = 0;
+        for (int k = 0; k < QK_K; k += 128, q += 32) {
+            for (int shift = 0; shift < 8; shift += 2, m = uint8_t(m << 1)) {
+                for (int half = 0; half < 2; ++half) {
+                    const float dl = d_all * float(q3_K_scale(x[i].scales, is++));
+                    for (int l = 16 * half; l < 16 * half + 16; ++l) {
+                        *y++ = dl * float(((q[l] >> shift) & 3) - ((hm[l] & m) ? 0 : 4));
+                    }
+                }
+            }
+        }
+    }
+}
+
+void quantize_q4_K(const float* x, void* vy, int64_t n) {
+    auto* y = static_cast<sy_block_q4_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        uint8_t L[QK_K];
+        std::memset(y[i].scales, 0, SY_K_SCALE_SIZE);
+        quantize_k_scales_mins(x, y[i], L, 15, -1.f, 20);
+        uint8_t* q = y[i].qs;
+        for (int j = 0; j < QK_K; j += 64, q += 32) {
+            for (int l = 0; l < 32; ++l) q[l] = uint8_t(L[j + l] | (L[j + l + 32] << 4));
+        }
+    }
+}
+
+void dequantize_q4_K(const void* vx, float* y, int64_t n) {
+    const auto* x = static_cast<const sy_block_q4_K*>(vx);
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const float d = from_half(x[i].d);
+        const float min = from_half(x[i].dmin);
+        const uint8_t* q = x[i].qs;
+        for (int is = 0; is < QK_K / 32; is += 2, q += 32) {
+            uint8_t sc, m;
+            get_scale_min_k4(is + 0, x[i].scales, sc, m);
+            const float d1 = d * float(sc), m1 = min * float(m);
+            get_scale_min_k4(is + 1, x[i].scales, sc, m);
+            const float d2 = d * float(sc), m2 = min * float(m);
+            for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0xF) - m1;
+            for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - m2;
+        }
+    }
+}
+
+void quantize_q5_K(const float* x, void* vy, int64_t n) {
+    auto* y = static_cast<sy_block_q5_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        uint8_t L[QK_K];
+        std::memset(y[i].scales, 0, SY_K_SCALE_SIZE);
+        quantize_k_scales_mins(x, y[i], L, 31, -0.5f, 15);
+        uint8_t* qh = y[i].qh;
+        uint8_t* ql = y[i].qs;
+        std::memset(qh, 0, QK_K / 8);
+        uint8_t m1 = 1, m2 = 2;
+        for (int k = 0; k < QK_K; k += 64, ql += 32) {
+            for (int j = 0; j < 32; ++j) {
+                int l1 = L[k + j];
+                if (l1 > 15) {
+                    l1 -= 16;
+                    qh[j] |= m1;
+                }
+                int l2 = L[k + j + 32];
+                if (l2 > 15) {
+                    l2 -= 16;
+                    qh[j] |= m2;
+                }
+                ql[j] = uint8_t(l1 | (l2 << 4));
+            }
+            m1 = uint8_t(m1 << 2);
+            m2 = uint8_t(m2 << 2);
+        }
+    }
+}
+
+void dequantize_q5_K(const void* vx, float* y, int64_t n) {
+    const auto* x = static_cast<const sy_block_q5_K*>(vx);
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const float d = from_half(x[i].d);
+        const float min = from_half(x[i].dmin);
+        const uint8_t* ql = x[i].qs;
+        const uint8_t* qh = x[i].qh;
+        uint8_t u1 = 1, u2 = 2;
+        for (int is = 0; is < QK_K / 32; is += 2, ql += 32) {
+            uint8_t sc, m;
+            get_scale_min_k4(is + 0, x[i].scales, sc, m);
+            const float d1 = d * float(sc), m1 = min * float(m);
+            get_scale_min_k4(is + 1, x[i].scales, sc, m);
+            const float d2 = d * float(sc), m2 = min * float(m);
+            for (int l = 0; l < 32; ++l) {
+                *y++ = d1 * float((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+            }
+            for (int l = 0; l < 32; ++l) {
+                *y++ = d2 * float((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+            }
+            u1 = uint8_t(u1 << 2);
+            u2 = uint8_t(u2 << 2);
+        }
+    }
+}
+
+void quantize_q6_K(const float* x, void* vy, int64_t n) {
+    auto* y = static_cast<sy_block_q6_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        int8_t L[QK_K];
+        float scales[QK_K / 16];
+        float max_scale = 0, max_abs_scale = 0;
+        for (int ib = 0; ib < QK_K / 16; ++ib) {
+            scales[ib] = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib);
+            const float abs_scale = std::fabs(scales[ib]);
+            if (abs_scale > max_abs_scale) {
+                max_abs_scale = abs_scale;
+                max_scale = scales[ib];
+            }
+        }
+        if (max_abs_scale < kGroupMaxEps) {
+            std::memset(&y[i], 0, sizeof(sy_block_q6_K));
+            y[i].d = to_half(0.f);
+            continue;
+        }
+        const float iscale = -128.f / max_scale;
+        y[i].d = to_half(1 / iscale);
+        for (int ib = 0; ib < QK_K / 16; ++ib) {
+            y[i].scales[ib] = int8_t(std::min(127, nearest_int(iscale * scales[ib])));
+        }
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float d = from_half(y[i].d) * float(y[i].scales[j]);
+            if (!d) continue;
+            for (int ii = 0; ii < 16; ++ii) {
+                L[16 * j + ii] = int8_t(std::clamp(nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
+            }
+        }
+        uint8_t* ql = y[i].ql;
+        uint8_t* qh = y[i].qh;
+        for (int j = 0; j < QK_K; j += 128, ql += 64, qh += 32) {
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t q1 = L[j + l + 0] & 0xF;
+                const uint8_t q2 = L[j + l + 32] & 0xF;
+                const uint8_t q3 = L[j + l + 64] & 0xF;
+                const uint8_t q4 = L[j + l + 96] & 0xF;
+                ql[l + 0] = uint8_t(q1 | (q3 << 4));
+                ql[l + 32] = uint8_t(q2 | (q4 << 4));
+                qh[l] = uint8_t((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+            }
+        }
+    }
+}
+
+void dequantize_q6_K(const void* vx, float* y, int64_t n) {
+    const auto* x = static_cast<const sy_block_q6_K*>(vx);
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const float d = from_half(x[i].d);
+        const uint8_t* ql = x[i].ql;
+        const uint8_t* qh = x[i].qh;
+        const int8_t* sc = x[i].scales;
+        for (int k = 0; k < QK_K; k += 128, y += 128, ql += 64, qh += 32, sc += 8) {
+            for (int l = 0; l < 32; ++l) {
+                const int is = l / 16;
+                const int q1 = ((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                const int q3 = ((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                y[l + 0] = d * float(sc[is + 0]) * float(q1);
+                y[l + 32] = d * float(sc[is + 2]) * float(q2);
+                y[l + 64] = d * float(sc[is + 4]) * float(q3);
+                y[l + 96] = d * float(sc[is + 6]) * float(q4);
+            }
+        }
+    }
+}
+
+void quantize_q8_K(const float* x, void* vy, int64_t n) {
+    auto* y = static_cast<sy_block_q8_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        float max = 0, amax = 0;
+        for (int j = 0; j < QK_K; ++j) {
+            const float ax = std::fabs(x[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[j];
+            }
+        }
+        if (!amax) {
+            std::memset(&y[i], 0, sizeof(sy_block_q8_K));
+            continue;
+        }
+        const float iscale = -127.f / max;
+        for (int j = 0; j < QK_K; ++j) {
+            y[i].qs[j] = int8_t(std::min(127, nearest_int(iscale * x[j])));
+        }
+        for (int j = 0; j < QK_K / 16; ++j) {
+            int sum = 0;
+            for (int ii = 0; ii < 16; ++ii) sum += y[i].qs[j * 16 + ii];
+            y[i].bsums[j] = int16_t(sum);
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
+void dequantize_q8_K(const void* vx, float* y, int64_t n) {
+    const auto* x = static_cast<const sy_block_q8_K*>(vx);
+    for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
+        for (int j = 0; j < QK_K; ++j) y[j] = x[i].d * float(x[i].qs[j]);
+    }
+}
+
+}  // namespace sy::quants::detail

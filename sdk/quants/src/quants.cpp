@@ -1,0 +1,151 @@
+// Dispatch by type id, the threaded whole-tensor quantizer and the stated round-trip bounds.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "internal.hpp"
+#include "switchyard/dtype.h"
+#include "switchyard/quants.hpp"
+
+namespace sy::quants {
+namespace {
+
+using QuantizeFn = void (*)(const float*, void*, int64_t);
+using DequantizeFn = void (*)(const void*, float*, int64_t);
+
+struct TypeFns {
+    QuantizeFn quantize;
+    DequantizeFn dequantize;
+    bool weight_format;  // false for the activation-only formats Q8_1 and Q8_K
+};
+
+TypeFns fns(int32_t type) {
+    using namespace detail;
+    switch (type) {
+        case SY_TYPE_F32: return {quantize_f32, dequantize_f32, true};
+        case SY_TYPE_F16: return {quantize_f16, dequantize_f16, true};
+        case SY_TYPE_BF16: return {quantize_bf16, dequantize_bf16, true};
+        case SY_TYPE_Q4_0: return {quantize_q4_0, dequantize_q4_0, true};
+        case SY_TYPE_Q4_1: return {quantize_q4_1, dequantize_q4_1, true};
+        case SY_TYPE_Q5_0: return {quantize_q5_0, dequantize_q5_0, true};
+        case SY_TYPE_Q5_1: return {quantize_q5_1, dequantize_q5_1, true};
+        case SY_TYPE_Q8_0: return {quantize_q8_0, dequantize_q8_0, true};
+        case SY_TYPE_Q8_1: return {quantize_q8_1, dequantize_q8_1, false};
+        case SY_TYPE_Q2_K: return {quantize_q2_K, dequantize_q2_K, true};
+        case SY_TYPE_Q3_K: return {quantize_q3_K, dequantize_q3_K, true};
+        case SY_TYPE_Q4_K: return {quantize_q4_K, dequantize_q4_K, true};
+        case SY_TYPE_Q5_K: return {quantize_q5_K, dequantize_q5_K, true};
+        case SY_TYPE_Q6_K: return {quantize_q6_K, dequantize_q6_K, true};
+        case SY_TYPE_Q8_K: return {quantize_q8_K, dequantize_q8_K, false};
+        case SY_TYPE_IQ4_NL: return {quantize_iq4_nl, dequantize_iq4_nl, true};
+        case SY_TYPE_IQ4_XS: return {quantize_iq4_xs, dequantize_iq4_xs, true};
+        default: return {nullptr, nullptr, false};
+    }
+}
+
+std::string type_name(int32_t type) {
+    const char* name = sy_dtype_info(type).name;
+    return name ? name : "type " + std::to_string(type);
+}
+
+void check_length(int32_t type, int64_t n, const char* what) {
+    const int64_t block = sy_dtype_info(type).block_size;
+    if (n < 0 || n % block != 0) {
+        throw std::invalid_argument(std::string("switchyard quants: ") + what + " of " +
+                                    type_name(type) + ": " + std::to_string(n) +
+                                    " values, not a multiple of the block size " +
+                                    std::to_string(block));
+    }
+}
+
+}  // namespace
+
+bool can_quantize(int32_t type) { return fns(type).weight_format; }
+
+bool can_dequantize(int32_t type) { return fns(type).dequantize != nullptr; }
+
+bool can_quantize_activation(int32_t type) {
+    return type == SY_TYPE_Q8_0 || type == SY_TYPE_Q8_1 || type == SY_TYPE_Q8_K;
+}
+
+int64_t row_size(int32_t type, int64_t n) {
+    const sy_dtype_traits t = sy_dtype_info(type);
+    if (t.block_size == 0) throw std::invalid_argument("switchyard quants: unknown type id");
+    return n / t.block_size * t.type_size;
+}
+
+void quantize_row(int32_t type, const float* x, void* y, int64_t n) {
+    const TypeFns f = fns(type);
+    if (!f.quantize) {
+        throw std::invalid_argument("switchyard quants: cannot quantize to " + type_name(type));
+    }
+    check_length(type, n, "quantize_row");
+    f.quantize(x, y, n);
+}
+
+void dequantize_row(int32_t type, const void* x, float* y, int64_t n) {
+    const TypeFns f = fns(type);
+    if (!f.dequantize) {
+        throw std::invalid_argument("switchyard quants: cannot dequantize " + type_name(type));
+    }
+    check_length(type, n, "dequantize_row");
+    f.dequantize(x, y, n);
+}
+
+void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
+                   int threads) {
+    const TypeFns f = fns(type);
+    if (!f.quantize) {
+        throw std::invalid_argument("switchyard quants: cannot quantize to " + type_name(type));
+    }
+    check_length(type, n_per_row, "quantize_rows");
+    const int64_t bytes_per_row = row_size(type, n_per_row);
+    auto run = [&](int64_t first, int64_t last) {
+        for (int64_t r = first; r < last; ++r) {
+            f.quantize(x + r * n_per_row, static_cast<char*>(y) + r * bytes_per_row, n_per_row);
+        }
+    };
+    const int64_t workers = std::clamp<int64_t>(threads, 1, std::max<int64_t>(rows, 1));
+    if (workers == 1) {
+        run(0, rows);
+        return;
+    }
+    std::vector<std::thread> pool;
+    pool.reserve(size_t(workers));
+    for (int64_t t = 0; t < workers; ++t) {
+        pool.emplace_back(run, rows * t / workers, rows * (t + 1) / workers);
+    }
+    for (auto& thread : pool) thread.join();
+}
+
+// The worst relative RMS error measured on N(0, 1) rows of 256 and 4096 values (tests/quants,
+// seeds 1..4), plus about 20%: q8_0 0.0055, q6_K 0.018, q5_K 0.037, q5_0 0.045, q4_K 0.074,
+// iq4_nl 0.079, iq4_xs 0.080, q4_0 0.088, q3_K 0.155, q2_K 0.313, bf16 0.0017, f16 0.00021.
+double expected_roundtrip_error(int32_t type) {
+    switch (type) {
+        case SY_TYPE_F32: return 0.0;
+        case SY_TYPE_F16: return 2.5e-4;
+        case SY_TYPE_BF16: return 2.0e-3;
+        case SY_TYPE_Q8_0: return 6.5e-3;
+        case SY_TYPE_Q8_1: return 6.5e-3;
+        case SY_TYPE_Q8_K: return 9.2e-3;
+        case SY_TYPE_Q6_K: return 2.2e-2;
+        case SY_TYPE_Q5_0: return 5.4e-2;
+        case SY_TYPE_Q5_1: return 4.9e-2;
+        case SY_TYPE_Q5_K: return 4.4e-2;
+        case SY_TYPE_Q4_0: return 1.05e-1;
+        case SY_TYPE_Q4_1: return 9.8e-2;
+        case SY_TYPE_Q4_K: return 8.9e-2;
+        case SY_TYPE_IQ4_NL: return 9.5e-2;
+        case SY_TYPE_IQ4_XS: return 9.6e-2;
+        case SY_TYPE_Q3_K: return 1.87e-1;
+        case SY_TYPE_Q2_K: return 3.75e-1;
+        default:
+            throw std::invalid_argument("switchyard quants: no round-trip bound for " +
+                                        type_name(type));
+    }
+}
+
+}  // namespace sy::quants

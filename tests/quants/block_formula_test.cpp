@@ -1,0 +1,203 @@
+// dequantize_row against the block formulas of quant_blocks.h, element by element: an
+// independent per-element decoder (index arithmetic rather than the library's loops) on random
+// bytes with sane scales, so layout mistakes in either direction show up.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "switchyard/dtype.h"
+#include "switchyard/quant_blocks.h"
+#include "switchyard/quants.hpp"
+#include "switchyard/sdk.hpp"
+
+namespace {
+
+using sy::sdk::fp16_to_f32;
+
+// Element k of one block.
+using ElementFormula = std::function<float(const uint8_t* block, int k)>;
+
+template <typename Block>
+const Block& as(const uint8_t* p) {
+    return *reinterpret_cast<const Block*>(p);
+}
+
+int nibble(const uint8_t* qs, int k) {  // elements j and j + 16 share byte j
+    return k < 16 ? qs[k] & 0xF : qs[k - 16] >> 4;
+}
+
+int bit(uint32_t word, int k) { return int(word >> k) & 1; }
+
+void k4_scale_min(const uint8_t* s, int j, int& sc, int& m) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// The 2-bit field of element k in the K-quant qs layout: 128-element halves of 32 bytes, field
+// (k % 128) / 32 of byte k % 32.
+int k_crumb(const uint8_t* qs, int k) {
+    return (qs[(k / 128) * 32 + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+}
+
+// The nibble of element k in Q4_K/Q5_K: 64-element groups of 32 bytes, low nibble first.
+int k_nibble(const uint8_t* qs, int k) {
+    const uint8_t byte = qs[(k / 64) * 32 + k % 32];
+    return (k % 64) < 32 ? byte & 0xF : byte >> 4;
+}
+
+float formula(int32_t type, const uint8_t* p, int k) {
+    switch (type) {
+        case SY_TYPE_Q4_0: {
+            const auto& b = as<sy_block_q4_0>(p);
+            return float(nibble(b.qs, k) - 8) * fp16_to_f32(b.d);
+        }
+        case SY_TYPE_Q4_1: {
+            const auto& b = as<sy_block_q4_1>(p);
+            return float(nibble(b.qs, k)) * fp16_to_f32(b.d) + fp16_to_f32(b.m);
+        }
+        case SY_TYPE_Q5_0: {
+            const auto& b = as<sy_block_q5_0>(p);
+            const uint32_t qh = uint32_t(b.qh[0]) | uint32_t(b.qh[1]) << 8 |
+                                uint32_t(b.qh[2]) << 16 | uint32_t(b.qh[3]) << 24;
+            return float((nibble(b.qs, k) | bit(qh, k) << 4) - 16) * fp16_to_f32(b.d);
+        }
+        case SY_TYPE_Q5_1: {
+            const auto& b = as<sy_block_q5_1>(p);
+            const uint32_t qh = uint32_t(b.qh[0]) | uint32_t(b.qh[1]) << 8 |
+                                uint32_t(b.qh[2]) << 16 | uint32_t(b.qh[3]) << 24;
+            return float(nibble(b.qs, k) | bit(qh, k) << 4) * fp16_to_f32(b.d) +
+                   fp16_to_f32(b.m);
+        }
+        case SY_TYPE_Q8_0: {
+            const auto& b = as<sy_block_q8_0>(p);
+            return float(b.qs[k]) * fp16_to_f32(b.d);
+        }
+        case SY_TYPE_Q8_1: {
+            const auto& b = as<sy_block_q8_1>(p);
+            return float(b.qs[k]) * fp16_to_f32(b.d);
+        }
+        case SY_TYPE_Q2_K: {
+            const auto& b = as<sy_block_q2_K>(p);
+            const int sc = b.scales[k / 16];
+            return fp16_to_f32(b.d) * float(sc & 0xF) * float(k_crumb(b.qs, k)) -
+                   fp16_to_f32(b.dmin) * float(sc >> 4);
+        }
+        case SY_TYPE_Q3_K: {
+            const auto& b = as<sy_block_q3_K>(p);
+            const int j = k / 16;
+            // 6-bit scales: low 4 bits in nibbles of bytes 0..7, high 2 bits in bytes 8..11.
+            const int low = (b.scales[j % 8] >> (4 * (j / 8))) & 0xF;
+            const int high = (b.scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+            const int sc = (low | high << 4) - 32;
+            const int hbit = (b.hmask[k % 32] >> (k / 32)) & 1;
+            const int qv = k_crumb(b.qs, k) - (hbit ? 0 : 4);
+            return fp16_to_f32(b.d) * float(sc) * float(qv);
+        }
+        case SY_TYPE_Q4_K: {
+            const auto& b = as<sy_block_q4_K>(p);
+            int sc, m;
+            k4_scale_min(b.scales, k / 32, sc, m);
+            return fp16_to_f32(b.d) * float(sc) * float(k_nibble(b.qs, k)) -
+                   fp16_to_f32(b.dmin) * float(m);
+        }
+        case SY_TYPE_Q5_K: {
+            const auto& b = as<sy_block_q5_K>(p);
+            int sc, m;
+            k4_scale_min(b.scales, k / 32, sc, m);
+            const int hbit = (b.qh[k % 32] >> (k / 32)) & 1;  // sub-block k / 32 uses bit k / 32
+            return fp16_to_f32(b.d) * float(sc) * float(k_nibble(b.qs, k) + 16 * hbit) -
+                   fp16_to_f32(b.dmin) * float(m);
+        }
+        case SY_TYPE_Q6_K: {
+            const auto& b = as<sy_block_q6_K>(p);
+            const int half = k / 128, r = k % 128, quarter = r / 32, l = r % 32;
+            const uint8_t lo_byte = b.ql[half * 64 + (quarter % 2) * 32 + l];
+            const int lo = quarter < 2 ? lo_byte & 0xF : lo_byte >> 4;
+            const int hi = (b.qh[half * 32 + l] >> (2 * quarter)) & 3;
+            return fp16_to_f32(b.d) * float(b.scales[k / 16]) * float((lo | hi << 4) - 32);
+        }
+        case SY_TYPE_Q8_K: {
+            const auto& b = as<sy_block_q8_K>(p);
+            return b.d * float(b.qs[k]);
+        }
+        case SY_TYPE_IQ4_NL: {
+            const auto& b = as<sy_block_iq4_nl>(p);
+            return fp16_to_f32(b.d) * float(sy_kvalues_iq4nl[nibble(b.qs, k)]);
+        }
+        case SY_TYPE_IQ4_XS: {
+            const auto& b = as<sy_block_iq4_xs>(p);
+            const int j = k / 32;
+            const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) |
+                           (((b.scales_h >> (2 * j)) & 3) << 4);
+            return fp16_to_f32(b.d) * float(ls - 32) *
+                   float(sy_kvalues_iq4nl[nibble(b.qs + 16 * j, k % 32)]);
+        }
+        default: ADD_FAILURE() << "no formula for type " << type; return 0;
+    }
+}
+
+// Random bytes with the halves (d, dmin, m) replaced by small finite values.
+std::vector<uint8_t> random_blocks(int32_t type, int blocks, uint32_t seed) {
+    const sy_dtype_traits t = sy_dtype_info(type);
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> bytes(size_t(blocks * t.type_size));
+    for (auto& b : bytes) b = uint8_t(rng());
+    std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+    auto set_half = [&](uint8_t* p) {
+        const uint16_t h = sy::sdk::f32_to_fp16(scale(rng));
+        std::memcpy(p, &h, 2);
+    };
+    for (int i = 0; i < blocks; ++i) {
+        uint8_t* b = bytes.data() + size_t(i * t.type_size);
+        switch (type) {
+            case SY_TYPE_Q4_0: case SY_TYPE_Q5_0: case SY_TYPE_Q8_0: case SY_TYPE_IQ4_NL:
+            case SY_TYPE_IQ4_XS: set_half(b); break;
+            case SY_TYPE_Q4_1: case SY_TYPE_Q5_1: case SY_TYPE_Q8_1: case SY_TYPE_Q4_K:
+            case SY_TYPE_Q5_K: set_half(b); set_half(b + 2); break;
+            case SY_TYPE_Q2_K: set_half(b + 80); set_half(b + 82); break;
+            case SY_TYPE_Q3_K: set_half(b + 108); break;
+            case SY_TYPE_Q6_K: set_half(b + 208); break;
+            case SY_TYPE_Q8_K: {
+                const float d = scale(rng);
+                std::memcpy(b, &d, 4);
+                break;
+            }
+            default: break;
+        }
+    }
+    return bytes;
+}
+
+class BlockFormula : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(BlockFormula, DequantizeMatchesTheFormulaPerElement) {
+    const int32_t type = GetParam();
+    const sy_dtype_traits t = sy_dtype_info(type);
+    const int blocks = 4;
+    const auto bytes = random_blocks(type, blocks, 5);
+    std::vector<float> y(size_t(blocks * t.block_size));
+    sy::quants::dequantize_row(type, bytes.data(), y.data(), int64_t(y.size()));
+    for (int i = 0; i < blocks; ++i) {
+        for (int k = 0; k < t.block_size; ++k) {
+            const float want = formula(type, bytes.data() + size_t(i * t.type_size), k);
+            ASSERT_NEAR(y[size_t(i * t.block_size + k)], want, 1e-6f * (1 + std::fabs(want)))
+                << t.name << " block " << i << " element " << k;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, BlockFormula,
+                         ::testing::Values(SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,
+                                           SY_TYPE_Q8_0, SY_TYPE_Q8_1, SY_TYPE_Q2_K, SY_TYPE_Q3_K,
+                                           SY_TYPE_Q4_K, SY_TYPE_Q5_K, SY_TYPE_Q6_K, SY_TYPE_Q8_K,
+                                           SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS),
+                         [](const auto& p) { return std::string(sy_dtype_info(p.param).name); });
+
+}  // namespace
