@@ -1,0 +1,68 @@
+// Re-quantizing a GGUF file: every tensor converted to a target type (through f32), chosen by
+// ordered name rules and the defaults of tensor_types.hpp, streamed one tensor at a time into a
+// new file written atomically. Metadata is copied; general.file_type follows the target.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <regex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sy::llm {
+
+// "REGEX=TYPE": tensors whose name the regex finds (ECMAScript, search, not full match) are
+// written as TYPE. The first matching rule wins.
+struct QuantRule {
+    std::string text;  // as the user wrote it, for messages
+    std::regex pattern;
+    int32_t type = 0;
+};
+
+// Parses "REGEX=TYPE" (split at the last '='). Throws sy::Error naming the rule for a missing
+// '=', an empty regex, an invalid regex or an unknown type.
+QuantRule parse_quant_rule(std::string_view rule);
+
+struct TensorDecision {
+    int32_t type = 0;        // what is written
+    int32_t wanted = 0;      // what the rule or the default asked for, before block fallback
+    const QuantRule* rule = nullptr;  // the rule that matched, if any
+    bool fell_back() const { return type != wanted; }
+};
+
+// The type tensor `name` of shape `ne` gets: the first matching rule's type (F16 becomes BF16
+// for attn_k_b), else default_tensor_type(target); then the block fallback for ne0.
+TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,
+                                  int32_t target, const std::vector<QuantRule>& rules);
+
+struct RequantizeOptions {
+    int32_t target = 0;
+    std::vector<QuantRule> rules;
+    int threads = 0;  // <= 0: all hardware threads
+};
+
+struct RequantizeEvent {
+    size_t index = 0;  // tensor about to be written
+    size_t count = 0;
+    std::string_view name;
+    int32_t from = 0;
+    TensorDecision decision;
+    uint64_t bytes_done = 0;  // source bytes processed before this tensor
+    uint64_t bytes_total = 0;
+};
+
+struct RequantizeResult {
+    size_t tensors = 0;
+    size_t converted = 0;          // tensors whose type changed
+    std::vector<std::string> fallbacks;  // "name: q4_K -> q5_0 (ne0 128)"
+    uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+RequantizeResult requantize(const std::filesystem::path& in, const std::filesystem::path& out,
+                            const RequantizeOptions& options,
+                            const std::function<void(const RequantizeEvent&)>& progress = {});
+
+}  // namespace sy::llm

@@ -1,0 +1,41 @@
+// Which storage type each tensor of a model gets when a file is made or re-quantized: the
+// defaults that keep precision-critical tensors high (norms, router, selection bias, 1-D
+// tensors, attn_k_b never F16) and the fallback for rows that do not divide into blocks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace sy::llm {
+
+// "q4_K", "Q4_K", "q8_0", "bf16" ... -> GGUF type id; nullopt for an unknown name.
+std::optional<int32_t> parse_type_name(std::string_view name);
+// As GGUF tools print it ("q4_K"); "type<id>" for an id without a name.
+std::string type_name(int32_t type);
+// The type names accepted by parse_type_name that can be written (for help and errors).
+std::string writable_type_names();
+
+// general.file_type (llama_ftype) for a file whose bulk is `type` (pure K types map to the
+// "_S" variant, the closest llama.cpp file type).
+uint32_t file_type_of(int32_t type);
+
+// The type `requested` becomes for tensor `name` of shape `ne` by default, before any block
+// fallback: F32 for 1-D tensors, norms, the router (ffn_gate_inp) and exp_probs_b; attn_k_b
+// only in F32, BF16 or Q8_0 (F16 overflows in it: F16 -> BF16, other types -> Q8_0).
+int32_t preferred_tensor_type(std::string_view name, std::span<const int64_t> ne,
+                              int32_t requested);
+// preferred_tensor_type, then fit_block for ne[0].
+int32_t default_tensor_type(std::string_view name, std::span<const int64_t> ne, int32_t requested);
+
+// `type` if ne0 divides into its blocks, else the nearest type whose block does (K types fall
+// back to 32-element types as llama-quantize does: q2_K/q3_K/iq4_xs -> iq4_nl, q4_K -> q5_0,
+// q5_K -> q5_1, q6_K -> q8_0; 32-element types fall back to f16, or bf16 for attn_k_b).
+int32_t fit_block(std::string_view name, int64_t ne0, int32_t type);
+
+// True for the one tensor family F16 must never hold.
+bool is_attn_k_b(std::string_view name);
+
+}  // namespace sy::llm

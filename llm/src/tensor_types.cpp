@@ -1,0 +1,112 @@
+#include "switchyard/llm/tensor_types.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "switchyard/dtype.h"
+#include "switchyard/quants.hpp"
+
+namespace sy::llm {
+namespace {
+
+// Types a file can be written in, in the order help text lists them.
+constexpr int32_t kWritable[] = {
+    SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16, SY_TYPE_Q8_0,   SY_TYPE_Q5_1,   SY_TYPE_Q5_0,
+    SY_TYPE_Q4_1, SY_TYPE_Q4_0, SY_TYPE_Q6_K, SY_TYPE_Q5_K,   SY_TYPE_Q4_K,   SY_TYPE_Q3_K,
+    SY_TYPE_Q2_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
+};
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+std::optional<int32_t> parse_type_name(std::string_view name) {
+    const std::string wanted = lower(name);
+    for (int32_t t : kWritable) {
+        if (lower(sy_dtype_info(t).name) == wanted) return t;
+    }
+    return std::nullopt;
+}
+
+std::string type_name(int32_t type) {
+    const char* name = sy_dtype_info(type).name;
+    return name ? name : "type" + std::to_string(type);
+}
+
+std::string writable_type_names() {
+    std::string out;
+    for (int32_t t : kWritable) {
+        if (!out.empty()) out += ", ";
+        out += sy_dtype_info(t).name;
+    }
+    return out;
+}
+
+uint32_t file_type_of(int32_t type) {
+    switch (type) {
+        case SY_TYPE_F32: return 0;
+        case SY_TYPE_F16: return 1;
+        case SY_TYPE_Q4_0: return 2;
+        case SY_TYPE_Q4_1: return 3;
+        case SY_TYPE_Q8_0: return 7;
+        case SY_TYPE_Q5_0: return 8;
+        case SY_TYPE_Q5_1: return 9;
+        case SY_TYPE_Q2_K: return 10;
+        case SY_TYPE_Q3_K: return 11;  // Q3_K_S
+        case SY_TYPE_Q4_K: return 14;  // Q4_K_S
+        case SY_TYPE_Q5_K: return 16;  // Q5_K_S
+        case SY_TYPE_Q6_K: return 18;
+        case SY_TYPE_IQ4_NL: return 25;
+        case SY_TYPE_IQ4_XS: return 30;
+        case SY_TYPE_BF16: return 32;
+        default: return 0;
+    }
+}
+
+bool is_attn_k_b(std::string_view name) { return name.find("attn_k_b") != std::string_view::npos; }
+
+int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
+    const int32_t block = sy_dtype_info(type).block_size;
+    if (block > 0 && ne0 % block == 0) return type;
+    int32_t fallback = is_attn_k_b(name) ? SY_TYPE_BF16 : SY_TYPE_F16;
+    switch (type) {
+        case SY_TYPE_Q2_K:
+        case SY_TYPE_Q3_K:
+        case SY_TYPE_IQ4_XS: fallback = SY_TYPE_IQ4_NL; break;
+        case SY_TYPE_Q4_K: fallback = SY_TYPE_Q5_0; break;
+        case SY_TYPE_Q5_K: fallback = SY_TYPE_Q5_1; break;
+        case SY_TYPE_Q6_K: fallback = SY_TYPE_Q8_0; break;
+        default: break;
+    }
+    if (fallback == type) return SY_TYPE_F32;
+    return fit_block(name, ne0, fallback);
+}
+
+int32_t preferred_tensor_type(std::string_view name, std::span<const int64_t> ne,
+                              int32_t requested) {
+    const bool one_dim = std::count_if(ne.begin(), ne.end(), [](int64_t n) { return n > 1; }) <= 1;
+    if (one_dim || ends_with(name, "_norm.weight") || name.find("ffn_gate_inp") != name.npos ||
+        name.find("exp_probs_b") != name.npos) {
+        return SY_TYPE_F32;
+    }
+    int32_t type = requested;
+    if (is_attn_k_b(name) && type != SY_TYPE_F32 && type != SY_TYPE_BF16) {
+        type = type == SY_TYPE_F16 ? SY_TYPE_BF16 : SY_TYPE_Q8_0;
+    }
+    return type;
+}
+
+int32_t default_tensor_type(std::string_view name, std::span<const int64_t> ne, int32_t requested) {
+    return fit_block(name, ne.empty() ? 1 : ne[0], preferred_tensor_type(name, ne, requested));
+}
+
+}  // namespace sy::llm
