@@ -1,6 +1,7 @@
 // Cases of the ops that move values: cpy (every float pair), cont (transpose-copy), concat
 // (along each dimension), get_rows.
 #include "case_table.hpp"
+#include "switchyard/dtype.h"
 
 namespace sy::conformance::detail {
 
@@ -70,6 +71,19 @@ std::vector<Case> get_rows_cases(const Types& t) {
         out.push_back(make_case(SY_OP_GET_ROWS, variant,
                                 {data(sa), source(sid, Fill::Indices, 0, double(sa.ne[1]))}, sd));
     };
+    const int64_t bs = sy_dtype_info(a).block_size;
+    if (bs > 1) {  // a block type: rows of whole blocks, dim 0 innermost
+        add("{" + std::to_string(bs) + ", 10, 1, 1} ids {4}", tensor(a, {bs, 10}), tensor(id, {4}));
+        add("{" + std::to_string(4 * bs) + ", 33, 1, 1} ids {67}", tensor(a, {4 * bs, 33}),
+            tensor(id, {67}));
+        add("{" + std::to_string(2 * bs) + ", 5, 2, 3} ids {3, 2, 3}",
+            tensor(a, {2 * bs, 5, 2, 3}), tensor(id, {3, 2, 3}));
+        add("{" + std::to_string(bs) + ", 20, 1, 1} ids {9} padded src0",
+            padded(tensor(a, {bs, 20}), 1, 2), tensor(id, {9}));
+        add("{" + std::to_string(bs) + ", 12, 2, 1} ids {5, 2} permuted src0 (dims 1, 2)",
+            with_order(tensor(a, {bs, 12, 2}), 0, 2, 1, 3), tensor(id, {5, 2}), true);
+        return out;
+    }
     add("{32, 10, 1, 1} ids {4}", tensor(a, {32, 10}), tensor(id, {4}));
     add("{7, 33, 1, 1} ids {67}", tensor(a, {7, 33}), tensor(id, {67}));
     add("{1, 5, 1, 1} ids {3}", tensor(a, {1, 5}), tensor(id, {3}));

@@ -1,6 +1,7 @@
 // Cases of the matrix products: mul_mat (broadcast over dims 2-3, strided B), mul_mat_id
 // (U1 == 1 and U1 == U) and the named op moe.fused_up_gate v1.
 #include "case_table.hpp"
+#include "switchyard/dtype.h"
 
 namespace sy::conformance::detail {
 
@@ -19,6 +20,22 @@ std::vector<Case> mul_mat_cases(const Types& t) {
         add("K " + std::to_string(K) + " N " + std::to_string(N) + " M " + std::to_string(M),
             tensor(a, {K, N}), tensor(b, {K, M}));
     };
+    const int64_t bs = sy_dtype_info(a).block_size;
+    if (bs > 1) {  // a block type: K a multiple of the block size, dim 0 of A innermost
+        plain(bs, 16, 4);
+        plain(2 * bs, 33, 5);
+        plain(bs, 130, 1);
+        plain(4 * bs, 32, 17);
+        plain(4096, 16, 2);
+        add("A {" + std::to_string(bs) + ", 16, 2, 1} B {" + std::to_string(bs) +
+                ", 5, 6, 1} broadcast",
+            tensor(a, {bs, 16, 2}), tensor(b, {bs, 5, 6}));
+        add("A {" + std::to_string(2 * bs) + ", 20, 1, 1} padded A rows, transposed B",
+            padded(tensor(a, {2 * bs, 20}), 1, 2), transposed(tensor(b, {2 * bs, 9})));
+        add("A {" + std::to_string(bs) + ", 8, 4, 1} permuted A (dims 1, 2), padded dst",
+            with_order(tensor(a, {bs, 8, 4}), 0, 2, 1, 3), tensor(b, {bs, 5, 4}), true);
+        return out;
+    }
     plain(32, 16, 4);
     plain(1, 7, 3);
     plain(7, 33, 5);
@@ -85,8 +102,17 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
         out.push_back(std::move(c));
     };
     const std::vector<int> acts = fused ? std::vector<int>{0, 1} : std::vector<int>{0};
+    const int64_t bs = sy_dtype_info(w).block_size;
     for (int act : acts) {
         const std::string a = fused ? (act ? " gelu" : " silu") : "";
+        if (bs > 1) {  // a block type: K a multiple of the block size
+            add({bs, 16, 4, 2, 3, 2}, a, 0, act);
+            add({2 * bs, 33, 8, 4, 5, 1}, a, 0, act);
+            add({bs, 65, 16, 6, 1, 1}, a, 0, act);
+            add({bs, 20, 6, 4, 3, 4}, a + " padded W, dst", 1, act);
+            add({bs, 12, 5, 3, 4, 3}, a + " transposed X, padded ids", 3, act);
+            continue;
+        }
         add({32, 16, 4, 2, 3, 2}, a, 0, act);
         add({64, 33, 8, 4, 5, 1}, a, 0, act);
         add({67, 7, 3, 3, 7, 3}, a, 0, act);

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "switchyard/conformance.hpp"
+#include "switchyard/quants.hpp"
 #include "switchyard/reference.hpp"
 #include "switchyard/sdk.hpp"
 
@@ -26,12 +27,15 @@ struct HostTensor {
     sy_tensor t{};  // over bytes (host memory)
     int64_t data_offset = 0;
 
+    // Block types store dim 0 innermost in whole blocks: nb0 is the block's bytes and
+    // row_padding counts blocks.
     explicit HostTensor(const TensorSpec& spec) {
         const int64_t esize = sy_dtype_info(spec.type).type_size;
+        const int64_t block = std::max<int32_t>(1, sy_dtype_info(spec.type).block_size);
         int64_t stored_ne[4], stored_nb[4];
         for (int k = 0; k < 4; ++k) stored_ne[k] = spec.ne[spec.order[k]];
         stored_nb[0] = esize;
-        stored_nb[1] = esize * (stored_ne[0] + spec.row_padding);
+        stored_nb[1] = esize * (stored_ne[0] / block + spec.row_padding);
         for (int k = 2; k < 4; ++k) stored_nb[k] = stored_nb[k - 1] * stored_ne[k - 1];
         data_offset = spec.offset * esize;
         bytes.assign(size_t(data_offset + stored_nb[3] * stored_ne[3]), kPoison);
@@ -67,6 +71,10 @@ double uniform01(std::mt19937_64& rng) {
     return double(rng() >> 11) * 0x1.0p-53;
 }
 
+bool is_block_type(int32_t type) {
+    return sy_dtype_info(type).block_size > 1;
+}
+
 void fill(HostTensor& h, const SourceSpec& s, std::mt19937_64& rng) {
     const int64_t* ne = h.t.ne;
     std::vector<double> row(static_cast<size_t>(ne[0]));
@@ -94,6 +102,14 @@ void fill(HostTensor& h, const SourceSpec& s, std::mt19937_64& rng) {
                     row[size_t(i0)] = v;
                 }
                 if (s.fill == Fill::Distinct) std::shuffle(row.begin(), row.end(), rng);
+                if (is_block_type(h.t.type)) {  // quantize the row's floats into its blocks
+                    const std::vector<float> values(row.begin(), row.end());
+                    quants::quantize_row(h.t.type, values.data(),
+                                         static_cast<char*>(h.t.data) + i1 * h.t.nb[1] +
+                                             i2 * h.t.nb[2] + i3 * h.t.nb[3],
+                                         ne[0]);
+                    continue;
+                }
                 for (int64_t i0 = 0; i0 < ne[0]; ++i0)
                     reference::write_element(h.t, i0, i1, i2, i3, row[size_t(i0)]);
             }
@@ -131,6 +147,39 @@ CaseResult fail(std::string message, double tolerance = 0) {
     r.status = Status::Fail;
     r.tolerance = tolerance;
     r.message = std::move(message);
+    return r;
+}
+
+// Same-type get_rows of a block type: every dst row must hold the selected src0 row's bytes, and
+// no byte outside dst's rows may change.
+CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src,
+                              const HostTensor& ids) {
+    const sy_tensor& d = out.t;
+    const int64_t row_bytes = d.ne[0] / sy_dtype_info(d.type).block_size * d.nb[0];
+    std::vector<bool> owned(out.bytes.size(), false);
+    int64_t mismatches = 0;
+    std::string first;
+    for (int64_t i3 = 0; i3 < d.ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < d.ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < d.ne[1]; ++i1) {
+                const int64_t r = int64_t(reference::read_element(ids.t, i1, i2, i3, 0));
+                const int64_t at = out.data_offset + i1 * d.nb[1] + i2 * d.nb[2] + i3 * d.nb[3];
+                const auto* want = static_cast<const uint8_t*>(src.t.data) + r * src.t.nb[1] +
+                                   i2 * src.t.nb[2] + i3 * src.t.nb[3];
+                for (int64_t b = 0; b < row_bytes; ++b) owned[size_t(at + b)] = true;
+                if (std::memcmp(out.bytes.data() + at, want, size_t(row_bytes)) != 0 &&
+                    mismatches++ == 0)
+                    first = index_text(0, i1, i2, i3);
+            }
+    if (mismatches > 0)
+        return fail(std::to_string(mismatches) + " dst row(s) differ from the selected src0 row's "
+                    "bytes, first at " + first);
+    for (size_t b = 0; b < out.bytes.size(); ++b)
+        if (!owned[b] && out.bytes[b] != kPoison)
+            return fail("wrote outside dst's rows (byte " + std::to_string(b) +
+                        " of the dst buffer)");
+    CaseResult r;
+    r.status = Status::Pass;
     return r;
 }
 
@@ -295,6 +344,8 @@ CaseResult run_case(Plugin& plugin, int32_t device, const Case& c) {
     if (st.code != SY_OK) return fail("synchronize() failed: " + status_text(st), tolerance);
     st = api.buffer_get(api.ctx, &buffers.back()->buffer, 0, out.bytes.data(), out.bytes.size());
     if (st.code != SY_OK) return fail("buffer_get(dst) failed: " + status_text(st), tolerance);
+    if (is_block_type(out.t.type) && c.op == SY_OP_GET_ROWS && host.size() == 2)
+        return compare_block_rows(out, host[0], host[1]);
     return compare(c, out, ref, tolerance);
 }
 

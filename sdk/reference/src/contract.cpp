@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy::reference {
@@ -161,9 +162,10 @@ void check_descriptor(const sy_node& node, const sy_tensor& t, const char* role)
     if (t.struct_size < sizeof(sy_tensor))
         fail(node, role_name(t, role) + ": struct_size " + std::to_string(t.struct_size) +
                        " is smaller than sy_tensor");
-    if (!is_scalar_type(t.type))
+    if (!is_scalar_type(t.type) && !is_block_type(t.type))
         fail(node, role_name(t, role) + ": type " + type_name(t.type) +
-                       " is not implemented by the reference (float and integer types only)");
+                       " is not implemented by the reference (float, integer and the block types"
+                       " of switchyard_quants only)");
     for (int d = 0; d < SY_MAX_DIMS; ++d)
         if (t.ne[d] < 0)
             fail(node, role_name(t, role) + ": negative ne[" + std::to_string(d) + "]");
@@ -195,6 +197,45 @@ void require_float(const sy_node& node, const sy_tensor& t, const char* role) {
     if (!sdk::is_float_type(t.type))
         fail(node, role_name(t, role) + " has type " + type_name(t.type) +
                        "; expected a float type (f32, f16, bf16)");
+}
+
+bool is_block_type(int32_t type) {
+    return sy_dtype_info(type).block_size > 1 && quants::can_dequantize(type);
+}
+
+void require_float_or_block(const sy_node& node, const sy_tensor& t, const char* role) {
+    if (is_block_type(t.type)) {
+        const sy_dtype_traits info = sy_dtype_info(t.type);
+        if (t.ne[0] % info.block_size != 0)
+            fail(node, role_name(t, role) + " " + shape_string(t) + " of type " +
+                           type_name(t.type) + ": ne0 must be a multiple of the block size " +
+                           std::to_string(info.block_size));
+        if (t.nb[0] != info.type_size)
+            fail(node, role_name(t, role) + ": nb0 must be the block size in bytes (" +
+                           std::to_string(info.type_size) + ") for type " + type_name(t.type));
+        return;
+    }
+    require_float(node, t, role);
+}
+
+SourceReader::SourceReader(const sy_tensor& t) : t_(t) {
+    if (!is_block_type(t.type)) return;
+    // Dequantize each row (i1, i2, i3) once, through the strides, into logical order.
+    const int64_t ne0 = t.ne[0];
+    dense_.resize(size_t(sdk::nelements(t)));
+    size_t row = 0;
+    for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < t.ne[1]; ++i1, ++row) {
+                const char* p =
+                    static_cast<const char*>(t.data) + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+                quants::dequantize_row(t.type, p, dense_.data() + row * size_t(ne0), ne0);
+            }
+}
+
+double SourceReader::operator()(int64_t i0, int64_t i1, int64_t i2, int64_t i3) const {
+    if (dense_.empty()) return read_element(t_, i0, i1, i2, i3);
+    return dense_[size_t(i0 + t_.ne[0] * (i1 + t_.ne[1] * (i2 + t_.ne[2] * i3)))];
 }
 
 void require_type(const sy_node& node, const sy_tensor& t, int32_t type, const char* role) {

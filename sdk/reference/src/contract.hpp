@@ -23,6 +23,24 @@ const sy_tensor* optional_source(const sy_node& node, int i, const char* role);
 const sy_tensor& destination(const sy_node& node);
 
 void require_float(const sy_node& node, const sy_tensor& t, const char* role);
+// The block types switchyard_quants dequantizes (Q4_0 .. IQ4_XS, Q8_1, Q8_K).
+bool is_block_type(int32_t type);
+// A float type, or a block type laid out as ops.h says: ne0 a multiple of the block size and
+// nb0 the block's bytes (rows are whole blocks; nb1..nb3 are free).
+void require_float_or_block(const sy_node& node, const sy_tensor& t, const char* role);
+
+// Reads a source by logical index: block-typed tensors are dequantized once, row by row
+// through their strides (switchyard_quants); every other type goes through read_element.
+class SourceReader {
+public:
+    explicit SourceReader(const sy_tensor& t);
+    double operator()(int64_t i0, int64_t i1, int64_t i2, int64_t i3) const;
+
+private:
+    const sy_tensor& t_;
+    std::vector<float> dense_;  // logical order; empty for non-block types
+};
+
 void require_type(const sy_node& node, const sy_tensor& t, int32_t type, const char* role);
 void require_same_shape(const sy_node& node, const sy_tensor& a, const char* role_a,
                         const sy_tensor& b, const char* role_b);

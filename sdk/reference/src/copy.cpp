@@ -55,17 +55,23 @@ std::vector<double> get_rows(const sy_node& node) {
     const sy_tensor& src = source(node, 0, "src0");
     const sy_tensor& ids = source(node, 1, "src1 (row ids)");
     require_type(node, ids, SY_TYPE_I32, "src1 (row ids)");
-    if (dst.type != src.type) {  // a conversion: float types to f32 only
+    if (dst.type != src.type) {  // a conversion: float and block types to f32 only
         require_type(node, dst, SY_TYPE_F32, "dst");
+    }
+    if (is_block_type(src.type)) {
+        require_float_or_block(node, src, "src0");
+        if (dst.type == src.type) require_float_or_block(node, dst, "dst");
+    } else if (dst.type != src.type) {
         require_float(node, src, "src0");
     }
     const int64_t n = ids.ne[0];
     require_shape(node, ids, "src1 (row ids)", n, src.ne[2], src.ne[3], 1);
     require_shape(node, dst, "dst", src.ne[0], n, src.ne[2], src.ne[3]);
+    const SourceReader S(src);
     Result out(dst);
     for_each_index(dst.ne, [&](int64_t k, int64_t i, int64_t b2, int64_t b3) {
         const int64_t row = read_index(node, ids, "src1 (row ids)", src.ne[1], i, b2, b3);
-        out.at(k, i, b2, b3) = at(src, k, row, b2, b3);
+        out.at(k, i, b2, b3) = S(k, row, b2, b3);
     });
     return out.values;
 }

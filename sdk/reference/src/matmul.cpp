@@ -12,7 +12,7 @@ std::vector<double> mul_mat(const sy_node& node) {
     const sy_tensor& dst = destination(node);
     const sy_tensor& a = source(node, 0, "src0 (A)");
     const sy_tensor& b = source(node, 1, "src1 (B)");
-    require_float(node, a, "src0 (A)");
+    require_float_or_block(node, a, "src0 (A)");
     require_type(node, b, SY_TYPE_F32, "src1 (B)");
     require_type(node, dst, SY_TYPE_F32, "dst");
     const int64_t K = a.ne[0], N = a.ne[1], M = b.ne[1];
@@ -26,10 +26,11 @@ std::vector<double> mul_mat(const sy_node& node) {
         fail(node, "rows of src0 (A) must be contiguous (nb0 = element size)");
     require_shape(node, dst, "dst", N, M, b.ne[2], b.ne[3]);
     const int64_t r2 = b.ne[2] / a.ne[2], r3 = b.ne[3] / a.ne[3];
+    const SourceReader A(a);
     Result out(dst);
     for_each_index(dst.ne, [&](int64_t n, int64_t m, int64_t b2, int64_t b3) {
         double sum = 0;
-        for (int64_t k = 0; k < K; ++k) sum += at(a, k, n, b2 / r2, b3 / r3) * at(b, k, m, b2, b3);
+        for (int64_t k = 0; k < K; ++k) sum += A(k, n, b2 / r2, b3 / r3) * at(b, k, m, b2, b3);
         out.at(n, m, b2, b3) = sum;
     });
     return out.values;
@@ -38,7 +39,7 @@ std::vector<double> mul_mat(const sy_node& node) {
 // Checks the shared shapes of W {K, N, E}, X {K, U1, T}, ids {U, T}, dst {N, U, T}.
 void check_expert_shapes(const sy_node& node, const sy_tensor& w, const char* w_role,
                          const sy_tensor& x, const sy_tensor& ids, const sy_tensor& dst) {
-    require_float(node, w, w_role);
+    require_float_or_block(node, w, w_role);
     require_type(node, x, SY_TYPE_F32, "X");
     require_type(node, ids, SY_TYPE_I32, "ids");
     require_type(node, dst, SY_TYPE_F32, "dst");
@@ -54,11 +55,11 @@ void check_expert_shapes(const sy_node& node, const sy_tensor& w, const char* w_
 }
 
 // sum_k W[k, n, ids[u, t]] * X[k, u % U1, t]
-double expert_dot(const sy_node& node, const sy_tensor& w, const sy_tensor& x, const sy_tensor& ids,
-                  int64_t n, int64_t u, int64_t t) {
+double expert_dot(const sy_node& node, const sy_tensor& w, const SourceReader& W, const sy_tensor& x,
+                  const sy_tensor& ids, int64_t n, int64_t u, int64_t t) {
     const int64_t e = read_index(node, ids, "ids", w.ne[2], u, t);
     double sum = 0;
-    for (int64_t k = 0; k < w.ne[0]; ++k) sum += at(w, k, n, e, 0) * at(x, k, u % x.ne[1], t, 0);
+    for (int64_t k = 0; k < w.ne[0]; ++k) sum += W(k, n, e, 0) * at(x, k, u % x.ne[1], t, 0);
     return sum;
 }
 
@@ -68,9 +69,10 @@ std::vector<double> mul_mat_id(const sy_node& node) {
     const sy_tensor& x = source(node, 1, "src1 (X)");
     const sy_tensor& ids = source(node, 2, "src2 (ids)");
     check_expert_shapes(node, w, "W", x, ids, dst);
+    const SourceReader W(w);
     Result out(dst);
     for_each_index(dst.ne, [&](int64_t n, int64_t u, int64_t t, int64_t) {
-        out.at(n, u, t, 0) = expert_dot(node, w, x, ids, n, u, t);
+        out.at(n, u, t, 0) = expert_dot(node, w, W, x, ids, n, u, t);
     });
     return out.values;
 }
@@ -94,10 +96,11 @@ std::vector<double> moe_fused_up_gate(const sy_node& node) {
     if (act != 0 && act != 1)
         fail(node,
              "activation iparams[0] = " + std::to_string(act) + " must be 0 (silu) or 1 (gelu)");
+    const SourceReader Up(up), Gate(gate);
     Result out(dst);
     for_each_index(dst.ne, [&](int64_t n, int64_t u, int64_t t, int64_t) {
-        const double g = expert_dot(node, gate, x, ids, n, u, t);
-        const double v = expert_dot(node, up, x, ids, n, u, t);
+        const double g = expert_dot(node, gate, Gate, x, ids, n, u, t);
+        const double v = expert_dot(node, up, Up, x, ids, n, u, t);
         out.at(n, u, t, 0) = (act == 0 ? silu(g) : gelu(g)) * v;
     });
     return out.values;

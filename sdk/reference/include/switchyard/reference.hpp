@@ -20,7 +20,10 @@ namespace sy::reference {
 //
 // Throws std::invalid_argument, naming the op and the tensor, for a node that breaks ops.h's
 // contract: missing sources, wrong types or shapes, bad parameters, ids or row indices out of
-// range. Quantized (block) types are not implemented here: a node that uses one throws too.
+// range. Block-quantized types (those switchyard_quants dequantizes) are accepted as src0 of
+// MUL_MAT, MUL_MAT_ID, moe.fused_up_gate and GET_ROWS: dequantized row by row through the
+// strides (nb0 = bytes per block, ne0 a multiple of the block size); same-type GET_ROWS of a block
+// type returns the dequantized values of the selected rows. Elsewhere they throw.
 std::vector<double> evaluate(const sy_node& node);
 
 // Whether evaluate() knows this op: built-in ids and the named ops/versions it implements.
