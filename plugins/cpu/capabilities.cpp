@@ -19,7 +19,12 @@ constexpr std::array<int32_t, 14> kBlockTypes = {
     SY_TYPE_Q8_1, SY_TYPE_Q2_K, SY_TYPE_Q3_K,   SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
     SY_TYPE_Q6_K, SY_TYPE_Q8_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
 
-constexpr size_t kMaxRows = 256;
+// Weight types of MUL_MAT / MUL_MAT_ID computed on the blocks (quant/), and GET_ROWS to F32.
+constexpr std::array<int32_t, 12> kComputeBlockTypes = {
+    SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1, SY_TYPE_Q8_0,   SY_TYPE_Q2_K,
+    SY_TYPE_Q3_K, SY_TYPE_Q4_K, SY_TYPE_Q5_K, SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
+
+constexpr size_t kMaxRows = 320;
 
 struct TableBuilder {
     std::array<sy_capability, kMaxRows> rows{};
@@ -58,6 +63,11 @@ constexpr TableBuilder build_table() {
         t.add(SY_OP_CONT, a, a);
     }
     for (int32_t a : kBlockTypes) t.add(SY_OP_GET_ROWS, a, a, SY_TYPE_I32);
+    for (int32_t w : kComputeBlockTypes) {
+        t.add(SY_OP_MUL_MAT, SY_TYPE_F32, w, SY_TYPE_F32);
+        t.add(SY_OP_MUL_MAT_ID, SY_TYPE_F32, w, SY_TYPE_F32, SY_TYPE_I32);
+        t.add(SY_OP_GET_ROWS, SY_TYPE_F32, w, SY_TYPE_I32);
+    }
     t.add(SY_OP_ARGSORT, SY_TYPE_I32, SY_TYPE_F32);
     t.add(SY_OP_TOP_K, SY_TYPE_I32, SY_TYPE_F32);
     return t;

@@ -176,7 +176,7 @@ sy_status check_get_rows(const NodeErrors& e, const sy_node& n, DataChecks check
         return e.fail("dst shape %s, expected {K, n, B2, B3} = {%lld, %lld, %lld, %lld}",
                       shape_string(d).c_str(), (long long)src.ne[0], (long long)ids.ne[0],
                       (long long)src.ne[2], (long long)src.ne[3]);
-    if (sy_dtype_info(src.type).block_size > 1 && d.nb[0] != src.nb[0])
+    if (sy_dtype_info(src.type).block_size > 1 && d.type == src.type && d.nb[0] != src.nb[0])
         return e.fail("dst nb0 = %lld must equal src0 nb0 = %lld for a block-quantized type",
                       (long long)d.nb[0], (long long)src.nb[0]);
     if (checks == DataChecks::kFull) return check_index_range(e, ids, src.ne[1], "src1 (row ids)");

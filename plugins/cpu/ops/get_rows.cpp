@@ -1,9 +1,12 @@
 // GET_ROWS, a row gather (ops.h): dst[k, i, b2, b3] = src0[k, ids[i, b2, b3], b2, b3], converted
 // to dst's type; same-type gathers (including block-quantized rows) copy bytes. The ids were
-// checked to lie in [0, R) before this runs.
+// checked to lie in [0, R) before this runs. Block-quantized rows gathered into F32 are
+// dequantized (quant/dequantize.hpp).
 #include <cstring>
+#include <vector>
 
 #include "ops/ops.hpp"
+#include "quant/dequantize.hpp"
 #include "row_copy.hpp"
 #include "tensor_access.hpp"
 #include "thread_pool.hpp"
@@ -15,15 +18,21 @@ void compute_get_rows(ThreadPool& pool, const sy_node& node) {
     const sy_tensor& ids = *node.src[1];
     const sy_tensor& dst = *node.dst;
     const bool block_type = sy_dtype_info(src.type).block_size > 1;
+    const bool dequantize = block_type && dst.type == SY_TYPE_F32;
     const int64_t row_bytes = sdk::row_bytes(src.type, src.ne[0]);
     const int64_t min_rows = (int64_t(1) << 15) / (dst.ne[0] > 0 ? dst.ne[0] : 1) + 1;
     pool.parallel_ranges(sdk::nrows(dst), min_rows, [&](int64_t r0, int64_t r1) {
+        std::vector<float> values(dequantize ? size_t(dst.ne[0]) : 0);
         for (int64_t r = r0; r < r1; ++r) {
             const RowIndex i = row_index(dst, r);
             int32_t id;
             std::memcpy(&id, row_at(ids, i.i2, i.i3, 0) + i.i1 * ids.nb[0], 4);
             const char* from = row_at(src, id, i.i2, i.i3);
-            if (block_type) {
+            if (dequantize) {
+                dequantize_row(src.type, from, values.data(), dst.ne[0]);
+                copy_row(SY_TYPE_F32, reinterpret_cast<const char*>(values.data()), 4, dst.type,
+                         row_at(dst, i), dst.nb[0], dst.ne[0]);
+            } else if (block_type) {
                 std::memcpy(row_at(dst, i), from, size_t(row_bytes));  // validated: packed rows
             } else {
                 copy_row(src.type, from, src.nb[0], dst.type, row_at(dst, i), dst.nb[0], dst.ne[0]);

@@ -3,13 +3,52 @@
 // Work is split into blocks of kBlockRows weight rows x kBlockCols activation rows per batch
 // matrix; threads take blocks from the pool's counter. Consecutive blocks share their
 // activation rows (the row-block index varies fastest), which keeps those in cache.
+// Block-quantized weights take the same split with activation rows quantized once up front
+// (quant/quant_matmul.hpp).
 #include <algorithm>
 
 #include "ops/activation_rows.hpp"
 #include "ops/matmul_tile.hpp"
 #include "ops/ops.hpp"
+#include "quant/quant_matmul.hpp"
 
 namespace sy::cpu {
+namespace {
+
+void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel& qk) {
+    const sy_tensor& a = *node.src[0];
+    const sy_tensor& dst = *node.dst;
+    const int64_t K = a.ne[0], N = a.ne[1], M = dst.ne[1];
+    const int64_t B2 = dst.ne[2], B3 = dst.ne[3];
+    const int64_t bcast2 = B2 / a.ne[2], bcast3 = B3 / a.ne[3];
+    const QuantizedActivations b(pool, *node.src[1], qk);
+
+    const int64_t row_blocks = (N + kBlockRows - 1) / kBlockRows;
+    const int64_t col_blocks = (M + kBlockCols - 1) / kBlockCols;
+    pool.parallel_for(B2 * B3 * col_blocks * row_blocks, [&](int64_t task) {
+        const int64_t row_block = task % row_blocks;
+        int64_t rest = task / row_blocks;
+        const int64_t col_block = rest % col_blocks;
+        rest /= col_blocks;
+        const int64_t b2 = rest % B2, b3 = rest / B2;
+
+        const char* weights =
+            static_cast<const char*>(a.data) + (b2 / bcast2) * a.nb[2] + (b3 / bcast3) * a.nb[3];
+        const int64_t m0 = col_block * kBlockCols;
+        const int64_t count = std::min(kBlockCols, M - m0);
+        const void* b_rows[kBlockCols];
+        float* out[kBlockCols];
+        for (int64_t c = 0; c < count; ++c) {
+            b_rows[c] = b.row(m0 + c, b2, b3);
+            out[c] = reinterpret_cast<float*>(row_at(dst, m0 + c, b2, b3));
+        }
+        const int64_t n0 = row_block * kBlockRows;
+        quant_matmul_block(qk, weights, a.nb[1], n0, std::min(N, n0 + kBlockRows), K, b_rows,
+                           out, count, dst.nb[0]);
+    });
+}
+
+}  // namespace
 
 void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
     const sy_tensor& a = *node.src[0];
@@ -18,6 +57,8 @@ void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
     const int64_t B2 = dst.ne[2], B3 = dst.ne[3];
     if (K == 0) return fill_with_zeros(dst);
     const int64_t bcast2 = B2 / a.ne[2], bcast3 = B3 / a.ne[3];
+    const QuantKernel qk = quant_kernel(a.type);
+    if (qk.dot != nullptr) return mul_mat_quantized(pool, node, qk);
     const ActivationRows b(pool, *node.src[1]);
 
     const int64_t row_blocks = (N + kBlockRows - 1) / kBlockRows;

@@ -2,7 +2,8 @@
 //   dst[n, u, t] = sum_k W[k, n, ids[u, t]] * X[k, u % U1, t]
 // The (u, t) slots are grouped by expert first (a counting sort), so each expert's weights are
 // streamed once for all the tokens routed to it, as one small matrix product; ids were checked
-// to lie in [0, E) before this runs.
+// to lie in [0, E) before this runs. Block-quantized experts meet activation rows quantized once
+// up front (quant/quant_matmul.hpp).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "ops/activation_rows.hpp"
 #include "ops/matmul_tile.hpp"
 #include "ops/ops.hpp"
+#include "quant/quant_matmul.hpp"
 
 namespace sy::cpu {
 namespace {
@@ -59,6 +61,25 @@ void compute_mul_mat_id(ThreadPool& pool, const sy_node& node) {
             for (int64_t rb = 0; rb < row_blocks; ++rb)
                 blocks.push_back({e, rb, s, std::min(kBlockCols, start[size_t(e) + 1] - s)});
 
+    const QuantKernel qk = quant_kernel(w.type);
+    if (qk.dot != nullptr) {
+        const QuantizedActivations xq(pool, x, qk);
+        pool.parallel_for(int64_t(blocks.size()), [&](int64_t task) {
+            const ExpertBlock& blk = blocks[size_t(task)];
+            const void* b_rows[kBlockCols];
+            float* out[kBlockCols];
+            for (int64_t c = 0; c < blk.slot_count; ++c) {
+                const Slot& s = slots[size_t(blk.first_slot + c)];
+                b_rows[c] = xq.row(s.u % U1, s.t, 0);
+                out[c] = reinterpret_cast<float*>(row_at(dst, s.u, s.t, 0));
+            }
+            const char* weights = static_cast<const char*>(w.data) + blk.expert * w.nb[2];
+            const int64_t n0 = blk.row_block * kBlockRows;
+            quant_matmul_block(qk, weights, w.nb[1], n0, std::min(N, n0 + kBlockRows), K, b_rows,
+                               out, blk.slot_count, dst.nb[0]);
+        });
+        return;
+    }
     const ActivationRows xr(pool, x);
     pool.parallel_for(int64_t(blocks.size()), [&](int64_t task) {
         const ExpertBlock& blk = blocks[size_t(task)];

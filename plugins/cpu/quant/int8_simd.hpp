@@ -1,0 +1,229 @@
+// Integer vector primitives of the quantized dot products: 32 bytes (I8x32), 8 int32 lanes
+// (I32x8) and 8 floats (F32x8), i.e. one 32-element quant block per register. Chosen by the
+// translation unit's flags like simd.hpp:
+//   AVX-512 VNNI + VL   vpdpbusd on 256-bit registers (Zen 4 runs 512-bit ops as two halves, so
+//                       256 bits lose nothing there and match the 32-element blocks)
+//   AVX2                vpmaddubsw + vpmaddwd
+//   otherwise           plain loops
+// dot_us(acc, u, s): lane i of acc += sum_{j<4} u[4i+j] * s[4i+j], u unsigned, s signed bytes.
+// With vpmaddubsw the pair sums saturate at int16, so callers keep u * s pairs below 2^15:
+// unsigned weights stay <= 63, or they use dot_ss (|w| <= 128, |s| <= 127).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "simd.hpp"
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define SY_CPU_INT8_VNNI 1
+#endif
+#if defined(__AVX2__)
+#define SY_CPU_INT8_AVX2 1
+#endif
+
+namespace sy::cpu::i8 {
+inline namespace SY_CPU_SIMD_ISA {
+
+#if defined(SY_CPU_INT8_AVX2)
+
+struct I8x32 {
+    __m256i v;
+};
+struct I32x8 {
+    __m256i v;
+};
+struct F32x8 {
+    __m256 v;
+};
+
+inline I8x32 load32(const void* p) {
+    return {_mm256_loadu_si256(static_cast<const __m256i*>(p))};
+}
+inline I8x32 splat8(int8_t x) {
+    return {_mm256_set1_epi8(x)};
+}
+// Bytes 0..15: low nibbles of p[0..15]; bytes 16..31: their high nibbles.
+inline I8x32 nibbles16(const uint8_t* p) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(x, 4), x);
+    return {_mm256_and_si256(both, _mm256_set1_epi8(0x0F))};
+}
+inline I8x32 low_nibbles(I8x32 a) {
+    return {_mm256_and_si256(a.v, _mm256_set1_epi8(0x0F))};
+}
+inline I8x32 high_nibbles(I8x32 a) {
+    return {_mm256_and_si256(_mm256_srli_epi16(a.v, 4), _mm256_set1_epi8(0x0F))};
+}
+inline I8x32 and8(I8x32 a, uint8_t m) {
+    return {_mm256_and_si256(a.v, _mm256_set1_epi8(char(m)))};
+}
+inline I8x32 or8(I8x32 a, I8x32 b) {
+    return {_mm256_or_si256(a.v, b.v)};
+}
+inline I8x32 sub8(I8x32 a, I8x32 b) {
+    return {_mm256_sub_epi8(a.v, b.v)};
+}
+// Per-byte shifts; shl8 assumes no bit crosses out of its byte (callers mask first).
+inline I8x32 shr8(I8x32 a, int n) {
+    return {_mm256_and_si256(_mm256_srl_epi16(a.v, _mm_cvtsi32_si128(n)),
+                             _mm256_set1_epi8(char(0xFF >> n)))};
+}
+inline I8x32 shl8(I8x32 a, int n) {
+    return {_mm256_sll_epi16(a.v, _mm_cvtsi32_si128(n))};
+}
+// Byte j = 0xFF when bit j of `bits` is set, else 0.
+inline I8x32 bits32(uint32_t bits) {
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                           0x0101010101010101, 0x0000000000000000);
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)), shuf);
+    const __m256i select = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+    b = _mm256_or_si256(b, select);
+    return {_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1))};
+}
+// table: 16 signed bytes; idx bytes in [0, 16).
+inline I8x32 lut16(const int8_t* table, I8x32 idx) {
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
+    return {_mm256_shuffle_epi8(_mm256_set_m128i(t, t), idx.v)};
+}
+inline I32x8 zero32() {
+    return {_mm256_setzero_si256()};
+}
+inline I32x8 dot_us(I32x8 acc, I8x32 u, I8x32 s) {
+#if defined(SY_CPU_INT8_VNNI)
+    return {_mm256_dpbusd_epi32(acc.v, u.v, s.v)};
+#else
+    const __m256i p16 = _mm256_maddubs_epi16(u.v, s.v);
+    return {_mm256_add_epi32(acc.v, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)))};
+#endif
+}
+// Signed x signed: |w| * (s with w's sign).
+inline I32x8 dot_ss(I32x8 acc, I8x32 w, I8x32 s) {
+    return dot_us(acc, {_mm256_sign_epi8(w.v, w.v)}, {_mm256_sign_epi8(s.v, w.v)});
+}
+inline I32x8 add32(I32x8 a, I32x8 b) {
+    return {_mm256_add_epi32(a.v, b.v)};
+}
+// Lanes 0..3 times lo, lanes 4..7 times hi (per-16-element scales of a 32-element chunk).
+inline I32x8 scale32(I32x8 a, int32_t lo, int32_t hi) {
+    return {_mm256_mullo_epi32(a.v, _mm256_set_epi32(hi, hi, hi, hi, lo, lo, lo, lo))};
+}
+inline F32x8 zerof() {
+    return {_mm256_setzero_ps()};
+}
+// acc + float(a) * d
+inline F32x8 fma_i32(I32x8 a, float d, F32x8 acc) {
+    return {_mm256_fmadd_ps(_mm256_cvtepi32_ps(a.v), _mm256_set1_ps(d), acc.v)};
+}
+inline float reduce(F32x8 a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+#else  // plain loops
+
+struct I8x32 {
+    int8_t b[32];
+};
+struct I32x8 {
+    int32_t v[8];
+};
+struct F32x8 {
+    float v[8];
+};
+
+inline I8x32 load32(const void* p) {
+    I8x32 r;
+    std::memcpy(r.b, p, 32);
+    return r;
+}
+inline I8x32 splat8(int8_t x) {
+    I8x32 r;
+    for (int j = 0; j < 32; ++j) r.b[j] = x;
+    return r;
+}
+inline I8x32 nibbles16(const uint8_t* p) {
+    I8x32 r;
+    for (int j = 0; j < 16; ++j) {
+        r.b[j] = int8_t(p[j] & 15);
+        r.b[j + 16] = int8_t(p[j] >> 4);
+    }
+    return r;
+}
+inline I8x32 low_nibbles(I8x32 a) {
+    for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) & 15);
+    return a;
+}
+inline I8x32 high_nibbles(I8x32 a) {
+    for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) >> 4);
+    return a;
+}
+inline I8x32 and8(I8x32 a, uint8_t m) {
+    for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) & m);
+    return a;
+}
+inline I8x32 or8(I8x32 a, I8x32 b) {
+    for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) | uint8_t(b.b[j]));
+    return a;
+}
+inline I8x32 sub8(I8x32 a, I8x32 b) {
+    for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) - uint8_t(b.b[j]));
+    return a;
+}
+inline I8x32 shr8(I8x32 a, int n) {
+    for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) >> n);
+    return a;
+}
+inline I8x32 shl8(I8x32 a, int n) {
+    for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(uint8_t(a.b[j]) << n));
+    return a;
+}
+inline I8x32 bits32(uint32_t bits) {
+    I8x32 r;
+    for (int j = 0; j < 32; ++j) r.b[j] = (bits >> j) & 1 ? int8_t(-1) : int8_t(0);
+    return r;
+}
+inline I8x32 lut16(const int8_t* table, I8x32 idx) {
+    for (int j = 0; j < 32; ++j) idx.b[j] = table[idx.b[j] & 15];
+    return idx;
+}
+inline I32x8 zero32() {
+    return I32x8{};
+}
+inline I32x8 dot_us(I32x8 acc, I8x32 u, I8x32 s) {
+    for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 4; ++j) acc.v[i] += int32_t(uint8_t(u.b[4 * i + j])) * s.b[4 * i + j];
+    return acc;
+}
+inline I32x8 dot_ss(I32x8 acc, I8x32 w, I8x32 s) {
+    for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 4; ++j) acc.v[i] += int32_t(w.b[4 * i + j]) * s.b[4 * i + j];
+    return acc;
+}
+inline I32x8 add32(I32x8 a, I32x8 b) {
+    for (int i = 0; i < 8; ++i) a.v[i] += b.v[i];
+    return a;
+}
+inline I32x8 scale32(I32x8 a, int32_t lo, int32_t hi) {
+    for (int i = 0; i < 8; ++i) a.v[i] *= i < 4 ? lo : hi;
+    return a;
+}
+inline F32x8 zerof() {
+    return F32x8{};
+}
+inline F32x8 fma_i32(I32x8 a, float d, F32x8 acc) {
+    for (int i = 0; i < 8; ++i) acc.v[i] += float(a.v[i]) * d;
+    return acc;
+}
+inline float reduce(F32x8 a) {
+    float s = 0;
+    for (int i = 0; i < 8; ++i) s += a.v[i];
+    return s;
+}
+
+#endif
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu::i8

@@ -1,0 +1,71 @@
+// The quantized side of MUL_MAT and MUL_MAT_ID: activation rows quantized once per op, and the
+// block loop over weight rows x columns that calls the per-type dot products. The float paths
+// (ops/matmul_tile.hpp) share the callers' task split; see ops/mul_mat.cpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/activation_rows.hpp"
+#include "quant/quant_kernels.hpp"
+
+namespace sy::cpu {
+inline namespace SY_CPU_SIMD_ISA {
+
+// Every row of an F32 tensor, quantized to the kernel's activation format; rows in the flat
+// order (i1 fastest), each K / act_block blocks.
+class QuantizedActivations {
+  public:
+    QuantizedActivations(ThreadPool& pool, const sy_tensor& t, const QuantKernel& kernel)
+        : t_(t), row_bytes_(t.ne[0] / kernel.act_block * kernel.act_bytes) {
+        const ActivationRows rows(pool, t);
+        data_.resize(size_t(sdk::nrows(t) * row_bytes_));
+        const int64_t ne0 = t.ne[0];
+        pool.parallel_ranges(
+            sdk::nrows(t), 8192 / (ne0 > 0 ? ne0 : 1) + 1, [&](int64_t r0, int64_t r1) {
+                for (int64_t r = r0; r < r1; ++r) {
+                    const RowIndex i = row_index(t, r);
+                    const float* x = rows.row(i.i1, i.i2, i.i3);
+                    void* y = data_.data() + r * row_bytes_;
+                    if (kernel.act_type == SY_TYPE_Q8_K)
+                        quantize_act_q8_K(x, static_cast<sy_block_q8_K*>(y), ne0);
+                    else
+                        quantize_act_q8x32(x, static_cast<ActQ8x32*>(y), ne0);
+                }
+            });
+    }
+
+    const void* row(int64_t i1, int64_t i2, int64_t i3) const {
+        return data_.data() + ((i3 * t_.ne[2] + i2) * t_.ne[1] + i1) * row_bytes_;
+    }
+
+  private:
+    const sy_tensor& t_;
+    const int64_t row_bytes_;
+    std::vector<char> data_;  // operator new's alignment suffices for the f32 scales
+};
+
+// Weight rows [n0, n1) at `a` (rows a_row_stride bytes apart, K values each) against `count`
+// quantized activation rows act[c]; the result of row n, column c goes to
+// out[c] + n * out_row_stride bytes. Each weight row is read once (it stays in L1 while the
+// columns pass by in groups of kMaxDotCols).
+inline void quant_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_stride,
+                               int64_t n0, int64_t n1, int64_t K, const void* const* act,
+                               float* const* out, int64_t count, int64_t out_row_stride) {
+    // Weight and activation blocks have the same size (32, or 256 for Q8_K).
+    const int64_t blocks = K / kernel.act_block;
+    for (int64_t n = n0; n < n1; ++n) {
+        const char* row = a + n * a_row_stride;
+        for (int64_t c = 0; c < count; c += kMaxDotCols) {
+            const int cols = int(count - c < kMaxDotCols ? count - c : kMaxDotCols);
+            float r[kMaxDotCols];
+            kernel.dot(blocks, row, act + c, cols, r);
+            for (int j = 0; j < cols; ++j)
+                std::memcpy(reinterpret_cast<char*>(out[c + j]) + n * out_row_stride, &r[j],
+                            sizeof(float));
+        }
+    }
+}
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu

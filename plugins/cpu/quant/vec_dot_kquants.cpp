@@ -1,0 +1,244 @@
+// Dot products of the K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (256-element super-blocks) with Q8_K
+// activations. Per super-block the weights are decoded 32 values at a time into unsigned bytes,
+// dot_us gives int32 lanes of 4 products (lanes 0-3: the first 16 values, 4-7: the next 16), the
+// sub-block scales multiply those lanes, and one float FMA per super-block applies d_w * d_a.
+// The constant parts (mins, and the offsets of Q3_K / Q6_K) come from the activation block sums:
+//   sum_j sc_j * (q_j - o) * a_j = sum_j sc_j * q_j a_j - o * sum_sub sc_sub * bsum_sub.
+#include "quant/int8_simd.hpp"
+#include "quant/quant_kernels.hpp"
+#include "switchyard/sdk.hpp"
+
+namespace sy::cpu {
+inline namespace SY_CPU_SIMD_ISA {
+namespace {
+
+using namespace i8;
+
+template <int C>
+struct Columns {
+    const sy_block_q8_K* a[C];
+    F32x8 acc[C];
+    float scalar[C];
+
+    explicit Columns(const void* const* act) {
+        for (int c = 0; c < C; ++c) {
+            a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+            acc[c] = zerof();
+            scalar[c] = 0.0f;
+        }
+    }
+    void finish(float* out) const {
+        for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]) + scalar[c];
+    }
+};
+
+// 6-bit scale and min j of the 12 packed bytes of Q4_K / Q5_K.
+inline void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+template <int C>
+void q4_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const sy_block_q4_K* x = static_cast<const sy_block_q4_K*>(w);
+    Columns<C> cols(act);
+    for (int64_t i = 0; i < blocks; ++i) {
+        int sc[8], mn[8];
+        for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
+        I32x8 sum[C];
+        for (int c = 0; c < C; ++c) sum[c] = zero32();
+        for (int j = 0; j < 4; ++j) {
+            const I8x32 bytes = load32(x[i].qs + 32 * j);
+            const I8x32 lo = low_nibbles(bytes), hi = high_nibbles(bytes);
+            for (int c = 0; c < C; ++c) {
+                const int8_t* aq = cols.a[c][i].qs + 64 * j;
+                const I32x8 plo = dot_us(zero32(), lo, load32(aq));
+                const I32x8 phi = dot_us(zero32(), hi, load32(aq + 32));
+                sum[c] = add32(sum[c], scale32(plo, sc[2 * j], sc[2 * j]));
+                sum[c] = add32(sum[c], scale32(phi, sc[2 * j + 1], sc[2 * j + 1]));
+            }
+        }
+        const float d = sdk::fp16_to_f32(x[i].d), dmin = sdk::fp16_to_f32(x[i].dmin);
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& a = cols.a[c][i];
+            int32_t msum = 0;
+            for (int j = 0; j < 8; ++j) msum += mn[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+            cols.acc[c] = fma_i32(sum[c], d * a.d, cols.acc[c]);
+            cols.scalar[c] -= dmin * a.d * float(msum);
+        }
+    }
+    cols.finish(out);
+}
+
+template <int C>
+void q5_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const sy_block_q5_K* x = static_cast<const sy_block_q5_K*>(w);
+    Columns<C> cols(act);
+    for (int64_t i = 0; i < blocks; ++i) {
+        int sc[8], mn[8];
+        for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
+        const I8x32 qh = load32(x[i].qh);
+        I32x8 sum[C];
+        for (int c = 0; c < C; ++c) sum[c] = zero32();
+        for (int j = 0; j < 4; ++j) {
+            const I8x32 bytes = load32(x[i].qs + 32 * j);
+            const I8x32 lo = or8(low_nibbles(bytes), shl8(and8(shr8(qh, 2 * j), 1), 4));
+            const I8x32 hi = or8(high_nibbles(bytes), shl8(and8(shr8(qh, 2 * j + 1), 1), 4));
+            for (int c = 0; c < C; ++c) {
+                const int8_t* aq = cols.a[c][i].qs + 64 * j;
+                const I32x8 plo = dot_us(zero32(), lo, load32(aq));
+                const I32x8 phi = dot_us(zero32(), hi, load32(aq + 32));
+                sum[c] = add32(sum[c], scale32(plo, sc[2 * j], sc[2 * j]));
+                sum[c] = add32(sum[c], scale32(phi, sc[2 * j + 1], sc[2 * j + 1]));
+            }
+        }
+        const float d = sdk::fp16_to_f32(x[i].d), dmin = sdk::fp16_to_f32(x[i].dmin);
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& a = cols.a[c][i];
+            int32_t msum = 0;
+            for (int j = 0; j < 8; ++j) msum += mn[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+            cols.acc[c] = fma_i32(sum[c], d * a.d, cols.acc[c]);
+            cols.scalar[c] -= dmin * a.d * float(msum);
+        }
+    }
+    cols.finish(out);
+}
+
+// x = d * sc * (q - 32), q = 4 bits of ql | 2 bits of qh << 4; scales per 16 values.
+template <int C>
+void q6_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const sy_block_q6_K* x = static_cast<const sy_block_q6_K*>(w);
+    Columns<C> cols(act);
+    for (int64_t i = 0; i < blocks; ++i) {
+        const int8_t* sc = x[i].scales;
+        I32x8 sum[C];
+        for (int c = 0; c < C; ++c) sum[c] = zero32();
+        for (int half = 0; half < 2; ++half) {
+            const uint8_t* ql = x[i].ql + 64 * half;
+            const I8x32 qh = load32(x[i].qh + 32 * half);
+            const I8x32 l0 = load32(ql), l1 = load32(ql + 32);
+            const I8x32 q[4] = {
+                or8(low_nibbles(l0), shl8(and8(qh, 3), 4)),
+                or8(low_nibbles(l1), shl8(and8(shr8(qh, 2), 3), 4)),
+                or8(high_nibbles(l0), shl8(and8(shr8(qh, 4), 3), 4)),
+                or8(high_nibbles(l1), shl8(shr8(qh, 6), 4)),
+            };
+            for (int g = 0; g < 4; ++g) {
+                const int s0 = sc[8 * half + 2 * g], s1 = sc[8 * half + 2 * g + 1];
+                for (int c = 0; c < C; ++c) {
+                    const I32x8 p =
+                        dot_us(zero32(), q[g], load32(cols.a[c][i].qs + 128 * half + 32 * g));
+                    sum[c] = add32(sum[c], scale32(p, s0, s1));
+                }
+            }
+        }
+        const float d = sdk::fp16_to_f32(x[i].d);
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& a = cols.a[c][i];
+            int32_t osum = 0;
+            for (int j = 0; j < 16; ++j) osum += sc[j] * a.bsums[j];
+            cols.acc[c] = fma_i32(sum[c], d * a.d, cols.acc[c]);
+            cols.scalar[c] -= 32.0f * d * a.d * float(osum);
+        }
+    }
+    cols.finish(out);
+}
+
+// 16 6-bit scales (biased by 32) unpacked from Q3_K's 12 bytes.
+inline void q3_K_scales(const uint8_t* packed, int* sc) {
+    uint32_t aux[4];
+    std::memcpy(aux, packed, 12);
+    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    const uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    uint8_t bytes[16];
+    std::memcpy(bytes, aux, 16);
+    for (int j = 0; j < 16; ++j) sc[j] = int(bytes[j]) - 32;
+}
+
+// x = d * sc * (q - 4), q = 2 bits of qs | the hmask bit << 2; scales per 16 values.
+template <int C>
+void q3_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const sy_block_q3_K* x = static_cast<const sy_block_q3_K*>(w);
+    Columns<C> cols(act);
+    for (int64_t i = 0; i < blocks; ++i) {
+        int sc[16];
+        q3_K_scales(x[i].scales, sc);
+        const I8x32 hm = load32(x[i].hmask);
+        I32x8 sum[C];
+        for (int c = 0; c < C; ++c) sum[c] = zero32();
+        for (int half = 0; half < 2; ++half) {
+            const I8x32 qs = load32(x[i].qs + 32 * half);
+            for (int g = 0; g < 4; ++g) {
+                const int group = 4 * half + g;
+                const I8x32 q =
+                    or8(and8(shr8(qs, 2 * g), 3), shl8(and8(shr8(hm, group), 1), 2));
+                for (int c = 0; c < C; ++c) {
+                    const I32x8 p = dot_us(zero32(), q, load32(cols.a[c][i].qs + 32 * group));
+                    sum[c] = add32(sum[c], scale32(p, sc[2 * group], sc[2 * group + 1]));
+                }
+            }
+        }
+        const float d = sdk::fp16_to_f32(x[i].d);
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& a = cols.a[c][i];
+            int32_t osum = 0;
+            for (int j = 0; j < 16; ++j) osum += sc[j] * a.bsums[j];
+            cols.acc[c] = fma_i32(sum[c], d * a.d, cols.acc[c]);
+            cols.scalar[c] -= 4.0f * d * a.d * float(osum);
+        }
+    }
+    cols.finish(out);
+}
+
+// x = d * (sc & 15) * q - dmin * (sc >> 4), q 2 bits; scales per 16 values.
+template <int C>
+void q2_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const sy_block_q2_K* x = static_cast<const sy_block_q2_K*>(w);
+    Columns<C> cols(act);
+    for (int64_t i = 0; i < blocks; ++i) {
+        const uint8_t* sc = x[i].scales;
+        I32x8 sum[C];
+        for (int c = 0; c < C; ++c) sum[c] = zero32();
+        for (int half = 0; half < 2; ++half) {
+            const I8x32 qs = load32(x[i].qs + 32 * half);
+            for (int g = 0; g < 4; ++g) {
+                const int group = 4 * half + g;
+                const I8x32 q = and8(shr8(qs, 2 * g), 3);
+                for (int c = 0; c < C; ++c) {
+                    const I32x8 p = dot_us(zero32(), q, load32(cols.a[c][i].qs + 32 * group));
+                    sum[c] = add32(sum[c],
+                                   scale32(p, sc[2 * group] & 15, sc[2 * group + 1] & 15));
+                }
+            }
+        }
+        const float d = sdk::fp16_to_f32(x[i].d), dmin = sdk::fp16_to_f32(x[i].dmin);
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& a = cols.a[c][i];
+            int32_t msum = 0;
+            for (int j = 0; j < 16; ++j) msum += (sc[j] >> 4) * a.bsums[j];
+            cols.acc[c] = fma_i32(sum[c], d * a.d, cols.acc[c]);
+            cols.scalar[c] -= dmin * a.d * float(msum);
+        }
+    }
+    cols.finish(out);
+}
+
+}  // namespace
+
+SY_CPU_DEFINE_VEC_DOT(q2_K)
+SY_CPU_DEFINE_VEC_DOT(q3_K)
+SY_CPU_DEFINE_VEC_DOT(q4_K)
+SY_CPU_DEFINE_VEC_DOT(q5_K)
+SY_CPU_DEFINE_VEC_DOT(q6_K)
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu
