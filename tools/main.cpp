@@ -18,7 +18,6 @@ int main(int argc, char** argv) {
 
     sy::tools::Command plugins = sy::tools::add_plugins_command(app);
     sy::tools::Command inspect = sy::tools::add_inspect_command(app);
-    sy::tools::Command inspect = sy::tools::add_inspect_command(app);
     sy::tools::Command make_model = sy::tools::add_make_model_command(app);
     sy::tools::Command quantize = sy::tools::add_quantize_command(app);
 
@@ -29,7 +28,6 @@ int main(int argc, char** argv) {
     }
     try {
         if (app.got_subcommand("plugins")) return plugins();
-        if (app.got_subcommand("inspect")) return inspect();
         if (app.got_subcommand("inspect")) return inspect();
         if (app.got_subcommand("make-model")) return make_model();
         if (app.got_subcommand("quantize")) return quantize();

@@ -20,7 +20,6 @@ struct PluginOptions {
 
 Command add_plugins_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
-Command add_inspect_command(CLI::App& app);
 Command add_make_model_command(CLI::App& app);
 Command add_quantize_command(CLI::App& app);
 
