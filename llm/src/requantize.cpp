@@ -56,6 +56,10 @@ TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t
                                   int32_t target, const std::vector<QuantRule>& rules) {
     TensorDecision d;
     const std::string s(name);
+    if (keeps_f32(name, ne)) {
+        d.wanted = d.type = SY_TYPE_F32;
+        return d;
+    }
     for (const QuantRule& rule : rules) {
         if (std::regex_search(s, rule.pattern)) {
             d.rule = &rule;

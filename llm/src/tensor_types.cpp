@@ -91,13 +91,15 @@ int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
     return fit_block(name, ne0, fallback);
 }
 
+bool keeps_f32(std::string_view name, std::span<const int64_t> ne) {
+    const bool one_dim = std::count_if(ne.begin(), ne.end(), [](int64_t n) { return n > 1; }) <= 1;
+    return one_dim || ends_with(name, "_norm.weight") || name.find("ffn_gate_inp") != name.npos ||
+           name.find("exp_probs_b") != name.npos;
+}
+
 int32_t preferred_tensor_type(std::string_view name, std::span<const int64_t> ne,
                               int32_t requested) {
-    const bool one_dim = std::count_if(ne.begin(), ne.end(), [](int64_t n) { return n > 1; }) <= 1;
-    if (one_dim || ends_with(name, "_norm.weight") || name.find("ffn_gate_inp") != name.npos ||
-        name.find("exp_probs_b") != name.npos) {
-        return SY_TYPE_F32;
-    }
+    if (keeps_f32(name, ne)) return SY_TYPE_F32;
     int32_t type = requested;
     if (is_attn_k_b(name) && type != SY_TYPE_F32 && type != SY_TYPE_BF16) {
         type = type == SY_TYPE_F16 ? SY_TYPE_BF16 : SY_TYPE_Q8_0;

@@ -33,7 +33,8 @@ struct TensorDecision {
     bool fell_back() const { return type != wanted; }
 };
 
-// The type tensor `name` of shape `ne` gets: the first matching rule's type (F16 becomes BF16
+// The type tensor `name` of shape `ne` gets: F32 for the tensors keeps_f32 protects (rules do
+// not apply to them), else the first matching rule's type (F16 becomes BF16
 // for attn_k_b), else default_tensor_type(target); then the block fallback for ne0.
 TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,
                                   int32_t target, const std::vector<QuantRule>& rules);

@@ -22,6 +22,10 @@ std::string writable_type_names();
 // "_S" variant, the closest llama.cpp file type).
 uint32_t file_type_of(int32_t type);
 
+// 1-D tensors, norms, the router (ffn_gate_inp) and exp_probs_b: always F32, whatever a rule
+// asks (as llama-quantize never quantizes them).
+bool keeps_f32(std::string_view name, std::span<const int64_t> ne);
+
 // The type `requested` becomes for tensor `name` of shape `ne` by default, before any block
 // fallback: F32 for 1-D tensors, norms, the router (ffn_gate_inp) and exp_probs_b; attn_k_b
 // only in F32, BF16 or Q8_0 (F16 overflows in it: F16 -> BF16, other types -> Q8_0).
