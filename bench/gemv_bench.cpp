@@ -5,12 +5,14 @@
 //
 // The plugin is loaded with plain dlopen: PATH, or the best-scoring libswitchyard-cpu-*.so of the
 // build tree. For each type, two weight matrices of K x N (default 4096 x 16384, larger than any
-// cache; 64 MiB in Q8_0 ... 256 MiB in F32) are filled with random blocks and the GEMV (one
-// activation row) alternates between them, so every run streams its weights from memory. Printed:
+// cache; 64 MiB in Q8_0 ... 256 MiB in F32) are filled with random blocks, and copies of them,
+// enough to span twice the last-level cache (which is ~500 MiB on some EPYC parts), and the GEMV
+// (one activation row) rotates through them, so every run streams its weights from memory. Printed:
 // best and median ms, GB/s of weight bytes read (best run), and that as a share of --bandwidth
 // (e.g. from ../shared/tools/membw.sh); then a GEMM (--gemm-rows activation rows, default 512)
 // in GFLOP/s (2 K N M flops).
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -209,12 +211,16 @@ int main(int argc, char** argv) {
             continue;
         }
         const int64_t bytes = sy::sdk::row_bytes(type, o.K) * o.N;
+        const long llc = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
+        const int copies = int(std::clamp<int64_t>((2 * int64_t(llc)) / bytes + 2, 2, 64));
         std::vector<uint8_t*> weights;
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < copies; ++i) {
             auto* p = static_cast<uint8_t*>(host_alloc(nullptr, size_t(bytes), 64));
-            fill_weights(type, p, bytes, rng);
+            if (i == 0) fill_weights(type, p, bytes, rng);
+            else std::memcpy(p, weights[0], size_t(bytes));
             weights.push_back(p);
         }
+        const size_t nw = weights.size();
         auto run = [&](uint8_t* w, int64_t rows) {
             sy_tensor a = sy::sdk::make_tensor(type, o.K, o.N, 1, 1, w);
             sy_tensor b = sy::sdk::make_tensor(SY_TYPE_F32, o.K, rows, 1, 1, x.data());
@@ -236,9 +242,9 @@ int main(int argc, char** argv) {
             }
             return now_ms() - t0;
         };
-        for (int i = 0; i < 4; ++i) run(weights[size_t(i % 2)], 1);  // warm-up
+        for (size_t i = 0; i < nw; ++i) run(weights[i], 1);  // warm-up
         std::vector<double> times;
-        for (int i = 0; i < o.reps; ++i) times.push_back(run(weights[size_t(i % 2)], 1));
+        for (int i = 0; i < o.reps; ++i) times.push_back(run(weights[size_t(i) % nw], 1));
         std::sort(times.begin(), times.end());
         const double best = times.front(), median = times[times.size() / 2];
         const double gbps = double(bytes) / (best * 1e6);
