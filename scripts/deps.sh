@@ -8,6 +8,7 @@ packages=(
   libcli11-dev            # CLI11: the command line
   libfmt-dev nlohmann-json3-dev
   libgtest-dev googletest # GoogleTest
+  clang libclang-rt-14-dev # libFuzzer for tests/gguf/fuzz
 )
 missing=()
 for p in "${packages[@]}"; do
