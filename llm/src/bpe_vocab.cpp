@@ -96,8 +96,9 @@ std::string gpt2_byte_token(uint8_t b) {
 
 BpeVocab build_bpe_vocab(uint32_t vocab_size) {
     if (vocab_size < 258) {
-        throw std::invalid_argument("a byte-level BPE vocabulary needs at least 258 tokens, asked " +
-                                    std::to_string(vocab_size));
+        throw std::invalid_argument(
+            "a byte-level BPE vocabulary needs at least 258 tokens, asked " +
+            std::to_string(vocab_size));
     }
     BpeVocab v;
     const uint32_t n_normal = vocab_size - 2;

@@ -40,8 +40,8 @@ QuantRule parse_quant_rule(std::string_view rule) {
     out.text = text;
     const auto id = parse_type_name(type);
     if (!id) {
-        throw Error("rule '" + text + "': unknown type '" + type + "' (known: " +
-                    writable_type_names() + ")");
+        throw Error("rule '" + text + "': unknown type '" + type +
+                    "' (known: " + writable_type_names() + ")");
     }
     out.type = *id;
     try {
@@ -100,7 +100,8 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
     for (const gguf::TensorInfo& t : reader.tensors()) {
         const std::span<const int64_t> ne(t.ne, t.n_dims);
         TensorDecision d = decide_tensor_type(t.name, ne, options.target, options.rules);
-        if (d.type != t.type && (!quants::can_dequantize(t.type) || !quants::can_quantize(d.type))) {
+        if (d.type != t.type &&
+            (!quants::can_dequantize(t.type) || !quants::can_quantize(d.type))) {
             throw Error(in.string() + ": tensor " + t.name + ": cannot convert " +
                         type_name(t.type) + " to " + type_name(d.type));
         }
@@ -134,12 +135,14 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
             writer.write_tensor(std::span<const uint8_t>(t.data, t.nbytes));
         } else {
             const int64_t n0 = t.ne[0];
-            const int64_t rows = n0 ? static_cast<int64_t>(tensor_bytes(SY_TYPE_F32, ne) / 4) / n0 : 0;
+            const int64_t rows =
+                n0 ? static_cast<int64_t>(tensor_bytes(SY_TYPE_F32, ne) / 4) / n0 : 0;
             const uint64_t in_row = rows ? t.nbytes / static_cast<uint64_t>(rows) : 0;
             const uint64_t out_total = tensor_bytes(d.type, ne);
             const uint64_t out_row = rows ? out_total / static_cast<uint64_t>(rows) : 0;
             bytes.resize(out_total);
-            const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, n0));
+            const int64_t chunk =
+                std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, n0));
             for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
                 const int64_t nr = std::min(chunk, rows - r0);
                 float* f32 = d.type == SY_TYPE_F32

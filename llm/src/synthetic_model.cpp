@@ -35,7 +35,8 @@ uint64_t tensor_key(uint64_t seed, std::string_view name) {
 // and a pure function of (key, index), so any thread may compute any element.
 float unit_normal(uint64_t key, uint64_t index) {
     const uint64_t r = splitmix64(key + index * 0xD1B54A32D192ED03ull);
-    const uint32_t sum = static_cast<uint32_t>(r & 0xFFFF) + static_cast<uint32_t>((r >> 16) & 0xFFFF) +
+    const uint32_t sum = static_cast<uint32_t>(r & 0xFFFF) +
+                         static_cast<uint32_t>((r >> 16) & 0xFFFF) +
                          static_cast<uint32_t>((r >> 32) & 0xFFFF) + static_cast<uint32_t>(r >> 48);
     constexpr float kMean = 2.0f * 65535.0f;
     constexpr float kInvStd = 1.7320508f / 65535.0f;  // sd of 4 U(0,1) is 1/sqrt(3)
@@ -47,8 +48,12 @@ int resolve_threads(int threads) {
     return std::max(1u, std::thread::hardware_concurrency());
 }
 
-Value u32(uint32_t v) { return Value::u32(v); }
-Value f32(float v) { return Value::f32(v); }
+Value u32(uint32_t v) {
+    return Value::u32(v);
+}
+Value f32(float v) {
+    return Value::f32(v);
+}
 
 std::vector<Value> strings(const std::vector<std::string>& items) {
     std::vector<Value> out;
@@ -142,8 +147,8 @@ uint64_t ModelPlan::data_bytes() const {
 
 size_t deepseek2_tensor_count(const Deepseek2Config& cfg, KvLayout layout) {
     const size_t attn = 1 + (cfg.q_lora_rank ? 3 : 1) + 2 + (layout == KvLayout::split ? 2 : 1) +
-                        1;                                     // ... attn_output
-    const size_t dense = attn + 1 + 3;                         // ffn_norm, gate/up/down
+                        1;              // ... attn_output
+    const size_t dense = attn + 1 + 3;  // ffn_norm, gate/up/down
     const size_t moe = attn + 1 + 1 + (cfg.gating_func == 2 ? 1 : 0) + 3 + 3;
     const size_t n_dense = std::min(cfg.n_dense_lead, cfg.n_layer);
     return 3 + n_dense * dense + (cfg.n_layer - n_dense) * moe;
@@ -152,7 +157,9 @@ size_t deepseek2_tensor_count(const Deepseek2Config& cfg, KvLayout layout) {
 ModelPlan plan_deepseek2(const Deepseek2Config& c, int32_t type, KvLayout layout) {
     ModelPlan plan;
     const std::string a = "deepseek2.";
-    auto kv = [&](std::string key, Value v) { plan.metadata.push_back({std::move(key), std::move(v)}); };
+    auto kv = [&](std::string key, Value v) {
+        plan.metadata.push_back({std::move(key), std::move(v)});
+    };
     kv("general.architecture", Value::string("deepseek2"));
     kv("general.name", Value::string(c.name));
     kv("general.file_type", u32(file_type_of(type)));
@@ -215,7 +222,9 @@ ModelPlan plan_deepseek2(const Deepseek2Config& c, int32_t type, KvLayout layout
         const float scale = 1.0f / std::sqrt(static_cast<float>(ne[0]));
         add(std::move(name), std::move(ne), Init::normal, scale);
     };
-    auto norm = [&](std::string name, int64_t n) { add(std::move(name), {n}, Init::norm_gain, 0.05f); };
+    auto norm = [&](std::string name, int64_t n) {
+        add(std::move(name), {n}, Init::norm_gain, 0.05f);
+    };
 
     const int64_t embd = c.n_embd, heads = c.n_head, nope = c.qk_nope, rope = c.qk_rope,
                   vh = c.v_head, kvl = c.kv_lora_rank, ql = c.q_lora_rank;
@@ -272,8 +281,7 @@ ModelPlan plan_deepseek2(const Deepseek2Config& c, int32_t type, KvLayout layout
     return plan;
 }
 
-void synthetic_rows(const PlannedTensor& t, uint64_t seed, int64_t row0, int64_t rows,
-                    float* out) {
+void synthetic_rows(const PlannedTensor& t, uint64_t seed, int64_t row0, int64_t rows, float* out) {
     const int64_t n0 = t.ne[0];
     if (t.init == Init::normal || t.init == Init::norm_gain) {
         const uint64_t key = tensor_key(seed, t.name);
@@ -305,9 +313,8 @@ void synthetic_rows(const PlannedTensor& t, uint64_t seed, int64_t row0, int64_t
     }
 }
 
-void write_synthetic_model(const std::filesystem::path& path, const ModelPlan& plan,
-                           uint64_t seed, int threads,
-                           const std::function<void(const WriteProgress&)>& progress) {
+void write_synthetic_model(const std::filesystem::path& path, const ModelPlan& plan, uint64_t seed,
+                           int threads, const std::function<void(const WriteProgress&)>& progress) {
     threads = resolve_threads(threads);
     gguf::Writer writer(path);
     for (const gguf::KeyValue& kv : plan.metadata) writer.add(kv.key, kv.value);
@@ -339,13 +346,14 @@ void write_synthetic_model(const std::filesystem::path& path, const ModelPlan& p
             std::vector<std::thread> pool;
             for (int w = 1; w < workers; ++w) {
                 const int64_t a = nr * w / workers, b = nr * (w + 1) / workers;
-                pool.emplace_back([&, a, b] { synthetic_rows(t, seed, r0 + a, b - a, dst + a * n0); });
+                pool.emplace_back(
+                    [&, a, b] { synthetic_rows(t, seed, r0 + a, b - a, dst + a * n0); });
             }
             synthetic_rows(t, seed, r0, nr / workers, dst);
             for (std::thread& th : pool) th.join();
             if (t.type != SY_TYPE_F32) {
-                quants::quantize_rows(t.type, staging.data(), bytes.data() + r0 * row_bytes, nr,
-                                      n0, threads);
+                quants::quantize_rows(t.type, staging.data(), bytes.data() + r0 * row_bytes, nr, n0,
+                                      threads);
             }
         }
         writer.write_tensor(bytes);

@@ -11,9 +11,9 @@ namespace {
 
 // Types a file can be written in, in the order help text lists them.
 constexpr int32_t kWritable[] = {
-    SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16, SY_TYPE_Q8_0,   SY_TYPE_Q5_1,   SY_TYPE_Q5_0,
-    SY_TYPE_Q4_1, SY_TYPE_Q4_0, SY_TYPE_Q6_K, SY_TYPE_Q5_K,   SY_TYPE_Q4_K,   SY_TYPE_Q3_K,
-    SY_TYPE_Q2_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
+    SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16, SY_TYPE_Q8_0,   SY_TYPE_Q5_1,
+    SY_TYPE_Q5_0, SY_TYPE_Q4_1, SY_TYPE_Q4_0, SY_TYPE_Q6_K,   SY_TYPE_Q5_K,
+    SY_TYPE_Q4_K, SY_TYPE_Q3_K, SY_TYPE_Q2_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
 };
 
 std::string lower(std::string_view s) {
@@ -72,7 +72,9 @@ uint32_t file_type_of(int32_t type) {
     }
 }
 
-bool is_attn_k_b(std::string_view name) { return name.find("attn_k_b") != std::string_view::npos; }
+bool is_attn_k_b(std::string_view name) {
+    return name.find("attn_k_b") != std::string_view::npos;
+}
 
 int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
     const int32_t block = sy_dtype_info(type).block_size;

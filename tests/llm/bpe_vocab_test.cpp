@@ -54,7 +54,9 @@ TEST(BpeVocab, LargeVocabularyIsExtendedDeterministically) {
     EXPECT_EQ(a.tokens, build_bpe_vocab(20000).tokens);
 }
 
-TEST(BpeVocab, TooSmallIsAnError) { EXPECT_THROW(build_bpe_vocab(100), std::invalid_argument); }
+TEST(BpeVocab, TooSmallIsAnError) {
+    EXPECT_THROW(build_bpe_vocab(100), std::invalid_argument);
+}
 
 }  // namespace
 }  // namespace sy::llm

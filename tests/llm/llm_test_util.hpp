@@ -14,19 +14,19 @@ namespace sy::llm::test {
 
 // A fresh folder for the running test, removed when the object goes.
 class ScratchDir {
-public:
+  public:
     ScratchDir() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = std::filesystem::temp_directory_path() /
-                ("sy-llm-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" +
-                 info->name());
+        path_ =
+            std::filesystem::temp_directory_path() / ("sy-llm-" + std::to_string(getpid()) + "-" +
+                                                      info->test_suite_name() + "-" + info->name());
         std::filesystem::remove_all(path_);
         std::filesystem::create_directories(path_);
     }
     ~ScratchDir() { std::filesystem::remove_all(path_); }
     std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 

@@ -30,7 +30,7 @@ std::vector<float> dequantized(const gguf::TensorInfo& t) {
 }
 
 class Requantize : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         write_synthetic_model(
             dir / "f32.gguf",
@@ -42,8 +42,8 @@ protected:
 TEST_F(Requantize, RulesThenDefaultsDecideEachType) {
     RequantizeOptions o;
     o.target = SY_TYPE_Q8_0;
-    o.rules = {parse_quant_rule(R"(\.attn_(q|kv|output)=bf16)"),
-               parse_quant_rule("attn_k_b=f16"), parse_quant_rule("ffn_down_exps=q4_K")};
+    o.rules = {parse_quant_rule(R"(\.attn_(q|kv|output)=bf16)"), parse_quant_rule("attn_k_b=f16"),
+               parse_quant_rule("ffn_down_exps=q4_K")};
     o.threads = 2;
     const RequantizeResult res = requantize(dir / "f32.gguf", dir / "q8.gguf", o);
     const gguf::Reader in = gguf::Reader::open(dir / "f32.gguf");

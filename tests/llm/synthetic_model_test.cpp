@@ -25,7 +25,9 @@ gguf::Reader make_tiny(const std::filesystem::path& path, int32_t type,
     return gguf::Reader::open(path);
 }
 
-std::vector<int64_t> shape(const gguf::TensorInfo& t) { return {t.ne, t.ne + t.n_dims}; }
+std::vector<int64_t> shape(const gguf::TensorInfo& t) {
+    return {t.ne, t.ne + t.n_dims};
+}
 
 // f32 values of a tensor stored as F32.
 std::vector<float> values(const gguf::TensorInfo& t) {
@@ -142,7 +144,8 @@ std::map<std::string, std::vector<int64_t>> tiny_shapes(KvLayout layout) {
 }
 
 bool high_precision(const std::string& name) {
-    return name.find("norm") != std::string::npos || name.find("ffn_gate_inp") != std::string::npos ||
+    return name.find("norm") != std::string::npos ||
+           name.find("ffn_gate_inp") != std::string::npos ||
            name.find("exp_probs_b") != std::string::npos;
 }
 
@@ -153,7 +156,8 @@ TEST(SyntheticDeepseek2, TinyQ8_0HasEveryTensorWithShapeAndType) {
         const auto expected = tiny_shapes(layout);
         EXPECT_EQ(r.tensors().size(), expected.size());
         EXPECT_EQ(r.tensors().size(), deepseek2_tensor_count(deepseek2_preset("tiny"), layout));
-        EXPECT_EQ(r.tensors().size(), layout == KvLayout::kv_b ? 3u + 12 + 2 * 17 : 3u + 13 + 2 * 18);
+        EXPECT_EQ(r.tensors().size(),
+                  layout == KvLayout::kv_b ? 3u + 12 + 2 * 17 : 3u + 13 + 2 * 18);
         EXPECT_EQ(r.find("general.file_type")->as_u64(), 7u);
         for (const auto& [name, ne] : expected) {
             const gguf::TensorInfo* t = r.tensor(name);
@@ -293,7 +297,8 @@ TEST(SyntheticDeepseek2, LitePlanIsDeepSeekV2Lite) {
     EXPECT_EQ(plan.tensors.size(), 377u);  // as in published V2-Lite GGUFs
     EXPECT_NEAR(double(plan.parameters()) / 1e9, 15.7, 0.1);
     bool has_q_lora_key = false;
-    for (const auto& kv : plan.metadata) has_q_lora_key |= kv.key == "deepseek2.attention.q_lora_rank";
+    for (const auto& kv : plan.metadata)
+        has_q_lora_key |= kv.key == "deepseek2.attention.q_lora_rank";
     EXPECT_FALSE(has_q_lora_key);
     for (const PlannedTensor& t : plan.tensors) {
         EXPECT_EQ(t.name.find("attn_q_a"), std::string::npos) << t.name;

@@ -26,32 +26,33 @@ struct MakeModelOptions {
 };
 
 int run_make_model(const MakeModelOptions& o) {
-    if (o.arch != "deepseek2") throw Error("make-model: unknown --arch '" + o.arch + "' (deepseek2)");
+    if (o.arch != "deepseek2")
+        throw Error("make-model: unknown --arch '" + o.arch + "' (deepseek2)");
     const auto type = llm::parse_type_name(o.type);
     if (!type) {
-        throw Error("make-model: unknown --type '" + o.type + "' (known: " +
-                    llm::writable_type_names() + ")");
+        throw Error("make-model: unknown --type '" + o.type +
+                    "' (known: " + llm::writable_type_names() + ")");
     }
     const llm::Deepseek2Config cfg = llm::deepseek2_preset(o.preset);
-    const llm::KvLayout layout = o.kv_layout == "split" ? llm::KvLayout::split : llm::KvLayout::kv_b;
+    const llm::KvLayout layout =
+        o.kv_layout == "split" ? llm::KvLayout::split : llm::KvLayout::kv_b;
     const llm::ModelPlan plan = llm::plan_deepseek2(cfg, *type, layout);
 
     for (const llm::PlannedTensor& t : plan.tensors) {
         const int32_t preferred = llm::preferred_tensor_type(t.name, t.ne, *type);
         if (preferred != t.type) {
-            std::fprintf(stderr, "make-model: %s: %s -> %s (ne0 %lld is not a multiple of %s's block)\n",
-                         t.name.c_str(), llm::type_name(preferred).c_str(),
-                         llm::type_name(t.type).c_str(), static_cast<long long>(t.ne[0]),
-                         llm::type_name(preferred).c_str());
+            std::fprintf(
+                stderr, "make-model: %s: %s -> %s (ne0 %lld is not a multiple of %s's block)\n",
+                t.name.c_str(), llm::type_name(preferred).c_str(), llm::type_name(t.type).c_str(),
+                static_cast<long long>(t.ne[0]), llm::type_name(preferred).c_str());
         }
     }
 
     const auto start = std::chrono::steady_clock::now();
     ProgressLine bar("make-model " + o.preset);
-    llm::write_synthetic_model(o.output, plan, o.seed, o.threads,
-                               [&](const llm::WriteProgress& p) {
-                                   bar.update(p.bytes_done, p.bytes_total, p.tensor->name);
-                               });
+    llm::write_synthetic_model(o.output, plan, o.seed, o.threads, [&](const llm::WriteProgress& p) {
+        bar.update(p.bytes_done, p.bytes_total, p.tensor->name);
+    });
     bar.finish();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -68,9 +69,11 @@ int run_make_model(const MakeModelOptions& o) {
 
 Command add_make_model_command(CLI::App& app) {
     auto options = std::make_shared<MakeModelOptions>();
-    CLI::App* cmd = app.add_subcommand("make-model", "Write a synthetic model (random weights) as GGUF");
+    CLI::App* cmd =
+        app.add_subcommand("make-model", "Write a synthetic model (random weights) as GGUF");
     cmd->add_option("--arch", options->arch, "Architecture")->check(CLI::IsMember({"deepseek2"}));
-    cmd->add_option("--preset", options->preset, "Size: tiny (few MB), mini (V2-Lite layers, 4 of them), lite (full V2-Lite)")
+    cmd->add_option("--preset", options->preset,
+                    "Size: tiny (few MB), mini (V2-Lite layers, 4 of them), lite (full V2-Lite)")
         ->check(CLI::IsMember({"tiny", "mini", "lite"}));
     cmd->add_option("--type", options->type, "Tensor type: " + llm::writable_type_names());
     cmd->add_option("-o,--output", options->output, "Output GGUF file")->required();

@@ -11,7 +11,7 @@
 namespace sy::tools {
 
 class ProgressLine {
-public:
+  public:
     explicit ProgressLine(std::string label) : label_(std::move(label)), tty_(isatty(2) != 0) {}
 
     // `done` of `total` units; `what` names the current item.
@@ -40,7 +40,7 @@ public:
         }
     }
 
-private:
+  private:
     std::string label_;
     bool tty_;
     int last_decile_ = -1;

@@ -14,11 +14,11 @@ namespace sy::llm {
 enum class TokenType : int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, byte = 6 };
 
 struct BpeVocab {
-    std::vector<std::string> tokens;      // tokenizer.ggml.tokens
-    std::vector<int32_t> token_types;     // tokenizer.ggml.token_type
-    std::vector<std::string> merges;      // tokenizer.ggml.merges, "left right"
-    uint32_t bos_id = 0;                  // <｜begin▁of▁sentence｜>
-    uint32_t eos_id = 0;                  // <｜end▁of▁sentence｜>
+    std::vector<std::string> tokens;   // tokenizer.ggml.tokens
+    std::vector<int32_t> token_types;  // tokenizer.ggml.token_type
+    std::vector<std::string> merges;   // tokenizer.ggml.merges, "left right"
+    uint32_t bos_id = 0;               // <｜begin▁of▁sentence｜>
+    uint32_t eos_id = 0;               // <｜end▁of▁sentence｜>
 };
 
 // GPT-2's printable spelling of byte b (e.g. ' ' -> "Ġ", '\n' -> "Ċ"), as UTF-8.

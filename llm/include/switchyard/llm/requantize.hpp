@@ -27,8 +27,8 @@ struct QuantRule {
 QuantRule parse_quant_rule(std::string_view rule);
 
 struct TensorDecision {
-    int32_t type = 0;        // what is written
-    int32_t wanted = 0;      // what the rule or the default asked for, before block fallback
+    int32_t type = 0;    // what is written
+    int32_t wanted = 0;  // what the rule or the default asked for, before block fallback
     const QuantRule* rule = nullptr;  // the rule that matched, if any
     bool fell_back() const { return type != wanted; }
 };
@@ -57,7 +57,7 @@ struct RequantizeEvent {
 
 struct RequantizeResult {
     size_t tensors = 0;
-    size_t converted = 0;          // tensors whose type changed
+    size_t converted = 0;                // tensors whose type changed
     std::vector<std::string> fallbacks;  // "name: q4_K -> q5_0 (ne0 128)"
     uint64_t bytes_in = 0, bytes_out = 0;
 };
