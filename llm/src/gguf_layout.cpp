@@ -46,8 +46,7 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
-std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne,
-                               uint64_t& nbytes) {
+std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne, uint64_t& nbytes) {
     if (n_dims == 0 || n_dims > 4) {
         return "n_dims " + std::to_string(n_dims) + " is out of range (1..4)";
     }
@@ -81,7 +80,8 @@ std::optional<ShardName> parse_shard_name(const std::filesystem::path& path) {
     const std::string s = path.string();
     constexpr std::string_view kSuffix = ".gguf";
     constexpr size_t kTail = 1 + 5 + 4 + 5;  // "-NNNNN-of-MMMMM"
-    if (s.size() < kTail + kSuffix.size() || s.compare(s.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    if (s.size() < kTail + kSuffix.size() ||
+        s.compare(s.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
         return std::nullopt;
     }
     const size_t start = s.size() - kSuffix.size() - kTail;

@@ -19,7 +19,9 @@ inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endia
 inline uint64_t align_up(uint64_t v, uint64_t alignment) {
     return (v + alignment - 1) / alignment * alignment;
 }
-inline bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+inline bool is_power_of_two(uint64_t v) {
+    return v != 0 && (v & (v - 1)) == 0;
+}
 
 bool valid_utf8(std::string_view s);
 

@@ -30,12 +30,16 @@ uint64_t min_value_size(ValueType t) {
     return 0;
 }
 
-bool known_value_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::F64); }
+bool known_value_type(uint32_t t) {
+    return t <= static_cast<uint32_t>(ValueType::F64);
+}
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string in_quotes(std::string_view s) {
+    return "\"" + std::string(s) + "\"";
+}
 
 class Cursor {
-public:
+  public:
     Cursor(std::span<const uint8_t> bytes, const std::string& name) : bytes_(bytes), name_(name) {}
 
     uint64_t pos() const { return pos_; }
@@ -77,11 +81,11 @@ public:
         return context_.empty() ? std::string(what) : std::string(what) + " of " + context_;
     }
 
-private:
+  private:
     void need(uint64_t n, const char* what) const {
         if (left() < n) {
-            fail("truncated at offset " + std::to_string(pos_) + ": " + describe(what) +
-                 " needs " + std::to_string(n) + " bytes, " + std::to_string(left()) + " left");
+            fail("truncated at offset " + std::to_string(pos_) + ": " + describe(what) + " needs " +
+                 std::to_string(n) + " bytes, " + std::to_string(left()) + " left");
         }
     }
 
@@ -101,23 +105,23 @@ Value read_array(Cursor& in, int depth) {
     const uint64_t type_at = in.pos();
     const uint32_t raw_type = in.read<uint32_t>("array element type");
     if (!known_value_type(raw_type)) {
-        in.fail("unknown array element type " + std::to_string(raw_type) + " in " +
-                in.context() + " at offset " + std::to_string(type_at));
+        in.fail("unknown array element type " + std::to_string(raw_type) + " in " + in.context() +
+                " at offset " + std::to_string(type_at));
     }
     const auto element_type = static_cast<ValueType>(raw_type);
     const uint64_t len_at = in.pos();
     const uint64_t len = in.read<uint64_t>("array length");
     if (len > kMaxArrayLength) {
         in.fail("array length " + std::to_string(len) + " at offset " + std::to_string(len_at) +
-                " (" + in.context() + ") exceeds the limit of " +
-                std::to_string(kMaxArrayLength) + " items");
+                " (" + in.context() + ") exceeds the limit of " + std::to_string(kMaxArrayLength) +
+                " items");
     }
     const uint64_t each = min_value_size(element_type);
     if (len > in.left() / each) {
         in.fail("array length " + std::to_string(len) + " at offset " + std::to_string(len_at) +
-                " (" + in.context() + ") exceeds the file: each " +
-                value_type_name(element_type) + " item needs at least " + std::to_string(each) +
-                " bytes, " + std::to_string(in.left()) + " bytes left");
+                " (" + in.context() + ") exceeds the file: each " + value_type_name(element_type) +
+                " item needs at least " + std::to_string(each) + " bytes, " +
+                std::to_string(in.left()) + " bytes left");
     }
     std::vector<Value> items;
     items.reserve(len);
@@ -172,8 +176,9 @@ void read_header(Cursor& in, std::span<const uint8_t> bytes, ParsedFile& out) {
     }
     const uint32_t version = in.read<uint32_t>("version");
     if (version == 1) {
-        in.fail("GGUF version 1 is not supported (only versions 2 and 3 are); convert the file "
-                "with a current llama.cpp");
+        in.fail(
+            "GGUF version 1 is not supported (only versions 2 and 3 are); convert the file "
+            "with a current llama.cpp");
     }
     if (version == 0x02000000 || version == 0x03000000) {
         in.fail("big-endian GGUF (version bytes " + hex_bytes(bytes.data() + 4, 4) +
@@ -209,10 +214,9 @@ void read_metadata(Cursor& in, uint64_t kv_count, ParsedFile& out) {
     in.set_context("");
     for (const KeyValue& kv : out.metadata) {
         if (kv.key != "general.alignment") continue;
-        const bool is_unsigned = kv.value.type() == ValueType::U8 ||
-                                 kv.value.type() == ValueType::U16 ||
-                                 kv.value.type() == ValueType::U32 ||
-                                 kv.value.type() == ValueType::U64;
+        const bool is_unsigned =
+            kv.value.type() == ValueType::U8 || kv.value.type() == ValueType::U16 ||
+            kv.value.type() == ValueType::U32 || kv.value.type() == ValueType::U64;
         if (!is_unsigned) {
             in.fail(std::string("general.alignment must be an unsigned integer, found ") +
                     value_type_name(kv.value.type()));
@@ -247,14 +251,15 @@ void read_tensor_infos(Cursor& in, uint64_t tensor_count, uint32_t shard, Parsed
         for (uint32_t d = 0; d < t.n_dims; ++d) {
             const uint64_t v = in.read<uint64_t>("dimension");
             if (v > static_cast<uint64_t>(INT64_MAX)) {
-                in.fail("tensor " + in_quotes(t.name) + ": dimension " + std::to_string(d) + " is " +
-                        std::to_string(v) + " (does not fit in int64)");
+                in.fail("tensor " + in_quotes(t.name) + ": dimension " + std::to_string(d) +
+                        " is " + std::to_string(v) + " (does not fit in int64)");
             }
             t.ne[d] = static_cast<int64_t>(v);
         }
         const uint32_t raw_type = in.read<uint32_t>("type");
         if (raw_type > static_cast<uint32_t>(INT32_MAX)) {
-            in.fail("tensor " + in_quotes(t.name) + ": unknown type id " + std::to_string(raw_type));
+            in.fail("tensor " + in_quotes(t.name) + ": unknown type id " +
+                    std::to_string(raw_type));
         }
         t.type = static_cast<int32_t>(raw_type);
         t.offset = in.read<uint64_t>("offset");
@@ -269,8 +274,7 @@ void read_tensor_infos(Cursor& in, uint64_t tensor_count, uint32_t shard, Parsed
 // Every tensor aligned, inside the data section, and no two sharing bytes.
 void place_tensors(Cursor& in, std::span<const uint8_t> bytes, ParsedFile& out) {
     out.data_offset = align_up(in.pos(), out.alignment);
-    const uint64_t data_size =
-        bytes.size() > out.data_offset ? bytes.size() - out.data_offset : 0;
+    const uint64_t data_size = bytes.size() > out.data_offset ? bytes.size() - out.data_offset : 0;
     for (TensorInfo& t : out.tensors) {
         if (t.offset % out.alignment != 0) {
             in.fail("tensor " + in_quotes(t.name) + ": offset " + std::to_string(t.offset) +
@@ -286,9 +290,8 @@ void place_tensors(Cursor& in, std::span<const uint8_t> bytes, ParsedFile& out) 
     }
     std::vector<size_t> order(out.tensors.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return out.tensors[a].offset < out.tensors[b].offset;
-    });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return out.tensors[a].offset < out.tensors[b].offset; });
     for (size_t k = 1; k < order.size(); ++k) {
         const TensorInfo& a = out.tensors[order[k - 1]];
         const TensorInfo& b = out.tensors[order[k]];
@@ -320,9 +323,9 @@ ParsedFile parse_gguf(std::span<const uint8_t> bytes, const std::string& name, u
     }
     if (tensor_count > (left - kv_count * kMinPair) / kMinTensor) {
         in.fail("tensor_count " + std::to_string(tensor_count) + " cannot fit in the " +
-                std::to_string(left) + " bytes after the header with " +
-                std::to_string(kv_count) + " metadata pairs (a tensor info needs at least " +
-                std::to_string(kMinTensor) + ")");
+                std::to_string(left) + " bytes after the header with " + std::to_string(kv_count) +
+                " metadata pairs (a tensor info needs at least " + std::to_string(kMinTensor) +
+                ")");
     }
     read_metadata(in, kv_count, out);
     read_tensor_infos(in, tensor_count, shard, out);

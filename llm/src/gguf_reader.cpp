@@ -16,7 +16,7 @@ namespace {
 
 // A read-only private mapping of a whole file; unmapped when destroyed.
 class MappedFile {
-public:
+  public:
     explicit MappedFile(const std::filesystem::path& path) {
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) fail(path, "cannot open");
@@ -51,7 +51,7 @@ public:
     }
     std::span<const uint8_t> bytes() const { return {data_, size_}; }
 
-private:
+  private:
     [[noreturn]] static void fail(const std::filesystem::path& path, const char* what) {
         throw sy::Error(path.string() + ": " + what + ": " + std::strerror(errno));
     }
@@ -112,8 +112,7 @@ struct Reader::Impl {
         for (TensorInfo& t : f.tensors) {
             auto [it, inserted] = tensor_index.emplace(t.name, tensors.size());
             if (!inserted) {
-                throw FormatError(file + ": duplicate tensor name \"" + t.name +
-                                  "\" (also in " +
+                throw FormatError(file + ": duplicate tensor name \"" + t.name + "\" (also in " +
                                   files[tensors[it->second].shard].string() + ")");
             }
             tensors.push_back(std::move(t));
@@ -186,9 +185,9 @@ Reader Reader::open(const std::filesystem::path& path) {
     }
     if (const auto total = split_tensors_count(m.metadata, m.name)) {
         if (*total != m.tensors.size()) {
-            throw FormatError(path.string() + ": split.tensors.count is " +
-                              std::to_string(*total) + ", but the shards hold " +
-                              std::to_string(m.tensors.size()) + " tensors");
+            throw FormatError(path.string() + ": split.tensors.count is " + std::to_string(*total) +
+                              ", but the shards hold " + std::to_string(m.tensors.size()) +
+                              " tensors");
         }
     }
     return r;
@@ -205,12 +204,24 @@ Reader Reader::open_memory(std::span<const uint8_t> bytes, std::string name) {
     return r;
 }
 
-uint32_t Reader::version() const { return impl_->version; }
-uint64_t Reader::alignment() const { return impl_->alignment; }
-const std::vector<KeyValue>& Reader::metadata() const { return impl_->metadata; }
-const std::vector<TensorInfo>& Reader::tensors() const { return impl_->tensors; }
-const std::vector<std::filesystem::path>& Reader::files() const { return impl_->files; }
-uint64_t Reader::file_size() const { return impl_->file_size; }
+uint32_t Reader::version() const {
+    return impl_->version;
+}
+uint64_t Reader::alignment() const {
+    return impl_->alignment;
+}
+const std::vector<KeyValue>& Reader::metadata() const {
+    return impl_->metadata;
+}
+const std::vector<TensorInfo>& Reader::tensors() const {
+    return impl_->tensors;
+}
+const std::vector<std::filesystem::path>& Reader::files() const {
+    return impl_->files;
+}
+uint64_t Reader::file_size() const {
+    return impl_->file_size;
+}
 
 const Value* Reader::find(std::string_view key) const {
     auto it = impl_->key_index.find(std::string(key));

@@ -36,14 +36,30 @@ bool is_signed(ValueType t) {
 }
 }  // namespace
 
-Value Value::u8(uint8_t v) { return unsigned_value(ValueType::U8, v); }
-Value Value::u16(uint16_t v) { return unsigned_value(ValueType::U16, v); }
-Value Value::u32(uint32_t v) { return unsigned_value(ValueType::U32, v); }
-Value Value::u64(uint64_t v) { return unsigned_value(ValueType::U64, v); }
-Value Value::i8(int8_t v) { return signed_value(ValueType::I8, v); }
-Value Value::i16(int16_t v) { return signed_value(ValueType::I16, v); }
-Value Value::i32(int32_t v) { return signed_value(ValueType::I32, v); }
-Value Value::i64(int64_t v) { return signed_value(ValueType::I64, v); }
+Value Value::u8(uint8_t v) {
+    return unsigned_value(ValueType::U8, v);
+}
+Value Value::u16(uint16_t v) {
+    return unsigned_value(ValueType::U16, v);
+}
+Value Value::u32(uint32_t v) {
+    return unsigned_value(ValueType::U32, v);
+}
+Value Value::u64(uint64_t v) {
+    return unsigned_value(ValueType::U64, v);
+}
+Value Value::i8(int8_t v) {
+    return signed_value(ValueType::I8, v);
+}
+Value Value::i16(int16_t v) {
+    return signed_value(ValueType::I16, v);
+}
+Value Value::i32(int32_t v) {
+    return signed_value(ValueType::I32, v);
+}
+Value Value::i64(int64_t v) {
+    return signed_value(ValueType::I64, v);
+}
 
 Value Value::f32(float v) {
     Value out;
@@ -100,8 +116,12 @@ Value Value::signed_value(ValueType t, int64_t v) {
     return out;
 }
 
-bool Value::is_integer() const { return is_unsigned(type_) || is_signed(type_); }
-bool Value::is_float() const { return type_ == ValueType::F32 || type_ == ValueType::F64; }
+bool Value::is_integer() const {
+    return is_unsigned(type_) || is_signed(type_);
+}
+bool Value::is_float() const {
+    return type_ == ValueType::F32 || type_ == ValueType::F64;
+}
 
 uint64_t Value::as_u64() const {
     if (is_unsigned(type_)) return std::get<uint64_t>(v_);

@@ -1,11 +1,11 @@
 // Writer: streams a GGUF v3 file into "<path>.tmp" and renames it into place on finish(), so
 // the destination never holds a partial file.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <unordered_set>
-
-#include <unistd.h>
 
 #include "gguf_layout.hpp"
 

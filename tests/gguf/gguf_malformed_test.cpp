@@ -10,18 +10,19 @@ namespace {
 //   general.name = "tiny", test.arr = u32[1,2,3], test.b1 = true, test.b2 = [[1,2],[3]] (u8)
 //   w.a f32 {8,2} (64 bytes at 0), w.b q8_0 {32} (34 bytes at 64)
 class GgufMalformed : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { bytes = read_bytes(write_base(32)); }
 
     std::filesystem::path write_base(uint64_t alignment) {
         const std::filesystem::path p = dir / "base.gguf";
         Writer w(p, alignment);
         w.add("general.name", Value::string("tiny"));
-        w.add("test.arr", Value::array(ValueType::U32, {Value::u32(1), Value::u32(2), Value::u32(3)}));
+        w.add("test.arr",
+              Value::array(ValueType::U32, {Value::u32(1), Value::u32(2), Value::u32(3)}));
         w.add("test.b1", Value::boolean(true));
-        w.add("test.b2",
-              Value::array(ValueType::ARRAY, {Value::array(ValueType::U8, {Value::u8(1), Value::u8(2)}),
-                                              Value::array(ValueType::U8, {Value::u8(3)})}));
+        w.add("test.b2", Value::array(ValueType::ARRAY,
+                                      {Value::array(ValueType::U8, {Value::u8(1), Value::u8(2)}),
+                                       Value::array(ValueType::U8, {Value::u8(3)})}));
         const int64_t a[] = {8, 2}, b[] = {32};
         w.declare_tensor("w.a", SY_TYPE_F32, a);
         w.declare_tensor("w.b", SY_TYPE_Q8_0, b);
@@ -73,13 +74,14 @@ TEST_F(GgufMalformed, TruncatedInTensorInfo) {
 
 TEST_F(GgufMalformed, TruncatedBeforeTensorInfosFailsTheCountCheck) {
     bytes.resize(after("test.arr") + 22);
-    EXPECT_EQ(error(), "tensor_count 2 cannot fit in the 74 bytes after the header with 4 "
-                       "metadata pairs (a tensor info needs at least 32)");
+    EXPECT_EQ(error(),
+              "tensor_count 2 cannot fit in the 74 bytes after the header with 4 "
+              "metadata pairs (a tensor info needs at least 32)");
 }
 
 TEST_F(GgufMalformed, TruncatedInString) {
     const size_t at = after("general.name") + 12;  // the value's bytes
-    patch<uint64_t>(bytes, 8, 0);  // no tensors and one pair: the count checks pass
+    patch<uint64_t>(bytes, 8, 0);                  // no tensors and one pair: the count checks pass
     patch<uint64_t>(bytes, 16, 1);
     bytes.resize(at + 2);
     EXPECT_EQ(error(), "string length 4 at offset " + std::to_string(at - 8) +
@@ -89,8 +91,9 @@ TEST_F(GgufMalformed, TruncatedInString) {
 
 TEST_F(GgufMalformed, TruncatedTensorData) {
     bytes.resize(bytes.size() - 100);
-    EXPECT_EQ(error(), "tensor \"w.a\": data at offset 0 (64 bytes) runs past the end of the file "
-                       "(the data section at 288 holds 28 bytes)");
+    EXPECT_EQ(error(),
+              "tensor \"w.a\": data at offset 0 (64 bytes) runs past the end of the file "
+              "(the data section at 288 holds 28 bytes)");
 }
 
 TEST_F(GgufMalformed, WrongMagic) {
@@ -101,8 +104,9 @@ TEST_F(GgufMalformed, WrongMagic) {
 
 TEST_F(GgufMalformed, Version1Refused) {
     patch<uint32_t>(bytes, 4, 1);
-    EXPECT_EQ(error(), "GGUF version 1 is not supported (only versions 2 and 3 are); convert the "
-                       "file with a current llama.cpp");
+    EXPECT_EQ(error(),
+              "GGUF version 1 is not supported (only versions 2 and 3 are); convert the "
+              "file with a current llama.cpp");
 }
 
 TEST_F(GgufMalformed, UnknownVersion) {
@@ -117,20 +121,23 @@ TEST_F(GgufMalformed, BigEndianRefused) {
 
 TEST_F(GgufMalformed, KvCountBeyondFile) {
     patch<uint64_t>(bytes, 16, 1000000);
-    EXPECT_EQ(error(), "kv_count 1000000 cannot fit in the 392 bytes after the header (a pair "
-                       "needs at least 13)");
+    EXPECT_EQ(error(),
+              "kv_count 1000000 cannot fit in the 392 bytes after the header (a pair "
+              "needs at least 13)");
 }
 
 TEST_F(GgufMalformed, TensorCountBeyondFile) {
     patch<uint64_t>(bytes, 8, uint64_t{1} << 62);
-    EXPECT_EQ(error(), "tensor_count 4611686018427387904 cannot fit in the 392 bytes after the "
-                       "header with 4 metadata pairs (a tensor info needs at least 32)");
+    EXPECT_EQ(error(),
+              "tensor_count 4611686018427387904 cannot fit in the 392 bytes after the "
+              "header with 4 metadata pairs (a tensor info needs at least 32)");
 }
 
 TEST_F(GgufMalformed, KeyLengthBeyondFile) {
     patch<uint64_t>(bytes, 24, 1000000);
-    EXPECT_EQ(error(), "string length 1000000 at offset 24 (key of metadata pair 0) exceeds the "
-                       "384 bytes left in the file");
+    EXPECT_EQ(error(),
+              "string length 1000000 at offset 24 (key of metadata pair 0) exceeds the "
+              "384 bytes left in the file");
 }
 
 TEST_F(GgufMalformed, StringLengthBeyondFile) {
@@ -146,7 +153,8 @@ TEST_F(GgufMalformed, ArrayLengthBeyondFile) {
     patch<uint64_t>(bytes, at, 1000);
     EXPECT_EQ(error(), "array length 1000 at offset " + std::to_string(at) +
                            " (metadata \"test.arr\") exceeds the file: each u32 item needs at "
-                           "least 4 bytes, " + left_after(at + 8) + " bytes left");
+                           "least 4 bytes, " +
+                           left_after(at + 8) + " bytes left");
 }
 
 TEST_F(GgufMalformed, NestedArrayLengthBeyondFile) {
@@ -154,7 +162,8 @@ TEST_F(GgufMalformed, NestedArrayLengthBeyondFile) {
     patch<uint64_t>(bytes, at, 500);
     EXPECT_EQ(error(), "array length 500 at offset " + std::to_string(at) +
                            " (metadata \"test.b2\") exceeds the file: each u8 item needs at "
-                           "least 1 bytes, " + left_after(at + 8) + " bytes left");
+                           "least 1 bytes, " +
+                           left_after(at + 8) + " bytes left");
 }
 
 TEST_F(GgufMalformed, ArrayLengthOverLimit) {
@@ -182,8 +191,8 @@ TEST_F(GgufMalformed, ArraysNestedTooDeep) {
 TEST_F(GgufMalformed, UnknownValueType) {
     const size_t at = after("general.name");
     patch<uint32_t>(bytes, at, 13);
-    EXPECT_EQ(error(), "unknown value type 13 in metadata \"general.name\" at offset " +
-                           std::to_string(at));
+    EXPECT_EQ(error(),
+              "unknown value type 13 in metadata \"general.name\" at offset " + std::to_string(at));
 }
 
 TEST_F(GgufMalformed, UnknownArrayElementType) {
@@ -243,14 +252,16 @@ TEST_F(GgufMalformed, Ne0NotBlockMultiple) {
 
 TEST_F(GgufMalformed, TensorDataOutOfBounds) {
     patch<uint64_t>(bytes, after("w.b") + 16, 1024);
-    EXPECT_EQ(error(), "tensor \"w.b\": data at offset 1024 (34 bytes) runs past the end of the "
-                       "file (the data section at 288 holds 128 bytes)");
+    EXPECT_EQ(error(),
+              "tensor \"w.b\": data at offset 1024 (34 bytes) runs past the end of the "
+              "file (the data section at 288 holds 128 bytes)");
 }
 
 TEST_F(GgufMalformed, TensorOffsetHugeDoesNotWrap) {
     patch<uint64_t>(bytes, after("w.b") + 16, UINT64_MAX - 31);
-    EXPECT_EQ(error(), "tensor \"w.b\": data at offset 18446744073709551584 (34 bytes) runs past "
-                       "the end of the file (the data section at 288 holds 128 bytes)");
+    EXPECT_EQ(error(),
+              "tensor \"w.b\": data at offset 18446744073709551584 (34 bytes) runs past "
+              "the end of the file (the data section at 288 holds 128 bytes)");
 }
 
 TEST_F(GgufMalformed, TensorOffsetMisaligned) {

@@ -11,10 +11,10 @@ namespace sy::gguf::test {
 namespace {
 
 std::vector<Value> every_scalar() {
-    return {Value::u8(250),       Value::i8(-100),     Value::u16(65000),
-            Value::i16(-32000),   Value::u32(4000000000u), Value::i32(-2000000000),
-            Value::u64(UINT64_MAX), Value::i64(INT64_MIN), Value::f32(1.5f),
-            Value::f64(-2.25e300), Value::boolean(true), Value::string("héllo wörld")};
+    return {Value::u8(250),         Value::i8(-100),         Value::u16(65000),
+            Value::i16(-32000),     Value::u32(4000000000u), Value::i32(-2000000000),
+            Value::u64(UINT64_MAX), Value::i64(INT64_MIN),   Value::f32(1.5f),
+            Value::f64(-2.25e300),  Value::boolean(true),    Value::string("héllo wörld")};
 }
 
 void expect_same(const Value& a, const Value& b) {
@@ -52,10 +52,10 @@ TEST(GgufRoundTrip, EveryValueTypeIncludingNestedArrays) {
         kvs.push_back({"test.array" + std::to_string(n++), Value::array(v.type(), {v, v, v})});
     }
     kvs.push_back({"test.empty", Value::array(ValueType::F32, {})});
-    kvs.push_back({"test.nested",
-                   Value::array(ValueType::ARRAY,
-                                {Value::array(ValueType::STRING, {Value::string("a")}),
-                                 Value::array(ValueType::STRING, {})})});
+    kvs.push_back(
+        {"test.nested",
+         Value::array(ValueType::ARRAY, {Value::array(ValueType::STRING, {Value::string("a")}),
+                                         Value::array(ValueType::STRING, {})})});
     Value deep = Value::i16(-7);
     for (int d = 0; d < kMaxArrayDepth; ++d) deep = Value::array(deep.type(), {deep});
     kvs.push_back({"test.deepest_allowed", deep});

@@ -60,9 +60,9 @@ TEST(GgufSplit, MissingShardIsNamed) {
     ScratchDir dir;
     write_shards(dir);
     std::filesystem::remove(shard(dir, 2, 3));
-    EXPECT_EQ(open_error(shard(dir, 1, 3)), shard(dir, 1, 3).string() +
-                                                ": shard 2 of 3 is missing: " +
-                                                shard(dir, 2, 3).string());
+    EXPECT_EQ(
+        open_error(shard(dir, 1, 3)),
+        shard(dir, 1, 3).string() + ": shard 2 of 3 is missing: " + shard(dir, 2, 3).string());
 }
 
 TEST(GgufSplit, DuplicateTensorAcrossShards) {
@@ -89,9 +89,9 @@ TEST(GgufSplit, SplitTensorCountChecked) {
     std::vector<uint8_t> bytes = read_bytes(shard(dir, 1, 3));
     patch<int32_t>(bytes, after_string(bytes, "split.tensors.count") + 4, 7);
     write_bytes(shard(dir, 1, 3), bytes);
-    EXPECT_EQ(open_error(shard(dir, 1, 3)),
-              shard(dir, 1, 3).string() +
-                  ": split.tensors.count is 7, but the shards hold 6 tensors");
+    EXPECT_EQ(
+        open_error(shard(dir, 1, 3)),
+        shard(dir, 1, 3).string() + ": split.tensors.count is 7, but the shards hold 6 tensors");
 }
 
 TEST(GgufSplit, LaterShardMustBeOpenedThroughTheFirst) {
@@ -99,7 +99,8 @@ TEST(GgufSplit, LaterShardMustBeOpenedThroughTheFirst) {
     write_shards(dir);
     EXPECT_EQ(open_error(shard(dir, 2, 3)), shard(dir, 2, 3).string() +
                                                 ": shard 2 of a split model; open the first "
-                                                "shard " + shard(dir, 1, 3).string());
+                                                "shard " +
+                                                shard(dir, 1, 3).string());
 }
 
 TEST(GgufSplit, BadShardNamesItsFile) {

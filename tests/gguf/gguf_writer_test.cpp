@@ -35,9 +35,9 @@ TEST(GgufWriter, FailedWriteKeepsTheOldFile) {
         const int64_t ne[] = {8};
         w.declare_tensor("a", SY_TYPE_F32, ne);
         w.write_header();
-        EXPECT_EQ(error_of([&] { w.write_tensor(std::vector<uint8_t>(31)); }),
-                  (dir / "m.gguf").string() +
-                      ": tensor \"a\": got 31 bytes, its type and shape need 32");
+        EXPECT_EQ(
+            error_of([&] { w.write_tensor(std::vector<uint8_t>(31)); }),
+            (dir / "m.gguf").string() + ": tensor \"a\": got 31 bytes, its type and shape need 32");
     }
     EXPECT_EQ(read_bytes(dir / "m.gguf"), (std::vector<uint8_t>{1, 2, 3}));
     EXPECT_FALSE(std::filesystem::exists(dir / "m.gguf.tmp"));
@@ -51,9 +51,9 @@ TEST(GgufWriter, FinishRequiresEveryTensor) {
     w.declare_tensor("b", SY_TYPE_F32, ne);
     w.write_header();
     w.write_tensor(std::vector<uint8_t>(32));
-    EXPECT_EQ(error_of([&] { w.finish(); }),
-              (dir / "m.gguf").string() +
-                  ": finish() with 1 declared tensors not written (next: \"b\")");
+    EXPECT_EQ(
+        error_of([&] { w.finish(); }),
+        (dir / "m.gguf").string() + ": finish() with 1 declared tensors not written (next: \"b\")");
     EXPECT_FALSE(std::filesystem::exists(dir / "m.gguf"));
 }
 

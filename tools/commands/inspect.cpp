@@ -13,9 +13,9 @@
 namespace sy::tools {
 namespace {
 
-using nlohmann::json;
 using gguf::Value;
 using gguf::ValueType;
+using nlohmann::json;
 
 constexpr size_t kTextItems = 8;     // array items shown in the text listing
 constexpr size_t kJsonItems = 1024;  // array items kept in JSON (the length is always given)
@@ -160,7 +160,8 @@ int inspect(const std::string& path, bool as_json) {
 
     fmt::print("GGUF v{}, alignment {}, {} file(s), {} bytes\n", r.version(), r.alignment(),
                r.files().size(), r.file_size());
-    for (size_t i = 0; i < r.files().size(); ++i) fmt::print("  [{}] {}\n", i, r.files()[i].string());
+    for (size_t i = 0; i < r.files().size(); ++i)
+        fmt::print("  [{}] {}\n", i, r.files()[i].string());
     fmt::print("\nmetadata ({} keys)\n", r.metadata().size());
     for (const gguf::KeyValue& kv : r.metadata()) {
         fmt::print("  {:<48} {:<7} {}\n", kv.key, value_type_name(kv.value.type()),
@@ -179,7 +180,8 @@ int inspect(const std::string& path, bool as_json) {
                    bits_per_weight(tt.bytes, tt.params));
     }
     const double p = static_cast<double>(params);
-    const std::string human = p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
+    const std::string human =
+        p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
     fmt::print("\nparameters: {} ({}), tensor bytes: {}, bits per weight: {:.4f}\n", params, human,
                tensor_bytes, bpw);
     return 0;
