@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "quant/dequantize.hpp"
+#include "switchyard/quants.hpp"
 #include "switchyard/dtype.h"
 #include "switchyard/ops.h"
 #include "switchyard/sdk.hpp"
@@ -144,7 +144,7 @@ std::vector<float> dequantize_matrix(int32_t type, const std::vector<uint8_t>& q
     std::vector<float> w(size_t(K * rows));
     const int64_t row_bytes = sy::sdk::row_bytes(type, K);
     for (int64_t r = 0; r < rows; ++r)
-        sy::cpu::dequantize_row(type, q.data() + r * row_bytes, w.data() + r * K, K);
+        sy::quants::dequantize_row(type, q.data() + r * row_bytes, w.data() + r * K, K);
     return w;
 }
 

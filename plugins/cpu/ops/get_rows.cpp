@@ -1,12 +1,12 @@
 // GET_ROWS, a row gather (ops.h): dst[k, i, b2, b3] = src0[k, ids[i, b2, b3], b2, b3], converted
 // to dst's type; same-type gathers (including block-quantized rows) copy bytes. The ids were
 // checked to lie in [0, R) before this runs. Block-quantized rows gathered into F32 are
-// dequantized (quant/dequantize.hpp).
+// dequantized (the SDK's reference dequantizer, switchyard/quants.hpp).
 #include <cstring>
 #include <vector>
 
 #include "ops/ops.hpp"
-#include "quant/dequantize.hpp"
+#include "switchyard/quants.hpp"
 #include "row_copy.hpp"
 #include "tensor_access.hpp"
 #include "thread_pool.hpp"
@@ -29,7 +29,7 @@ void compute_get_rows(ThreadPool& pool, const sy_node& node) {
             std::memcpy(&id, row_at(ids, i.i2, i.i3, 0) + i.i1 * ids.nb[0], 4);
             const char* from = row_at(src, id, i.i2, i.i3);
             if (dequantize) {
-                dequantize_row(src.type, from, values.data(), dst.ne[0]);
+                sy::quants::dequantize_row(src.type, from, values.data(), dst.ne[0]);
                 copy_row(SY_TYPE_F32, reinterpret_cast<const char*>(values.data()), 4, dst.type,
                          row_at(dst, i), dst.nb[0], dst.ne[0]);
             } else if (block_type) {
