@@ -6,3 +6,5 @@ scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_BUILD_TESTS=OFF
 cmake --build build -j"$(nproc)"
 ./build/bin/switchyard plugins
+./build/bin/switchyard make-model --arch deepseek2 --preset tiny --type q8_0 -o build/tiny-q8_0.gguf
+./build/bin/switchyard inspect build/tiny-q8_0.gguf
