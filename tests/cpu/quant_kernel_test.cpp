@@ -26,9 +26,20 @@
 namespace {
 
 // The runnable CPU variants, loaded with plain dlopen (no host): each gets a minimal host API.
+// An initialized plugin, shut down when the test program exits (its library stays loaded).
 struct LoadedCpu {
     std::string variant;
     sy_plugin_api api{};
+    LoadedCpu() = default;
+    LoadedCpu(LoadedCpu&& other) noexcept : variant(std::move(other.variant)), api(other.api) {
+        other.api.shutdown = nullptr;
+    }
+    LoadedCpu(const LoadedCpu&) = delete;
+    LoadedCpu& operator=(const LoadedCpu&) = delete;
+    LoadedCpu& operator=(LoadedCpu&&) = delete;
+    ~LoadedCpu() {
+        if (api.shutdown) api.shutdown(api.ctx);
+    }
     const sy_plugin_api& plugin_api() const { return api; }
 };
 
