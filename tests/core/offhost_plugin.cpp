@@ -42,30 +42,10 @@ sy_status device_props(void*, int32_t device, sy_device_props* props) {
 }
 
 const sy_capability kCaps[] = {
-    {sizeof(sy_capability),
-     SY_OP_ADD,
-     nullptr,
-     0,
-     SY_TYPE_F32,
-     {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability),
-     SY_OP_MUL,
-     nullptr,
-     0,
-     SY_TYPE_F32,
-     {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability),
-     SY_OP_SCALE,
-     nullptr,
-     0,
-     SY_TYPE_F32,
-     {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability),
-     SY_OP_SILU,
-     nullptr,
-     0,
-     SY_TYPE_F32,
-     {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
+    sy::sdk::capability(SY_OP_ADD, SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_F32),
+    sy::sdk::capability(SY_OP_MUL, SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_F32),
+    sy::sdk::capability(SY_OP_SCALE, SY_TYPE_F32, SY_TYPE_F32),
+    sy::sdk::capability(SY_OP_SILU, SY_TYPE_F32, SY_TYPE_F32),
 };
 
 sy_status capabilities(void*, const sy_capability** rows, size_t* count) {

@@ -15,30 +15,10 @@ using sy::sdk::error;
 using sy::sdk::ok;
 
 const sy_capability kRows[] = {
-    {sizeof(sy_capability),
-     SY_OP_ADD,
-     nullptr,
-     0,
-     SY_TYPE_F32,
-     {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability),
-     SY_OP_MUL,
-     nullptr,
-     0,
-     SY_TYPE_F32,
-     {SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability),
-     SY_OP_SCALE,
-     nullptr,
-     0,
-     SY_TYPE_F32,
-     {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
-    {sizeof(sy_capability),
-     SY_OP_SIGMOID,
-     nullptr,
-     0,
-     SY_TYPE_F32,
-     {SY_TYPE_F32, SY_TYPE_NONE, SY_TYPE_NONE, SY_TYPE_NONE}},
+    sy::sdk::capability(SY_OP_ADD, SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_F32),
+    sy::sdk::capability(SY_OP_MUL, SY_TYPE_F32, SY_TYPE_F32, SY_TYPE_F32),
+    sy::sdk::capability(SY_OP_SCALE, SY_TYPE_F32, SY_TYPE_F32),
+    sy::sdk::capability(SY_OP_SIGMOID, SY_TYPE_F32, SY_TYPE_F32),
 };
 
 float* at(const sy_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {

@@ -15,14 +15,14 @@
 namespace sy::cpu {
 namespace {
 
-void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel& qk) {
-    const sy_tensor& a = *node.src[0];
-    const sy_tensor& dst = *node.dst;
-    const int64_t K = a.ne[0], N = a.ne[1], M = dst.ne[1];
+// Runs tile(weights, b2, b3, m0, count, n0, n1) for every block of weight rows [n0, n1) x
+// activation rows [m0, m0 + count) of every batch matrix, on the pool; `weights` points at the
+// (broadcast) weight matrix of that batch entry.
+template <typename Tile>
+void for_each_tile(ThreadPool& pool, const sy_tensor& a, const sy_tensor& dst, Tile&& tile) {
+    const int64_t N = a.ne[1], M = dst.ne[1];
     const int64_t B2 = dst.ne[2], B3 = dst.ne[3];
     const int64_t bcast2 = B2 / a.ne[2], bcast3 = B3 / a.ne[3];
-    const QuantizedActivations b(pool, *node.src[1], qk);
-
     const int64_t row_blocks = (N + kBlockRows - 1) / kBlockRows;
     const int64_t col_blocks = (M + kBlockCols - 1) / kBlockCols;
     pool.parallel_for(B2 * B3 * col_blocks * row_blocks, [&](int64_t task) {
@@ -35,17 +35,27 @@ void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel&
         const char* weights =
             static_cast<const char*>(a.data) + (b2 / bcast2) * a.nb[2] + (b3 / bcast3) * a.nb[3];
         const int64_t m0 = col_block * kBlockCols;
-        const int64_t count = std::min(kBlockCols, M - m0);
-        const void* b_rows[kBlockCols];
-        float* out[kBlockCols];
-        for (int64_t c = 0; c < count; ++c) {
-            b_rows[c] = b.row(m0 + c, b2, b3);
-            out[c] = reinterpret_cast<float*>(row_at(dst, m0 + c, b2, b3));
-        }
         const int64_t n0 = row_block * kBlockRows;
-        quant_matmul_block(qk, weights, a.nb[1], n0, std::min(N, n0 + kBlockRows), K, b_rows,
-                           out, count, dst.nb[0]);
+        tile(weights, b2, b3, m0, std::min(kBlockCols, M - m0), n0, std::min(N, n0 + kBlockRows));
     });
+}
+
+void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel& qk) {
+    const sy_tensor& a = *node.src[0];
+    const sy_tensor& dst = *node.dst;
+    const QuantizedActivations b(pool, *node.src[1], qk);
+    for_each_tile(pool, a, dst,
+                  [&](const char* weights, int64_t b2, int64_t b3, int64_t m0, int64_t count,
+                      int64_t n0, int64_t n1) {
+                      const void* b_rows[kBlockCols];
+                      float* out[kBlockCols];
+                      for (int64_t c = 0; c < count; ++c) {
+                          b_rows[c] = b.row(m0 + c, b2, b3);
+                          out[c] = reinterpret_cast<float*>(row_at(dst, m0 + c, b2, b3));
+                      }
+                      quant_matmul_block(qk, weights, a.nb[1], n0, n1, a.ne[0], b_rows, out, count,
+                                         dst.nb[0]);
+                  });
 }
 
 }  // namespace
@@ -53,37 +63,22 @@ void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel&
 void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
     const sy_tensor& a = *node.src[0];
     const sy_tensor& dst = *node.dst;
-    const int64_t K = a.ne[0], N = a.ne[1], M = dst.ne[1];
-    const int64_t B2 = dst.ne[2], B3 = dst.ne[3];
-    if (K == 0) return fill_with_zeros(dst);
-    const int64_t bcast2 = B2 / a.ne[2], bcast3 = B3 / a.ne[3];
+    if (a.ne[0] == 0) return fill_with_zeros(dst);
     const QuantKernel qk = quant_kernel(a.type);
     if (qk.dot != nullptr) return mul_mat_quantized(pool, node, qk);
     const ActivationRows b(pool, *node.src[1]);
-
-    const int64_t row_blocks = (N + kBlockRows - 1) / kBlockRows;
-    const int64_t col_blocks = (M + kBlockCols - 1) / kBlockCols;
-    pool.parallel_for(B2 * B3 * col_blocks * row_blocks, [&](int64_t task) {
-        const int64_t row_block = task % row_blocks;
-        int64_t rest = task / row_blocks;
-        const int64_t col_block = rest % col_blocks;
-        rest /= col_blocks;
-        const int64_t b2 = rest % B2, b3 = rest / B2;
-
-        const char* weights =
-            static_cast<const char*>(a.data) + (b2 / bcast2) * a.nb[2] + (b3 / bcast3) * a.nb[3];
-        const int64_t m0 = col_block * kBlockCols;
-        const int64_t count = std::min(kBlockCols, M - m0);
-        const float* b_rows[kBlockCols];
-        float* out[kBlockCols];
-        for (int64_t c = 0; c < count; ++c) {
-            b_rows[c] = b.row(m0 + c, b2, b3);
-            out[c] = reinterpret_cast<float*>(row_at(dst, m0 + c, b2, b3));
-        }
-        const int64_t n0 = row_block * kBlockRows;
-        matmul_block(a.type, weights, a.nb[1], n0, std::min(N, n0 + kBlockRows), K,
-                     BlockColumns{b_rows, out, count, dst.nb[0]});
-    });
+    for_each_tile(pool, a, dst,
+                  [&](const char* weights, int64_t b2, int64_t b3, int64_t m0, int64_t count,
+                      int64_t n0, int64_t n1) {
+                      const float* b_rows[kBlockCols];
+                      float* out[kBlockCols];
+                      for (int64_t c = 0; c < count; ++c) {
+                          b_rows[c] = b.row(m0 + c, b2, b3);
+                          out[c] = reinterpret_cast<float*>(row_at(dst, m0 + c, b2, b3));
+                      }
+                      matmul_block(a.type, weights, a.nb[1], n0, n1, a.ne[0],
+                                   BlockColumns{b_rows, out, count, dst.nb[0]});
+                  });
 }
 
 }  // namespace sy::cpu

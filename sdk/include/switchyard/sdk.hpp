@@ -279,6 +279,13 @@ inline const char* op_name(int32_t op) {
     }
 }
 
+// One row of a capability table: op, dst type and up to four source types.
+constexpr sy_capability capability(int32_t op, int32_t dst, int32_t src0,
+                                   int32_t src1 = SY_TYPE_NONE, int32_t src2 = SY_TYPE_NONE,
+                                   int32_t src3 = SY_TYPE_NONE) {
+    return sy_capability{sizeof(sy_capability), op, nullptr, 0, dst, {src0, src1, src2, src3}};
+}
+
 // A node with struct_size set and no sources.
 inline sy_node make_node(int32_t op, const sy_tensor* dst) {
     sy_node n{};
