@@ -5,14 +5,14 @@ namespace sy::cpu {
 #if defined(SY_CPU_VARIANT_avx512)
 const VariantInfo& this_variant() {
     static constexpr VariantInfo info{"avx512", 30, 16,
-                                      "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c"};
+                                      "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512vbmi -mfma -mf16c"};
     return info;
 }
 bool cpu_can_run_this_variant() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi") &&
            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("f16c");
 }

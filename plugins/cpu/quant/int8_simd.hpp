@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "simd.hpp"
+#include "switchyard/sdk.hpp"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define SY_CPU_INT8_VNNI 1
@@ -89,6 +90,9 @@ inline I8x32 lut16(const int8_t* table, I8x32 idx) {
 inline I32x8 zero32() {
     return {_mm256_setzero_si256()};
 }
+inline I32x8 splat32(int32_t x) {
+    return {_mm256_set1_epi32(x)};
+}
 inline I32x8 dot_us(I32x8 acc, I8x32 u, I8x32 s) {
 #if defined(SY_CPU_INT8_VNNI)
     return {_mm256_dpbusd_epi32(acc.v, u.v, s.v)};
@@ -108,8 +112,38 @@ inline I32x8 add32(I32x8 a, I32x8 b) {
 inline I32x8 scale32(I32x8 a, int32_t lo, int32_t hi) {
     return {_mm256_mullo_epi32(a.v, _mm256_set_epi32(hi, hi, hi, hi, lo, lo, lo, lo))};
 }
+// Sub-block scales for dot_us_scaled: the first 16 bytes' products times lo, the next 16's
+// times hi.
+struct Scale16 {
+    __m256i v;
+};
+inline Scale16 scales16(int16_t lo, int16_t hi) {
+    return {_mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))};
+}
+// acc + dot_us(u, s) with each 16-byte half's products times its scale: the byte pairs are summed
+// in int16 (vpmaddubsw; callers keep 2 * u * |s| < 2^15) and the scales applied in the widening
+// multiply-add (vpdpwssd / vpmaddwd), cheaper than dot_us then scale32.
+inline I32x8 dot_us_scaled(I32x8 acc, I8x32 u, I8x32 s, Scale16 sc) {
+    const __m256i p16 = _mm256_maddubs_epi16(u.v, s.v);
+#if defined(SY_CPU_INT8_VNNI)
+    return {_mm256_dpwssd_epi32(acc.v, p16, sc.v)};
+#else
+    return {_mm256_add_epi32(acc.v, _mm256_madd_epi16(p16, sc.v))};
+#endif
+}
+// The same for signed weights (|w| <= 127).
+inline I32x8 dot_ss_scaled(I32x8 acc, I8x32 w, I8x32 s, Scale16 sc) {
+    return dot_us_scaled(acc, {_mm256_sign_epi8(w.v, w.v)}, {_mm256_sign_epi8(s.v, w.v)}, sc);
+}
+// f16 -> f32 in one instruction (F16C).
+inline float h2f(uint16_t h) {
+    return _cvtsh_ss(h);
+}
 inline F32x8 zerof() {
     return {_mm256_setzero_ps()};
+}
+inline F32x8 addf(F32x8 a, F32x8 b) {
+    return {_mm256_add_ps(a.v, b.v)};
 }
 // acc + float(a) * d
 inline F32x8 fma_i32(I32x8 a, float d, F32x8 acc) {
@@ -192,6 +226,11 @@ inline I8x32 lut16(const int8_t* table, I8x32 idx) {
 inline I32x8 zero32() {
     return I32x8{};
 }
+inline I32x8 splat32(int32_t x) {
+    I32x8 r;
+    for (int i = 0; i < 8; ++i) r.v[i] = x;
+    return r;
+}
 inline I32x8 dot_us(I32x8 acc, I8x32 u, I8x32 s) {
     for (int i = 0; i < 8; ++i)
         for (int j = 0; j < 4; ++j) acc.v[i] += int32_t(uint8_t(u.b[4 * i + j])) * s.b[4 * i + j];
@@ -210,8 +249,27 @@ inline I32x8 scale32(I32x8 a, int32_t lo, int32_t hi) {
     for (int i = 0; i < 8; ++i) a.v[i] *= i < 4 ? lo : hi;
     return a;
 }
+struct Scale16 {
+    int16_t lo, hi;
+};
+inline Scale16 scales16(int16_t lo, int16_t hi) {
+    return {lo, hi};
+}
+inline I32x8 dot_us_scaled(I32x8 acc, I8x32 u, I8x32 s, Scale16 sc) {
+    return add32(acc, scale32(dot_us(zero32(), u, s), sc.lo, sc.hi));
+}
+inline I32x8 dot_ss_scaled(I32x8 acc, I8x32 w, I8x32 s, Scale16 sc) {
+    return add32(acc, scale32(dot_ss(zero32(), w, s), sc.lo, sc.hi));
+}
+inline float h2f(uint16_t h) {
+    return sdk::fp16_to_f32(h);
+}
 inline F32x8 zerof() {
     return F32x8{};
+}
+inline F32x8 addf(F32x8 a, F32x8 b) {
+    for (int i = 0; i < 8; ++i) a.v[i] += b.v[i];
+    return a;
 }
 inline F32x8 fma_i32(I32x8 a, float d, F32x8 acc) {
     for (int i = 0; i < 8; ++i) acc.v[i] += float(a.v[i]) * d;

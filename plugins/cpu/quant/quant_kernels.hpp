@@ -15,24 +15,43 @@
 namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
 
-// 32 activations: x ~ d * qs, s = d * sum(qs) (the Q8_1 sum, used by Q4_1 and Q5_1).
+// 32 activations: x ~ d * qs; sum = sum(qs), for the weight types with an offset or a minimum.
 struct ActQ8x32 {
     float d;
-    float s;
+    int32_t sum;
     int8_t qs[32];
 };
 
-// Dot products of one weight row (`blocks` blocks at w) with `cols` (1..kMaxDotCols) quantized
-// activation rows; out[c] = the dot product with act[c].
+// AVX-512 VBMI kernels (vec_dot_groups.cpp): 8 blocks of 32 activations in the order the
+// kernel's weight decoding produces, zero-padded past the row's end.
+//   natural order (Q8_0):           qs[32 b + j] = element j of block b
+//   nibble order (Q4_0, IQ4_NL):    blocks 0-3 then 4-7, each half as [b lo 16][..] then
+//                                   [b hi 16][..]: qs[128 h + 16 (b % 4) + j] = element j of
+//                                   block 4 h + b % 4, qs[128 h + 64 + 16 (b % 4) + j] = its
+//                                   element 16 + j
+// d[b] the scale and s[b] = d[b] * sum of block b's qs (for the weights' offsets).
+struct ActQ8G8 {
+    int8_t qs[256];
+    float d[8];
+    float s[8];
+};
+
+// Dot products of one weight row (`blocks` weight blocks at w) with `cols` (1..kMaxDotCols)
+// quantized activation rows; out[c] = the dot product with act[c].
 using VecDotFn = void (*)(int64_t blocks, const void* w, const void* const* act, int cols,
                           float* out);
+// One row of n floats (n a multiple of the weight block) into the kernel's activation format.
+using QuantizeActFn = void (*)(const float* x, void* y, int64_t n);
 constexpr int kMaxDotCols = 4;
 
 struct QuantKernel {
     VecDotFn dot;
-    int32_t act_type;     // SY_TYPE_Q8_0 (ActQ8x32) or SY_TYPE_Q8_K (sy_block_q8_K)
-    int64_t act_block;    // elements per activation block: 32 or 256
-    int64_t act_bytes;    // bytes per activation block
+    QuantizeActFn quantize;
+    int64_t weight_block;  // elements per weight block: 32 or 256
+    int64_t act_group;     // elements per activation unit: 32 (ActQ8x32), 256 (Q8_K, ActQ8G8)
+    int64_t act_bytes;     // bytes per activation unit
+
+    int64_t act_row_bytes(int64_t K) const { return (K + act_group - 1) / act_group * act_bytes; }
 };
 
 // The kernel for a weight type, or {nullptr, ...} for a type without one.
@@ -41,6 +60,12 @@ QuantKernel quant_kernel(int32_t weight_type);
 // n (a multiple of 32 / 256) floats into n / 32 ActQ8x32 or n / 256 sy_block_q8_K.
 void quantize_act_q8x32(const float* x, ActQ8x32* y, int64_t n);
 void quantize_act_q8_K(const float* x, sy_block_q8_K* y, int64_t n);
+// n (a multiple of 32) floats into ceil(n / 256) ActQ8G8, natural or nibble order.
+void quantize_act_g8_natural(const float* x, void* y, int64_t n);
+void quantize_act_g8_nibbles(const float* x, void* y, int64_t n);
+
+// The AVX-512 VBMI kernels, or nullptr where the variant has none (vec_dot_groups.cpp).
+VecDotFn group_kernel(int32_t weight_type);
 
 // Per-family kernels (vec_dot_*.cpp).
 void vec_dot_q4_0(int64_t, const void*, const void* const*, int, float*);

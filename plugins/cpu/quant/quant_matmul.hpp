@@ -13,11 +13,11 @@ namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
 
 // Every row of an F32 tensor, quantized to the kernel's activation format; rows in the flat
-// order (i1 fastest), each K / act_block blocks.
+// order (i1 fastest), each kernel.act_row_bytes(K) bytes.
 class QuantizedActivations {
   public:
     QuantizedActivations(ThreadPool& pool, const sy_tensor& t, const QuantKernel& kernel)
-        : t_(t), row_bytes_(t.ne[0] / kernel.act_block * kernel.act_bytes) {
+        : t_(t), row_bytes_(kernel.act_row_bytes(t.ne[0])) {
         const ActivationRows rows(pool, t);
         data_.resize(size_t(sdk::nrows(t) * row_bytes_));
         const int64_t ne0 = t.ne[0];
@@ -27,10 +27,7 @@ class QuantizedActivations {
                     const RowIndex i = row_index(t, r);
                     const float* x = rows.row(i.i1, i.i2, i.i3);
                     void* y = data_.data() + r * row_bytes_;
-                    if (kernel.act_type == SY_TYPE_Q8_K)
-                        quantize_act_q8_K(x, static_cast<sy_block_q8_K*>(y), ne0);
-                    else
-                        quantize_act_q8x32(x, static_cast<ActQ8x32*>(y), ne0);
+                    kernel.quantize(x, y, ne0);
                 }
             });
     }
@@ -52,8 +49,7 @@ class QuantizedActivations {
 inline void quant_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_stride,
                                int64_t n0, int64_t n1, int64_t K, const void* const* act,
                                float* const* out, int64_t count, int64_t out_row_stride) {
-    // Weight and activation blocks have the same size (32, or 256 for Q8_K).
-    const int64_t blocks = K / kernel.act_block;
+    const int64_t blocks = K / kernel.weight_block;
     for (int64_t n = n0; n < n1; ++n) {
         const char* row = a + n * a_row_stride;
         for (int64_t c = 0; c < count; c += kMaxDotCols) {

@@ -1,0 +1,293 @@
+// AVX-512 VBMI + VNNI dot products of the 32-element blocks Q8_0, Q4_0 and IQ4_NL, 8 blocks per
+// step. Per step the weight bytes are loaded whole (masked past the row's end) and vpermt2b picks
+// the quant bytes and the f16 scales out of them, so that one 512-bit vpdpbusd covers 2 blocks
+// (Q8_0) or, low and high nibbles together, 4 blocks (Q4_0, IQ4_NL). The int32 lanes are not
+// summed per block: they become floats and meet a vector holding each lane's block scale
+// d_w * d_a, so no horizontal sums run inside the loop.
+//
+// vpdpbusd multiplies unsigned by signed bytes: weights are made unsigned with an offset o
+// (Q8_0: q + 128; Q4_0: its nibble, q - 8 + 8; IQ4_NL: table value + 128), and the offset's share
+// o * d_w * d_a * sum q_a is subtracted per block from ActQ8G8::s (= d_a * sum q_a).
+#include "quant/quant_kernels.hpp"
+
+#if defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) && \
+    defined(__AVX512F__) && defined(__F16C__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#define SY_CPU_GROUP_KERNELS 1
+#endif
+
+namespace sy::cpu {
+inline namespace SY_CPU_SIMD_ISA {
+
+#if defined(SY_CPU_GROUP_KERNELS)
+namespace {
+
+// Bytes [p, p + 64) of a row, zero where at or past `left` bytes (left may be <= 0); kWhole
+// when the caller knows that all 64 are there.
+template <bool kWhole>
+inline __m512i load64(const uint8_t* p, int64_t left) {
+    if (kWhole || left >= 64) return _mm512_loadu_si512(p);
+    if (left <= 0) return _mm512_setzero_si512();
+    return _mm512_maskz_loadu_epi8(__mmask64((uint64_t(1) << left) - 1), p);
+}
+
+// The 8 f32 scales of d_w (from f16 bytes) times d_a.
+inline __m256 block_scales(__m128i f16_scales, const float* d_a) {
+    return _mm256_mul_ps(_mm256_cvtph_ps(f16_scales), _mm256_loadu_ps(d_a));
+}
+
+// Constant tables, built at compile time (a static initializer with AVX-512 instructions would
+// run when the host merely probes this variant on a machine without them).
+struct alignas(64) Bytes64 {
+    uint8_t b[64];
+};
+struct alignas(64) Lanes16 {
+    int32_t v[16];
+};
+// Byte k = f(k): a vpermt2b index into 128 bytes, or a vpshufb table.
+template <typename F>
+constexpr Bytes64 bytes64(F f) {
+    Bytes64 t{};
+    for (int k = 0; k < 64; ++k) t.b[k] = uint8_t(f(k));
+    return t;
+}
+// Lanes of `per_lane` int32 each to their block among 8: lane l -> first + l / per_lane.
+constexpr Lanes16 lane_blocks(int first, int per_lane) {
+    Lanes16 t{};
+    for (int l = 0; l < 16; ++l) t.v[l] = first + l / per_lane;
+    return t;
+}
+inline __m512i load(const Bytes64& t) {
+    return _mm512_load_si512(t.b);
+}
+inline __m512i load(const Lanes16& t) {
+    return _mm512_load_si512(t.v);
+}
+
+// Runs step(g, whole) for the `groups` steps of 8 blocks of a row of `blocks`: whole is
+// std::true_type where the step's bytes all lie inside the row, so that its loads need no masks.
+template <typename Step>
+inline void for_each_group(int64_t blocks, Step step) {
+    const int64_t whole = blocks / 8;
+    for (int64_t g = 0; g < whole; ++g) step(g, std::true_type{});
+    if (blocks % 8) step(whole, std::false_type{});
+}
+
+
+// Software prefetch of the bytes one step will read kPrefetchBytes ahead (past the row's end too:
+// rows are usually contiguous, and a prefetch never faults). The hardware prefetchers alone leave
+// too few cache-line fills in flight for one core to stream at the memory's speed.
+#ifndef SY_CPU_PREFETCH_BYTES
+#define SY_CPU_PREFETCH_BYTES 2048
+#endif
+constexpr int64_t kPrefetchBytes = SY_CPU_PREFETCH_BYTES;
+inline void prefetch_step(const uint8_t* p, int64_t bytes) {
+    for (int64_t o = 0; o < bytes; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
+}
+
+inline float reduce256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// Sums of the per-column accumulators into out.
+template <int C>
+inline void finish(const __m512 (&acc)[C], const __m256 (&off)[C], float offset, float* out) {
+    for (int c = 0; c < C; ++c)
+        out[c] = _mm512_reduce_add_ps(acc[c]) - offset * reduce256(off[c]);
+}
+
+// ---- Q8_0: 34-byte blocks, 272 bytes per step -------------------------------------------------
+
+// qs of blocks 2k, 2k+1 from bytes [64k, 64k + 128): block 2k starts at 2 + 68k - 64k.
+constexpr Bytes64 kQ8QsIndex[4] = {
+    bytes64([](int k) { return 2 + 34 * (k / 32) + k % 32; }),
+    bytes64([](int k) { return 6 + 34 * (k / 32) + k % 32; }),
+    bytes64([](int k) { return 10 + 34 * (k / 32) + k % 32; }),
+    bytes64([](int k) { return 14 + 34 * (k / 32) + k % 32; }),
+};
+// f16 scales of blocks 0-3 from bytes [0, 128), of blocks 4-7 (at 136 + 34 j) from [128, 256).
+constexpr Bytes64 kQ8ScaleIndexLo = bytes64([](int k) { return k < 8 ? 34 * (k / 2) + k % 2 : 0; });
+constexpr Bytes64 kQ8ScaleIndexHi =
+    bytes64([](int k) { return k >= 8 && k < 16 ? 8 + 34 * (k / 2 - 4) + k % 2 : 0; });
+constexpr Lanes16 kQ8LaneBlocks[4] = {lane_blocks(0, 8), lane_blocks(2, 8), lane_blocks(4, 8),
+                                      lane_blocks(6, 8)};
+
+template <int C>
+void q8_0_groups(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const uint8_t* x = static_cast<const uint8_t*>(w);
+    const int64_t row_bytes = blocks * int64_t(sizeof(sy_block_q8_0));
+    const __m512i qs_index[4] = {load(kQ8QsIndex[0]), load(kQ8QsIndex[1]), load(kQ8QsIndex[2]),
+                                 load(kQ8QsIndex[3])};
+    const __m512i d_index_lo = load(kQ8ScaleIndexLo), d_index_hi = load(kQ8ScaleIndexHi);
+    const __m512i lane_block[4] = {load(kQ8LaneBlocks[0]), load(kQ8LaneBlocks[1]),
+                                   load(kQ8LaneBlocks[2]), load(kQ8LaneBlocks[3])};
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+
+    const ActQ8G8* a[C];
+    __m512 acc[C];
+    __m256 off[C];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const ActQ8G8*>(act[c]);
+        acc[c] = _mm512_setzero_ps();
+        off[c] = _mm256_setzero_ps();
+    }
+    for_each_group(blocks, [&](int64_t g, auto whole) {
+        constexpr bool kWhole = decltype(whole)::value;
+        const uint8_t* p = x + 272 * g;
+        const int64_t left = row_bytes - 272 * g;
+        prefetch_step(p, 272);
+        const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
+                      z2 = load64<kWhole>(p + 128, left - 128),
+                      z3 = load64<kWhole>(p + 192, left - 192),
+                      z4 = load64<false>(p + 256, std::min<int64_t>(left - 256, 16));
+        const __m512i u[4] = {
+            _mm512_xor_si512(_mm512_permutex2var_epi8(z0, qs_index[0], z1), flip),
+            _mm512_xor_si512(_mm512_permutex2var_epi8(z1, qs_index[1], z2), flip),
+            _mm512_xor_si512(_mm512_permutex2var_epi8(z2, qs_index[2], z3), flip),
+            _mm512_xor_si512(_mm512_permutex2var_epi8(z3, qs_index[3], z4), flip),
+        };
+        const __m128i d16 = _mm512_castsi512_si128(_mm512_or_si512(
+            _mm512_maskz_permutex2var_epi8(0x00FF, z0, d_index_lo, z1),
+            _mm512_maskz_permutex2var_epi8(0xFF00, z2, d_index_hi, z3)));
+        const __m256 dw = _mm256_cvtph_ps(d16);
+        for (int c = 0; c < C; ++c) {
+            const ActQ8G8& ag = a[c][g];
+            const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(ag.d));
+            const __m512 d16x = _mm512_castps256_ps512(d);
+            for (int k = 0; k < 4; ++k) {
+                const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[k],
+                                                        _mm512_loadu_si512(ag.qs + 64 * k));
+                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                                         _mm512_permutexvar_ps(lane_block[k], d16x), acc[c]);
+            }
+            off[c] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(ag.s), off[c]);
+        }
+    });
+    finish<C>(acc, off, 128.0f, out);
+}
+
+// ---- Q4_0 and IQ4_NL: 18-byte blocks, 144 bytes per step ----------------------------------------
+
+// qs of blocks 0-3 from bytes [0, 128), of blocks 4-7 (at 74 + 18 j) from [64, 192).
+constexpr Bytes64 kNibbleQsIndexLo = bytes64([](int k) { return 2 + 18 * (k / 16) + k % 16; });
+constexpr Bytes64 kNibbleQsIndexHi = bytes64([](int k) { return 10 + 18 * (k / 16) + k % 16; });
+constexpr Bytes64 kNibbleScaleIndex = bytes64([](int k) { return k < 16 ? 18 * (k / 2) + k % 2 : 0; });
+constexpr Lanes16 kNibbleLaneBlocksLo = lane_blocks(0, 4), kNibbleLaneBlocksHi = lane_blocks(4, 4);
+
+// to_unsigned(nibbles) -> unsigned weights; `offset` is what they exceed the true values by.
+template <int C, typename ToUnsigned>
+inline void nibble_groups(int64_t blocks, const void* w, const void* const* act, float* out,
+                          ToUnsigned to_unsigned, float offset) {
+    const uint8_t* x = static_cast<const uint8_t*>(w);
+    const int64_t row_bytes = blocks * 18;
+    const __m512i qs_index_lo = load(kNibbleQsIndexLo), qs_index_hi = load(kNibbleQsIndexHi);
+    const __m512i d_index = load(kNibbleScaleIndex);
+    const __m512i lane_lo = load(kNibbleLaneBlocksLo), lane_hi = load(kNibbleLaneBlocksHi);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+
+    const ActQ8G8* a[C];
+    __m512 acc[C];
+    __m256 off[C];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const ActQ8G8*>(act[c]);
+        acc[c] = _mm512_setzero_ps();
+        off[c] = _mm256_setzero_ps();
+    }
+    for_each_group(blocks, [&](int64_t g, auto whole) {
+        constexpr bool kWhole = decltype(whole)::value;
+        const uint8_t* p = x + 144 * g;
+        const int64_t left = row_bytes - 144 * g;
+        prefetch_step(p, 144);
+        const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
+                      z2 = load64<false>(p + 128, std::min<int64_t>(left - 128, 16));
+        const __m512i q_lo = _mm512_permutex2var_epi8(z0, qs_index_lo, z1);
+        const __m512i q_hi = _mm512_permutex2var_epi8(z1, qs_index_hi, z2);
+        // Low nibbles are elements 0-15 of each block, high nibbles 16-31.
+        const __m512i u[4] = {
+            to_unsigned(_mm512_and_si512(q_lo, low4)),
+            to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_lo, 4), low4)),
+            to_unsigned(_mm512_and_si512(q_hi, low4)),
+            to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_hi, 4), low4)),
+        };
+        const __m256 dw = _mm256_cvtph_ps(
+            _mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, d_index, z1)));
+        for (int c = 0; c < C; ++c) {
+            const ActQ8G8& ag = a[c][g];
+            const __m512 d16x =
+                _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(ag.d)));
+            __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0],
+                                                 _mm512_loadu_si512(ag.qs));
+            dot_lo = _mm512_dpbusd_epi32(dot_lo, u[1], _mm512_loadu_si512(ag.qs + 64));
+            __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2],
+                                                 _mm512_loadu_si512(ag.qs + 128));
+            dot_hi = _mm512_dpbusd_epi32(dot_hi, u[3], _mm512_loadu_si512(ag.qs + 192));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo),
+                                     _mm512_permutexvar_ps(lane_lo, d16x), acc[c]);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi),
+                                     _mm512_permutexvar_ps(lane_hi, d16x), acc[c]);
+            off[c] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(ag.s), off[c]);
+        }
+    });
+    finish<C>(acc, off, offset, out);
+}
+
+template <int C>
+void q4_0_groups(int64_t blocks, const void* w, const void* const* act, float* out) {
+    nibble_groups<C>(blocks, w, act, out, [](__m512i q) { return q; }, 8.0f);
+}
+
+template <int C>
+void iq4_nl_groups(int64_t blocks, const void* w, const void* const* act, float* out) {
+    // IQ4_NL's values + 128, in every 16-byte lane for vpshufb (the SDK's table is not constexpr;
+    // this initializer is plain scalar code).
+    static const Bytes64 unsigned_values =
+        bytes64([](int k) { return sy_kvalues_iq4nl[k % 16] + 128; });
+    const __m512i table = load(unsigned_values);
+    nibble_groups<C>(
+        blocks, w, act, out, [table](__m512i q) { return _mm512_shuffle_epi8(table, q); },
+        128.0f);
+}
+
+#define SY_CPU_DEFINE_GROUP_DOT(name)                                                        \
+    void vec_dot_##name##_groups(int64_t blocks, const void* w, const void* const* act,      \
+                                 int cols, float* out) {                                     \
+        switch (cols) {                                                                      \
+            case 1: name##_groups<1>(blocks, w, act, out); break;                            \
+            case 2: name##_groups<2>(blocks, w, act, out); break;                            \
+            case 3: name##_groups<3>(blocks, w, act, out); break;                            \
+            default: name##_groups<4>(blocks, w, act, out); break;                           \
+        }                                                                                    \
+    }
+
+SY_CPU_DEFINE_GROUP_DOT(q8_0)
+SY_CPU_DEFINE_GROUP_DOT(q4_0)
+SY_CPU_DEFINE_GROUP_DOT(iq4_nl)
+
+}  // namespace
+
+VecDotFn group_kernel(int32_t weight_type) {
+    switch (weight_type) {
+        case SY_TYPE_Q8_0: return vec_dot_q8_0_groups;
+        case SY_TYPE_Q4_0: return vec_dot_q4_0_groups;
+        case SY_TYPE_IQ4_NL: return vec_dot_iq4_nl_groups;
+        default: return nullptr;
+    }
+}
+
+#else
+
+VecDotFn group_kernel(int32_t) {
+    return nullptr;
+}
+
+#endif
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu
