@@ -189,10 +189,14 @@ struct ErrorStats {
 TEST(QuantKernels, MulMatMatchesDequantizedReference) {
     ASSERT_FALSE(cpu_plugins().empty());
     std::mt19937 rng(1234);
-    const int64_t K = 512, N = 37;
+    const int64_t N = 37;
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
-        for (int32_t type : kTypes) {
+        for (int32_t type : kTypes)
+        // 512: whole steps of 8 blocks; 1408 (DeepSeek's expert width, 44 blocks) and 1280 (5
+        // super-blocks): whole steps and a partial one.
+        for (int64_t K : {int64_t(512), sy_dtype_info(type).block_size == 32 ? int64_t(1408)
+                                                                              : int64_t(1280)}) {
             const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
             const std::vector<float> w = dequantize_matrix(type, wq, K, N);
             ErrorStats stats;
@@ -215,12 +219,13 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
                         const double got = out[size_t(m * N + n)];
                         stats.add(got, e.value);
                         ASSERT_NEAR(got, e.value, e.bound)
-                            << cpu.variant << " " << sy_dtype_info(type).name << " M=" << M
-                            << " row " << n << " col " << m;
+                            << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
+                            << " M=" << M << " row " << n << " col " << m;
                     }
             }
-            std::printf("[ info ] %-8s %-7s mul_mat relative RMS error %.2e\n",
-                        cpu.variant.c_str(), sy_dtype_info(type).name, stats.relative());
+            std::printf("[ info ] %-8s %-7s K %-5lld mul_mat relative RMS error %.2e\n",
+                        cpu.variant.c_str(), sy_dtype_info(type).name, (long long)K,
+                        stats.relative());
         }
     }
 }
