@@ -8,6 +8,7 @@
 // vpdpbusd multiplies unsigned by signed bytes: weights are made unsigned with an offset o
 // (Q8_0: q + 128; Q4_0: its nibble, q - 8 + 8; IQ4_NL: table value + 128), and the offset's share
 // o * d_w * d_a * sum q_a is subtracted per block from ActQ8G8::s (= d_a * sum q_a).
+#include "quant/int8_simd.hpp"
 #include "quant/quant_kernels.hpp"
 
 #if defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) && \
@@ -78,18 +79,6 @@ inline void for_each_group(int64_t blocks, Step step) {
 }
 
 
-// Software prefetch of the bytes one step will read kPrefetchBytes ahead (past the row's end too:
-// rows are usually contiguous, and a prefetch never faults). The hardware prefetchers alone leave
-// too few cache-line fills in flight for one core to stream at the memory's speed.
-#ifndef SY_CPU_PREFETCH_BYTES
-#define SY_CPU_PREFETCH_BYTES 2048
-#endif
-constexpr int64_t kPrefetchBytes = SY_CPU_PREFETCH_BYTES;
-inline void prefetch_step(const uint8_t* p, int64_t bytes) {
-    for (int64_t o = 0; o < bytes; o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
-}
-
 inline float reduce256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -142,7 +131,7 @@ void q8_0_groups(int64_t blocks, const void* w, const void* const* act, float* o
         constexpr bool kWhole = decltype(whole)::value;
         const uint8_t* p = x + 272 * g;
         const int64_t left = row_bytes - 272 * g;
-        prefetch_step(p, 272);
+        i8::prefetch_ahead(p, 272);
         const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
                       z2 = load64<kWhole>(p + 128, left - 128),
                       z3 = load64<kWhole>(p + 192, left - 192),
@@ -204,7 +193,7 @@ inline void nibble_groups(int64_t blocks, const void* w, const void* const* act,
         constexpr bool kWhole = decltype(whole)::value;
         const uint8_t* p = x + 144 * g;
         const int64_t left = row_bytes - 144 * g;
-        prefetch_step(p, 144);
+        i8::prefetch_ahead(p, 144);
         const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
                       z2 = load64<false>(p + 128, std::min<int64_t>(left - 128, 16));
         const __m512i q_lo = _mm512_permutex2var_epi8(z0, qs_index_lo, z1);

@@ -21,8 +21,9 @@ void iq4_nl_cols(int64_t blocks, const void* w, const void* const* act, float* o
         acc[c] = zerof();
     }
     for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
         const I8x32 q = lut16(sy_kvalues_iq4nl, nibbles16(x[i].qs));
-        const float d = sdk::fp16_to_f32(x[i].d);
+        const float d = h2f(x[i].d);
         for (int c = 0; c < C; ++c) {
             const I32x8 p = dot_ss(zero32(), q, load32(a[c][i].qs));
             acc[c] = fma_i32(p, d * a[c][i].d, acc[c]);
@@ -41,18 +42,18 @@ void iq4_xs_cols(int64_t blocks, const void* w, const void* const* act, float* o
         acc[c] = zerof();
     }
     for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
         for (int ib = 0; ib < 8; ++ib) {
             const int ls = ((x[i].scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) |
                            (((x[i].scales_h >> (2 * ib)) & 3) << 4);
             const I8x32 q = lut16(sy_kvalues_iq4nl, nibbles16(x[i].qs + 16 * ib));
-            for (int c = 0; c < C; ++c) {
-                const I32x8 p = dot_ss(zero32(), q, load32(a[c][i].qs + 32 * ib));
-                sum[c] = add32(sum[c], scale32(p, ls - 32, ls - 32));
-            }
+            const Scale16 s = scales16(int16_t(ls - 32), int16_t(ls - 32));
+            for (int c = 0; c < C; ++c)
+                sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * ib), s);
         }
-        const float d = sdk::fp16_to_f32(x[i].d);
+        const float d = h2f(x[i].d);
         for (int c = 0; c < C; ++c) acc[c] = fma_i32(sum[c], d * a[c][i].d, acc[c]);
     }
     for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]);

@@ -1,7 +1,8 @@
 // Dot products of the K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (256-element super-blocks) with Q8_K
 // activations. Per super-block the weights are decoded 32 values at a time into unsigned bytes,
 // dot_us gives int32 lanes of 4 products (lanes 0-3: the first 16 values, 4-7: the next 16), the
-// sub-block scales multiply those lanes, and one float FMA per super-block applies d_w * d_a.
+// sub-block scales multiply those lanes (dot_us_scaled: pair sums in int16, then a widening
+// multiply-add by the scales), and one float FMA per super-block applies d_w * d_a.
 // The constant parts (mins, and the offsets of Q3_K / Q6_K) come from the activation block sums:
 //   sum_j sc_j * (q_j - o) * a_j = sum_j sc_j * q_j a_j - o * sum_sub sc_sub * bsum_sub.
 #include "quant/int8_simd.hpp"
@@ -48,6 +49,7 @@ void q4_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
     const sy_block_q4_K* x = static_cast<const sy_block_q4_K*>(w);
     Columns<C> cols(act);
     for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
         int sc[8], mn[8];
         for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
         I32x8 sum[C];
@@ -55,15 +57,15 @@ void q4_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
         for (int j = 0; j < 4; ++j) {
             const I8x32 bytes = load32(x[i].qs + 32 * j);
             const I8x32 lo = low_nibbles(bytes), hi = high_nibbles(bytes);
+            const Scale16 slo = scales16(int16_t(sc[2 * j]), int16_t(sc[2 * j])),
+                          shi = scales16(int16_t(sc[2 * j + 1]), int16_t(sc[2 * j + 1]));
             for (int c = 0; c < C; ++c) {
                 const int8_t* aq = cols.a[c][i].qs + 64 * j;
-                const I32x8 plo = dot_us(zero32(), lo, load32(aq));
-                const I32x8 phi = dot_us(zero32(), hi, load32(aq + 32));
-                sum[c] = add32(sum[c], scale32(plo, sc[2 * j], sc[2 * j]));
-                sum[c] = add32(sum[c], scale32(phi, sc[2 * j + 1], sc[2 * j + 1]));
+                sum[c] = dot_us_scaled(sum[c], lo, load32(aq), slo);
+                sum[c] = dot_us_scaled(sum[c], hi, load32(aq + 32), shi);
             }
         }
-        const float d = sdk::fp16_to_f32(x[i].d), dmin = sdk::fp16_to_f32(x[i].dmin);
+        const float d = h2f(x[i].d), dmin = h2f(x[i].dmin);
         for (int c = 0; c < C; ++c) {
             const sy_block_q8_K& a = cols.a[c][i];
             int32_t msum = 0;
@@ -80,6 +82,7 @@ void q5_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
     const sy_block_q5_K* x = static_cast<const sy_block_q5_K*>(w);
     Columns<C> cols(act);
     for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
         int sc[8], mn[8];
         for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
         const I8x32 qh = load32(x[i].qh);
@@ -89,15 +92,15 @@ void q5_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
             const I8x32 bytes = load32(x[i].qs + 32 * j);
             const I8x32 lo = or8(low_nibbles(bytes), shl8(and8(shr8(qh, 2 * j), 1), 4));
             const I8x32 hi = or8(high_nibbles(bytes), shl8(and8(shr8(qh, 2 * j + 1), 1), 4));
+            const Scale16 slo = scales16(int16_t(sc[2 * j]), int16_t(sc[2 * j])),
+                          shi = scales16(int16_t(sc[2 * j + 1]), int16_t(sc[2 * j + 1]));
             for (int c = 0; c < C; ++c) {
                 const int8_t* aq = cols.a[c][i].qs + 64 * j;
-                const I32x8 plo = dot_us(zero32(), lo, load32(aq));
-                const I32x8 phi = dot_us(zero32(), hi, load32(aq + 32));
-                sum[c] = add32(sum[c], scale32(plo, sc[2 * j], sc[2 * j]));
-                sum[c] = add32(sum[c], scale32(phi, sc[2 * j + 1], sc[2 * j + 1]));
+                sum[c] = dot_us_scaled(sum[c], lo, load32(aq), slo);
+                sum[c] = dot_us_scaled(sum[c], hi, load32(aq + 32), shi);
             }
         }
-        const float d = sdk::fp16_to_f32(x[i].d), dmin = sdk::fp16_to_f32(x[i].dmin);
+        const float d = h2f(x[i].d), dmin = h2f(x[i].dmin);
         for (int c = 0; c < C; ++c) {
             const sy_block_q8_K& a = cols.a[c][i];
             int32_t msum = 0;
@@ -115,6 +118,7 @@ void q6_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
     const sy_block_q6_K* x = static_cast<const sy_block_q6_K*>(w);
     Columns<C> cols(act);
     for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
         const int8_t* sc = x[i].scales;
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
@@ -129,15 +133,13 @@ void q6_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
                 or8(high_nibbles(l1), shl8(shr8(qh, 6), 4)),
             };
             for (int g = 0; g < 4; ++g) {
-                const int s0 = sc[8 * half + 2 * g], s1 = sc[8 * half + 2 * g + 1];
-                for (int c = 0; c < C; ++c) {
-                    const I32x8 p =
-                        dot_us(zero32(), q[g], load32(cols.a[c][i].qs + 128 * half + 32 * g));
-                    sum[c] = add32(sum[c], scale32(p, s0, s1));
-                }
+                const Scale16 s = scales16(sc[8 * half + 2 * g], sc[8 * half + 2 * g + 1]);
+                for (int c = 0; c < C; ++c)
+                    sum[c] = dot_us_scaled(sum[c], q[g],
+                                           load32(cols.a[c][i].qs + 128 * half + 32 * g), s);
             }
         }
-        const float d = sdk::fp16_to_f32(x[i].d);
+        const float d = h2f(x[i].d);
         for (int c = 0; c < C; ++c) {
             const sy_block_q8_K& a = cols.a[c][i];
             int32_t osum = 0;
@@ -170,6 +172,7 @@ void q3_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
     const sy_block_q3_K* x = static_cast<const sy_block_q3_K*>(w);
     Columns<C> cols(act);
     for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
         int sc[16];
         q3_K_scales(x[i].scales, sc);
         const I8x32 hm = load32(x[i].hmask);
@@ -181,13 +184,12 @@ void q3_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
                 const int group = 4 * half + g;
                 const I8x32 q =
                     or8(and8(shr8(qs, 2 * g), 3), shl8(and8(shr8(hm, group), 1), 2));
-                for (int c = 0; c < C; ++c) {
-                    const I32x8 p = dot_us(zero32(), q, load32(cols.a[c][i].qs + 32 * group));
-                    sum[c] = add32(sum[c], scale32(p, sc[2 * group], sc[2 * group + 1]));
-                }
+                const Scale16 s = scales16(int16_t(sc[2 * group]), int16_t(sc[2 * group + 1]));
+                for (int c = 0; c < C; ++c)
+                    sum[c] = dot_us_scaled(sum[c], q, load32(cols.a[c][i].qs + 32 * group), s);
             }
         }
-        const float d = sdk::fp16_to_f32(x[i].d);
+        const float d = h2f(x[i].d);
         for (int c = 0; c < C; ++c) {
             const sy_block_q8_K& a = cols.a[c][i];
             int32_t osum = 0;
@@ -205,6 +207,7 @@ void q2_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
     const sy_block_q2_K* x = static_cast<const sy_block_q2_K*>(w);
     Columns<C> cols(act);
     for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
         const uint8_t* sc = x[i].scales;
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
@@ -213,14 +216,13 @@ void q2_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
             for (int g = 0; g < 4; ++g) {
                 const int group = 4 * half + g;
                 const I8x32 q = and8(shr8(qs, 2 * g), 3);
-                for (int c = 0; c < C; ++c) {
-                    const I32x8 p = dot_us(zero32(), q, load32(cols.a[c][i].qs + 32 * group));
-                    sum[c] = add32(sum[c],
-                                   scale32(p, sc[2 * group] & 15, sc[2 * group + 1] & 15));
-                }
+                const Scale16 s =
+                    scales16(int16_t(sc[2 * group] & 15), int16_t(sc[2 * group + 1] & 15));
+                for (int c = 0; c < C; ++c)
+                    sum[c] = dot_us_scaled(sum[c], q, load32(cols.a[c][i].qs + 32 * group), s);
             }
         }
-        const float d = sdk::fp16_to_f32(x[i].d), dmin = sdk::fp16_to_f32(x[i].dmin);
+        const float d = h2f(x[i].d), dmin = h2f(x[i].dmin);
         for (int c = 0; c < C; ++c) {
             const sy_block_q8_K& a = cols.a[c][i];
             int32_t msum = 0;
