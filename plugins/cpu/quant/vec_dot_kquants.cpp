@@ -33,15 +33,18 @@ struct Columns {
     }
 };
 
-// 6-bit scale and min j of the 12 packed bytes of Q4_K / Q5_K.
-inline void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
-    if (j < 4) {
-        sc = q[j] & 63;
-        m = q[j + 4] & 63;
-    } else {
-        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
+// The 8 6-bit scales and 8 6-bit mins of Q4_K / Q5_K from their 12 packed bytes q:
+//   j < 4:  scale = q[j] & 63,                          min = q[j + 4] & 63
+//   j >= 4: scale = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4,  min = (q[j + 4] >> 4) | (q[j] >> 6) << 4
+// computed four bytes at a time in 32-bit words.
+inline void scales_mins_k4(const uint8_t* q, uint8_t (&sc)[8], uint8_t (&mn)[8]) {
+    uint32_t w[3];
+    std::memcpy(w, q, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, bits45 = 0x30303030;
+    const uint32_t s[2] = {w[0] & low6, (w[2] & low4) | ((w[0] >> 2) & bits45)};
+    const uint32_t m[2] = {w[1] & low6, ((w[2] >> 4) & low4) | ((w[1] >> 2) & bits45)};
+    std::memcpy(sc, s, 8);
+    std::memcpy(mn, m, 8);
 }
 
 template <int C>
@@ -50,8 +53,8 @@ void q4_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
     Columns<C> cols(act);
     for (int64_t i = 0; i < blocks; ++i) {
         prefetch_ahead(&x[i], sizeof x[i]);
-        int sc[8], mn[8];
-        for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
+        uint8_t sc[8], mn[8];
+        scales_mins_k4(x[i].scales, sc, mn);
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
         for (int j = 0; j < 4; ++j) {
@@ -83,8 +86,8 @@ void q5_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
     Columns<C> cols(act);
     for (int64_t i = 0; i < blocks; ++i) {
         prefetch_ahead(&x[i], sizeof x[i]);
-        int sc[8], mn[8];
-        for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
+        uint8_t sc[8], mn[8];
+        scales_mins_k4(x[i].scales, sc, mn);
         const I8x32 qh = load32(x[i].qh);
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
