@@ -74,7 +74,7 @@ inline void dot_tile(const char* const* a, const float* const* b, int64_t K, flo
         for (int c = 0; c < C; ++c) bv[c] = simd::load(b[c] + k);
         for (int r = 0; r < R; ++r) {
             // Software prefetch 2 KiB ahead in each weight row (see quant/int8_simd.hpp).
-            if (C == 1) __builtin_prefetch(a[r] + k * kElementBytes + 2048, 0, 3);
+            if constexpr (C == 1) __builtin_prefetch(a[r] + k * kElementBytes + 2048, 0, 3);
             const simd::F32x av = WeightRow<kType>::load(a[r], k);
             for (int c = 0; c < C; ++c) acc[r][c] = simd::fma(av, bv[c], acc[r][c]);
         }

@@ -5,6 +5,8 @@
 // multiply-add by the scales), and one float FMA per super-block applies d_w * d_a.
 // The constant parts (mins, and the offsets of Q3_K / Q6_K) come from the activation block sums:
 //   sum_j sc_j * (q_j - o) * a_j = sum_j sc_j * q_j a_j - o * sum_sub sc_sub * bsum_sub.
+#include <type_traits>
+
 #include "quant/int8_simd.hpp"
 #include "quant/quant_kernels.hpp"
 #include "switchyard/sdk.hpp"
@@ -47,9 +49,11 @@ inline void scales_mins_k4(const uint8_t* q, uint8_t (&sc)[8], uint8_t (&mn)[8])
     std::memcpy(mn, m, 8);
 }
 
-template <int C>
-void q4_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    const sy_block_q4_K* x = static_cast<const sy_block_q4_K*>(w);
+// Q4_K and Q5_K: x = d * sc * q - dmin * m per 32 values, q 4 bits (Q5_K: plus a fifth from qh).
+template <int C, typename Block>
+void q4_5_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    constexpr bool kFifthBit = std::is_same_v<Block, sy_block_q5_K>;
+    const Block* x = static_cast<const Block*>(w);
     Columns<C> cols(act);
     for (int64_t i = 0; i < blocks; ++i) {
         prefetch_ahead(&x[i], sizeof x[i]);
@@ -59,7 +63,12 @@ void q4_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
         for (int c = 0; c < C; ++c) sum[c] = zero32();
         for (int j = 0; j < 4; ++j) {
             const I8x32 bytes = load32(x[i].qs + 32 * j);
-            const I8x32 lo = low_nibbles(bytes), hi = high_nibbles(bytes);
+            I8x32 lo = low_nibbles(bytes), hi = high_nibbles(bytes);
+            if constexpr (kFifthBit) {
+                const I8x32 qh = load32(x[i].qh);
+                lo = or8(lo, shl8(and8(shr8(qh, 2 * j), 1), 4));
+                hi = or8(hi, shl8(and8(shr8(qh, 2 * j + 1), 1), 4));
+            }
             const Scale16 slo = scales16(int16_t(sc[2 * j]), int16_t(sc[2 * j])),
                           shi = scales16(int16_t(sc[2 * j + 1]), int16_t(sc[2 * j + 1]));
             for (int c = 0; c < C; ++c) {
@@ -81,38 +90,13 @@ void q4_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
 }
 
 template <int C>
+void q4_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    q4_5_K_cols<C, sy_block_q4_K>(blocks, w, act, out);
+}
+
+template <int C>
 void q5_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    const sy_block_q5_K* x = static_cast<const sy_block_q5_K*>(w);
-    Columns<C> cols(act);
-    for (int64_t i = 0; i < blocks; ++i) {
-        prefetch_ahead(&x[i], sizeof x[i]);
-        uint8_t sc[8], mn[8];
-        scales_mins_k4(x[i].scales, sc, mn);
-        const I8x32 qh = load32(x[i].qh);
-        I32x8 sum[C];
-        for (int c = 0; c < C; ++c) sum[c] = zero32();
-        for (int j = 0; j < 4; ++j) {
-            const I8x32 bytes = load32(x[i].qs + 32 * j);
-            const I8x32 lo = or8(low_nibbles(bytes), shl8(and8(shr8(qh, 2 * j), 1), 4));
-            const I8x32 hi = or8(high_nibbles(bytes), shl8(and8(shr8(qh, 2 * j + 1), 1), 4));
-            const Scale16 slo = scales16(int16_t(sc[2 * j]), int16_t(sc[2 * j])),
-                          shi = scales16(int16_t(sc[2 * j + 1]), int16_t(sc[2 * j + 1]));
-            for (int c = 0; c < C; ++c) {
-                const int8_t* aq = cols.a[c][i].qs + 64 * j;
-                sum[c] = dot_us_scaled(sum[c], lo, load32(aq), slo);
-                sum[c] = dot_us_scaled(sum[c], hi, load32(aq + 32), shi);
-            }
-        }
-        const float d = h2f(x[i].d), dmin = h2f(x[i].dmin);
-        for (int c = 0; c < C; ++c) {
-            const sy_block_q8_K& a = cols.a[c][i];
-            int32_t msum = 0;
-            for (int j = 0; j < 8; ++j) msum += mn[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-            cols.acc[c] = fma_i32(sum[c], d * a.d, cols.acc[c]);
-            cols.scalar[c] -= dmin * a.d * float(msum);
-        }
-    }
-    cols.finish(out);
+    q4_5_K_cols<C, sy_block_q5_K>(blocks, w, act, out);
 }
 
 // x = d * sc * (q - 32), q = 4 bits of ql | 2 bits of qh << 4; scales per 16 values.
