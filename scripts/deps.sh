@@ -21,5 +21,13 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# apt's output goes to a log, printed only when it fails, to keep CI logs short.
+log=$(mktemp "${TMPDIR:-/tmp}/switchyard-deps.XXXXXX.log")
+echo "deps: installing ${missing[*]} (log: $log)"
+if ! { $sudo apt-get update -qq && \
+       $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  echo "deps: apt-get failed; the last 60 lines of $log:"
+  tail -n 60 "$log"
+  exit 1
+fi
+echo "deps: installed"

@@ -2,36 +2,74 @@
 # Builds and runs every test: the Release build with the whole suite, then an ASan+UBSan build
 # running the suites labelled "sanitize" (core, plugin host, CPU plugin, conformance).
 #
-# A failing test's full output is printed again at the very end, so it is what a truncated CI log
-# still shows. A test that fails is run once more: if it then passes, the run still passes but the
-# log says FLAKY and keeps the first failure's output (ASan's LeakSanitizer can fail to stop the
-# world on a loaded machine); a test that fails twice fails the run.
+# The output is kept short so that a CI log shows what matters: each step's full output goes to
+# a log file in its build directory, and only a summary is printed, or, on failure, the failing
+# tests' own output. A test that fails is run once more, alone and verbose: if it then passes,
+# the run passes but says FLAKY and prints the first failure; a test that fails twice fails the
+# run, and both failures are printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
+echo "machine: $(nproc) usable of $(getconf _NPROCESSORS_ONLN) online CPUs;" \
+  "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//');" \
+  "avx512: $(grep -o -w -E 'avx512(f|bw|vl|dq|_vnni|vbmi)' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+
+# Runs a command with its output in a log; on failure prints the log's end and stops the script.
+step() {
+  local what=$1 log=$2
+  shift 2
+  mkdir -p "$(dirname "$log")"
+  local start=$SECONDS
+  if "$@" >"$log" 2>&1; then
+    echo "== $what: done in $((SECONDS - start)) s (log: $log)"
+    return 0
+  fi
+  echo "== $what FAILED (log: $log); its last 150 lines:"
+  tail -n 150 "$log"
+  exit 1
+}
+
+# The blocks of a ctest log that belong to failed tests: the status line and the output that
+# --output-on-failure prints under it, up to the next test's line.
+failed_blocks() {
+  awk '
+    /^ *[0-9]+\/[0-9]+ Test +#[0-9]+:/ { show = ($0 ~ /\*\*\*|Failed|Not Run|Exception|Timeout/) }
+    /^ *Start +[0-9]+:/ { show = 0 }
+    /^The following tests FAILED:/ { show = 1 }
+    show { print }
+  ' "$1" | head -n 400
+}
+
 run_suite() {
   local dir=$1
   shift
-  local log="$dir/ctest-first-run.log"
-  if ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" 2>&1 | tee "$log"; then
+  local log="$dir/ctest.log" rerun_log="$dir/ctest-rerun.log"
+  local start=$SECONDS
+  if ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" >"$log" 2>&1; then
+    echo "== tests in $dir: $(grep -E 'tests passed' "$log") in $((SECONDS - start)) s (log: $log)"
     return 0
   fi
-  echo "==== $dir: failed tests, run once more, one at a time ===="
-  if ctest --test-dir "$dir" --rerun-failed --output-on-failure -V "$@"; then
-    echo "==== FLAKY in $dir: these failed once and passed on a second run; the first failure:"
-    sed -n '/\*\*\*Failed\|\*\*\*Exception\|\*\*\*Timeout/,/^ *Start\|^[0-9]*% tests passed/p' "$log" | head -200
+  echo "== tests in $dir: the first run failed (log: $log); the failures:"
+  failed_blocks "$log"
+  echo "== $dir: the failed tests once more, one at a time, verbose (log: $rerun_log)"
+  if ctest --test-dir "$dir" --rerun-failed --output-on-failure -V "$@" >"$rerun_log" 2>&1; then
+    echo "== FLAKY in $dir: the tests above failed once and passed on a second run"
     return 0
   fi
-  echo "==== $dir: the tests above failed twice"
+  echo "== $dir: the tests failed twice; the second run's last 250 lines:"
+  tail -n 250 "$rerun_log"
   return 1
 }
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_BUILD_TESTS=ON
-cmake --build build -j"$jobs"
+step "configure Release" build/configure.log \
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_BUILD_TESTS=ON
+step "build Release" build/build.log cmake --build build -j"$jobs"
 run_suite build
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWITCHYARD_SANITIZE=ON -DSWITCHYARD_BUILD_TESTS=ON
-cmake --build build-asan -j"$jobs"
+step "configure ASan+UBSan" build-asan/configure.log \
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWITCHYARD_SANITIZE=ON \
+  -DSWITCHYARD_BUILD_TESTS=ON
+step "build ASan+UBSan" build-asan/build.log cmake --build build-asan -j"$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite build-asan -L sanitize

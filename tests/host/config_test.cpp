@@ -104,36 +104,49 @@ TEST(Config, LoadsFromFile) {
     fs::remove(file);
 }
 
-TEST(Config, PluginOptionsAreAppliedOrRejectedWithTheirLine) {
+namespace {
+
+std::string failures_of(const sy::PluginHost& host) {
+    std::string out;
+    for (const sy::PluginFailure& f : host.failures()) out += "\n  " + f.file + ": " + f.reason;
+    return out.empty() ? " (no load failures recorded)" : out;
+}
+
+}  // namespace
+
+TEST(Config, PluginOptionsAreAppliedAndOptionsOfPluginsNotLoadedWarn) {
     const std::string dir = SY_TEST_PLUGIN_DIR;
-    {
-        sy::PluginHost host;
-        const sy::Config c =
-            sy::parse_config("[plugins]\nsearch = [\"" + dir +
-                                 "\"]\nload = [\"cpu\"]\n[plugins.cpu]\nthreads = 2\n"
-                                 "[plugins.blas]\nengine = \"onednn\"\n",
-                             "/tmp/a.toml");
-        const auto warnings = sy::setup_plugins(host, c, {});
-        ASSERT_NE(host.find("cpu"), nullptr);
-        ASSERT_EQ(warnings.size(), 1u);
-        EXPECT_NE(warnings[0].find(
-                      "/tmp/a.toml:7:10: option 'engine' for plugin 'blas', which is not loaded"),
-                  std::string::npos)
-            << warnings[0];
-    }
-    {
-        sy::PluginHost host;
-        const sy::Config c = sy::parse_config(
-            "[plugins]\nsearch = [\"" + dir + "\"]\nload = [\"cpu\"]\n[plugins.cpu]\nthredas = 2\n",
-            "/tmp/b.toml");
-        try {
-            sy::setup_plugins(host, c, {});
-            FAIL() << "unknown option accepted";
-        } catch (const sy::ConfigError& e) {
-            EXPECT_NE(std::string(e.what()).find(
-                          "/tmp/b.toml:5:11: plugin 'cpu' has no option 'thredas'"),
-                      std::string::npos)
-                << e.what();
-        }
+    sy::PluginHost host;
+    const sy::Config c = sy::parse_config("[plugins]\nsearch = [\"" + dir +
+                                              "\"]\nload = [\"cpu\"]\n[plugins.cpu]\nthreads = 2\n"
+                                              "[plugins.blas]\nengine = \"onednn\"\n",
+                                          "/tmp/a.toml");
+    const auto warnings = sy::setup_plugins(host, c, {});
+    ASSERT_NE(host.find("cpu"), nullptr)
+        << "the cpu plugin did not load from " << dir << failures_of(host);
+    std::string all;
+    for (const std::string& w : warnings) all += "\n  " + w;
+    ASSERT_EQ(warnings.size(), 1u) << all;
+    EXPECT_NE(warnings[0].find(
+                  "/tmp/a.toml:7:10: option 'engine' for plugin 'blas', which is not loaded"),
+              std::string::npos)
+        << warnings[0];
+}
+
+TEST(Config, UnknownPluginOptionIsRejectedWithItsLine) {
+    const std::string dir = SY_TEST_PLUGIN_DIR;
+    sy::PluginHost host;
+    const sy::Config c = sy::parse_config(
+        "[plugins]\nsearch = [\"" + dir + "\"]\nload = [\"cpu\"]\n[plugins.cpu]\nthredas = 2\n",
+        "/tmp/b.toml");
+    try {
+        sy::setup_plugins(host, c, {});
+        FAIL() << "unknown option accepted; cpu loaded: " << (host.find("cpu") != nullptr)
+               << failures_of(host);
+    } catch (const sy::ConfigError& e) {
+        EXPECT_NE(
+            std::string(e.what()).find("/tmp/b.toml:5:11: plugin 'cpu' has no option 'thredas'"),
+            std::string::npos)
+            << e.what() << "; cpu loaded: " << (host.find("cpu") != nullptr) << failures_of(host);
     }
 }
