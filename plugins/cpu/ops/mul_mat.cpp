@@ -1,6 +1,6 @@
 // MUL_MAT, "rows times rows" (ops.h):
 //   dst[n, m, b2, b3] = sum_k A[k, n, b2 / (B2/A2), b3 / (B3/A3)] * B[k, m, b2, b3]
-// Work is split into blocks of kBlockRows weight rows x kBlockCols activation rows per batch
+// Work is split into blocks of rows_per_task() weight rows x kBlockCols activation rows per batch
 // matrix; threads take blocks from the pool's counter. Consecutive blocks share their
 // activation rows (the row-block index varies fastest), which keeps those in cache.
 // Block-quantized weights take the same split with activation rows quantized once up front
@@ -23,8 +23,9 @@ void for_each_tile(ThreadPool& pool, const sy_tensor& a, const sy_tensor& dst, T
     const int64_t N = a.ne[1], M = dst.ne[1];
     const int64_t B2 = dst.ne[2], B3 = dst.ne[3];
     const int64_t bcast2 = B2 / a.ne[2], bcast3 = B3 / a.ne[3];
-    const int64_t row_blocks = (N + kBlockRows - 1) / kBlockRows;
     const int64_t col_blocks = (M + kBlockCols - 1) / kBlockCols;
+    const int64_t block_rows = rows_per_task(N, B2 * B3 * col_blocks, pool.size());
+    const int64_t row_blocks = (N + block_rows - 1) / block_rows;
     pool.parallel_for(B2 * B3 * col_blocks * row_blocks, [&](int64_t task) {
         const int64_t row_block = task % row_blocks;
         int64_t rest = task / row_blocks;
@@ -35,8 +36,8 @@ void for_each_tile(ThreadPool& pool, const sy_tensor& a, const sy_tensor& dst, T
         const char* weights =
             static_cast<const char*>(a.data) + (b2 / bcast2) * a.nb[2] + (b3 / bcast3) * a.nb[3];
         const int64_t m0 = col_block * kBlockCols;
-        const int64_t n0 = row_block * kBlockRows;
-        tile(weights, b2, b3, m0, std::min(kBlockCols, M - m0), n0, std::min(N, n0 + kBlockRows));
+        const int64_t n0 = row_block * block_rows;
+        tile(weights, b2, b3, m0, std::min(kBlockCols, M - m0), n0, std::min(N, n0 + block_rows));
     });
 }
 

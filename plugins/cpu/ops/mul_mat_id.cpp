@@ -54,7 +54,11 @@ void compute_mul_mat_id(ThreadPool& pool, const sy_node& node) {
             for (int64_t u = 0; u < U; ++u) slots[size_t(fill[size_t(expert_of(u, t))]++)] = {u, t};
     }
 
-    const int64_t row_blocks = (N + kBlockRows - 1) / kBlockRows;
+    int64_t parts = 0;  // (expert, column block) pairs
+    for (int64_t e = 0; e < E; ++e)
+        parts += (start[size_t(e) + 1] - start[size_t(e)] + kBlockCols - 1) / kBlockCols;
+    const int64_t block_rows = rows_per_task(N, parts, pool.size());
+    const int64_t row_blocks = (N + block_rows - 1) / block_rows;
     std::vector<ExpertBlock> blocks;
     for (int64_t e = 0; e < E; ++e)
         for (int64_t s = start[size_t(e)]; s < start[size_t(e) + 1]; s += kBlockCols)
@@ -74,8 +78,8 @@ void compute_mul_mat_id(ThreadPool& pool, const sy_node& node) {
                 out[c] = reinterpret_cast<float*>(row_at(dst, s.u, s.t, 0));
             }
             const char* weights = static_cast<const char*>(w.data) + blk.expert * w.nb[2];
-            const int64_t n0 = blk.row_block * kBlockRows;
-            quant_matmul_block(qk, weights, w.nb[1], n0, std::min(N, n0 + kBlockRows), K, b_rows,
+            const int64_t n0 = blk.row_block * block_rows;
+            quant_matmul_block(qk, weights, w.nb[1], n0, std::min(N, n0 + block_rows), K, b_rows,
                                out, blk.slot_count, dst.nb[0]);
         });
         return;
@@ -91,8 +95,8 @@ void compute_mul_mat_id(ThreadPool& pool, const sy_node& node) {
             out[c] = reinterpret_cast<float*>(row_at(dst, s.u, s.t, 0));
         }
         const char* weights = static_cast<const char*>(w.data) + blk.expert * w.nb[2];
-        const int64_t n0 = blk.row_block * kBlockRows;
-        matmul_block(w.type, weights, w.nb[1], n0, std::min(N, n0 + kBlockRows), K,
+        const int64_t n0 = blk.row_block * block_rows;
+        matmul_block(w.type, weights, w.nb[1], n0, std::min(N, n0 + block_rows), K,
                      BlockColumns{b_rows, out, blk.slot_count, dst.nb[0]});
     });
 }
