@@ -66,6 +66,9 @@ void quantize_act_g8_nibbles(const float* x, void* y, int64_t n);
 
 // The AVX-512 VBMI kernels, or nullptr where the variant has none (vec_dot_groups.cpp).
 VecDotFn group_kernel(int32_t weight_type);
+// The AVX-512 Q4_K / Q6_K kernels on Q8_K activations, or nullptr where the variant has none
+// (vec_dot_kquants512.cpp).
+VecDotFn wide_kquant_kernel(int32_t weight_type);
 
 // Per-family kernels (vec_dot_*.cpp).
 void vec_dot_q4_0(int64_t, const void*, const void* const*, int, float*);

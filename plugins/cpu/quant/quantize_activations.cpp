@@ -100,6 +100,7 @@ QuantKernel quant_kernel(int32_t weight_type) {
         return {group, q, 32, 256, sizeof(ActQ8G8)};
     }
     const QuantizeActFn q32 = quantize_act_q8x32_row, q256 = quantize_act_q8_K_row;
+    if (VecDotFn wide = wide_kquant_kernel(weight_type)) return {wide, q256, 256, 256, a256};
     switch (weight_type) {
         case SY_TYPE_Q4_0: return {vec_dot_q4_0, q32, 32, 32, a32};
         case SY_TYPE_Q4_1: return {vec_dot_q4_1, q32, 32, 32, a32};

@@ -1,0 +1,223 @@
+// AVX-512 (BW + VNNI) dot products of Q4_K and Q6_K with Q8_K activations, one 256-element
+// super-block per step in 512-bit registers. The weights are decoded into unsigned bytes laid out
+// like the activations, so that every product is a plain 64-byte load of a.qs:
+//   Q4_K: a 64-byte load of qs holds sub-blocks 4k, 4k+2 (low nibbles) and 4k+1, 4k+3 (high
+//         nibbles); two vshufi64x2 turn low/high into [4k | 4k+1] and [4k+2 | 4k+3].
+//   Q6_K: per half h, the low nibbles of ql[64h, 64h + 64) are elements 128h + [0, 64) and the
+//         high nibbles 128h + [64, 128); their two high bits come from qh, shifted per 32-byte
+//         half with vpsrlvw.
+// Products: vpmaddubsw (unsigned weight x signed activation, pair sums in int16: 2 * 63 * 127
+// fits) then vpdpwssd with the sub-block scales as int16, chosen per lane with vpermw. The mins
+// (Q4_K) and the offset 32 (Q6_K) come from the activation block sums, as in vec_dot_kquants.cpp.
+#include "quant/quant_kernels.hpp"
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__) && defined(__F16C__)
+#include <immintrin.h>
+
+#include <cstring>
+
+#define SY_CPU_WIDE_KQUANTS 1
+#endif
+
+namespace sy::cpu {
+inline namespace SY_CPU_SIMD_ISA {
+
+#if defined(SY_CPU_WIDE_KQUANTS)
+namespace {
+
+// Constant tables built at compile time (see vec_dot_groups.cpp: no AVX-512 static initializers).
+struct alignas(64) Words32 {
+    int16_t w[32];
+};
+// Word l = the scale index for 16-bit product lane l when each scale covers `per` lanes,
+// starting at scale `first`.
+constexpr Words32 scale_lanes(int first, int per) {
+    Words32 t{};
+    for (int l = 0; l < 32; ++l) t.w[l] = int16_t(first + l / per);
+    return t;
+}
+// Q4_K: 32 values per scale = 16 product lanes; register t covers sub-blocks 2t, 2t + 1.
+constexpr Words32 kQ4KScaleIndex[4] = {scale_lanes(0, 16), scale_lanes(2, 16), scale_lanes(4, 16),
+                                       scale_lanes(6, 16)};
+// Q6_K: 16 values per scale = 8 product lanes; register t covers scales 4t .. 4t + 3.
+constexpr Words32 kQ6KScaleIndex[4] = {scale_lanes(0, 8), scale_lanes(4, 8), scale_lanes(8, 8),
+                                       scale_lanes(12, 8)};
+// Q6_K: per-word shifts of qh for [first 32 bytes | last 32 bytes].
+constexpr Words32 halves(int lo, int hi) {
+    Words32 t{};
+    for (int l = 0; l < 32; ++l) t.w[l] = int16_t(l < 16 ? lo : hi);
+    return t;
+}
+constexpr Words32 kQ6KShiftLow = halves(0, 2), kQ6KShiftHigh = halves(4, 6);
+
+inline __m512i load(const Words32& t) {
+    return _mm512_load_si512(t.w);
+}
+
+// acc + the products of unsigned weights u and activations at a, each 16-bit lane scaled.
+inline __m512i dot_scaled(__m512i acc, __m512i u, const int8_t* a, __m512i scales) {
+    return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u, _mm512_loadu_si512(a)), scales);
+}
+
+// The 16 block sums of a Q8_K block (sums of 16 activations each) as int16.
+inline __m256i bsums(const sy_block_q8_K& a) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
+}
+
+template <int C>
+inline void finish(const __m512 (&acc)[C], const __m256 (&off)[C], float* out) {
+    for (int c = 0; c < C; ++c) {
+        __m128 o = _mm_add_ps(_mm256_castps256_ps128(off[c]), _mm256_extractf128_ps(off[c], 1));
+        o = _mm_add_ps(o, _mm_movehl_ps(o, o));
+        o = _mm_add_ss(o, _mm_movehdup_ps(o));
+        out[c] = _mm512_reduce_add_ps(acc[c]) - _mm_cvtss_f32(o);
+    }
+}
+
+// The 8 6-bit scales and 8 6-bit mins of Q4_K's 12 packed bytes (as vec_dot_kquants.cpp).
+inline void scales_mins_k4(const uint8_t* q, uint8_t (&sc)[8], uint8_t (&mn)[8]) {
+    uint32_t w[3];
+    std::memcpy(w, q, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, bits45 = 0x30303030;
+    const uint32_t s[2] = {w[0] & low6, (w[2] & low4) | ((w[0] >> 2) & bits45)};
+    const uint32_t m[2] = {w[1] & low6, ((w[2] >> 4) & low4) | ((w[1] >> 2) & bits45)};
+    std::memcpy(sc, s, 8);
+    std::memcpy(mn, m, 8);
+}
+
+template <int C>
+void q4_K_wide(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const sy_block_q4_K* x = static_cast<const sy_block_q4_K*>(w);
+    const sy_block_q8_K* a[C];
+    __m512 acc[C];
+    __m256 off[C];  // the mins' share, subtracted at the end
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+        acc[c] = _mm512_setzero_ps();
+        off[c] = _mm256_setzero_ps();
+    }
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i scale_index[4] = {load(kQ4KScaleIndex[0]), load(kQ4KScaleIndex[1]),
+                                    load(kQ4KScaleIndex[2]), load(kQ4KScaleIndex[3])};
+    for (int64_t i = 0; i < blocks; ++i) {
+        const sy_block_q4_K& b = x[i];
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + 2048, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + 2048 + 64, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + 2048 + 128, _MM_HINT_T0);
+        uint8_t sc[8], mn[8];
+        scales_mins_k4(b.scales, sc, mn);
+        uint64_t sc8;
+        std::memcpy(&sc8, sc, 8);
+        const __m512i sc16 =
+            _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(sc8))));
+        __m512i u[4], s[4];
+        for (int k = 0; k < 2; ++k) {
+            const __m512i q = _mm512_loadu_si512(b.qs + 64 * k);
+            const __m512i lo = _mm512_and_si512(q, low4);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+            u[2 * k] = _mm512_shuffle_i64x2(lo, hi, 0x44);      // [lo 0-31 | hi 0-31]
+            u[2 * k + 1] = _mm512_shuffle_i64x2(lo, hi, 0xEE);  // [lo 32-63 | hi 32-63]
+        }
+        for (int t = 0; t < 4; ++t) s[t] = _mm512_permutexvar_epi16(scale_index[t], sc16);
+        // The mins once per 16 activations: m_j for block sums 2j and 2j + 1.
+        uint64_t mn8;
+        std::memcpy(&mn8, mn, 8);
+        const __m128i mn_bytes = _mm_cvtsi64_si128(int64_t(mn8));
+        const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn_bytes, mn_bytes));
+        const float d = _cvtsh_ss(b.d), dmin = _cvtsh_ss(b.dmin);
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& ac = a[c][i];
+            __m512i sum = _mm512_setzero_si512();
+            for (int t = 0; t < 4; ++t) sum = dot_scaled(sum, u[t], ac.qs + 64 * t, s[t]);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * ac.d), acc[c]);
+            off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), mn16)),
+                                     _mm256_set1_ps(dmin * ac.d), off[c]);
+        }
+    }
+    finish<C>(acc, off, out);
+}
+
+template <int C>
+void q6_K_wide(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const sy_block_q6_K* x = static_cast<const sy_block_q6_K*>(w);
+    const sy_block_q8_K* a[C];
+    __m512 acc[C];
+    __m256 off[C];  // the offset 32's share, subtracted at the end
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+        acc[c] = _mm512_setzero_ps();
+        off[c] = _mm256_setzero_ps();
+    }
+    const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
+    const __m512i shift_low = load(kQ6KShiftLow), shift_high = load(kQ6KShiftHigh);
+    const __m512i scale_index[4] = {load(kQ6KScaleIndex[0]), load(kQ6KScaleIndex[1]),
+                                    load(kQ6KScaleIndex[2]), load(kQ6KScaleIndex[3])};
+    for (int64_t i = 0; i < blocks; ++i) {
+        const sy_block_q6_K& b = x[i];
+        for (int line = 0; line < 4; ++line)
+            _mm_prefetch(reinterpret_cast<const char*>(&b) + 2048 + 64 * line, _MM_HINT_T0);
+        const __m256i scales =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+        const __m512i sc16 = _mm512_castsi256_si512(scales);
+        __m512i u[4], s[4];
+        for (int h = 0; h < 2; ++h) {
+            const __m512i l = _mm512_loadu_si512(b.ql + 64 * h);
+            const __m512i qh = _mm512_broadcast_i64x4(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+            // Two bits per byte shifted to bits 4-5: (qh >> shift) & 3, then << 4 (no carry
+            // across bytes: the values are below 4).
+            const __m512i h_low =
+                _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_low), low2), 4);
+            const __m512i h_high =
+                _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_high), low2), 4);
+            u[2 * h] = _mm512_or_si512(_mm512_and_si512(l, low4), h_low);
+            u[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4), h_high);
+        }
+        for (int t = 0; t < 4; ++t) s[t] = _mm512_permutexvar_epi16(scale_index[t], sc16);
+        const float d = _cvtsh_ss(b.d);
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& ac = a[c][i];
+            __m512i sum = _mm512_setzero_si512();
+            for (int t = 0; t < 4; ++t) sum = dot_scaled(sum, u[t], ac.qs + 64 * t, s[t]);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * ac.d), acc[c]);
+            off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), scales)),
+                                     _mm256_set1_ps(32.0f * d * ac.d), off[c]);
+        }
+    }
+    finish<C>(acc, off, out);
+}
+
+#define SY_CPU_DEFINE_WIDE_DOT(name)                                                            \
+    void vec_dot_##name##_wide(int64_t blocks, const void* w, const void* const* act, int cols, \
+                               float* out) {                                                    \
+        switch (cols) {                                                                         \
+            case 1: name##_wide<1>(blocks, w, act, out); break;                                 \
+            case 2: name##_wide<2>(blocks, w, act, out); break;                                 \
+            case 3: name##_wide<3>(blocks, w, act, out); break;                                 \
+            default: name##_wide<4>(blocks, w, act, out); break;                                \
+        }                                                                                       \
+    }
+
+SY_CPU_DEFINE_WIDE_DOT(q4_K)
+SY_CPU_DEFINE_WIDE_DOT(q6_K)
+
+}  // namespace
+
+VecDotFn wide_kquant_kernel(int32_t weight_type) {
+    switch (weight_type) {
+        case SY_TYPE_Q4_K: return vec_dot_q4_K_wide;
+        case SY_TYPE_Q6_K: return vec_dot_q6_K_wide;
+        default: return nullptr;
+    }
+}
+
+#else
+
+VecDotFn wide_kquant_kernel(int32_t) {
+    return nullptr;
+}
+
+#endif
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu
