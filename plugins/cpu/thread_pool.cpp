@@ -4,10 +4,11 @@
 
 namespace sy::cpu {
 
-ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
+ThreadPool::ThreadPool(int threads)
+    : threads_(std::max(1, threads)), stripes_(std::make_unique<Stripe[]>(size_t(threads_))) {
     workers_.reserve(size_t(threads_ - 1));
     try {
-        for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+        for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
     } catch (...) {
         // Could not start every thread: stop the ones that did start before reporting.
         {
@@ -46,14 +47,16 @@ void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* context) {
         std::lock_guard lock(state_mutex_);
         job_fn_ = fn;
         job_context_ = context;
-        job_tasks_ = n_tasks;
         job_error_ = nullptr;
-        next_task_.store(0, std::memory_order_relaxed);
+        for (int s = 0; s < threads_; ++s) {
+            stripes_[s].next.store(n_tasks * s / threads_, std::memory_order_relaxed);
+            stripes_[s].end = n_tasks * (s + 1) / threads_;
+        }
         workers_busy_ = int(workers_.size());
         ++generation_;
     }
     job_ready_.notify_all();
-    work_on_current_job();
+    work_on_current_job(0);
 
     std::exception_ptr error;
     {
@@ -65,22 +68,26 @@ void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* context) {
     if (error) std::rethrow_exception(error);
 }
 
-// Claims and runs tasks of the current job until none are left. job_fn_, job_context_ and
-// job_tasks_ were published under state_mutex_, which every thread took after the publication.
-void ThreadPool::work_on_current_job() {
-    for (;;) {
-        const int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-        if (task >= job_tasks_) return;
-        try {
-            job_fn_(job_context_, task);
-        } catch (...) {
-            std::lock_guard lock(state_mutex_);
-            if (!job_error_) job_error_ = std::current_exception();
+// Claims and runs tasks of the current job until none are left: first those of the thread's own
+// stripe, in order, then what is left of the others'. The job and the stripes were published
+// under state_mutex_, which every thread took after the publication.
+void ThreadPool::work_on_current_job(int self) {
+    for (int k = 0; k < threads_; ++k) {
+        Stripe& stripe = stripes_[(self + k) % threads_];
+        for (;;) {
+            const int64_t task = stripe.next.fetch_add(1, std::memory_order_relaxed);
+            if (task >= stripe.end) break;
+            try {
+                job_fn_(job_context_, task);
+            } catch (...) {
+                std::lock_guard lock(state_mutex_);
+                if (!job_error_) job_error_ = std::current_exception();
+            }
         }
     }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int self) {
     uint64_t seen = 0;
     for (;;) {
         {
@@ -89,7 +96,7 @@ void ThreadPool::worker_loop() {
             if (stopping_) return;
             seen = generation_;
         }
-        work_on_current_job();
+        work_on_current_job(self);
         {
             std::lock_guard lock(state_mutex_);
             if (--workers_busy_ == 0) job_done_.notify_one();

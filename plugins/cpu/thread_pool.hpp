@@ -2,15 +2,19 @@
 // count changes) and sleep on a condition variable between jobs; the calling thread works too,
 // so a pool of N threads starts N - 1 workers.
 //
-// A job is a number of tasks; threads claim task indices from an atomic counter, which balances
-// uneven tasks without any scheduling up front. One job runs at a time: callers serialize on an
-// internal mutex, so the pool is safe to share, but a task must not start a job of its own.
+// A job is a number of tasks, split into one contiguous stripe per thread: each thread claims
+// the tasks of its own stripe in order from an atomic counter, then helps with what is left of
+// the others'. Neighbouring tasks (consecutive weight rows, say) thus mostly run on the same
+// thread, while uneven tasks still balance without any scheduling up front. One job runs at a time:
+// callers serialize on an internal mutex, so the pool is safe to share, but a task must not start a
+// job of its own.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -53,8 +57,8 @@ class ThreadPool {
     using TaskFn = void (*)(void* context, int64_t task);
 
     void run(int64_t n_tasks, TaskFn fn, void* context);
-    void worker_loop();
-    void work_on_current_job();
+    void worker_loop(int self);
+    void work_on_current_job(int self);
     int64_t range_task_count(int64_t n_items, int64_t min_items_per_task) const;
 
     const int threads_;
@@ -70,10 +74,13 @@ class ThreadPool {
     int workers_busy_ = 0;  // workers that have not yet finished the current job
     TaskFn job_fn_ = nullptr;
     void* job_context_ = nullptr;
-    int64_t job_tasks_ = 0;
     std::exception_ptr job_error_;
 
-    std::atomic<int64_t> next_task_{0};
+    struct alignas(64) Stripe {
+        std::atomic<int64_t> next{0};  // the stripe's next unclaimed task
+        int64_t end = 0;
+    };
+    std::unique_ptr<Stripe[]> stripes_;  // one per thread, the calling thread's first
 };
 
 }  // namespace sy::cpu
