@@ -50,6 +50,9 @@ constexpr Words32 halves(int lo, int hi) {
 }
 constexpr Words32 kQ6KShiftLow = halves(0, 2), kQ6KShiftHigh = halves(4, 6);
 
+// Software prefetch distance, as kPrefetchAhead in int8_simd.hpp.
+constexpr int64_t kAhead = 4096;
+
 inline __m512i load(const Words32& t) {
     return _mm512_load_si512(t.w);
 }
@@ -101,9 +104,9 @@ void q4_K_wide(int64_t blocks, const void* w, const void* const* act, float* out
                                     load(kQ4KScaleIndex[2]), load(kQ4KScaleIndex[3])};
     for (int64_t i = 0; i < blocks; ++i) {
         const sy_block_q4_K& b = x[i];
-        _mm_prefetch(reinterpret_cast<const char*>(&b) + 2048, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(&b) + 2048 + 64, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(&b) + 2048 + 128, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + kAhead, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + kAhead + 64, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + kAhead + 128, _MM_HINT_T0);
         uint8_t sc[8], mn[8];
         scales_mins_k4(b.scales, sc, mn);
         uint64_t sc8;
@@ -155,7 +158,7 @@ void q6_K_wide(int64_t blocks, const void* w, const void* const* act, float* out
     for (int64_t i = 0; i < blocks; ++i) {
         const sy_block_q6_K& b = x[i];
         for (int line = 0; line < 4; ++line)
-            _mm_prefetch(reinterpret_cast<const char*>(&b) + 2048 + 64 * line, _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(&b) + kAhead + 64 * line, _MM_HINT_T0);
         const __m256i scales =
             _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
         const __m512i sc16 = _mm512_castsi256_si512(scales);
