@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "simd.hpp"
 #include "switchyard/quant_blocks.h"
@@ -35,6 +36,21 @@ struct ActQ8G8 {
     float d[8];
     float s[8];
 };
+
+// The 8 6-bit scales and 8 6-bit mins of Q4_K / Q5_K from their 12 packed bytes q:
+//   j < 4:  scale = q[j] & 63,                          min = q[j + 4] & 63
+//   j >= 4: scale = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4,
+//           min = (q[j + 4] >> 4) | (q[j] >> 6) << 4
+// computed four bytes at a time in 32-bit words.
+inline void scales_mins_k4(const uint8_t* q, uint8_t (&sc)[8], uint8_t (&mn)[8]) {
+    uint32_t w[3];
+    std::memcpy(w, q, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, bits45 = 0x30303030;
+    const uint32_t s[2] = {w[0] & low6, (w[2] & low4) | ((w[0] >> 2) & bits45)};
+    const uint32_t m[2] = {w[1] & low6, ((w[2] >> 4) & low4) | ((w[1] >> 2) & bits45)};
+    std::memcpy(sc, s, 8);
+    std::memcpy(mn, m, 8);
+}
 
 // Dot products of one weight row (`blocks` weight blocks at w) with `cols` (1..kMaxDotCols)
 // quantized activation rows; out[c] = the dot product with act[c].

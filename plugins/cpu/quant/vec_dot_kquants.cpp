@@ -35,20 +35,6 @@ struct Columns {
     }
 };
 
-// The 8 6-bit scales and 8 6-bit mins of Q4_K / Q5_K from their 12 packed bytes q:
-//   j < 4:  scale = q[j] & 63,                          min = q[j + 4] & 63
-//   j >= 4: scale = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4,  min = (q[j + 4] >> 4) | (q[j] >> 6) << 4
-// computed four bytes at a time in 32-bit words.
-inline void scales_mins_k4(const uint8_t* q, uint8_t (&sc)[8], uint8_t (&mn)[8]) {
-    uint32_t w[3];
-    std::memcpy(w, q, 12);
-    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, bits45 = 0x30303030;
-    const uint32_t s[2] = {w[0] & low6, (w[2] & low4) | ((w[0] >> 2) & bits45)};
-    const uint32_t m[2] = {w[1] & low6, ((w[2] >> 4) & low4) | ((w[1] >> 2) & bits45)};
-    std::memcpy(sc, s, 8);
-    std::memcpy(mn, m, 8);
-}
-
 // Q4_K and Q5_K: x = d * sc * q - dmin * m per 32 values, q 4 bits (Q5_K: plus a fifth from qh).
 template <int C, typename Block>
 void q4_5_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
@@ -169,8 +155,7 @@ void q3_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
             const I8x32 qs = load32(x[i].qs + 32 * half);
             for (int g = 0; g < 4; ++g) {
                 const int group = 4 * half + g;
-                const I8x32 q =
-                    or8(and8(shr8(qs, 2 * g), 3), shl8(and8(shr8(hm, group), 1), 2));
+                const I8x32 q = or8(and8(shr8(qs, 2 * g), 3), shl8(and8(shr8(hm, group), 1), 2));
                 const Scale16 s = scales16(int16_t(sc[2 * group]), int16_t(sc[2 * group + 1]));
                 for (int c = 0; c < C; ++c)
                     sum[c] = dot_us_scaled(sum[c], q, load32(cols.a[c][i].qs + 32 * group), s);

@@ -77,19 +77,8 @@ inline void finish(const __m512 (&acc)[C], const __m256 (&off)[C], float* out) {
     }
 }
 
-// The 8 6-bit scales and 8 6-bit mins of Q4_K's 12 packed bytes (as vec_dot_kquants.cpp).
-inline void scales_mins_k4(const uint8_t* q, uint8_t (&sc)[8], uint8_t (&mn)[8]) {
-    uint32_t w[3];
-    std::memcpy(w, q, 12);
-    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, bits45 = 0x30303030;
-    const uint32_t s[2] = {w[0] & low6, (w[2] & low4) | ((w[0] >> 2) & bits45)};
-    const uint32_t m[2] = {w[1] & low6, ((w[2] >> 4) & low4) | ((w[1] >> 2) & bits45)};
-    std::memcpy(sc, s, 8);
-    std::memcpy(mn, m, 8);
-}
-
 template <int C>
-void q4_K_wide(int64_t blocks, const void* w, const void* const* act, float* out) {
+void q4_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const sy_block_q4_K* x = static_cast<const sy_block_q4_K*>(w);
     const sy_block_q8_K* a[C];
     __m512 acc[C];
@@ -141,7 +130,7 @@ void q4_K_wide(int64_t blocks, const void* w, const void* const* act, float* out
 }
 
 template <int C>
-void q6_K_wide(int64_t blocks, const void* w, const void* const* act, float* out) {
+void q6_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const sy_block_q6_K* x = static_cast<const sy_block_q6_K*>(w);
     const sy_block_q8_K* a[C];
     __m512 acc[C];
@@ -190,19 +179,8 @@ void q6_K_wide(int64_t blocks, const void* w, const void* const* act, float* out
     finish<C>(acc, off, out);
 }
 
-#define SY_CPU_DEFINE_WIDE_DOT(name)                                                            \
-    void vec_dot_##name##_wide(int64_t blocks, const void* w, const void* const* act, int cols, \
-                               float* out) {                                                    \
-        switch (cols) {                                                                         \
-            case 1: name##_wide<1>(blocks, w, act, out); break;                                 \
-            case 2: name##_wide<2>(blocks, w, act, out); break;                                 \
-            case 3: name##_wide<3>(blocks, w, act, out); break;                                 \
-            default: name##_wide<4>(blocks, w, act, out); break;                                \
-        }                                                                                       \
-    }
-
-SY_CPU_DEFINE_WIDE_DOT(q4_K)
-SY_CPU_DEFINE_WIDE_DOT(q6_K)
+SY_CPU_DEFINE_VEC_DOT(q4_K_wide)
+SY_CPU_DEFINE_VEC_DOT(q6_K_wide)
 
 }  // namespace
 
