@@ -76,15 +76,22 @@ QuantKernel quant_kernel(int32_t weight_type);
 // n (a multiple of 32 / 256) floats into n / 32 ActQ8x32 or n / 256 sy_block_q8_K.
 void quantize_act_q8x32(const float* x, ActQ8x32* y, int64_t n);
 void quantize_act_q8_K(const float* x, sy_block_q8_K* y, int64_t n);
+// quantize_act_q8_K as a QuantizeActFn.
+void quantize_act_q8_K_row(const float* x, void* y, int64_t n);
+// n (a multiple of 256) floats into n / 256 sy_block_q8_K in Q4_K's nibble order: in each half of
+// 128 values the second and third 32-value quarters change places, so that the low nibbles of a
+// Q4_K super-block's 64 bytes qs[64 h, 64 h + 64) meet qs[128 h, 128 h + 64) and their high
+// nibbles qs[128 h + 64, 128 h + 128). bsums stay in the natural order.
+void quantize_act_q8_K_nibbles(const float* x, void* y, int64_t n);
 // n (a multiple of 32) floats into ceil(n / 256) ActQ8G8, natural or nibble order.
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);
 void quantize_act_g8_nibbles(const float* x, void* y, int64_t n);
 
 // The AVX-512 VBMI kernels, or nullptr where the variant has none (vec_dot_groups.cpp).
 VecDotFn group_kernel(int32_t weight_type);
-// The AVX-512 Q4_K / Q6_K kernels on Q8_K activations, or nullptr where the variant has none
-// (vec_dot_kquants512.cpp).
-VecDotFn wide_kquant_kernel(int32_t weight_type);
+// The AVX-512 Q4_K / Q6_K kernels on Q8_K activations (Q4_K's in nibble order), or
+// {nullptr, ...} where the variant has none (vec_dot_kquants512.cpp).
+QuantKernel wide_kquant_kernel(int32_t weight_type);
 
 // Per-family kernels (vec_dot_*.cpp).
 void vec_dot_q4_0(int64_t, const void*, const void* const*, int, float*);

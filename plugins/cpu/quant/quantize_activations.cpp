@@ -48,6 +48,19 @@ void quantize_act_q8_K(const float* x, sy_block_q8_K* y, int64_t n) {
     }
 }
 
+void quantize_act_q8_K_nibbles(const float* x, void* y, int64_t n) {
+    sy_block_q8_K* out = static_cast<sy_block_q8_K*>(y);
+    quantize_act_q8_K(x, out, n);
+    for (int64_t b = 0; b < n / SY_QK_K; ++b)
+        for (int h = 0; h < 2; ++h) {
+            int8_t* q = out[b].qs + 128 * h;
+            int8_t second[32];
+            std::memcpy(second, q + 32, 32);
+            std::memcpy(q + 32, q + 64, 32);
+            std::memcpy(q + 64, second, 32);
+        }
+}
+
 namespace {
 
 // The group layouts of ActQ8G8: block b's 32 values quantized as in quantize_act_q8x32, then
@@ -76,11 +89,12 @@ void quantize_act_g8(const float* x, void* out, int64_t n, Place place) {
 void quantize_act_q8x32_row(const float* x, void* y, int64_t n) {
     quantize_act_q8x32(x, static_cast<ActQ8x32*>(y), n);
 }
+
+}  // namespace
+
 void quantize_act_q8_K_row(const float* x, void* y, int64_t n) {
     quantize_act_q8_K(x, static_cast<sy_block_q8_K*>(y), n);
 }
-
-}  // namespace
 
 void quantize_act_g8_natural(const float* x, void* y, int64_t n) {
     quantize_act_g8(x, y, n, [](int b, int j) { return 32 * b + j; });
@@ -100,7 +114,7 @@ QuantKernel quant_kernel(int32_t weight_type) {
         return {group, q, 32, 256, sizeof(ActQ8G8)};
     }
     const QuantizeActFn q32 = quantize_act_q8x32_row, q256 = quantize_act_q8_K_row;
-    if (VecDotFn wide = wide_kquant_kernel(weight_type)) return {wide, q256, 256, 256, a256};
+    if (const QuantKernel wide = wide_kquant_kernel(weight_type); wide.dot) return wide;
     switch (weight_type) {
         case SY_TYPE_Q4_0: return {vec_dot_q4_0, q32, 32, 32, a32};
         case SY_TYPE_Q4_1: return {vec_dot_q4_1, q32, 32, 32, a32};
