@@ -2,7 +2,31 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace sy::cpu {
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+}
+
+// Spins until ready() or until `spin` has passed; true when ready.
+template <typename Ready>
+bool spin_until(Ready ready, std::chrono::microseconds spin) {
+    const auto deadline = std::chrono::steady_clock::now() + spin;
+    for (unsigned i = 1;; ++i) {
+        if (ready()) return true;
+        if (i % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return false;
+        cpu_relax();
+    }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads)
     : threads_(std::max(1, threads)), stripes_(std::make_unique<Stripe[]>(size_t(threads_))) {
@@ -13,7 +37,7 @@ ThreadPool::ThreadPool(int threads)
         // Could not start every thread: stop the ones that did start before reporting.
         {
             std::lock_guard lock(state_mutex_);
-            stopping_ = true;
+            stopping_.store(true);
         }
         job_ready_.notify_all();
         for (std::thread& t : workers_) t.join();
@@ -24,7 +48,7 @@ ThreadPool::ThreadPool(int threads)
 ThreadPool::~ThreadPool() {
     {
         std::lock_guard lock(state_mutex_);
-        stopping_ = true;
+        stopping_.store(true);
     }
     job_ready_.notify_all();
     for (std::thread& t : workers_) t.join();
@@ -52,16 +76,18 @@ void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* context) {
             stripes_[s].next.store(n_tasks * s / threads_, std::memory_order_relaxed);
             stripes_[s].end = n_tasks * (s + 1) / threads_;
         }
-        workers_busy_ = int(workers_.size());
-        ++generation_;
+        workers_busy_.store(int(workers_.size()), std::memory_order_relaxed);
+        generation_.fetch_add(1, std::memory_order_release);
     }
     job_ready_.notify_all();
     work_on_current_job(0);
 
+    const auto done = [this] { return workers_busy_.load(std::memory_order_acquire) == 0; };
+    spin_until(done, kSpin);
     std::exception_ptr error;
     {
         std::unique_lock lock(state_mutex_);
-        job_done_.wait(lock, [this] { return workers_busy_ == 0; });
+        job_done_.wait(lock, done);
         error = job_error_;
         job_error_ = nullptr;
     }
@@ -89,17 +115,22 @@ void ThreadPool::work_on_current_job(int self) {
 
 void ThreadPool::worker_loop(int self) {
     uint64_t seen = 0;
+    const auto ready = [&] {
+        return stopping_.load(std::memory_order_acquire) ||
+               generation_.load(std::memory_order_acquire) != seen;
+    };
     for (;;) {
-        {
+        if (!spin_until(ready, kSpin)) {
             std::unique_lock lock(state_mutex_);
-            job_ready_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-            if (stopping_) return;
-            seen = generation_;
+            job_ready_.wait(lock, ready);
         }
+        if (stopping_.load(std::memory_order_acquire)) return;
+        seen = generation_.load(std::memory_order_acquire);
         work_on_current_job(self);
-        {
+        if (workers_busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            // Under the mutex, so that the caller cannot miss it between its check and its wait.
             std::lock_guard lock(state_mutex_);
-            if (--workers_busy_ == 0) job_done_.notify_one();
+            job_done_.notify_one();
         }
     }
 }
