@@ -87,8 +87,9 @@ void quantize_act_q8_K_nibbles(const float* x, void* y, int64_t n);
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);
 void quantize_act_g8_nibbles(const float* x, void* y, int64_t n);
 
-// The AVX-512 VBMI kernels, or nullptr where the variant has none (vec_dot_groups.cpp).
-VecDotFn group_kernel(int32_t weight_type);
+// The AVX-512 VBMI kernels on ActQ8G8 activations, or {nullptr, ...} where the variant has none
+// (vec_dot_groups.cpp).
+QuantKernel group_kernel(int32_t weight_type);
 // The AVX-512 Q4_K / Q6_K kernels on Q8_K activations (Q4_K's in nibble order), or
 // {nullptr, ...} where the variant has none (vec_dot_kquants512.cpp).
 QuantKernel wide_kquant_kernel(int32_t weight_type);

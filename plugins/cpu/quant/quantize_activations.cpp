@@ -108,13 +108,10 @@ void quantize_act_g8_nibbles(const float* x, void* y, int64_t n) {
 
 QuantKernel quant_kernel(int32_t weight_type) {
     constexpr int64_t a32 = sizeof(ActQ8x32), a256 = sizeof(sy_block_q8_K);
-    if (VecDotFn group = group_kernel(weight_type)) {
-        const QuantizeActFn q = weight_type == SY_TYPE_Q8_0 ? quantize_act_g8_natural
-                                                             : quantize_act_g8_nibbles;
-        return {group, q, 32, 256, sizeof(ActQ8G8)};
-    }
+    // The variant's wide AVX-512 kernels first, each with its own activation layout.
+    for (const QuantKernel& wide : {group_kernel(weight_type), wide_kquant_kernel(weight_type)})
+        if (wide.dot) return wide;
     const QuantizeActFn q32 = quantize_act_q8x32_row, q256 = quantize_act_q8_K_row;
-    if (const QuantKernel wide = wide_kquant_kernel(weight_type); wide.dot) return wide;
     switch (weight_type) {
         case SY_TYPE_Q4_0: return {vec_dot_q4_0, q32, 32, 32, a32};
         case SY_TYPE_Q4_1: return {vec_dot_q4_1, q32, 32, 32, a32};

@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "quant/column_sums512.hpp"
+
 #define SY_CPU_GROUP_KERNELS 1
 #endif
 
@@ -78,20 +80,6 @@ inline void for_each_group(int64_t blocks, Step step) {
     if (blocks % 8) step(whole, std::false_type{});
 }
 
-
-inline float reduce256(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-// Sums of the per-column accumulators into out.
-template <int C>
-inline void finish(const __m512 (&acc)[C], const __m256 (&off)[C], float offset, float* out) {
-    for (int c = 0; c < C; ++c)
-        out[c] = _mm512_reduce_add_ps(acc[c]) - offset * reduce256(off[c]);
-}
-
 // ---- Q8_0: 34-byte blocks, 272 bytes per step -------------------------------------------------
 
 // qs of blocks 2k, 2k+1 from bytes [64k, 64k + 128): block 2k starts at 2 + 68k - 64k.
@@ -109,7 +97,7 @@ constexpr Lanes16 kQ8LaneBlocks[4] = {lane_blocks(0, 8), lane_blocks(2, 8), lane
                                       lane_blocks(6, 8)};
 
 template <int C>
-void q8_0_groups(int64_t blocks, const void* w, const void* const* act, float* out) {
+void q8_0_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const uint8_t* x = static_cast<const uint8_t*>(w);
     const int64_t row_bytes = blocks * int64_t(sizeof(sy_block_q8_0));
     const __m512i qs_index[4] = {load(kQ8QsIndex[0]), load(kQ8QsIndex[1]), load(kQ8QsIndex[2]),
@@ -120,13 +108,8 @@ void q8_0_groups(int64_t blocks, const void* w, const void* const* act, float* o
     const __m512i flip = _mm512_set1_epi8(char(0x80));
 
     const ActQ8G8* a[C];
-    __m512 acc[C];
-    __m256 off[C];
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const ActQ8G8*>(act[c]);
-        acc[c] = _mm512_setzero_ps();
-        off[c] = _mm256_setzero_ps();
-    }
+    for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
+    ColumnSums<C> sums;
     for_each_group(blocks, [&](int64_t g, auto whole) {
         constexpr bool kWhole = decltype(whole)::value;
         const uint8_t* p = x + 272 * g;
@@ -153,13 +136,14 @@ void q8_0_groups(int64_t blocks, const void* w, const void* const* act, float* o
             for (int k = 0; k < 4; ++k) {
                 const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[k],
                                                         _mm512_loadu_si512(ag.qs + 64 * k));
-                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                                         _mm512_permutexvar_ps(lane_block[k], d16x), acc[c]);
+                sums.acc[c] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                                    _mm512_permutexvar_ps(lane_block[k], d16x), sums.acc[c]);
             }
-            off[c] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(ag.s), off[c]);
+            sums.off[c] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(ag.s), sums.off[c]);
         }
     });
-    finish<C>(acc, off, 128.0f, out);
+    sums.store(128.0f, out);
 }
 
 // ---- Q4_0 and IQ4_NL: 18-byte blocks, 144 bytes per step ----------------------------------------
@@ -182,13 +166,8 @@ inline void nibble_groups(int64_t blocks, const void* w, const void* const* act,
     const __m512i low4 = _mm512_set1_epi8(0x0F);
 
     const ActQ8G8* a[C];
-    __m512 acc[C];
-    __m256 off[C];
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const ActQ8G8*>(act[c]);
-        acc[c] = _mm512_setzero_ps();
-        off[c] = _mm256_setzero_ps();
-    }
+    for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
+    ColumnSums<C> sums;
     for_each_group(blocks, [&](int64_t g, auto whole) {
         constexpr bool kWhole = decltype(whole)::value;
         const uint8_t* p = x + 144 * g;
@@ -217,23 +196,23 @@ inline void nibble_groups(int64_t blocks, const void* w, const void* const* act,
             __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2],
                                                  _mm512_loadu_si512(ag.qs + 128));
             dot_hi = _mm512_dpbusd_epi32(dot_hi, u[3], _mm512_loadu_si512(ag.qs + 192));
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo),
-                                     _mm512_permutexvar_ps(lane_lo, d16x), acc[c]);
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi),
-                                     _mm512_permutexvar_ps(lane_hi, d16x), acc[c]);
-            off[c] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(ag.s), off[c]);
+            sums.acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo),
+                                          _mm512_permutexvar_ps(lane_lo, d16x), sums.acc[c]);
+            sums.acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi),
+                                          _mm512_permutexvar_ps(lane_hi, d16x), sums.acc[c]);
+            sums.off[c] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(ag.s), sums.off[c]);
         }
     });
-    finish<C>(acc, off, offset, out);
+    sums.store(offset, out);
 }
 
 template <int C>
-void q4_0_groups(int64_t blocks, const void* w, const void* const* act, float* out) {
+void q4_0_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     nibble_groups<C>(blocks, w, act, out, [](__m512i q) { return q; }, 8.0f);
 }
 
 template <int C>
-void iq4_nl_groups(int64_t blocks, const void* w, const void* const* act, float* out) {
+void iq4_nl_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     // IQ4_NL's values + 128, in every 16-byte lane for vpshufb (the SDK's table is not constexpr;
     // this initializer is plain scalar code).
     static const Bytes64 unsigned_values =
@@ -244,36 +223,26 @@ void iq4_nl_groups(int64_t blocks, const void* w, const void* const* act, float*
         128.0f);
 }
 
-#define SY_CPU_DEFINE_GROUP_DOT(name)                                                        \
-    void vec_dot_##name##_groups(int64_t blocks, const void* w, const void* const* act,      \
-                                 int cols, float* out) {                                     \
-        switch (cols) {                                                                      \
-            case 1: name##_groups<1>(blocks, w, act, out); break;                            \
-            case 2: name##_groups<2>(blocks, w, act, out); break;                            \
-            case 3: name##_groups<3>(blocks, w, act, out); break;                            \
-            default: name##_groups<4>(blocks, w, act, out); break;                           \
-        }                                                                                    \
-    }
-
-SY_CPU_DEFINE_GROUP_DOT(q8_0)
-SY_CPU_DEFINE_GROUP_DOT(q4_0)
-SY_CPU_DEFINE_GROUP_DOT(iq4_nl)
+SY_CPU_DEFINE_VEC_DOT(q8_0_groups)
+SY_CPU_DEFINE_VEC_DOT(q4_0_groups)
+SY_CPU_DEFINE_VEC_DOT(iq4_nl_groups)
 
 }  // namespace
 
-VecDotFn group_kernel(int32_t weight_type) {
+QuantKernel group_kernel(int32_t weight_type) {
+    constexpr int64_t g8 = sizeof(ActQ8G8);
     switch (weight_type) {
-        case SY_TYPE_Q8_0: return vec_dot_q8_0_groups;
-        case SY_TYPE_Q4_0: return vec_dot_q4_0_groups;
-        case SY_TYPE_IQ4_NL: return vec_dot_iq4_nl_groups;
-        default: return nullptr;
+        case SY_TYPE_Q8_0: return {vec_dot_q8_0_groups, quantize_act_g8_natural, 32, 256, g8};
+        case SY_TYPE_Q4_0: return {vec_dot_q4_0_groups, quantize_act_g8_nibbles, 32, 256, g8};
+        case SY_TYPE_IQ4_NL: return {vec_dot_iq4_nl_groups, quantize_act_g8_nibbles, 32, 256, g8};
+        default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
 
 #else
 
-VecDotFn group_kernel(int32_t) {
-    return nullptr;
+QuantKernel group_kernel(int32_t) {
+    return {nullptr, nullptr, 0, 0, 0};
 }
 
 #endif

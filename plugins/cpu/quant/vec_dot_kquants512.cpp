@@ -19,6 +19,9 @@
 
 #include <cstring>
 
+#include "quant/column_sums512.hpp"
+#include "quant/int8_simd.hpp"
+
 #define SY_CPU_WIDE_KQUANTS 1
 #endif
 
@@ -57,9 +60,6 @@ constexpr Words32 kQ6KScaleIndex[4] = {scale_lanes(0, 8), scale_lanes(4, 8), sca
 // Q6_K: per-word shifts of qh for [first 32 bytes | last 32 bytes].
 constexpr Words32 kQ6KShiftLow = halves(0, 2), kQ6KShiftHigh = halves(4, 6);
 
-// Software prefetch distance, as kPrefetchAhead in int8_simd.hpp.
-constexpr int64_t kAhead = 4096;
-
 inline __m512i load(const Words32& t) {
     return _mm512_load_si512(t.w);
 }
@@ -72,16 +72,6 @@ inline __m512i dot_scaled(__m512i acc, __m512i u, const int8_t* a, __m512i scale
 // The 16 block sums of a Q8_K block (sums of 16 activations each) as int16.
 inline __m256i bsums(const sy_block_q8_K& a) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
-}
-
-template <int C>
-inline void finish(const __m512 (&acc)[C], const __m256 (&off)[C], float* out) {
-    for (int c = 0; c < C; ++c) {
-        __m128 o = _mm_add_ps(_mm256_castps256_ps128(off[c]), _mm256_extractf128_ps(off[c], 1));
-        o = _mm_add_ps(o, _mm_movehl_ps(o, o));
-        o = _mm_add_ss(o, _mm_movehdup_ps(o));
-        out[c] = _mm512_reduce_add_ps(acc[c]) - _mm_cvtss_f32(o);
-    }
 }
 
 // The 8 scales and 8 mins of a Q4_K super-block from its 12 packed bytes (scales_mins_k4 in
@@ -104,22 +94,15 @@ template <int C>
 void q4_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const sy_block_q4_K* x = static_cast<const sy_block_q4_K*>(w);
     const sy_block_q8_K* a[C];
-    __m512 acc[C];
-    __m256 off[C];  // the mins' share, subtracted at the end
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const sy_block_q8_K*>(act[c]);
-        acc[c] = _mm512_setzero_ps();
-        off[c] = _mm256_setzero_ps();
-    }
+    for (int c = 0; c < C; ++c) a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+    ColumnSums<C> sums;  // off: the mins' share
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i scale_index[4] = {load(kQ4KScaleIndex[0]), load(kQ4KScaleIndex[1]),
                                     load(kQ4KScaleIndex[2]), load(kQ4KScaleIndex[3])};
     const __m256i min_index = _mm512_castsi512_si256(load(kQ4KMinIndex));
     for (int64_t i = 0; i < blocks; ++i) {
         const sy_block_q4_K& b = x[i];
-        _mm_prefetch(reinterpret_cast<const char*>(&b) + kAhead, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(&b) + kAhead + 64, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(&b) + kAhead + 128, _MM_HINT_T0);
+        i8::prefetch_ahead(&b, sizeof b);
         // Words [sc0..sc7 | mn0..mn7].
         const __m256i sm16 = _mm256_cvtepu8_epi16(scales_mins_k4_vec(b.scales));
         const __m512i sm = _mm512_castsi256_si512(sm16);
@@ -141,33 +124,28 @@ void q4_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
             __m512i sum = _mm512_setzero_si512();
             for (int t = 0; t < 4; ++t) sum = dot_scaled(sum, u[t], ac.qs + 64 * t, s[t]);
             const __m128 dd = _mm_mul_ps(dm, _mm_set1_ps(ac.d));
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(dd), acc[c]);
-            off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), mn16)),
-                                     _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), off[c]);
+            sums.acc[c] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(dd), sums.acc[c]);
+            sums.off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), mn16)),
+                                          _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), sums.off[c]);
         }
     }
-    finish<C>(acc, off, out);
+    sums.store(1.0f, out);
 }
 
 template <int C>
 void q6_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const sy_block_q6_K* x = static_cast<const sy_block_q6_K*>(w);
     const sy_block_q8_K* a[C];
-    __m512 acc[C];
-    __m256 off[C];  // the offset 32's share, subtracted at the end
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const sy_block_q8_K*>(act[c]);
-        acc[c] = _mm512_setzero_ps();
-        off[c] = _mm256_setzero_ps();
-    }
+    for (int c = 0; c < C; ++c) a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+    ColumnSums<C> sums;  // off: the offset 32's share
     const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
     const __m512i shift_low = load(kQ6KShiftLow), shift_high = load(kQ6KShiftHigh);
     const __m512i scale_index[4] = {load(kQ6KScaleIndex[0]), load(kQ6KScaleIndex[1]),
                                     load(kQ6KScaleIndex[2]), load(kQ6KScaleIndex[3])};
     for (int64_t i = 0; i < blocks; ++i) {
         const sy_block_q6_K& b = x[i];
-        for (int line = 0; line < 4; ++line)
-            _mm_prefetch(reinterpret_cast<const char*>(&b) + kAhead + 64 * line, _MM_HINT_T0);
+        i8::prefetch_ahead(&b, sizeof b);
         const __m256i scales =
             _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
         const __m512i sc16 = _mm512_castsi256_si512(scales);
@@ -191,12 +169,13 @@ void q6_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
             const sy_block_q8_K& ac = a[c][i];
             __m512i sum = _mm512_setzero_si512();
             for (int t = 0; t < 4; ++t) sum = dot_scaled(sum, u[t], ac.qs + 64 * t, s[t]);
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * ac.d), acc[c]);
-            off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), scales)),
-                                     _mm256_set1_ps(32.0f * d * ac.d), off[c]);
+            sums.acc[c] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * ac.d), sums.acc[c]);
+            sums.off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), scales)),
+                                          _mm256_set1_ps(32.0f * d * ac.d), sums.off[c]);
         }
     }
-    finish<C>(acc, off, out);
+    sums.store(1.0f, out);
 }
 
 SY_CPU_DEFINE_VEC_DOT(q4_K_wide)
