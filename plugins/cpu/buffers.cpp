@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "node_validation.hpp"
+#include "capabilities.hpp"
 #include "row_copy.hpp"
 #include "switchyard/sdk.hpp"
 #include "tensor_access.hpp"
@@ -120,7 +120,9 @@ sy_status validate_copy(const sy_copy& c, size_t index) {
     if (c.src == nullptr || c.dst == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: src or dst is NULL", context.c_str());
     for (const auto& [t, role] : {std::pair{c.src, "src"}, std::pair{c.dst, "dst"}})
-        if (sy_status s = validate_tensor(t, role, context.c_str(), DataChecks::kFull); s.code)
+        if (sy_status s = validation::validate_tensor(t, role, context.c_str(),
+                                                      validation::DataChecks::kFull, true);
+            s.code)
             return s;
     if (c.src->type != c.dst->type || !same_shape(*c.src, *c.dst))
         return sdk::error(SY_ERR_INVALID_ARGUMENT,

@@ -76,30 +76,15 @@ constexpr TableBuilder build_table() {
 constexpr TableBuilder kTable = build_table();
 static_assert(kTable.count <= kMaxRows);
 
-bool slot_matches(int32_t want, const sy_tensor* src) {
-    if (want == SY_TYPE_NONE) return src == nullptr;
-    if (src == nullptr) return false;
-    return want == SY_TYPE_ANY || want == src->type;
-}
-
 }  // namespace
 
 CapabilityTable capability_table() {
     return {kTable.rows.data(), kTable.count};
 }
 
-const sy_capability* find_capability(const sy_node& node) {
-    if (node.dst == nullptr) return nullptr;
-    for (int i = 4; i < SY_MAX_SRC; ++i)
-        if (node.src[i] != nullptr) return nullptr;  // no op here has more than four sources
-    for (size_t r = 0; r < kTable.count; ++r) {
-        const sy_capability& row = kTable.rows[r];
-        if (row.op != node.op || row.dst_type != node.dst->type) continue;
-        bool match = true;
-        for (int i = 0; i < 4 && match; ++i) match = slot_matches(row.src_type[i], node.src[i]);
-        if (match) return &row;
-    }
-    return nullptr;
+const validation::Backend& validation_rules() {
+    static const validation::Backend rules{"cpu", kTable.rows.data(), kTable.count, true};
+    return rules;
 }
 
 }  // namespace sy::cpu

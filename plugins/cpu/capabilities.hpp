@@ -1,11 +1,12 @@
 // The capability table: every (op, dst type, source types) combination compute() accepts. It is
 // what capabilities() hands the host and the first check of supports() and compute(); shapes and
-// parameters are checked afterwards by node_validation.
+// parameters are checked afterwards by the SDK's op-contract checks (switchyard/validation.hpp).
 #pragma once
 
 #include <cstddef>
 
 #include "switchyard/plugin.h"
+#include "switchyard/validation.hpp"
 
 namespace sy::cpu {
 
@@ -16,8 +17,8 @@ struct CapabilityTable {
 
 CapabilityTable capability_table();
 
-// The row matching the node's op, dst type and first four source types (absent sources match
-// SY_TYPE_NONE), or nullptr.
-const sy_capability* find_capability(const sy_node& node);
+// The CPU backend as the SDK's op-contract checks (switchyard/validation.hpp) see it: its name,
+// this table, and host memory.
+const validation::Backend& validation_rules();
 
 }  // namespace sy::cpu

@@ -1,6 +1,6 @@
 #include "compute.hpp"
 
-#include "node_validation.hpp"
+#include "capabilities.hpp"
 #include "ops/ops.hpp"
 #include "switchyard/sdk.hpp"
 
@@ -39,7 +39,10 @@ sy_status compute_nodes(ThreadPool& pool, const sy_node* const* nodes, size_t co
     if (count > 0 && nodes == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "compute: nodes is NULL for %zu nodes", count);
     for (size_t i = 0; i < count; ++i) {
-        if (sy_status s = validate_node(nodes[i], DataChecks::kFull); s.code) return s;
+        if (sy_status s = validation::validate_node(nodes[i], validation::DataChecks::kFull,
+                                                    validation_rules());
+            s.code)
+            return s;
         // An empty dst has nothing to write, and its data (like an empty source's) may be NULL,
         // so it is not even addressed.
         if (sdk::nelements(*nodes[i]->dst) == 0) continue;

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <thread>
 
+#include "capabilities.hpp"
 #include "compute.hpp"
-#include "node_validation.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
@@ -112,7 +112,11 @@ sy_status CpuBackend::supports(int32_t device, const sy_node* node, int32_t* sup
     if (supported == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: result pointer is NULL");
     if (node == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: node is NULL");
-    *supported = validate_node(node, DataChecks::kDescriptorsOnly).code == SY_OK ? 1 : 0;
+    *supported = validation::validate_node(node, validation::DataChecks::kDescriptorsOnly,
+                                           validation_rules())
+                             .code == SY_OK
+                     ? 1
+                     : 0;
     return sdk::ok();
 }
 
@@ -120,7 +124,10 @@ sy_status CpuBackend::estimate(int32_t device, const sy_node* node, double* nano
     if (sy_status s = check_device(device, "estimate"); s.code) return s;
     if (nanoseconds == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
-    if (sy_status s = validate_node(node, DataChecks::kDescriptorsOnly); s.code) return s;
+    if (sy_status s = validation::validate_node(node, validation::DataChecks::kDescriptorsOnly,
+                                                validation_rules());
+        s.code)
+        return s;
     *nanoseconds = estimate_ns(rates().cost, node_work(*node));
     return sdk::ok();
 }

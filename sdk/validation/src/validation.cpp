@@ -1,4 +1,4 @@
-#include "node_validation.hpp"
+#include "switchyard/validation.hpp"
 
 #include <cmath>
 #include <cstdarg>
@@ -6,12 +6,32 @@
 #include <cstring>
 #include <string>
 
-#include "capabilities.hpp"
 #include "switchyard/sdk.hpp"
-#include "tensor_access.hpp"
 
-namespace sy::cpu {
+namespace sy::validation {
 namespace {
+
+int64_t element_size(int32_t type) {
+    return sy_dtype_info(type).type_size;
+}
+
+const char* row_at(const sy_tensor& t, int64_t i1, int64_t i2, int64_t i3) {
+    return static_cast<const char*>(t.data) + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+}
+
+bool same_shape(const sy_tensor& a, const sy_tensor& b) {
+    return a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.ne[2] == b.ne[2] && a.ne[3] == b.ne[3];
+}
+
+std::string shape_string(const sy_tensor& t) {
+    return "{" + std::to_string(t.ne[0]) + ", " + std::to_string(t.ne[1]) + ", " +
+           std::to_string(t.ne[2]) + ", " + std::to_string(t.ne[3]) + "}";
+}
+
+const char* type_name(int32_t type) {
+    const char* name = sy_dtype_info(type).name;
+    return name ? name : "unknown type";
+}
 
 // Formats "<op> '<dst name>': <what>" as an SY_ERR_INVALID_ARGUMENT status.
 class NodeErrors {
@@ -143,7 +163,7 @@ sy_status check_mul_mat(const NodeErrors& e, const sy_node& n) {
     return check_weight_rows(e, a);
 }
 
-sy_status check_mul_mat_id(const NodeErrors& e, const sy_node& n, DataChecks checks) {
+sy_status check_mul_mat_id(const NodeErrors& e, const sy_node& n, bool read_indices) {
     const sy_tensor& w = *n.src[0];
     const sy_tensor& x = *n.src[1];
     const sy_tensor& ids = *n.src[2];
@@ -161,11 +181,11 @@ sy_status check_mul_mat_id(const NodeErrors& e, const sy_node& n, DataChecks che
         return e.fail("dst shape %s, expected {N, U, T, 1} = {%lld, %lld, %lld, 1}",
                       shape_string(d).c_str(), (long long)N, (long long)U, (long long)T);
     if (sy_status s = check_weight_rows(e, w); s.code) return s;
-    if (checks == DataChecks::kFull) return check_index_range(e, ids, E, "src2 (expert ids)");
+    if (read_indices) return check_index_range(e, ids, E, "src2 (expert ids)");
     return sdk::ok();
 }
 
-sy_status check_get_rows(const NodeErrors& e, const sy_node& n, DataChecks checks) {
+sy_status check_get_rows(const NodeErrors& e, const sy_node& n, bool read_indices) {
     const sy_tensor& src = *n.src[0];
     const sy_tensor& ids = *n.src[1];
     const sy_tensor& d = *n.dst;
@@ -179,7 +199,7 @@ sy_status check_get_rows(const NodeErrors& e, const sy_node& n, DataChecks check
     if (sy_dtype_info(src.type).block_size > 1 && d.type == src.type && d.nb[0] != src.nb[0])
         return e.fail("dst nb0 = %lld must equal src0 nb0 = %lld for a block-quantized type",
                       (long long)d.nb[0], (long long)src.nb[0]);
-    if (checks == DataChecks::kFull) return check_index_range(e, ids, src.ne[1], "src1 (row ids)");
+    if (read_indices) return check_index_range(e, ids, src.ne[1], "src1 (row ids)");
     return sdk::ok();
 }
 
@@ -279,7 +299,9 @@ sy_status check_cont(const NodeErrors& e, const sy_node& n) {
     return sdk::ok();
 }
 
-sy_status check_op_rules(const NodeErrors& e, const sy_node& n, DataChecks checks) {
+// read_indices: index tensors are in host memory and are range-checked here.
+sy_status check_op_rules(const NodeErrors& e, const sy_node& n, bool read_indices,
+                         const char* backend) {
     switch (n.op) {
         case SY_OP_ADD:
         case SY_OP_MUL: return check_binary_broadcast(e, n);
@@ -290,8 +312,8 @@ sy_status check_op_rules(const NodeErrors& e, const sy_node& n, DataChecks check
         case SY_OP_CPY: return check_elementwise(e, n);
         case SY_OP_RMS_NORM: return check_rms_norm(e, n);
         case SY_OP_MUL_MAT: return check_mul_mat(e, n);
-        case SY_OP_MUL_MAT_ID: return check_mul_mat_id(e, n, checks);
-        case SY_OP_GET_ROWS: return check_get_rows(e, n, checks);
+        case SY_OP_MUL_MAT_ID: return check_mul_mat_id(e, n, read_indices);
+        case SY_OP_GET_ROWS: return check_get_rows(e, n, read_indices);
         case SY_OP_ROPE: return check_rope(e, n);
         case SY_OP_SOFTMAX: return check_softmax(e, n);
         case SY_OP_ARGSORT: return check_argsort(e, n);
@@ -300,8 +322,8 @@ sy_status check_op_rules(const NodeErrors& e, const sy_node& n, DataChecks check
         case SY_OP_CONCAT: return check_concat(e, n);
         case SY_OP_CONT: return check_cont(e, n);
         default:
-            return sdk::error(SY_ERR_UNSUPPORTED, "%s: not implemented by the cpu plugin",
-                              e.label().c_str());
+            return sdk::error(SY_ERR_UNSUPPORTED, "%s: not implemented by the %s plugin",
+                              e.label().c_str(), backend);
     }
 }
 
@@ -310,6 +332,12 @@ std::string types_string(const sy_node& n) {
     for (int i = 0; i < SY_MAX_SRC; ++i)
         if (n.src[i]) s += ", src" + std::to_string(i) + " " + type_name(n.src[i]->type);
     return s;
+}
+
+bool slot_matches(int32_t want, const sy_tensor* src) {
+    if (want == SY_TYPE_NONE) return src == nullptr;
+    if (src == nullptr) return false;
+    return want == SY_TYPE_ANY || want == src->type;
 }
 
 }  // namespace
@@ -333,8 +361,27 @@ int64_t tensor_extent(const sy_tensor& t) {
     return extent;
 }
 
+const sy_capability* find_capability(const sy_node& node, const sy_capability* rows,
+                                     size_t row_count) {
+    if (node.dst == nullptr) return nullptr;
+    for (int i = 4; i < SY_MAX_SRC; ++i)
+        if (node.src[i] != nullptr) return nullptr;  // no row describes more than four sources
+    for (size_t r = 0; r < row_count; ++r) {
+        const sy_capability& row = rows[r];
+        if (row.op != node.op || row.dst_type != node.dst->type) continue;
+        if (row.op == SY_OP_NAMED && (row.named_op == nullptr || node.named_op == nullptr ||
+                                      std::strcmp(row.named_op, node.named_op) != 0 ||
+                                      row.named_op_version != node.named_op_version))
+            continue;
+        bool match = true;
+        for (int i = 0; i < 4 && match; ++i) match = slot_matches(row.src_type[i], node.src[i]);
+        if (match) return &row;
+    }
+    return nullptr;
+}
+
 sy_status validate_tensor(const sy_tensor* t, const char* role, const char* context,
-                          DataChecks checks) {
+                          DataChecks checks, bool host_memory) {
     if (t->struct_size < sizeof(sy_tensor))
         return sdk::error(SY_ERR_INVALID_ARGUMENT,
                           "%s: %s has struct_size %u, expected at least %zu", context,
@@ -353,9 +400,9 @@ sy_status validate_tensor(const sy_tensor* t, const char* role, const char* cont
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: %s has no data", context,
                           role_name(role, *t).c_str());
     if (const sy_buffer* buf = t->buffer) {
-        if (!buf->host_visible)
+        if (host_memory && !buf->host_visible)
             return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                              "%s: %s lives in a buffer the CPU cannot read", context,
+                              "%s: %s lives in a buffer the host cannot read", context,
                               role_name(role, *t).c_str());
         const auto base = reinterpret_cast<uintptr_t>(buf->base);
         const auto begin = reinterpret_cast<uintptr_t>(t->data);
@@ -371,7 +418,7 @@ sy_status validate_tensor(const sy_tensor* t, const char* role, const char* cont
     return sdk::ok();
 }
 
-sy_status validate_node(const sy_node* node, DataChecks checks) {
+sy_status validate_node(const sy_node* node, DataChecks checks, const Backend& backend) {
     if (node == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "node is NULL");
     if (node->struct_size < sizeof(sy_node))
         return sdk::error(SY_ERR_ABI,
@@ -379,26 +426,30 @@ sy_status validate_node(const sy_node* node, DataChecks checks) {
                           node->struct_size, sizeof(sy_node));
     const NodeErrors errors(*node);
     if (node->op == SY_OP_NAMED)
-        return sdk::error(SY_ERR_UNSUPPORTED,
-                          "named op '%s' (schema %u) is not provided by the cpu plugin",
-                          node->named_op ? node->named_op : "(null)", node->named_op_version);
+        return sdk::error(
+            SY_ERR_UNSUPPORTED, "named op '%s' (schema %u) is not provided by the %s plugin",
+            node->named_op ? node->named_op : "(null)", node->named_op_version, backend.name);
     if (node->op <= SY_OP_NONE || node->op >= SY_OP_BUILTIN_COUNT)
-        return sdk::error(SY_ERR_UNSUPPORTED, "op id %d is not an op the cpu plugin knows",
-                          node->op);
+        return sdk::error(SY_ERR_UNSUPPORTED, "op id %d is not an op the %s plugin knows", node->op,
+                          backend.name);
     if (node->dst == nullptr) return errors.fail("dst is NULL");
     const std::string label = errors.label();
-    if (sy_status s = validate_tensor(node->dst, "dst", label.c_str(), checks); s.code) return s;
+    if (sy_status s = validate_tensor(node->dst, "dst", label.c_str(), checks, backend.host_memory);
+        s.code)
+        return s;
     for (int i = 0; i < SY_MAX_SRC; ++i) {
         if (!node->src[i]) continue;
         const std::string role = "src" + std::to_string(i);
-        if (sy_status s = validate_tensor(node->src[i], role.c_str(), label.c_str(), checks);
+        if (sy_status s = validate_tensor(node->src[i], role.c_str(), label.c_str(), checks,
+                                          backend.host_memory);
             s.code)
             return s;
     }
-    if (find_capability(*node) == nullptr)
+    if (find_capability(*node, backend.rows, backend.row_count) == nullptr)
         return errors.fail("no kernel for %s (the capability table lists what is accepted)",
                            types_string(*node).c_str());
-    return check_op_rules(errors, *node, checks);
+    const bool read_indices = checks == DataChecks::kFull && backend.host_memory;
+    return check_op_rules(errors, *node, read_indices, backend.name);
 }
 
-}  // namespace sy::cpu
+}  // namespace sy::validation
