@@ -1,0 +1,24 @@
+// The capability table: every (op, dst type, source types) combination compute() accepts. It is
+// what capabilities() hands the host and, through validation_rules(), the first check of
+// supports() and compute(); shapes and parameters are checked afterwards by the SDK's op-contract
+// checks (switchyard/validation.hpp).
+#pragma once
+
+#include <cstddef>
+
+#include "switchyard/plugin.h"
+#include "switchyard/validation.hpp"
+
+namespace sy::cuda {
+
+struct CapabilityTable {
+    const sy_capability* rows;
+    size_t count;
+};
+
+CapabilityTable capability_table();
+
+// The CUDA backend as the op-contract checks see it: its name, this table, device memory.
+const validation::Backend& validation_rules();
+
+}  // namespace sy::cuda

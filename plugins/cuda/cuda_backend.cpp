@@ -1,0 +1,393 @@
+#include "cuda_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "capabilities.hpp"
+#include "ops/ops.hpp"
+#include "ops/tensor_desc.hpp"
+#include "switchyard/sdk.hpp"
+#include "switchyard/validation.hpp"
+
+namespace sy::cuda {
+namespace {
+
+sy_status cuda_error(const char* fn, const char* what, cudaError_t e) {
+    return sdk::error(SY_ERR_BACKEND, "%s: %s: %s", fn, what, cudaGetErrorString(e));
+}
+
+// FP32 lanes per SM by compute capability (the CUDA programming guide's throughput table):
+// 64 on sm_80 (A100), 128 on sm_86 / 89 / 90.
+int fp32_lanes_per_sm(int major, int minor) {
+    if (major == 8 && minor == 0) return 64;
+    return 128;
+}
+
+// Dense F16/BF16 tensor-core FLOPs per clock per SM: A100 (sm_80) 2048, Ada (sm_89) 1024 (with
+// FP32 accumulation on GeForce parts it is half of that; 1024 is the workstation figure), Hopper
+// (sm_90) 4096. Int8 is twice each.
+int tensor_flops_per_sm_clock(int major, int minor) {
+    if (major >= 9) return 4096;
+    if (major == 8 && minor == 0) return 2048;
+    return 1024;
+}
+
+double clock_hz(int device, cudaDeviceAttr attr) {
+    int khz = 0;
+    cudaDeviceGetAttribute(&khz, attr, device);
+    return double(khz) * 1e3;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(const sy_host_api& host) : host_(host) {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        count = 0;
+        log(SY_LOG_INFO, std::string("no CUDA device: ") + cudaGetErrorString(e));
+    }
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    char info[256];
+    std::snprintf(info, sizeof info, "CUDA runtime %d.%d, driver %d.%d, cuBLAS, %d device(s)",
+                  runtime / 1000, runtime % 1000 / 10, driver / 1000, driver % 1000 / 10, count);
+    build_info_ = info;
+    devices_.resize(size_t(count));
+    cost_params_.resize(size_t(count));
+    for (int i = 0; i < count; ++i) {
+        devices_[size_t(i)].ordinal = i;
+        if (sy_status s = init_device(devices_[size_t(i)]); s.code)
+            throw std::runtime_error(s.message ? s.message : "device initialisation failed");
+    }
+}
+
+CudaBackend::~CudaBackend() {
+    for (Device& d : devices_) {
+        cudaSetDevice(d.ordinal);
+        if (d.stream) cudaStreamSynchronize(d.stream);
+        d.scratch.reset();
+        if (d.cublas) cublasDestroy(d.cublas);
+        if (d.error_word) cudaFree(d.error_word);
+        if (d.stream) cudaStreamDestroy(d.stream);
+    }
+}
+
+sy_status CudaBackend::init_device(Device& d) {
+    const char* fn = "init";
+    if (cudaError_t e = cudaSetDevice(d.ordinal); e != cudaSuccess)
+        return cuda_error(fn, "cudaSetDevice", e);
+    if (cudaError_t e = cudaGetDeviceProperties(&d.props, d.ordinal); e != cudaSuccess)
+        return cuda_error(fn, "cudaGetDeviceProperties", e);
+    const double mem_clock = clock_hz(d.ordinal, cudaDevAttrMemoryClockRate);
+    // Double data rate: two transfers per clock over the bus.
+    d.memory_bandwidth = 2.0 * mem_clock * double(d.props.memoryBusWidth) / 8.0;
+    const double sm_clock = clock_hz(d.ordinal, cudaDevAttrClockRate);
+    const double sms = d.props.multiProcessorCount;
+    d.peak_flops_f32 = sms * fp32_lanes_per_sm(d.props.major, d.props.minor) * 2.0 * sm_clock;
+    d.peak_flops_f16 = sms * tensor_flops_per_sm_clock(d.props.major, d.props.minor) * sm_clock;
+    d.peak_flops_int8 = 2.0 * d.peak_flops_f16;
+    if (cudaError_t e = cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking);
+        e != cudaSuccess)
+        return cuda_error(fn, "cudaStreamCreate", e);
+    if (cublasCreate(&d.cublas) != CUBLAS_STATUS_SUCCESS)
+        return sdk::error(SY_ERR_BACKEND, "init: cublasCreate failed on device %d", d.ordinal);
+    cublasSetStream(d.cublas, d.stream);
+    if (cudaError_t e = cudaMalloc(&d.error_word, sizeof(int)); e != cudaSuccess)
+        return cuda_error(fn, "cudaMalloc (error word)", e);
+    cudaMemset(d.error_word, 0, sizeof(int));
+    d.scratch = std::make_unique<Scratch>(d.stream);
+    return sdk::ok();
+}
+
+void CudaBackend::log(int32_t level, const std::string& message) const {
+    if (SY_HAS_FIELD(&host_, log) && host_.log) host_.log(host_.host_ctx, level, "cuda", message.c_str());
+}
+
+sy_status CudaBackend::check_device(int32_t device, const char* fn) const {
+    if (device < 0 || device >= device_count())
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: device %d does not exist (the cuda plugin "
+                          "has %d device(s) on this machine)",
+                          fn, device, device_count());
+    return sdk::ok();
+}
+
+// Pinned 64 MiB copies each way (best of 3) and 4-byte round trips (median of 20): the cost of
+// moving host-resident data onto the device, which the scheduler weighs against computing on
+// the host.
+const LinkRates& CudaBackend::link_rates(Device& d) {
+    if (d.link) return *d.link;
+    LinkRates r{};
+    cudaSetDevice(d.ordinal);
+    constexpr size_t kBytes = size_t(64) << 20;
+    void* host = nullptr;
+    void* dev = nullptr;
+    if (cudaMallocHost(&host, kBytes) == cudaSuccess && cudaMalloc(&dev, kBytes) == cudaSuccess) {
+        std::memset(host, 1, kBytes);
+        double best_h2d = 1e30, best_d2h = 1e30;
+        for (int i = 0; i < 3; ++i) {
+            auto t0 = std::chrono::steady_clock::now();
+            cudaMemcpyAsync(dev, host, kBytes, cudaMemcpyHostToDevice, d.stream);
+            cudaStreamSynchronize(d.stream);
+            best_h2d = std::min(best_h2d, seconds_since(t0));
+            t0 = std::chrono::steady_clock::now();
+            cudaMemcpyAsync(host, dev, kBytes, cudaMemcpyDeviceToHost, d.stream);
+            cudaStreamSynchronize(d.stream);
+            best_d2h = std::min(best_d2h, seconds_since(t0));
+        }
+        r.host_to_device = double(kBytes) / best_h2d;
+        r.device_to_host = double(kBytes) / best_d2h;
+        std::vector<double> small;
+        for (int i = 0; i < 20; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            cudaMemcpyAsync(dev, host, 4, cudaMemcpyHostToDevice, d.stream);
+            cudaStreamSynchronize(d.stream);
+            small.push_back(seconds_since(t0));
+        }
+        std::sort(small.begin(), small.end());
+        r.latency_ns = small[small.size() / 2] * 1e9;
+        constexpr int kLaunches = 200;
+        launch_empty_kernel(d.stream);
+        cudaStreamSynchronize(d.stream);
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < kLaunches; ++i) launch_empty_kernel(d.stream);
+        cudaStreamSynchronize(d.stream);
+        r.launch_ns = seconds_since(t0) / kLaunches * 1e9;
+    }
+    cudaGetLastError();
+    if (dev) cudaFree(dev);
+    if (host) cudaFreeHost(host);
+    d.link = r;
+    return *d.link;
+}
+
+sy_status CudaBackend::device_props(int32_t device, sy_device_props* props) {
+    if (sy_status s = check_device(device, "device_props"); s.code) return s;
+    if (props == nullptr || props->struct_size < sizeof(sy_device_props))
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "device_props: props is NULL or its struct_size is too small");
+    std::lock_guard<std::mutex> lock(mutex_);
+    Device& d = devices_[size_t(device)];
+    const LinkRates& link = link_rates(d);
+    const uint32_t size = props->struct_size;
+    std::memset(props, 0, sizeof(sy_device_props));
+    props->struct_size = size;
+    std::snprintf(props->name, sizeof props->name, "%.127s", d.props.name);
+    std::snprintf(props->description, sizeof props->description,
+                  "compute capability %d.%d, %d SMs, %.0f MHz, %d-bit memory bus, "
+                  "%.0f GB/s memory, %.1f GB/s host link",
+                  d.props.major, d.props.minor, d.props.multiProcessorCount,
+                  clock_hz(d.ordinal, cudaDevAttrClockRate) / 1e6, d.props.memoryBusWidth,
+                  d.memory_bandwidth / 1e9, link.host_to_device / 1e9);
+    props->kind = SY_DEVICE_GPU;
+    props->compute_units = d.props.multiProcessorCount;
+    size_t free_bytes = 0, total = 0;
+    cudaSetDevice(d.ordinal);
+    cudaMemGetInfo(&free_bytes, &total);
+    props->memory_total = total;
+    props->memory_free = free_bytes;
+    props->host_memory = 0;
+    props->peak_flops_f32 = d.peak_flops_f32;
+    props->peak_flops_f16 = d.peak_flops_f16;
+    props->peak_flops_int8 = d.peak_flops_int8;
+    props->memory_bandwidth = d.memory_bandwidth;
+    props->link_bandwidth = link.host_to_device;
+    props->link_latency_ns = link.latency_ns;
+    props->launch_overhead_ns = link.launch_ns;
+    return sdk::ok();
+}
+
+sy_status CudaBackend::supports(int32_t device, const sy_node* node, int32_t* supported) {
+    if (supported == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: result pointer is NULL");
+    if (sy_status s = check_device(device, "supports"); s.code) return s;
+    *supported = validation::validate_node(node, validation::DataChecks::kDescriptorsOnly,
+                                           validation_rules())
+                             .code == SY_OK
+                     ? 1
+                     : 0;
+    return sdk::ok();
+}
+
+namespace {
+
+double tensor_bytes(const sy_tensor* t) {
+    if (t == nullptr) return 0;
+    const sy_dtype_traits tr = sy_dtype_info(t->type);
+    if (tr.block_size <= 0) return 0;
+    return double(sdk::nelements(*t)) / tr.block_size * tr.type_size;
+}
+
+}  // namespace
+
+// A roofline: the larger of bytes over memory bandwidth and FLOPs over the rate of the unit
+// that runs them (tensor cores for cuBLAS products, int8 dp4a for small-batch block products,
+// FP32 lanes otherwise), plus one launch. Expert products count only the experts the batch can
+// touch (at most U * T of E).
+sy_status CudaBackend::estimate(int32_t device, const sy_node* node, double* nanoseconds) {
+    if (nanoseconds == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
+    if (sy_status s = check_device(device, "estimate"); s.code) return s;
+    if (sy_status s = validation::validate_node(node, validation::DataChecks::kDescriptorsOnly,
+                                                validation_rules());
+        s.code)
+        return s;
+    std::lock_guard<std::mutex> lock(mutex_);
+    Device& d = devices_[size_t(device)];
+    const LinkRates& link = link_rates(d);
+    double bytes = tensor_bytes(node->dst);
+    for (const sy_tensor* s : node->src) bytes += tensor_bytes(s);
+    double flops = double(sdk::nelements(*node->dst)) * 4.0;
+    double rate = d.peak_flops_f32;
+    if (node->op == SY_OP_MUL_MAT || node->op == SY_OP_MUL_MAT_ID) {
+        const sy_tensor& w = *node->src[0];
+        flops = 2.0 * double(w.ne[0]) * double(sdk::nelements(*node->dst));
+        const bool blocks = sy_dtype_info(w.type).block_size > 1;
+        rate = w.type == SY_TYPE_F32 ? d.peak_flops_f32 : blocks ? d.peak_flops_int8 / 4 : d.peak_flops_f16;
+        if (node->op == SY_OP_MUL_MAT_ID) {
+            const double experts = double(w.ne[2]);
+            const double touched = std::min(experts, double(sdk::nelements(*node->src[2])));
+            bytes -= tensor_bytes(&w) * (1.0 - touched / experts);
+        }
+    }
+    const double seconds = std::max(bytes / d.memory_bandwidth, flops / rate);
+    *nanoseconds = seconds * 1e9 + link.launch_ns;
+    return sdk::ok();
+}
+
+sy_status CudaBackend::cost_params(int32_t device, const sy_cost_param** params, size_t* count) {
+    if (params == nullptr || count == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "cost_params: result pointers are NULL");
+    if (sy_status s = check_device(device, "cost_params"); s.code) return s;
+    std::lock_guard<std::mutex> lock(mutex_);
+    Device& d = devices_[size_t(device)];
+    const LinkRates& link = link_rates(d);
+    auto row = [](const char* key, double value, const char* unit) {
+        return sy_cost_param{sizeof(sy_cost_param), key, value, unit};
+    };
+    auto& table = cost_params_[size_t(device)];
+    table = {
+        row("memory_bandwidth", d.memory_bandwidth, "B/s"),
+        row("peak_flops_f32", d.peak_flops_f32, "FLOP/s"),
+        row("peak_flops_f16", d.peak_flops_f16, "FLOP/s"),
+        row("link_host_to_device", link.host_to_device, "B/s"),
+        row("link_device_to_host", link.device_to_host, "B/s"),
+        row("link_latency", link.latency_ns, "ns"),
+        row("launch_overhead", link.launch_ns, "ns"),
+    };
+    *params = table.data();
+    *count = table.size();
+    return sdk::ok();
+}
+
+sy_status CudaBackend::buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer) {
+    if (sy_status s = check_device(device, "buffer_alloc"); s.code) return s;
+    return buffers_.alloc(device, size, buffer);
+}
+
+// Every tensor of a node must lie in a live buffer of this plugin on the node's device (the
+// op-contract checks have already bounded it within its buffer).
+sy_status CudaBackend::check_node_memory(const Device& d, const sy_node& node) const {
+    auto check = [&](const sy_tensor* t, const char* role) -> sy_status {
+        if (t == nullptr || sdk::nelements(*t) == 0) return sdk::ok();
+        const int32_t owner = buffers_.device_of(t->buffer);
+        if (owner == d.ordinal) return sdk::ok();
+        const char* op = sdk::op_name(node.op);
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "%s: %s%s%s%s is %s; the cuda plugin computes only on its own buffers of "
+                          "device %d",
+                          op ? op : "node", role, t->name ? " '" : "", t->name ? t->name : "",
+                          t->name ? "'" : "",
+                          t->buffer == nullptr ? "in host memory"
+                          : owner < 0          ? "in a buffer the cuda plugin did not allocate"
+                                               : "on another cuda device",
+                          d.ordinal);
+    };
+    if (sy_status s = check(node.dst, "dst"); s.code) return s;
+    static const char* const kRoles[SY_MAX_SRC] = {"src0", "src1", "src2", "src3",
+                                                   "src4", "src5", "src6", "src7"};
+    for (int i = 0; i < SY_MAX_SRC; ++i)
+        if (sy_status s = check(node.src[i], kRoles[i]); s.code) return s;
+    return sdk::ok();
+}
+
+sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size_t count) {
+    if (sy_status s = check_device(device, "compute"); s.code) return s;
+    if (count > 0 && nodes == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "compute: nodes is NULL for %zu nodes", count);
+    std::lock_guard<std::mutex> lock(mutex_);
+    Device& d = devices_[size_t(device)];
+    // Everything is checked before anything runs, so a bad node leaves every dst untouched.
+    for (size_t i = 0; i < count; ++i) {
+        if (sy_status s = validation::validate_node(nodes[i], validation::DataChecks::kFull,
+                                                    validation_rules());
+            s.code)
+            return s;
+        if (sy_status s = check_node_memory(d, *nodes[i]); s.code) return s;
+    }
+    cudaSetDevice(d.ordinal);
+    try {
+        for (size_t i = 0; i < count; ++i) {
+            const sy_node& node = *nodes[i];
+            if (sdk::nelements(*node.dst) == 0) continue;
+            const OpLauncher launch = op_launcher(node.op);
+            if (launch == nullptr)
+                return sdk::error(SY_ERR_UNSUPPORTED, "op id %d has no cuda kernel", node.op);
+            d.scratch->reset();
+            const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word,
+                                int32_t(i + 1)};
+            launch(ctx, node);
+        }
+    } catch (const LaunchError& e) {
+        cudaStreamSynchronize(d.stream);
+        return sdk::error(SY_ERR_BACKEND, "compute on cuda device %d: %s", d.ordinal, e.what());
+    }
+    return synchronize_and_check(d, nodes);
+}
+
+sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* nodes) {
+    if (cudaError_t e = cudaStreamSynchronize(d.stream); e != cudaSuccess)
+        return cuda_error("compute", "the device reported", e);
+    int word = 0;
+    if (cudaError_t e = cudaMemcpy(&word, d.error_word, sizeof word, cudaMemcpyDeviceToHost);
+        e != cudaSuccess)
+        return cuda_error("compute", "reading the error word", e);
+    if (word == 0) return sdk::ok();
+    cudaMemset(d.error_word, 0, sizeof(int));
+    const sy_node& bad = *nodes[word - 1];
+    const char* op = sdk::op_name(bad.op);
+    return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                      "%s%s%s%s (node %d of this call): an index tensor holds a value out of range "
+                      "(%s)",
+                      op ? op : "node", bad.dst->name ? " '" : "", bad.dst->name ? bad.dst->name : "",
+                      bad.dst->name ? "'" : "", word - 1,
+                      bad.op == SY_OP_GET_ROWS ? "row ids must lie in [0, src0 ne1)"
+                                               : "expert ids must lie in [0, src0 ne2)");
+}
+
+sy_status CudaBackend::synchronize(int32_t device) {
+    if (sy_status s = check_device(device, "synchronize"); s.code) return s;
+    std::lock_guard<std::mutex> lock(mutex_);
+    Device& d = devices_[size_t(device)];
+    cudaSetDevice(d.ordinal);
+    if (cudaError_t e = cudaStreamSynchronize(d.stream); e != cudaSuccess)
+        return cuda_error("synchronize", "cudaStreamSynchronize", e);
+    return sdk::ok();
+}
+
+sy_status CudaBackend::set_option(const char* key, const char* value) {
+    return sdk::error(SY_ERR_UNSUPPORTED, "set_option: the cuda plugin has no option '%s' (= '%s')",
+                      key ? key : "(null)", value ? value : "(null)");
+}
+
+}  // namespace sy::cuda

@@ -1,0 +1,90 @@
+// The plugin context behind sy_plugin_api.ctx: the CUDA devices of this machine (zero on a
+// machine without a GPU or driver), each with a stream, a cuBLAS handle, a scratch arena and an
+// error word the kernels write when an index read on the device is out of range.
+// plugin_entry.cpp turns the C function table into calls on this class.
+//
+// Execution. compute() enqueues a node list on the device's stream and waits for it before it
+// returns, so that an out-of-range index found by a kernel is reported by the compute() call
+// whose node read it; synchronize() therefore never has work left to wait for.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "buffers.hpp"
+#include "ops/op_context.hpp"
+#include "switchyard/plugin.h"
+
+namespace sy::cuda {
+
+// Link to host memory, measured once per device with pinned buffers.
+struct LinkRates {
+    double host_to_device = 0;  // bytes/s
+    double device_to_host = 0;  // bytes/s
+    double latency_ns = 0;      // one small copy, issue to completion
+    double launch_ns = 0;       // one empty kernel launch, back to back
+};
+
+struct Device {
+    int ordinal = 0;
+    cudaDeviceProp props{};
+    double memory_bandwidth = 0;  // bytes/s, from the memory clock and bus width
+    double peak_flops_f32 = 0;
+    double peak_flops_f16 = 0;
+    double peak_flops_int8 = 0;
+    cudaStream_t stream = nullptr;
+    cublasHandle_t cublas = nullptr;
+    std::unique_ptr<Scratch> scratch;
+    int* error_word = nullptr;  // device int: 0, or 1 + the index of the node that failed
+    std::optional<LinkRates> link;
+};
+
+class CudaBackend {
+  public:
+    explicit CudaBackend(const sy_host_api& host);
+    ~CudaBackend();
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    const char* build_info() const { return build_info_.c_str(); }
+    int32_t device_count() const { return int32_t(devices_.size()); }
+
+    sy_status device_props(int32_t device, sy_device_props* props);
+    sy_status supports(int32_t device, const sy_node* node, int32_t* supported);
+    sy_status estimate(int32_t device, const sy_node* node, double* nanoseconds);
+    sy_status cost_params(int32_t device, const sy_cost_param** params, size_t* count);
+    sy_status buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer);
+    DeviceBuffers& buffers() { return buffers_; }
+    sy_status copy_tensors(const sy_copy* copies, size_t count);
+    sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
+    sy_status synchronize(int32_t device);
+    sy_status check_device(int32_t device, const char* fn) const;
+    sy_status set_option(const char* key, const char* value);
+
+  private:
+    sy_status init_device(Device& d);
+    const LinkRates& link_rates(Device& d);
+    sy_status check_node_memory(const Device& d, const sy_node& node) const;
+    // Waits for the stream, then turns a bad index a kernel reported into an error.
+    sy_status synchronize_and_check(Device& d, const sy_node* const* nodes);
+    sy_status copy_one(const sy_copy& c, size_t index);
+    void log(int32_t level, const std::string& message) const;
+
+    const sy_host_api host_;
+    std::string build_info_;
+    std::vector<Device> devices_;
+    std::mutex mutex_;  // compute, copies and calibration: one at a time per plugin
+    static constexpr size_t kCostParamCount = 7;
+    std::vector<std::array<sy_cost_param, kCostParamCount>> cost_params_;
+    DeviceBuffers buffers_;
+};
+
+}  // namespace sy::cuda

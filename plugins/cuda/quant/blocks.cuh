@@ -1,0 +1,352 @@
+// GGUF weight blocks decoded on the device, 32 values at a time (layouts: quant_blocks.h).
+//
+// Every supported type reduces to one form per 32-value sub-block: int8 quants q[0..31] (packed
+// four to an int) and, for each half of 16 values, a scale d and an additive offset m:
+//     value[e] = d[e / 16] * q[e] + m[e / 16].
+// The 32-blocks (Q4_0 ... IQ4_NL) have one d for both halves; Q2_K, Q3_K and Q6_K carry a scale
+// per 16 values; Q4_1, Q5_1, Q2_K, Q4_K and Q5_K have offsets (the K-quants' "- dmin * min" is
+// m = -(dmin * min)). Dot products then run on int8 with __dp4a against activations quantized to
+// ActBlock, and dequantization forms each value with the same float operations, in the same
+// order, as switchyard_quants (so GET_ROWS to F32 is bit-exact).
+//
+// Block fields are read with 16-bit loads: every block size and field offset is even, but not
+// every one is a multiple of 4.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "switchyard/plugin.h"
+
+namespace sy::cuda {
+
+struct Sub32 {
+    int q[8];  // q[j] holds values 4j .. 4j+3, one int8 each (little-endian byte order)
+    float d[2];
+    float m[2];
+};
+
+// Activations quantized per 32 values: x[e] ~= d * q[e].
+struct ActBlock {
+    float d;
+    int q[8];
+};
+static_assert(sizeof(ActBlock) == 36, "ActBlock is 36 bytes");
+
+template <int Type>
+struct BlockTraits;
+template <>
+struct BlockTraits<SY_TYPE_Q4_0> {
+    static constexpr int kValues = 32, kBytes = 18;
+    static constexpr bool kHasMin = false;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q4_1> {
+    static constexpr int kValues = 32, kBytes = 20;
+    static constexpr bool kHasMin = true;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q5_0> {
+    static constexpr int kValues = 32, kBytes = 22;
+    static constexpr bool kHasMin = false;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q5_1> {
+    static constexpr int kValues = 32, kBytes = 24;
+    static constexpr bool kHasMin = true;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q8_0> {
+    static constexpr int kValues = 32, kBytes = 34;
+    static constexpr bool kHasMin = false;
+};
+template <>
+struct BlockTraits<SY_TYPE_IQ4_NL> {
+    static constexpr int kValues = 32, kBytes = 18;
+    static constexpr bool kHasMin = false;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q2_K> {
+    static constexpr int kValues = 256, kBytes = 84;
+    static constexpr bool kHasMin = true;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q3_K> {
+    static constexpr int kValues = 256, kBytes = 110;
+    static constexpr bool kHasMin = false;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q4_K> {
+    static constexpr int kValues = 256, kBytes = 144;
+    static constexpr bool kHasMin = true;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q5_K> {
+    static constexpr int kValues = 256, kBytes = 176;
+    static constexpr bool kHasMin = true;
+};
+template <>
+struct BlockTraits<SY_TYPE_Q6_K> {
+    static constexpr int kValues = 256, kBytes = 210;
+    static constexpr bool kHasMin = false;
+};
+template <>
+struct BlockTraits<SY_TYPE_IQ4_XS> {
+    static constexpr int kValues = 256, kBytes = 136;
+    static constexpr bool kHasMin = false;
+};
+
+__device__ inline uint32_t load_u32(const uint8_t* p) {
+    const auto* h = reinterpret_cast<const uint16_t*>(p);
+    return uint32_t(h[0]) | (uint32_t(h[1]) << 16);
+}
+
+__device__ inline float load_half(const uint8_t* p) {
+    return __half2float(*reinterpret_cast<const __half*>(p));
+}
+
+// Bit b (0..3) of x moved to bit 4 of byte b.
+__device__ inline uint32_t spread_bit4(uint32_t x) {
+    return ((x & 1u) | ((x & 2u) << 7) | ((x & 4u) << 14) | ((x & 8u) << 21)) << 4;
+}
+
+__constant__ const int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                              1,    13,   25,  38,  53,  69,  89,  113};
+
+// Each byte of `nibbles` (0..15) mapped through the IQ4_NL table.
+__device__ inline int iq4_lookup(uint32_t nibbles) {
+    uint32_t out = 0;
+    for (int b = 0; b < 4; ++b)
+        out |= uint32_t(uint8_t(kIq4nlValues[(nibbles >> (8 * b)) & 0xF])) << (8 * b);
+    return int(out);
+}
+
+__device__ inline void set_scale(Sub32& s, float d, float m = 0.0f) {
+    s.d[0] = s.d[1] = d;
+    s.m[0] = s.m[1] = m;
+}
+
+// Sub-block `sub` (0 .. kValues/32 - 1) of the block at `b`.
+template <int Type>
+__device__ inline void decode(const uint8_t* b, int sub, Sub32& s);
+
+template <>
+__device__ inline void decode<SY_TYPE_Q8_0>(const uint8_t* b, int, Sub32& s) {
+    for (int j = 0; j < 8; ++j) s.q[j] = int(load_u32(b + 2 + 4 * j));
+    set_scale(s, load_half(b));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q4_0>(const uint8_t* b, int, Sub32& s) {
+    for (int j = 0; j < 4; ++j) {
+        const uint32_t w = load_u32(b + 2 + 4 * j);
+        s.q[j] = int(__vsub4(w & 0x0F0F0F0Fu, 0x08080808u));
+        s.q[4 + j] = int(__vsub4((w >> 4) & 0x0F0F0F0Fu, 0x08080808u));
+    }
+    set_scale(s, load_half(b));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q4_1>(const uint8_t* b, int, Sub32& s) {
+    for (int j = 0; j < 4; ++j) {
+        const uint32_t w = load_u32(b + 4 + 4 * j);
+        s.q[j] = int(w & 0x0F0F0F0Fu);
+        s.q[4 + j] = int((w >> 4) & 0x0F0F0F0Fu);
+    }
+    set_scale(s, load_half(b), load_half(b + 2));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q5_0>(const uint8_t* b, int, Sub32& s) {
+    const uint32_t qh = load_u32(b + 2);
+    for (int j = 0; j < 4; ++j) {
+        const uint32_t w = load_u32(b + 6 + 4 * j);
+        const uint32_t lo = (w & 0x0F0F0F0Fu) | spread_bit4((qh >> (4 * j)) & 0xF);
+        const uint32_t hi = ((w >> 4) & 0x0F0F0F0Fu) | spread_bit4((qh >> (16 + 4 * j)) & 0xF);
+        s.q[j] = int(__vsub4(lo, 0x10101010u));
+        s.q[4 + j] = int(__vsub4(hi, 0x10101010u));
+    }
+    set_scale(s, load_half(b));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q5_1>(const uint8_t* b, int, Sub32& s) {
+    const uint32_t qh = load_u32(b + 4);
+    for (int j = 0; j < 4; ++j) {
+        const uint32_t w = load_u32(b + 8 + 4 * j);
+        s.q[j] = int((w & 0x0F0F0F0Fu) | spread_bit4((qh >> (4 * j)) & 0xF));
+        s.q[4 + j] = int(((w >> 4) & 0x0F0F0F0Fu) | spread_bit4((qh >> (16 + 4 * j)) & 0xF));
+    }
+    set_scale(s, load_half(b), load_half(b + 2));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ4_NL>(const uint8_t* b, int, Sub32& s) {
+    for (int j = 0; j < 4; ++j) {
+        const uint32_t w = load_u32(b + 2 + 4 * j);
+        s.q[j] = iq4_lookup(w & 0x0F0F0F0Fu);
+        s.q[4 + j] = iq4_lookup((w >> 4) & 0x0F0F0F0Fu);
+    }
+    set_scale(s, load_half(b));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ4_XS>(const uint8_t* b, int sub, Sub32& s) {
+    const float d = load_half(b);
+    const uint32_t scales_h = *reinterpret_cast<const uint16_t*>(b + 2);
+    const int ls = ((b[4 + sub / 2] >> (4 * (sub % 2))) & 0xF) | (((scales_h >> (2 * sub)) & 3) << 4);
+    const uint8_t* qs = b + 8 + 16 * sub;
+    for (int j = 0; j < 4; ++j) {
+        const uint32_t w = load_u32(qs + 4 * j);
+        s.q[j] = iq4_lookup(w & 0x0F0F0F0Fu);
+        s.q[4 + j] = iq4_lookup((w >> 4) & 0x0F0F0F0Fu);
+    }
+    set_scale(s, __fmul_rn(d, float(ls - 32)));
+}
+
+// Q4_K / Q5_K: 6-bit scale and min of sub-block j from the 12 packed bytes.
+__device__ inline void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q4_K>(const uint8_t* b, int sub, Sub32& s) {
+    int sc, mn;
+    scale_min_k4(sub, b + 4, sc, mn);
+    const uint8_t* qs = b + 16 + 32 * (sub / 2);
+    const int shift = 4 * (sub % 2);
+    for (int j = 0; j < 8; ++j) s.q[j] = int((load_u32(qs + 4 * j) >> shift) & 0x0F0F0F0Fu);
+    set_scale(s, __fmul_rn(load_half(b), float(sc)), -__fmul_rn(load_half(b + 2), float(mn)));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q5_K>(const uint8_t* b, int sub, Sub32& s) {
+    int sc, mn;
+    scale_min_k4(sub, b + 4, sc, mn);
+    const uint8_t* qh = b + 16;
+    const uint8_t* qs = b + 48 + 32 * (sub / 2);
+    const int shift = 4 * (sub % 2);
+    for (int j = 0; j < 8; ++j) {
+        const uint32_t lo = (load_u32(qs + 4 * j) >> shift) & 0x0F0F0F0Fu;
+        const uint32_t hi = (load_u32(qh + 4 * j) >> sub) & 0x01010101u;
+        s.q[j] = int(lo | (hi << 4));
+    }
+    set_scale(s, __fmul_rn(load_half(b), float(sc)), -__fmul_rn(load_half(b + 2), float(mn)));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q6_K>(const uint8_t* b, int sub, Sub32& s) {
+    const int h = sub / 4, qq = sub % 4;
+    const uint8_t* ql = b + 64 * h + 32 * (qq & 1);
+    const uint8_t* qh = b + 128 + 32 * h;
+    const int shift = 4 * (qq >> 1);
+    for (int j = 0; j < 8; ++j) {
+        const uint32_t lo = (load_u32(ql + 4 * j) >> shift) & 0x0F0F0F0Fu;
+        const uint32_t hi = ((load_u32(qh + 4 * j) >> (2 * qq)) & 0x03030303u) << 4;
+        s.q[j] = int(__vsub4(lo | hi, 0x20202020u));
+    }
+    const float d = load_half(b + 208);
+    const auto* scales = reinterpret_cast<const int8_t*>(b + 192 + 8 * h + 2 * qq);
+    s.d[0] = __fmul_rn(d, float(scales[0]));
+    s.d[1] = __fmul_rn(d, float(scales[1]));
+    s.m[0] = s.m[1] = 0.0f;
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q2_K>(const uint8_t* b, int sub, Sub32& s) {
+    const int n = sub / 4, shift = 2 * (sub % 4);
+    const uint8_t* qs = b + 16 + 32 * n;
+    for (int j = 0; j < 8; ++j) s.q[j] = int((load_u32(qs + 4 * j) >> shift) & 0x03030303u);
+    const float d = load_half(b + 80), dmin = load_half(b + 82);
+    for (int half = 0; half < 2; ++half) {
+        const uint8_t sc = b[2 * sub + half];
+        s.d[half] = __fmul_rn(d, float(sc & 0xF));
+        s.m[half] = -__fmul_rn(dmin, float(sc >> 4));
+    }
+}
+
+// Q3_K: scale j (0..15), 6 bits, biased by 32.
+__device__ inline int q3_K_scale(const uint8_t* scales, int j) {
+    const int low = j < 8 ? scales[j] & 0xF : scales[j - 8] >> 4;
+    return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q3_K>(const uint8_t* b, int sub, Sub32& s) {
+    const int n = sub / 4, j2 = sub % 4;
+    const uint8_t* qs = b + 32 + 32 * n;
+    for (int j = 0; j < 8; ++j) {
+        const uint32_t lo = (load_u32(qs + 4 * j) >> (2 * j2)) & 0x03030303u;
+        const uint32_t hm = (load_u32(b + 4 * j) >> (4 * n + j2)) & 0x01010101u;
+        s.q[j] = int(__vsub4(lo, (hm ^ 0x01010101u) << 2));
+    }
+    const float d = load_half(b + 108);
+    s.d[0] = __fmul_rn(d, float(q3_K_scale(b + 96, 2 * sub)));
+    s.d[1] = __fmul_rn(d, float(q3_K_scale(b + 96, 2 * sub + 1)));
+    s.m[0] = s.m[1] = 0.0f;
+}
+
+// Sub-block s of a row: its block and the sub-block within it.
+template <int Type>
+__device__ inline void decode_row_sub(const uint8_t* row, int64_t s, Sub32& out) {
+    constexpr int kSubs = BlockTraits<Type>::kValues / 32;
+    decode<Type>(row + (s / kSubs) * BlockTraits<Type>::kBytes, int(s % kSubs), out);
+}
+
+// sum_e value[e] * x[e] for one sub-block against one activation block.
+template <int Type>
+__device__ inline float dot_sub(const Sub32& w, const ActBlock& x) {
+    const int lo = __dp4a(w.q[3], x.q[3], __dp4a(w.q[2], x.q[2],
+                          __dp4a(w.q[1], x.q[1], __dp4a(w.q[0], x.q[0], 0))));
+    const int hi = __dp4a(w.q[7], x.q[7], __dp4a(w.q[6], x.q[6],
+                          __dp4a(w.q[5], x.q[5], __dp4a(w.q[4], x.q[4], 0))));
+    float r = w.d[0] * float(lo) + w.d[1] * float(hi);
+    if constexpr (BlockTraits<Type>::kHasMin) {
+        constexpr int kOnes = 0x01010101;
+        const int xlo = __dp4a(kOnes, x.q[3], __dp4a(kOnes, x.q[2],
+                               __dp4a(kOnes, x.q[1], __dp4a(kOnes, x.q[0], 0))));
+        const int xhi = __dp4a(kOnes, x.q[7], __dp4a(kOnes, x.q[6],
+                               __dp4a(kOnes, x.q[5], __dp4a(kOnes, x.q[4], 0))));
+        r += w.m[0] * float(xlo) + w.m[1] * float(xhi);
+    }
+    return x.d * r;
+}
+
+// Value e (0..31) of a decoded sub-block, with switchyard_quants' rounding (no contraction).
+template <int Type>
+__device__ inline float sub_value(const Sub32& s, int e) {
+    const int q = int(int8_t(uint32_t(s.q[e / 4]) >> (8 * (e % 4))));
+    const float v = __fmul_rn(s.d[e / 16], float(q));
+    if constexpr (BlockTraits<Type>::kHasMin) return __fadd_rn(v, s.m[e / 16]);
+    return v;
+}
+
+// Calls f(std::integral_constant<int, Type>{}) for a decodable block type; false for others.
+template <typename F>
+__host__ bool with_block_type(int32_t type, F&& f) {
+    switch (type) {
+        case SY_TYPE_Q4_0: f(std::integral_constant<int, SY_TYPE_Q4_0>{}); return true;
+        case SY_TYPE_Q4_1: f(std::integral_constant<int, SY_TYPE_Q4_1>{}); return true;
+        case SY_TYPE_Q5_0: f(std::integral_constant<int, SY_TYPE_Q5_0>{}); return true;
+        case SY_TYPE_Q5_1: f(std::integral_constant<int, SY_TYPE_Q5_1>{}); return true;
+        case SY_TYPE_Q8_0: f(std::integral_constant<int, SY_TYPE_Q8_0>{}); return true;
+        case SY_TYPE_IQ4_NL: f(std::integral_constant<int, SY_TYPE_IQ4_NL>{}); return true;
+        case SY_TYPE_Q2_K: f(std::integral_constant<int, SY_TYPE_Q2_K>{}); return true;
+        case SY_TYPE_Q3_K: f(std::integral_constant<int, SY_TYPE_Q3_K>{}); return true;
+        case SY_TYPE_Q4_K: f(std::integral_constant<int, SY_TYPE_Q4_K>{}); return true;
+        case SY_TYPE_Q5_K: f(std::integral_constant<int, SY_TYPE_Q5_K>{}); return true;
+        case SY_TYPE_Q6_K: f(std::integral_constant<int, SY_TYPE_Q6_K>{}); return true;
+        case SY_TYPE_IQ4_XS: f(std::integral_constant<int, SY_TYPE_IQ4_XS>{}); return true;
+        default: return false;
+    }
+}
+
+}  // namespace sy::cuda
