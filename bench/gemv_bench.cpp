@@ -1,4 +1,5 @@
-// GEMV / GEMM benchmark of the CPU plugin's MUL_MAT per weight type.
+// GEMV / GEMM benchmark of a plugin's MUL_MAT per weight type (the CPU plugin by default; a
+// device plugin such as libswitchyard-cuda.so with --plugin).
 //
 //   switchyard-gemv-bench [--plugin PATH] [-t THREADS] [--bandwidth GBps] [-k K] [-n N]
 //                         [--reps R] [--gemm-rows M] [--types q4_0,q8_0,...]
@@ -11,6 +12,11 @@
 // best and median ms, GB/s of weight bytes read (best run), and that as a share of --bandwidth
 // (e.g. from ../shared/tools/membw.sh); then a GEMM (--gemm-rows activation rows, default 512)
 // in GFLOP/s (2 K N M flops).
+//
+// A plugin whose device does not compute on host memory (a GPU) gets its weights, activations
+// and results in its own buffers, at least 1 GiB of weight copies (beyond any GPU cache), and
+// each compute() call runs one GEMV per copy, so that the time per GEMV does not include the
+// call's synchronization; the reference bandwidth then defaults to the device's own figure.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -189,6 +195,12 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
+    int32_t devices = 0;
+    api.device_count(api.ctx, &devices);
+    if (devices < 1) {
+        std::fprintf(stderr, "%s: the plugin has no device on this machine\n", path.c_str());
+        return 1;
+    }
     sy_device_props props{};
     props.struct_size = sizeof props;
     api.device_props(api.ctx, 0, &props);
@@ -196,13 +208,51 @@ int main(int argc, char** argv) {
                 path.c_str(), api.build_info ? api.build_info : "", props.compute_units,
                 (long long)o.K, (long long)o.N, o.reps, (long long)o.gemm_rows);
     if (o.bandwidth > 0) std::printf("reference bandwidth %.1f GB/s\n", o.bandwidth);
+    const bool device = props.host_memory == 0;
+    double bandwidth = o.bandwidth;
+    if (device) {
+        std::printf("device %s: %s\n", props.name, props.description);
+        if (bandwidth <= 0) bandwidth = props.memory_bandwidth / 1e9;
+    }
     std::printf("%-7s %9s %9s %9s %8s %9s %12s\n", "type", "MiB", "best ms", "med ms", "GB/s",
                 "% of bw", "GEMM GFLOP/s");
 
+    // Memory for the operands: host memory, or buffers of a device plugin (freed at exit).
+    std::vector<sy_buffer> buffers;
+    buffers.reserve(1024);
+    auto place = [&](const void* host_data, size_t bytes) -> std::pair<void*, const sy_buffer*> {
+        if (!device) {
+            void* p = host_alloc(nullptr, bytes, 64);
+            if (host_data) std::memcpy(p, host_data, bytes);
+            return {p, nullptr};
+        }
+        sy_buffer b{};
+        b.struct_size = sizeof b;
+        sy_status st = api.buffer_alloc(api.ctx, 0, bytes, &b);
+        if (st.code == SY_OK && host_data) st = api.buffer_set(api.ctx, &b, 0, host_data, bytes);
+        if (st.code != SY_OK) {
+            std::fprintf(stderr, "device buffer of %zu bytes: %s\n", bytes,
+                         st.message ? st.message : "error");
+            std::exit(1);
+        }
+        buffers.push_back(b);
+        return {b.base, &buffers.back()};
+    };
+    auto release = [&](void* p) {
+        if (!device) {
+            host_free(nullptr, p);
+            return;
+        }
+        for (sy_buffer& b : buffers)
+            if (b.base == p) api.buffer_free(api.ctx, &b);
+    };
+
     std::mt19937 rng(42);
-    std::vector<float> x(size_t(o.K * std::max<int64_t>(1, o.gemm_rows)));
-    for (float& v : x) v = float(int(rng() % 2001) - 1000) * 1e-3f;
-    std::vector<float> y(size_t(o.N * std::max<int64_t>(1, o.gemm_rows)));
+    std::vector<float> x_host(size_t(o.K * std::max<int64_t>(1, o.gemm_rows)));
+    for (float& v : x_host) v = float(int(rng() % 2001) - 1000) * 1e-3f;
+    const auto [x_data, x_buffer] = place(x_host.data(), x_host.size() * sizeof(float));
+    const size_t y_bytes = size_t(o.N * std::max<int64_t>(1, o.gemm_rows)) * sizeof(float);
+    const auto [y_data, y_buffer] = place(nullptr, y_bytes);
 
     for (const std::string& name : o.types) {
         const int32_t type = type_id(name);
@@ -212,55 +262,65 @@ int main(int argc, char** argv) {
         }
         const int64_t bytes = sy::sdk::row_bytes(type, o.K) * o.N;
         const long llc = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
-        const int copies = int(std::clamp<int64_t>((2 * int64_t(llc)) / bytes + 2, 2, 64));
-        std::vector<uint8_t*> weights;
-        for (int i = 0; i < copies; ++i) {
-            auto* p = static_cast<uint8_t*>(host_alloc(nullptr, size_t(bytes), 64));
-            if (i == 0) fill_weights(type, p, bytes, rng);
-            else std::memcpy(p, weights[0], size_t(bytes));
-            weights.push_back(p);
-        }
+        const int64_t span = device ? int64_t(1) << 30 : 2 * int64_t(llc);
+        const int copies = int(std::clamp<int64_t>(span / bytes + 2, 2, 64));
+        std::vector<uint8_t> host_weights(static_cast<size_t>(bytes));
+        fill_weights(type, host_weights.data(), bytes, rng);
+        std::vector<std::pair<void*, const sy_buffer*>> weights;
+        for (int i = 0; i < copies; ++i) weights.push_back(place(host_weights.data(), size_t(bytes)));
         const size_t nw = weights.size();
-        auto run = [&](uint8_t* w, int64_t rows) {
-            sy_tensor a = sy::sdk::make_tensor(type, o.K, o.N, 1, 1, w);
-            sy_tensor b = sy::sdk::make_tensor(SY_TYPE_F32, o.K, rows, 1, 1, x.data());
-            sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, o.N, rows, 1, 1, y.data());
-            sy_node n{};
-            n.struct_size = sizeof n;
-            n.op = SY_OP_MUL_MAT;
-            n.n_src = 2;
-            n.src[0] = &a;
-            n.src[1] = &b;
-            n.dst = &d;
-            const sy_node* nodes[] = {&n};
+        // `count` products over consecutive weight copies from `first`, in one compute() call;
+        // returns the milliseconds per product.
+        auto run = [&](size_t first, size_t count, int64_t rows) {
+            std::vector<sy_tensor> a(count);
+            std::vector<sy_node> n(count);
+            std::vector<const sy_node*> nodes(count);
+            sy_tensor b = sy::sdk::make_tensor(SY_TYPE_F32, o.K, rows, 1, 1, x_data);
+            sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, o.N, rows, 1, 1, y_data);
+            b.buffer = x_buffer;
+            d.buffer = y_buffer;
+            for (size_t i = 0; i < count; ++i) {
+                const auto& w = weights[(first + i) % nw];
+                a[i] = sy::sdk::make_tensor(type, o.K, o.N, 1, 1, w.first);
+                a[i].buffer = w.second;
+                n[i] = sy::sdk::make_node(SY_OP_MUL_MAT, &d);
+                n[i].n_src = 2;
+                n[i].src[0] = &a[i];
+                n[i].src[1] = &b;
+                nodes[i] = &n[i];
+            }
             const double t0 = now_ms();
-            sy_status st = api.compute(api.ctx, 0, nodes, 1);
+            sy_status st = api.compute(api.ctx, 0, nodes.data(), count);
             if (st.code == SY_OK) st = api.synchronize(api.ctx, 0);
             if (st.code != SY_OK) {
                 std::fprintf(stderr, "%s: %s\n", name.c_str(), st.message ? st.message : "error");
                 std::exit(1);
             }
-            return now_ms() - t0;
+            return (now_ms() - t0) / double(count);
         };
-        for (size_t i = 0; i < nw; ++i) run(weights[i], 1);  // warm-up
+        const size_t per_call = device ? nw : 1;
+        for (size_t i = 0; i < nw; i += per_call) run(i, per_call, 1);  // warm-up
         std::vector<double> times;
-        for (int i = 0; i < o.reps; ++i) times.push_back(run(weights[size_t(i) % nw], 1));
+        for (int i = 0; i < o.reps; ++i)
+            times.push_back(run(size_t(i) * per_call % nw, per_call, 1));
         std::sort(times.begin(), times.end());
         const double best = times.front(), median = times[times.size() / 2];
         const double gbps = double(bytes) / (best * 1e6);
         double gflops = 0;
         if (o.gemm_rows > 0) {
-            run(weights[0], o.gemm_rows);
-            const double t = std::min(run(weights[1], o.gemm_rows), run(weights[0], o.gemm_rows));
+            run(0, per_call, o.gemm_rows);
+            const double t = std::min(run(1, per_call, o.gemm_rows), run(0, per_call, o.gemm_rows));
             gflops = 2.0 * double(o.K) * double(o.N) * double(o.gemm_rows) / (t * 1e6);
         }
         char share[32] = "-";
-        if (o.bandwidth > 0) std::snprintf(share, sizeof share, "%.0f%%", 100.0 * gbps / o.bandwidth);
+        if (bandwidth > 0) std::snprintf(share, sizeof share, "%.0f%%", 100.0 * gbps / bandwidth);
         std::printf("%-7s %9.1f %9.2f %9.2f %8.1f %9s %12.1f\n", name.c_str(),
                     double(bytes) / (1 << 20), best, median, gbps, share, gflops);
         std::fflush(stdout);
-        for (uint8_t* p : weights) host_free(nullptr, p);
+        for (const auto& w : weights) release(w.first);
     }
+    release(x_data);
+    release(y_data);
     api.shutdown(api.ctx);
     return 0;
 }

@@ -1,0 +1,227 @@
+// The CUDA plugin through its C ABI: loading anywhere, and on a machine with a GPU every
+// conformance case plus buffers, copies and the errors a caller can provoke.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "switchyard/conformance.hpp"
+#include "switchyard/ops.h"
+#include "switchyard/sdk.hpp"
+
+namespace {
+
+using sy::conformance::Plugin;
+
+// SWITCHYARD_CUDA_PLUGIN in the environment overrides the build tree's plugin (for a test binary
+// copied to a GPU machine beside the plugin).
+Plugin& cuda() {
+    static std::unique_ptr<Plugin> plugin = [] {
+        const char* env = std::getenv("SWITCHYARD_CUDA_PLUGIN");
+        return Plugin::load(env && env[0] ? env : SWITCHYARD_CUDA_PLUGIN);
+    }();
+    return *plugin;
+}
+
+#define REQUIRE_GPU()                                                                \
+    do {                                                                             \
+        if (cuda().device_count() == 0)                                              \
+            GTEST_SKIP() << "no CUDA device on this machine (the plugin reports 0); " \
+                            "run on a GPU machine to check the device code";         \
+    } while (0)
+
+// A device buffer freed at scope end.
+struct DeviceBuffer {
+    sy_buffer b{};
+    explicit DeviceBuffer(uint64_t size) {
+        b.struct_size = sizeof b;
+        const sy_status s = cuda().api().buffer_alloc(cuda().api().ctx, 0, size, &b);
+        EXPECT_EQ(s.code, SY_OK) << (s.message ? s.message : "");
+    }
+    ~DeviceBuffer() {
+        if (b.handle) cuda().api().buffer_free(cuda().api().ctx, &b);
+    }
+};
+
+sy_tensor on(const DeviceBuffer& buf, int32_t type, int64_t ne0, int64_t ne1 = 1,
+             uint64_t offset = 0) {
+    sy_tensor t = sy::sdk::make_tensor(type, ne0, ne1, 1, 1,
+                                       static_cast<char*>(buf.b.base) + offset);
+    t.buffer = &buf.b;
+    return t;
+}
+
+std::string message(const sy_status& s) {
+    return s.message ? s.message : "";
+}
+
+TEST(CudaPlugin, LoadsAnywhereAndDescribesItself) {
+    Plugin& p = cuda();
+    EXPECT_EQ(p.name(), "cuda");
+    EXPECT_GE(p.device_count(), 0);
+    EXPECT_NE(std::string(p.api().build_info).find("CUDA runtime"), std::string::npos);
+    EXPECT_GT(p.capabilities().size(), 100u);
+}
+
+TEST(CudaPlugin, RefusesDevicesItDoesNotHave) {
+    Plugin& p = cuda();
+    const int32_t n = p.device_count();
+    sy_buffer b{};
+    b.struct_size = sizeof b;
+    const sy_status s = p.api().buffer_alloc(p.api().ctx, n, 64, &b);
+    EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message(s).find("device " + std::to_string(n) + " does not exist"),
+              std::string::npos)
+        << message(s);
+    sy_device_props props{};
+    props.struct_size = sizeof props;
+    EXPECT_EQ(p.api().device_props(p.api().ctx, n, &props).code, SY_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CudaPlugin, ReportsRealDeviceProperties) {
+    REQUIRE_GPU();
+    sy_device_props props{};
+    props.struct_size = sizeof props;
+    ASSERT_EQ(cuda().api().device_props(cuda().api().ctx, 0, &props).code, SY_OK);
+    EXPECT_EQ(props.kind, SY_DEVICE_GPU);
+    EXPECT_GT(props.compute_units, 0);
+    EXPECT_GT(props.memory_total, props.memory_free / 2);
+    EXPECT_GT(props.memory_bandwidth, 1e11);  // every GPU it is built for has > 100 GB/s
+    EXPECT_GT(props.peak_flops_f16, props.peak_flops_f32);
+    EXPECT_GT(props.link_bandwidth, 1e9);
+    EXPECT_GT(props.link_latency_ns, 0);
+    EXPECT_GT(props.launch_overhead_ns, 0);
+}
+
+TEST(CudaPlugin, BuffersRoundTripAndRefuseOutOfBounds) {
+    REQUIRE_GPU();
+    DeviceBuffer buf(1000);
+    std::vector<uint8_t> in(1000), out(1000, 0);
+    std::iota(in.begin(), in.end(), uint8_t(7));
+    const sy_plugin_api& api = cuda().api();
+    ASSERT_EQ(api.buffer_set(api.ctx, &buf.b, 0, in.data(), 1000).code, SY_OK);
+    ASSERT_EQ(api.buffer_get(api.ctx, &buf.b, 0, out.data(), 1000).code, SY_OK);
+    EXPECT_EQ(in, out);
+    const sy_status s = api.buffer_set(api.ctx, &buf.b, 900, in.data(), 200);
+    EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message(s).find("outside the buffer"), std::string::npos) << message(s);
+}
+
+TEST(CudaPlugin, CopiesStridedTensorsBothWays) {
+    REQUIRE_GPU();
+    // A 5 x 3 F32 host matrix, transposed on the way in (dst strides swapped), read back packed.
+    std::vector<float> host(15);
+    std::iota(host.begin(), host.end(), 1.0f);
+    DeviceBuffer buf(15 * 4);
+    sy_tensor src = sy::sdk::make_tensor(SY_TYPE_F32, 5, 3, 1, 1, host.data());
+    sy_tensor dst = on(buf, SY_TYPE_F32, 5, 3);
+    dst.nb[0] = 3 * 4;  // element (i0, i1) at i0 * 3 + i1
+    dst.nb[1] = 4;
+    const sy_copy in{sizeof(sy_copy), &src, &dst};
+    const sy_plugin_api& api = cuda().api();
+    sy_status s = api.copy_tensors(api.ctx, &in, 1);
+    ASSERT_EQ(s.code, SY_OK) << message(s);
+    std::vector<float> raw(15);
+    ASSERT_EQ(api.buffer_get(api.ctx, &buf.b, 0, raw.data(), 60).code, SY_OK);
+    for (int i0 = 0; i0 < 5; ++i0)
+        for (int i1 = 0; i1 < 3; ++i1) EXPECT_EQ(raw[size_t(i0 * 3 + i1)], host[size_t(i1 * 5 + i0)]);
+    std::vector<float> back(15, -1.0f);
+    sy_tensor host_back = sy::sdk::make_tensor(SY_TYPE_F32, 5, 3, 1, 1, back.data());
+    const sy_copy out{sizeof(sy_copy), &dst, &host_back};
+    s = api.copy_tensors(api.ctx, &out, 1);
+    ASSERT_EQ(s.code, SY_OK) << message(s);
+    EXPECT_EQ(back, host);
+}
+
+TEST(CudaPlugin, RefusesTensorsOutsideItsBuffers) {
+    REQUIRE_GPU();
+    std::vector<float> host(8, 1.0f);
+    DeviceBuffer buf(32);
+    sy_tensor x = sy::sdk::make_tensor(SY_TYPE_F32, 8, 1, 1, 1, host.data());
+    sy_tensor y = on(buf, SY_TYPE_F32, 8);
+    sy_node node = sy::sdk::make_node(SY_OP_SILU, &y);
+    node.n_src = 1;
+    node.src[0] = &x;
+    const sy_node* nodes[] = {&node};
+    const sy_status s = cuda().api().compute(cuda().api().ctx, 0, nodes, 1);
+    EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message(s).find("src0 is in host memory"), std::string::npos) << message(s);
+}
+
+// A row id or expert id out of range is an error of the compute() call, never a wild read.
+TEST(CudaPlugin, OutOfRangeIndicesAreErrors) {
+    REQUIRE_GPU();
+    const sy_plugin_api& api = cuda().api();
+    DeviceBuffer table(4 * 8 * 4), ids(2 * 4), rows(4 * 2 * 4);
+    std::vector<float> values(32, 0.5f);
+    ASSERT_EQ(api.buffer_set(api.ctx, &table.b, 0, values.data(), 128).code, SY_OK);
+    const int32_t bad[2] = {1, 8};
+    ASSERT_EQ(api.buffer_set(api.ctx, &ids.b, 0, bad, 8).code, SY_OK);
+    sy_tensor src = on(table, SY_TYPE_F32, 4, 8);
+    sy_tensor id = on(ids, SY_TYPE_I32, 2);
+    sy_tensor dst = on(rows, SY_TYPE_F32, 4, 2);
+    sy_node get = sy::sdk::make_node(SY_OP_GET_ROWS, &dst);
+    get.n_src = 2;
+    get.src[0] = &src;
+    get.src[1] = &id;
+    const sy_node* nodes[] = {&get};
+    sy_status s = api.compute(api.ctx, 0, nodes, 1);
+    EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message(s).find("out of range"), std::string::npos) << message(s);
+
+    // Experts: W {32, 4, 2}, X {32, 1, 1}, ids {1, 1} = 2 (E = 2).
+    DeviceBuffer w(32 * 4 * 2 * 4), x(32 * 4), e(4), out(4 * 4);
+    std::vector<float> ones(256, 1.0f);
+    ASSERT_EQ(api.buffer_set(api.ctx, &w.b, 0, ones.data(), 1024).code, SY_OK);
+    ASSERT_EQ(api.buffer_set(api.ctx, &x.b, 0, ones.data(), 128).code, SY_OK);
+    const int32_t expert = 2;
+    ASSERT_EQ(api.buffer_set(api.ctx, &e.b, 0, &expert, 4).code, SY_OK);
+    sy_tensor tw = sy::sdk::make_tensor(SY_TYPE_F32, 32, 4, 2, 1, w.b.base);
+    tw.buffer = &w.b;
+    sy_tensor tx = on(x, SY_TYPE_F32, 32);
+    sy_tensor te = on(e, SY_TYPE_I32, 1);
+    sy_tensor tout = on(out, SY_TYPE_F32, 4);
+    sy_node mm = sy::sdk::make_node(SY_OP_MUL_MAT_ID, &tout);
+    mm.n_src = 3;
+    mm.src[0] = &tw;
+    mm.src[1] = &tx;
+    mm.src[2] = &te;
+    const sy_node* mm_nodes[] = {&mm};
+    s = api.compute(api.ctx, 0, mm_nodes, 1);
+    EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message(s).find("expert ids"), std::string::npos) << message(s);
+
+    // The error is cleared: a valid call afterwards succeeds.
+    const int32_t good = 1;
+    ASSERT_EQ(api.buffer_set(api.ctx, &e.b, 0, &good, 4).code, SY_OK);
+    s = api.compute(api.ctx, 0, mm_nodes, 1);
+    ASSERT_EQ(s.code, SY_OK) << message(s);
+    float result[4];
+    ASSERT_EQ(api.buffer_get(api.ctx, &out.b, 0, result, 16).code, SY_OK);
+    for (float r : result) EXPECT_EQ(r, 32.0f);
+}
+
+// Every case of every capability row, against the reference (the conformance kit).
+TEST(CudaConformance, EveryCaseOfEveryRowPasses) {
+    REQUIRE_GPU();
+    int passed = 0, skipped = 0;
+    for (const sy_capability& row : cuda().capabilities())
+        for (const sy::conformance::Case& c : sy::conformance::cases_for(row)) {
+            const sy::conformance::CaseResult r = sy::conformance::run_case(cuda(), 0, c);
+            if (r.status == sy::conformance::Status::Skip) {
+                ++skipped;
+                continue;
+            }
+            EXPECT_EQ(r.status, sy::conformance::Status::Pass)
+                << sy::conformance::format_result(c, r);
+            passed += r.status == sy::conformance::Status::Pass;
+        }
+    std::printf("cuda conformance: %d passed, %d skipped\n", passed, skipped);
+    EXPECT_GT(passed, 2000);
+}
+
+}  // namespace
