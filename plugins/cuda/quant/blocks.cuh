@@ -112,15 +112,18 @@ __device__ inline uint32_t spread_bit4(uint32_t x) {
     return ((x & 1u) | ((x & 2u) << 7) | ((x & 4u) << 14) | ((x & 8u) << 21)) << 4;
 }
 
-__constant__ const int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                              1,    13,   25,  38,  53,  69,  89,  113};
-
-// Each byte of `nibbles` (0..15) mapped through the IQ4_NL table.
+// Each byte of `nibbles` (0..15) mapped through the IQ4_NL table, with two byte permutes on the
+// table held in registers (a table in constant or local memory serializes the lanes' lookups).
 __device__ inline int iq4_lookup(uint32_t nibbles) {
-    uint32_t out = 0;
-    for (int b = 0; b < 4; ++b)
-        out |= uint32_t(uint8_t(kIq4nlValues[(nibbles >> (8 * b)) & 0xF])) << (8 * b);
-    return int(out);
+    // {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113} as bytes.
+    constexpr uint32_t kT0 = 0xBFAD9881u, kT1 = 0xF6EADDCFu, kT2 = 0x26190D01u, kT3 = 0x71594535u;
+    const uint32_t low3 = nibbles & 0x07070707u;
+    const uint32_t t = low3 | (low3 >> 4);
+    const uint32_t selector = (t & 0xFFu) | ((t >> 8) & 0xFF00u);
+    const uint32_t lo = __byte_perm(kT0, kT1, selector);
+    const uint32_t hi = __byte_perm(kT2, kT3, selector);
+    const uint32_t take_hi = ((nibbles >> 3) & 0x01010101u) * 0xFFu;
+    return int((hi & take_hi) | (lo & ~take_hi));
 }
 
 __device__ inline void set_scale(Sub32& s, float d, float m = 0.0f) {
