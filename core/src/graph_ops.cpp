@@ -63,6 +63,10 @@ Tensor* Graph::add(Tensor* a, Tensor* b) {
 Tensor* Graph::mul(Tensor* a, Tensor* b) {
     return elementwise(SY_OP_MUL, a, b);
 }
+
+Tensor* Graph::div(Tensor* a, Tensor* b) {
+    return elementwise(SY_OP_DIV, a, b);
+}
 Tensor* Graph::silu(Tensor* a) {
     return unary(SY_OP_SILU, a);
 }

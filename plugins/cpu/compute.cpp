@@ -13,6 +13,7 @@ OpFn op_function(int32_t op) {
     switch (op) {
         case SY_OP_ADD: return compute_add;
         case SY_OP_MUL: return compute_mul;
+        case SY_OP_DIV: return compute_div;
         case SY_OP_SCALE: return compute_scale;
         case SY_OP_RMS_NORM: return compute_rms_norm;
         case SY_OP_MUL_MAT: return compute_mul_mat;

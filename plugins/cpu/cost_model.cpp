@@ -37,6 +37,7 @@ NodeWork node_work(const sy_node& node) {
     switch (node.op) {
         case SY_OP_ADD:
         case SY_OP_MUL:
+        case SY_OP_DIV:
         case SY_OP_SUM_ROWS: w.flops = std::max(n_dst, n_src0); break;
         case SY_OP_SCALE: w.flops = 2.0 * n_dst; break;
         case SY_OP_RMS_NORM: w.flops = 4.0 * n_dst; break;

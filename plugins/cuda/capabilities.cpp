@@ -37,7 +37,7 @@ struct TableBuilder {
 
 constexpr TableBuilder build_table() {
     TableBuilder t;
-    for (int32_t op : {SY_OP_ADD, SY_OP_MUL})
+    for (int32_t op : {SY_OP_ADD, SY_OP_MUL, SY_OP_DIV})
         for (int32_t d : kFloatTypes)
             for (int32_t a : kFloatTypes)
                 for (int32_t b : kFloatTypes) t.add(op, d, a, b);

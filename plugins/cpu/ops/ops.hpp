@@ -13,6 +13,7 @@ class ThreadPool;
 // Arithmetic kernels, built once per instruction-set variant (simd.hpp).
 void compute_add(ThreadPool& pool, const sy_node& node);
 void compute_mul(ThreadPool& pool, const sy_node& node);
+void compute_div(ThreadPool& pool, const sy_node& node);
 void compute_scale(ThreadPool& pool, const sy_node& node);
 void compute_rms_norm(ThreadPool& pool, const sy_node& node);
 void compute_mul_mat(ThreadPool& pool, const sy_node& node);

@@ -1,4 +1,4 @@
-// ADD and MUL: dst = src0 op src1, src1 broadcast (index i % ne per dimension), any float types
+// ADD, MUL and DIV: dst = src0 op src1, src1 broadcast (index i % ne per dimension), any float types
 // and strides on every side.
 #include "ops/ops.hpp"
 #include "ops/tensor.cuh"
@@ -6,7 +6,7 @@
 namespace sy::cuda {
 namespace {
 
-enum class BinaryOp { kAdd, kMul };
+enum class BinaryOp { kAdd, kMul, kDiv };
 
 template <BinaryOp Op>
 __global__ void binary_kernel(TensorDesc dst, TensorDesc a, TensorDesc b, int64_t n) {
@@ -16,7 +16,8 @@ __global__ void binary_kernel(TensorDesc dst, TensorDesc a, TensorDesc b, int64_
         for (int d = 0; d < 4; ++d) cb.i[d] = c.i[d] % b.ne[d];
         const float x = load_float(a.type, at(a, c));
         const float y = load_float(b.type, at(b, cb));
-        store_float(dst.type, at(dst, c), Op == BinaryOp::kAdd ? x + y : x * y);
+        store_float(dst.type, at(dst, c),
+                    Op == BinaryOp::kAdd ? x + y : Op == BinaryOp::kMul ? x * y : x / y);
     }
 }
 
@@ -37,6 +38,10 @@ void launch_add(const OpContext& ctx, const sy_node& node) {
 
 void launch_mul(const OpContext& ctx, const sy_node& node) {
     launch_binary<BinaryOp::kMul>(ctx, node, "mul");
+}
+
+void launch_div(const OpContext& ctx, const sy_node& node) {
+    launch_binary<BinaryOp::kDiv>(ctx, node, "div");
 }
 
 }  // namespace sy::cuda

@@ -23,6 +23,7 @@ OpLauncher op_launcher(int32_t op) {
     switch (op) {
         case SY_OP_ADD: return launch_add;
         case SY_OP_MUL: return launch_mul;
+        case SY_OP_DIV: return launch_div;
         case SY_OP_SCALE: return launch_scale;
         case SY_OP_RMS_NORM: return launch_rms_norm;
         case SY_OP_MUL_MAT: return launch_mul_mat;

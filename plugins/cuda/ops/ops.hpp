@@ -1,5 +1,5 @@
-// One launcher per built-in op, each in ops/<op>.cu (binary.cu holds add and mul, unary.cu scale,
-// silu, gelu and sigmoid, copy.cu cpy, cont and concat, argsort.cu argsort and top_k). Each
+// One launcher per built-in op, each in ops/<op>.cu (binary.cu holds add, mul and div, unary.cu
+// scale, silu, gelu and sigmoid, copy.cu cpy, cont and concat, argsort.cu argsort and top_k). Each
 // enqueues its kernels on ctx.stream for a node that the op-contract checks accepted and whose
 // tensors all live in this device's buffers, and throws LaunchError when CUDA or cuBLAS refuses.
 #pragma once
@@ -25,6 +25,7 @@ using OpLauncher = void (*)(const OpContext&, const sy_node&);
 
 void launch_add(const OpContext& ctx, const sy_node& node);
 void launch_mul(const OpContext& ctx, const sy_node& node);
+void launch_div(const OpContext& ctx, const sy_node& node);
 void launch_scale(const OpContext& ctx, const sy_node& node);
 void launch_silu(const OpContext& ctx, const sy_node& node);
 void launch_gelu(const OpContext& ctx, const sy_node& node);

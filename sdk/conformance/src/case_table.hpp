@@ -19,7 +19,7 @@ struct Types {
 };
 
 // The cases of one op for one type combination; the first one is the row's base case.
-std::vector<Case> elementwise_cases(int32_t op, const Types& t);  // add, mul, scale, unary
+std::vector<Case> elementwise_cases(int32_t op, const Types& t);  // add, mul, div, scale, unary
 std::vector<Case> row_cases(int32_t op, const Types& t);     // rms_norm, softmax, sum_rows, sorts
 std::vector<Case> matmul_cases(int32_t op, const Types& t);  // mul_mat, mul_mat_id, moe
 std::vector<Case> rope_cases(const Types& t);

@@ -116,7 +116,8 @@ std::vector<int32_t> slot_types(int32_t op, int slot) {
     const std::vector<int32_t> f32{SY_TYPE_F32}, i32{SY_TYPE_I32}, none{SY_TYPE_NONE};
     switch (op) {
         case SY_OP_ADD:
-        case SY_OP_MUL: return slot <= 1 ? floats : none;
+        case SY_OP_MUL:
+        case SY_OP_DIV: return slot <= 1 ? floats : none;
         case SY_OP_SCALE:
         case SY_OP_RMS_NORM:
         case SY_OP_SILU:
@@ -250,6 +251,7 @@ std::vector<Case> cases_for(const sy_capability& row) {
         switch (row.op) {
             case SY_OP_ADD:
             case SY_OP_MUL:
+            case SY_OP_DIV:
             case SY_OP_SCALE:
             case SY_OP_SILU:
             case SY_OP_GELU:

@@ -1,4 +1,5 @@
-// Cases of the elementwise ops: add, mul (with broadcasting src1), scale, silu, gelu, sigmoid.
+// Cases of the elementwise ops: add, mul, div (with broadcasting src1), scale, silu, gelu,
+// sigmoid.
 #include "case_table.hpp"
 
 namespace sy::conformance::detail {
@@ -16,8 +17,13 @@ TensorSpec of(int32_t type, const std::vector<int64_t>& ne) {
 std::vector<Case> binary_cases(int32_t op, const Types& t) {
     const int32_t a = t.src[0], b = t.src[1], d = t.dst;
     std::vector<Case> out;
+    // A divisor stays in [0.5, 2) (either sign for the second half of the cases would only test
+    // how close to zero the draw came).
+    auto rhs = [&](TensorSpec sb) {
+        return op == SY_OP_DIV ? source(sb, Fill::Uniform, 0.5, 2.0) : data(sb);
+    };
     auto add = [&](const std::string& variant, TensorSpec sa, TensorSpec sb, TensorSpec sd) {
-        out.push_back(make_case(op, variant, {data(sa), data(sb)}, sd));
+        out.push_back(make_case(op, variant, {data(sa), rhs(sb)}, sd));
     };
     add("{32, 4, 1, 1}", tensor(a, {32, 4}), tensor(b, {32, 4}), tensor(d, {32, 4}));
     for (const auto& ne : kShapes) add(shape(of(a, ne)), of(a, ne), of(b, ne), of(d, ne));
@@ -77,7 +83,8 @@ std::vector<Case> unary_cases(int32_t op, const Types& t) {
 }  // namespace
 
 std::vector<Case> elementwise_cases(int32_t op, const Types& t) {
-    return op == SY_OP_ADD || op == SY_OP_MUL ? binary_cases(op, t) : unary_cases(op, t);
+    return op == SY_OP_ADD || op == SY_OP_MUL || op == SY_OP_DIV ? binary_cases(op, t)
+                                                                 : unary_cases(op, t);
 }
 
 }  // namespace sy::conformance::detail

@@ -123,6 +123,9 @@ typedef enum sy_op {
        way to materialize a transposed or permuted view ("transpose-copy"). */
     SY_OP_CONT = 18,
 
+    /* dst = src0 / src1 (elementwise). As ADD; IEEE division (x / 0 is +-inf or NaN). */
+    SY_OP_DIV = 19,
+
     /* A plugin-provided op named by sy_node.named_op / named_op_version (named_ops.h). */
     SY_OP_NAMED = 1000,
 } sy_op;
@@ -132,7 +135,7 @@ typedef enum sy_op {
 #define SY_ROPE_NEOX 2
 
 /* Number of built-in op ids (one past the last, excluding SY_OP_NAMED). */
-#define SY_OP_BUILTIN_COUNT 19
+#define SY_OP_BUILTIN_COUNT 20
 
 #ifdef __cplusplus
 }

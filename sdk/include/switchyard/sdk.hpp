@@ -274,6 +274,7 @@ inline const char* op_name(int32_t op) {
         case SY_OP_CONCAT: return "concat";
         case SY_OP_CPY: return "cpy";
         case SY_OP_CONT: return "cont";
+        case SY_OP_DIV: return "div";
         case SY_OP_NAMED: return "named";
         default: return nullptr;
     }

@@ -79,7 +79,7 @@ inline double at(const sy_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t
 
 // Per-op evaluators (one file per family). Each validates its node and returns the unrounded
 // result; evaluate() rounds to dst's type.
-std::vector<double> elementwise(const sy_node& node);  // add, mul, scale, silu, gelu, sigmoid
+std::vector<double> elementwise(const sy_node& node);  // add, mul, div, scale, silu, gelu, sigmoid
 std::vector<double> copy_like(const sy_node& node);    // cpy, cont, concat, get_rows
 std::vector<double> row_ops(const sy_node& node);  // rms_norm, softmax, sum_rows, argsort, top_k
 std::vector<double> matmul(const sy_node& node);   // mul_mat, mul_mat_id

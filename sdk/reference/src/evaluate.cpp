@@ -26,6 +26,7 @@ std::vector<double> evaluate(const sy_node& node) {
     switch (node.op) {
         case SY_OP_ADD:
         case SY_OP_MUL:
+        case SY_OP_DIV:
         case SY_OP_SCALE:
         case SY_OP_SILU:
         case SY_OP_GELU:

@@ -304,7 +304,8 @@ sy_status check_op_rules(const NodeErrors& e, const sy_node& n, bool read_indice
                          const char* backend) {
     switch (n.op) {
         case SY_OP_ADD:
-        case SY_OP_MUL: return check_binary_broadcast(e, n);
+        case SY_OP_MUL:
+        case SY_OP_DIV: return check_binary_broadcast(e, n);
         case SY_OP_SCALE:
         case SY_OP_SILU:
         case SY_OP_GELU:

@@ -91,6 +91,7 @@ class Graph {
     // ---- built-in ops (ops.h) -------------------------------------------------------------------
     Tensor* add(Tensor* a, Tensor* b);  // b broadcasts over a
     Tensor* mul(Tensor* a, Tensor* b);  // b broadcasts over a
+    Tensor* div(Tensor* a, Tensor* b);  // b broadcasts over a
     Tensor* scale(Tensor* a, float scale, float bias = 0.0f);
     Tensor* rms_norm(Tensor* a, float eps);
     // a {K, N, A2, A3} (weights), b {K, M, B2, B3} F32 -> {N, M, B2, B3} F32

@@ -1,0 +1,239 @@
+// The deepseek2 architecture (DeepSeek-V2, V2-Lite, V2.5, V3, R1, Kimi-K2-style GGUFs): its
+// hyperparameters read from GGUF metadata, its weights bound in place from the memory-mapped
+// file, the KV cache of each attention mode, and the compute graph of one ubatch built from the
+// core's ops (shared/design/DEEPSEEK2.md holds the facts matched here).
+//
+//   gguf::Reader file = gguf::Reader::open(path);
+//   Deepseek2Model model(std::move(file), options);   // checks every key and tensor
+//   Deepseek2Session session(model, cpu_plugin);       // KV cache + executor
+//   std::vector<float> logits = session.eval(tokens);  // logits of the last token
+//
+// Attention modes (--mla, as ik_llama.cpp defines them):
+//   0  standard attention: per-head K {n_head * (qk_nope + qk_rope)} and V (stored transposed)
+//      in the cache, both decompressed from the latent with attn_kv_b as tokens arrive;
+//   1  latent attention: the cache holds [k_rope | c_kv] rows plus a transposed copy of c_kv,
+//      queries absorb W_UK (attn_k_b), outputs go through W_UV (attn_v_b);
+//   2  as 1 without the transposed copy (c_kv is transposed from the cache rows per step);
+//   3  as 2 for generation; ubatches of kMla3DecompressTokens tokens or more decompress the
+//      cached latents with attn_kv_b and run standard attention (cheaper for prompts).
+// Weight layouts: attn_kv_b alone, ik_llama.cpp's 2-D attn_k_b/attn_v_b, llama.cpp's 3-D ones
+// (with its MLA head metadata: head_count_kv 1, key_length 576, value_length 512). Whatever a
+// mode needs and the file lacks is derived at load: attn_k_b from attn_kv_b, attn_kv_b from
+// attn_k_b + attn_v_b, in F32, BF16 or Q8_0 (never F16: W_UK overflows it).
+//
+// Routed experts: softmax or sigmoid gating, the selection-only bias exp_probs_b, weight
+// normalization and scaling, group-limited routing where the metadata asks for it
+// (expert_group_count / expert_group_used_count), and smart expert reduction (-ser K,t).
+// Fused MoE is the plugin-provided named op moe.fused_up_gate; without it the graph uses
+// mul_mat_id, silu and mul.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "switchyard/core/executor.hpp"
+#include "switchyard/core/graph.hpp"
+#include "switchyard/core/plugin_host.hpp"
+#include "switchyard/llm/gguf.hpp"
+
+namespace sy::llm {
+
+struct Deepseek2HParams {
+    uint32_t n_layer = 0;
+    uint32_t n_ctx_train = 0;
+    uint32_t n_embd = 0;
+    uint32_t n_ff = 0;  // leading dense blocks' FFN width
+    uint32_t n_head = 0;
+    uint32_t q_lora_rank = 0;  // 0: plain attn_q
+    uint32_t kv_lora_rank = 0;
+    uint32_t qk_nope = 0;
+    uint32_t qk_rope = 0;
+    uint32_t v_head = 0;
+    uint32_t n_dense_lead = 0;
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_expert_shared = 0;
+    uint32_t n_ff_exp = 0;
+    uint32_t n_vocab = 0;
+    float rms_eps = 1e-6f;
+    float rope_freq_base = 10000.0f;
+    float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor
+    bool yarn = false;
+    uint32_t yarn_orig_ctx = 0;
+    float yarn_log_mul = 0.0f;
+    float expert_weights_scale = 1.0f;
+    bool expert_weights_norm = false;
+    uint32_t gating_func = 1;  // 1 softmax, 2 sigmoid
+    uint32_t expert_group_count = 0;
+    uint32_t expert_group_used = 0;
+
+    // Reads and checks every key; throws gguf::FormatError naming the file and the missing or
+    // out-of-range key.
+    static Deepseek2HParams from_gguf(const gguf::Reader& file);
+
+    uint32_t qk_head() const { return qk_nope + qk_rope; }
+    uint32_t latent_width() const { return kv_lora_rank + qk_rope; }  // one latent cache row
+    // softmax scale of the attention scores: mscale^2 / sqrt(qk_nope + qk_rope), mscale =
+    // 1 + yarn_log_mul * ln(1 / freq_scale) (DEEPSEEK2.md section 6).
+    float kq_scale() const;
+    // The rope op's attn_factor that keeps rotary magnitudes at 1 under YaRN.
+    float rope_attn_factor() const;
+};
+
+struct Deepseek2Options {
+    int mla = 3;         // --mla 0|1|2|3
+    int fused_moe = -1;  // --fused-moe: -1 when a backend provides it, 0 never, 1 required
+    int32_t cache_type_k = SY_TYPE_F16;  // -ctk: f32, f16, bf16
+    int32_t cache_type_v = SY_TYPE_F16;  // -ctv (modes 0 and 1)
+    int64_t n_ctx = 0;                   // cache length in tokens; 0: min(4096, trained)
+    int64_t n_ubatch = 512;              // tokens per graph
+    bool group_routing = true;           // honour expert_group_count when the file sets it
+    int ser_min_experts = 0;             // -ser K,t: 0 off
+    float ser_threshold = 0.0f;
+};
+
+// Validates option values against the model; throws sy::Error naming the flag.
+void validate(const Deepseek2Options& options, const Deepseek2HParams& hp);
+
+inline constexpr int64_t kMla3DecompressTokens = 128;
+
+// A weight as a graph needs it: the bytes of a packed `base` tensor (in the file or derived)
+// and, when `viewed`, the strided view of it that the model uses.
+struct WeightRef {
+    std::string name;
+    int32_t type = SY_TYPE_NONE;
+    Shape base_shape;
+    const void* data = nullptr;
+    bool viewed = false;
+    Shape shape;
+    Strides strides{};
+    uint64_t offset = 0;
+
+    bool present() const { return data != nullptr; }
+};
+
+struct Deepseek2Layer {
+    WeightRef attn_norm, q_a, q_a_norm, q_b, q;
+    WeightRef kv_a_mqa, kv_a_norm;
+    WeightRef kv_b;  // {kv_lora, n_head * (qk_nope + v_head)}: per head qk_nope rows, v_head rows
+    WeightRef k_b;   // {qk_nope, kv_lora, n_head}: W_UK^T per head
+    WeightRef v_b;   // {kv_lora, v_head, n_head}: W_UV per head
+    WeightRef attn_output;
+    WeightRef ffn_norm;
+    WeightRef ffn_gate, ffn_up, ffn_down;  // leading dense blocks
+    WeightRef gate_inp, exp_probs_b;
+    WeightRef gate_exps, up_exps, down_exps;
+    WeightRef gate_shexp, up_shexp, down_shexp;
+    bool dense = false;
+};
+
+class Deepseek2Model {
+  public:
+    // Takes the file, checks every hyperparameter and every tensor's type and shape (errors name
+    // the tensor), and derives what `options.mla` needs that the file lacks.
+    Deepseek2Model(gguf::Reader file, const Deepseek2Options& options);
+    Deepseek2Model(const Deepseek2Model&) = delete;
+    Deepseek2Model& operator=(const Deepseek2Model&) = delete;
+
+    const Deepseek2HParams& hparams() const { return hp_; }
+    const Deepseek2Options& options() const { return options_; }
+    const gguf::Reader& file() const { return file_; }
+    const std::vector<Deepseek2Layer>& layers() const { return layers_; }
+    const WeightRef& token_embd() const { return token_embd_; }
+    const WeightRef& output_norm() const { return output_norm_; }
+    const WeightRef& output() const { return output_; }
+    // 0, 1, ..., n_expert - 1: the table group-limited routing gathers expert ids from.
+    const std::vector<int32_t>& expert_ids() const { return expert_ids_; }
+    // Bytes of weights derived at load (attn_k_b or attn_kv_b), 0 when the file had them all.
+    uint64_t derived_bytes() const;
+    // Bytes of weights one token's forward pass reads (routed experts: n_expert_used of them).
+    uint64_t weight_bytes_per_token() const;
+
+  private:
+    WeightRef file_weight(const std::string& name, std::initializer_list<int64_t> shape,
+                          bool required = true) const;
+    void derive_attention(Deepseek2Layer& layer, uint32_t il);
+
+    gguf::Reader file_;
+    Deepseek2HParams hp_;
+    Deepseek2Options options_;
+    std::vector<Deepseek2Layer> layers_;
+    WeightRef token_embd_, output_norm_, output_;
+    std::vector<std::unique_ptr<std::vector<std::byte>>> derived_;
+    std::vector<int32_t> expert_ids_;
+};
+
+// The KV cache of one session: per layer, host memory laid out for the attention mode.
+//   mla 0: K {n_head * (qk_nope + qk_rope), n_ctx}, V transposed {n_ctx, n_head * v_head};
+//   mla 1: K {qk_rope + kv_lora, n_ctx} ([k_rope | c_kv] rows), c_kv transposed {n_ctx, kv_lora};
+//   mla 2, 3: the K rows only.
+class Deepseek2Cache {
+  public:
+    Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& options);
+
+    // What the cache holds per token (all layers): the formulas of DEEPSEEK2.md section 8.
+    static uint64_t bytes_per_token(const Deepseek2HParams& hp, const Deepseek2Options& options);
+    uint64_t bytes() const;
+    int64_t n_ctx() const { return n_ctx_; }
+    int64_t k_row_elements() const { return k_row_; }  // elements of one token's K row
+    int64_t v_rows() const { return v_rows_; }         // rows of the transposed V (0: none)
+    void* k(uint32_t il) { return k_[il].data(); }
+    void* v(uint32_t il) { return v_.empty() ? nullptr : v_[il].data(); }
+
+  private:
+    int64_t n_ctx_ = 0;
+    int64_t k_row_ = 0;
+    int64_t v_rows_ = 0;
+    std::vector<std::vector<std::byte>> k_, v_;
+};
+
+struct EvalStats {
+    uint64_t compute_buffer_bytes = 0;  // largest compute buffer of the session so far
+    double graph_build_seconds = 0;     // building graphs (host overhead)
+    double compute_seconds = 0;         // executor runs
+    int64_t graphs = 0;
+};
+
+// One conversation with a model: a KV cache and an executor on one backend device.
+class Deepseek2Session {
+  public:
+    Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, int32_t device = 0);
+
+    // Runs `tokens` at positions n_past() .. n_past() + size - 1 (in ubatches) and appends them
+    // to the cache. Returns the logits of every token (all_logits) or of the last one,
+    // n_vocab floats per token. Throws sy::Error when the tokens do not fit in the cache or an
+    // id is outside the vocabulary; the cache is unchanged then.
+    std::vector<float> eval(std::span<const int32_t> tokens, bool all_logits = false);
+
+    int64_t n_past() const { return n_past_; }
+    int64_t n_ctx() const { return cache_.n_ctx(); }
+    void reset() { n_past_ = 0; }
+    const Deepseek2Cache& cache() const { return cache_; }
+    bool uses_fused_moe() const { return fused_moe_; }
+    const EvalStats& stats() const { return stats_; }
+
+    // The graph of one ubatch (exposed for `switchyard plan` and tests): `tokens` at n_past.
+    struct UbatchGraph {
+        Graph graph;
+        Tensor* tokens = nullptr;     // input {T} I32
+        Tensor* positions = nullptr;  // input {T} I32
+        Tensor* logits = nullptr;     // output {n_vocab, T or 1}
+    };
+    UbatchGraph build(int64_t n_tokens, int64_t n_past, bool all_logits);
+
+  private:
+    const Deepseek2Model& model_;
+    Plugin& plugin_;
+    Executor executor_;
+    Deepseek2Cache cache_;
+    bool fused_moe_ = false;
+    int64_t n_past_ = 0;
+    EvalStats stats_;
+};
+
+}  // namespace sy::llm

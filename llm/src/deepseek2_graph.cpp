@@ -1,0 +1,405 @@
+// deepseek2: the graph of one ubatch (DEEPSEEK2.md section 4), and the session that runs it.
+//
+// Shapes in ggml order. Per layer, with T tokens at positions n_past .. n_past + T - 1 and
+// n_kv = n_past + T cached tokens after this ubatch:
+//   q {qk_head, H, T} -> q_nope {qk_nope, H, T}, q_pe {qk_rope, H, T} (roped)
+//   kv_a {kv_lora + qk_rope, T} -> c {kv_lora, T} (normed), k_pe {qk_rope, 1, T} (roped)
+// and the attention scores of every mode are split into a "nope" and a "rope" product that
+// are added, so no per-head copy of k_pe is ever made.
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "switchyard/core/error.hpp"
+#include "switchyard/core/named_op_registry.hpp"
+#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/named_ops.h"
+#include "switchyard/sdk.hpp"
+
+namespace sy::llm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Strides strides_of(int64_t nb0, int64_t nb1, int64_t nb2 = 0, int64_t nb3 = 0) {
+    return {nb0, nb1, nb2, nb3};
+}
+
+// Builds one ubatch graph; every helper reads top to bottom like the math.
+class GraphBuilder {
+  public:
+    GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache, bool fused_moe,
+                 int64_t n_tokens, int64_t n_past)
+        : m_(model),
+          hp_(model.hparams()),
+          o_(model.options()),
+          cache_(cache),
+          fused_moe_(fused_moe),
+          T_(n_tokens),
+          n_past_(n_past),
+          n_kv_(n_past + n_tokens) {}
+
+    Deepseek2Session::UbatchGraph build(bool all_logits) {
+        Deepseek2Session::UbatchGraph out;
+        out.tokens = g_.input("tokens", SY_TYPE_I32, {T_});
+        out.positions = g_.input("positions", SY_TYPE_I32, {T_});
+        pos_ = out.positions;
+        Tensor* x = g_.get_rows(w(m_.token_embd()), out.tokens);  // {n_embd, T}
+        for (uint32_t il = 0; il < hp_.n_layer; ++il) {
+            const Deepseek2Layer& l = m_.layers()[il];
+            Tensor* attn = attention(l, il, norm(x, l.attn_norm));
+            x = g_.add(x, attn);
+            Tensor* y = norm(x, l.ffn_norm);
+            Tensor* ffn = l.dense ? swiglu(y, l.ffn_gate, l.ffn_up, l.ffn_down) : moe(l, y);
+            x = g_.add(x, ffn)->set_name("l_out-" + std::to_string(il));
+        }
+        if (!all_logits && T_ > 1)
+            x = g_.view(x, {hp_.n_embd, 1}, x->strides(), uint64_t(x->nb(1) * (T_ - 1)));
+        out.logits = g_.mul_mat(w(m_.output()), norm(x, m_.output_norm()))->set_name("logits");
+        g_.mark_output(out.logits);
+        out.graph = std::move(g_);
+        return out;
+    }
+
+  private:
+    // A weight of the model as a tensor of this graph (a view for strided weights).
+    Tensor* w(const WeightRef& ref) {
+        Tensor* t = g_.weight(ref.name, static_cast<sy_dtype>(ref.type), ref.base_shape);
+        t->set_data(const_cast<void*>(ref.data));
+        return ref.viewed ? g_.view(t, ref.shape, ref.strides, ref.offset) : t;
+    }
+
+    Tensor* norm(Tensor* x, const WeightRef& gain) {
+        return g_.mul(g_.rms_norm(x, hp_.rms_eps), w(gain));
+    }
+
+    RopeParams rope_params() const {
+        RopeParams p;
+        p.n_dims = static_cast<int32_t>(hp_.qk_rope);
+        p.mode = SY_ROPE_NORMAL;
+        p.freq_base = hp_.rope_freq_base;
+        p.freq_scale = hp_.rope_freq_scale;
+        if (hp_.yarn) {
+            p.ext_factor = 1.0f;
+            p.n_ctx_orig = static_cast<int32_t>(hp_.yarn_orig_ctx);
+            p.attn_factor = hp_.rope_attn_factor();
+            p.beta_fast = 32.0f;
+            p.beta_slow = 1.0f;
+        }
+        return p;
+    }
+
+    // The cache of layer il as graph tensors (external memory, written in place).
+    Tensor* k_cache(uint32_t il) {
+        Tensor* t =
+            g_.input("cache_k-" + std::to_string(il), static_cast<sy_dtype>(o_.cache_type_k),
+                     {cache_.k_row_elements(), cache_.n_ctx()});
+        t->set_data(cache_.k(il));
+        return t;
+    }
+    Tensor* v_cache(uint32_t il) {  // transposed: {n_ctx, v_rows}
+        Tensor* t =
+            g_.input("cache_v-" + std::to_string(il), static_cast<sy_dtype>(o_.cache_type_v),
+                     {cache_.n_ctx(), cache_.v_rows()});
+        t->set_data(cache_.v(il));
+        return t;
+    }
+
+    // {D, H, T} -> {D, T, H}: the per-head batch layout of mul_mat.
+    Tensor* heads_as_batch(Tensor* t) { return g_.permute(t, {0, 2, 1, 3}); }
+
+    Tensor* softmax_scores(Tensor* kq) {
+        SoftmaxParams sp;
+        sp.scale = hp_.kq_scale();
+        sp.causal = true;
+        sp.causal_offset = static_cast<int32_t>(n_past_);
+        return g_.softmax(kq, sp);
+    }
+
+    Tensor* attention(const Deepseek2Layer& l, uint32_t il, Tensor* cur) {
+        const int64_t H = hp_.n_head, qk = hp_.qk_head(), nope = hp_.qk_nope, rope = hp_.qk_rope,
+                      kvl = hp_.kv_lora_rank, vh = hp_.v_head;
+        Tensor* q;
+        if (hp_.q_lora_rank > 0) {
+            q = g_.mul_mat(w(l.q_a), cur);
+            q = g_.mul_mat(w(l.q_b), norm(q, l.q_a_norm));
+        } else {
+            q = g_.mul_mat(w(l.q), cur);
+        }
+        // q {qk*H, T}: per head qk_nope values, then qk_rope.
+        const int64_t f = sizeof(float);
+        const Strides q_strides = strides_of(f, qk * f, qk * H * f, qk * H * T_ * f);
+        Tensor* q_nope = g_.view(q, {nope, H, T_}, q_strides, 0);
+        Tensor* q_pe =
+            g_.rope(g_.view(q, {rope, H, T_}, q_strides, uint64_t(nope * f)), pos_, rope_params());
+
+        Tensor* kv_a = g_.mul_mat(w(l.kv_a_mqa), cur);  // {kvl + rope, T}
+        const Strides a_strides =
+            strides_of(f, (kvl + rope) * f, (kvl + rope) * f, (kvl + rope) * f * T_);
+        Tensor* c = norm(g_.view(kv_a, {kvl, T_}, a_strides, 0), l.kv_a_norm);  // {kvl, T}
+        Tensor* k_pe = g_.rope(g_.view(kv_a, {rope, 1, T_}, a_strides, uint64_t(kvl * f)), pos_,
+                               rope_params());  // {rope, 1, T}
+
+        Tensor* o;  // {vh, T, H}
+        if (o_.mla == 0)
+            o = attention_standard(l, il, q_nope, q_pe, c, k_pe);
+        else if (o_.mla == 3 && T_ >= kMla3DecompressTokens)
+            o = attention_decompressed(l, il, q_nope, q_pe, c, k_pe);
+        else
+            o = attention_latent(l, il, q_nope, q_pe, c, k_pe);
+        // {vh, T, H} -> {vh, H, T} -> {vh*H, T}
+        Tensor* merged = g_.reshape(g_.cont(g_.permute(o, {0, 2, 1, 3})), {vh * H, T_});
+        return g_.mul_mat(w(l.attn_output), merged);
+    }
+
+    // mla 0: K rows [head 0: nope | rope][head 1 ...] and V transposed in the cache.
+    Tensor* attention_standard(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope, Tensor* q_pe,
+                               Tensor* c, Tensor* k_pe) {
+        const int64_t H = hp_.n_head, qk = hp_.qk_head(), nope = hp_.qk_nope, rope = hp_.qk_rope,
+                      vh = hp_.v_head, f = sizeof(float);
+        Tensor* kv = g_.mul_mat(w(l.kv_b), c);  // {H*(nope+vh), T}
+        const Strides kv_strides =
+            strides_of(f, (nope + vh) * f, H * (nope + vh) * f, H * (nope + vh) * f * T_);
+
+        Tensor* kc = k_cache(il);
+        const int64_t sk = sy_dtype_info(o_.cache_type_k).type_size;
+        const Strides kc_strides = strides_of(sk, qk * sk, H * qk * sk, H * qk * sk * T_);
+        const uint64_t at = uint64_t(n_past_ * H * qk * sk);
+        g_.cpy(g_.view(kv, {nope, H, T_}, kv_strides, 0),
+               g_.view(kc, {nope, H, T_}, kc_strides, at));
+        // k_pe is shared by all heads: a view that repeats it (stride 0 over heads).
+        g_.cpy(g_.view(k_pe, {rope, H, T_}, strides_of(f, 0, rope * f, rope * f * T_), 0),
+               g_.view(kc, {rope, H, T_}, kc_strides, at + uint64_t(nope * sk)));
+
+        Tensor* vc = v_cache(il);  // {n_ctx, H*vh}: element (j, h*vh + d)
+        const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
+        Tensor* v_dst = g_.view(vc, {T_, vh, H},
+                                strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H),
+                                uint64_t(n_past_ * sv));
+        g_.cpy(g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
+               g_.permute(v_dst, {2, 0, 1, 3}));
+
+        const Strides kr = strides_of(sk, H * qk * sk, qk * sk, H * qk * sk * n_kv_);
+        Tensor* kq =
+            g_.add(g_.mul_mat(g_.view(kc, {nope, n_kv_, H}, kr, 0), heads_as_batch(q_nope)),
+                   g_.mul_mat(g_.view(kc, {rope, n_kv_, H}, kr, uint64_t(nope * sk)),
+                              heads_as_batch(q_pe)));  // {n_kv, T, H}
+        kq = softmax_scores(kq);
+        Tensor* v_t = g_.view(vc, {n_kv_, vh, H},
+                              strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H), 0);
+        return g_.mul_mat(v_t, kq);  // {vh, T, H}
+    }
+
+    // Writes this ubatch's latents: [k_pe | c] rows, and for mla 1 the transposed c.
+    Tensor* store_latents(uint32_t il, Tensor* c, Tensor* k_pe) {
+        const int64_t lat = hp_.latent_width(), kvl = hp_.kv_lora_rank, rope = hp_.qk_rope;
+        const int64_t sk = sy_dtype_info(o_.cache_type_k).type_size;
+        Tensor* kc = k_cache(il);
+        const uint64_t at = uint64_t(n_past_ * lat * sk);
+        g_.cpy(k_pe,
+               g_.view(kc, {rope, 1, T_}, strides_of(sk, lat * sk, lat * sk, lat * sk * T_), at));
+        g_.cpy(c, g_.view(kc, {kvl, T_}, strides_of(sk, lat * sk, lat * sk * T_, lat * sk * T_),
+                          at + uint64_t(rope * sk)));
+        if (o_.mla == 1) {
+            Tensor* vc = v_cache(il);
+            const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
+            Tensor* dst = g_.view(vc, {T_, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl),
+                                  uint64_t(n_past_ * sv));
+            g_.cpy(c, g_.transpose(dst));
+            v_t_ = g_.view(vc, {n_kv_, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl), 0);
+        }
+        return kc;
+    }
+
+    // The cached [k_pe | c] rows of tokens 0 .. n_kv - 1: c part {kvl, n_kv}, rope part
+    // {rope, n_kv, 1} (one "head" shared by all query heads).
+    Tensor* cached_c(Tensor* kc) {
+        const int64_t lat = hp_.latent_width(), sk = sy_dtype_info(o_.cache_type_k).type_size;
+        return g_.view(kc, {hp_.kv_lora_rank, n_kv_},
+                       strides_of(sk, lat * sk, lat * sk * n_kv_, lat * sk * n_kv_),
+                       uint64_t(hp_.qk_rope * sk));
+    }
+    Tensor* cached_k_pe(Tensor* kc) {
+        const int64_t lat = hp_.latent_width(), sk = sy_dtype_info(o_.cache_type_k).type_size;
+        return g_.view(kc, {hp_.qk_rope, n_kv_},
+                       strides_of(sk, lat * sk, lat * sk * n_kv_, lat * sk * n_kv_), 0);
+    }
+
+    // mla 1, 2, 3 (generation): queries absorb W_UK, scores against the latents, W_UV after.
+    Tensor* attention_latent(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope, Tensor* q_pe,
+                             Tensor* c, Tensor* k_pe) {
+        Tensor* kc = store_latents(il, c, k_pe);
+        Tensor* q_lat = g_.mul_mat(w(l.k_b), heads_as_batch(q_nope));  // {kvl, T, H}
+        Tensor* kq = g_.add(g_.mul_mat(cached_c(kc), q_lat),
+                            g_.mul_mat(cached_k_pe(kc), heads_as_batch(q_pe)));  // {n_kv, T, H}
+        kq = softmax_scores(kq);
+        // c transposed {n_kv, kvl}: the mla 1 copy, or made from the cache rows now.
+        Tensor* c_t = o_.mla == 1 ? v_t_ : g_.cont(g_.transpose(cached_c(kc)));
+        Tensor* o_lat = g_.mul_mat(c_t, kq);  // {kvl, T, H}
+        return g_.mul_mat(w(l.v_b), o_lat);   // {vh, T, H}
+    }
+
+    // mla 3 with a large ubatch: decompress every cached latent with attn_kv_b, then standard
+    // attention over the result.
+    Tensor* attention_decompressed(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope,
+                                   Tensor* q_pe, Tensor* c, Tensor* k_pe) {
+        const int64_t H = hp_.n_head, nope = hp_.qk_nope, vh = hp_.v_head, f = sizeof(float);
+        Tensor* kc = store_latents(il, c, k_pe);
+        Tensor* c_all = cached_c(kc);
+        if (o_.cache_type_k != SY_TYPE_F32) c_all = g_.cpy(c_all, SY_TYPE_F32);
+        Tensor* kv = g_.mul_mat(w(l.kv_b), c_all);  // {H*(nope+vh), n_kv}
+        const Strides kv_strides =
+            strides_of(f, H * (nope + vh) * f, (nope + vh) * f, H * (nope + vh) * f * n_kv_);
+        Tensor* k_nope = g_.view(kv, {nope, n_kv_, H}, kv_strides, 0);
+        Tensor* kq = g_.add(g_.mul_mat(k_nope, heads_as_batch(q_nope)),
+                            g_.mul_mat(cached_k_pe(kc), heads_as_batch(q_pe)));
+        kq = softmax_scores(kq);
+        Tensor* v = g_.view(kv, {vh, n_kv_, H}, kv_strides, uint64_t(nope * f));
+        return g_.mul_mat(g_.cont(g_.transpose(v)), kq);  // {vh, T, H}
+    }
+
+    Tensor* swiglu(Tensor* y, const WeightRef& gate, const WeightRef& up, const WeightRef& down) {
+        Tensor* par = g_.mul(g_.silu(g_.mul_mat(w(gate), y)), g_.mul_mat(w(up), y));
+        return g_.mul_mat(w(down), par);
+    }
+
+    // The experts each token uses {k, T} and their selection scores, with group-limited
+    // routing when the file asks for it.
+    Tensor* select_experts(Tensor* sel, int64_t k) {
+        const int64_t E = hp_.n_expert;
+        const int64_t G = hp_.expert_group_count;
+        if (!o_.group_routing || G <= 1) return g_.top_k(sel, k);
+        // Group score = sum of its two best experts; keep the best expert_group_used groups,
+        // then take the top k among their experts.
+        const int64_t per = E / G, used = hp_.expert_group_used;
+        Tensor* sel3 = g_.reshape(sel, {per, G, T_});
+        const int64_t best = std::min<int64_t>(2, per);
+        Tensor* top2 = g_.top_k(sel3, best);                                     // {best, G, T}
+        Tensor* top2_val = g_.get_rows(g_.reshape(sel, {1, per, G, T_}), top2);  // {1,best,G,T}
+        Tensor* group_score = g_.reshape(g_.sum_rows(g_.reshape(top2_val, {best, G, T_})), {G, T_});
+        Tensor* groups = g_.top_k(group_score, used);  // {used, T}
+        // Candidates: the selected groups' experts (scores and global ids, gathered as rows).
+        Tensor* cand = g_.get_rows(sel3, groups);  // {per, used, T}
+        Tensor* table = g_.input("expert_ids", SY_TYPE_I32, {per, G});
+        table->set_data(const_cast<int32_t*>(m_.expert_ids().data()));
+        Tensor* table_t = g_.view(table, {per, G, T_}, strides_of(4, 4 * per, 0, 0), 0);
+        Tensor* cand_ids = g_.get_rows(table_t, groups, SY_TYPE_I32);     // {per, used, T}
+        Tensor* local = g_.top_k(g_.reshape(cand, {per * used, T_}), k);  // {k, T}
+        Tensor* ids = g_.get_rows(g_.reshape(cand_ids, {1, per * used, T_}), local,
+                                  SY_TYPE_I32);  // {1, k, T}
+        return g_.reshape(ids, {k, T_});
+    }
+
+    Tensor* moe(const Deepseek2Layer& l, Tensor* y) {
+        const int64_t E = hp_.n_expert, embd = hp_.n_embd, ffe = hp_.n_ff_exp;
+        const int64_t k = o_.ser_min_experts > 0 ? o_.ser_min_experts : hp_.n_expert_used;
+        Tensor* logits = g_.mul_mat(w(l.gate_inp), y);  // {E, T}
+        Tensor* probs = hp_.gating_func == 2 ? g_.sigmoid(logits) : g_.softmax(logits);
+        // exp_probs_b only steers the choice; the weights are the unbiased probabilities.
+        Tensor* sel = l.exp_probs_b.present() ? g_.add(probs, w(l.exp_probs_b)) : probs;
+        Tensor* ids = select_experts(sel, k);                               // {k, T}
+        Tensor* weights = g_.get_rows(g_.reshape(probs, {1, E, T_}), ids);  // {1, k, T}
+        if (hp_.expert_weights_norm) {
+            Tensor* w2 = g_.reshape(weights, {k, T_});
+            weights = g_.reshape(g_.div(w2, g_.sum_rows(w2)), {1, k, T_});
+        }
+        if (std::fabs(hp_.expert_weights_scale - 1.0f) > 1e-5f)
+            weights = g_.scale(weights, hp_.expert_weights_scale);
+
+        Tensor* y3 = g_.reshape(y, {embd, 1, T_});
+        Tensor* par;  // {ffe, k, T}
+        if (fused_moe_) {
+            par = g_.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+                           {w(l.up_exps), w(l.gate_exps), y3, ids}, SY_TYPE_F32, {ffe, k, T_});
+        } else {
+            par = g_.mul(g_.silu(g_.mul_mat_id(w(l.gate_exps), y3, ids)),
+                         g_.mul_mat_id(w(l.up_exps), y3, ids));
+        }
+        Tensor* experts = g_.mul(g_.mul_mat_id(w(l.down_exps), par, ids), weights);  // {embd,k,T}
+        // Sum over the k experts: rows of the transposed view.
+        Tensor* routed = g_.reshape(g_.sum_rows(g_.transpose(experts)), {embd, T_});
+        if (hp_.n_expert_shared == 0) return routed;
+        return g_.add(routed, swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp));
+    }
+
+    const Deepseek2Model& m_;
+    const Deepseek2HParams& hp_;
+    const Deepseek2Options& o_;
+    Deepseek2Cache& cache_;
+    bool fused_moe_;
+    int64_t T_, n_past_, n_kv_;
+    Graph g_;
+    Tensor* pos_ = nullptr;
+    Tensor* v_t_ = nullptr;
+};
+
+bool choose_fused_moe(const Deepseek2Options& o, const Plugin& plugin) {
+    const bool provided =
+        plugin.provides(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION);
+    if (o.fused_moe == 1 && !provided)
+        throw Error("--fused-moe 1: backend '" + plugin.name() + "' does not provide " +
+                    SY_NAMED_MOE_FUSED_UP_GATE + " v" +
+                    std::to_string(SY_NAMED_MOE_FUSED_UP_GATE_VERSION));
+    return o.fused_moe != 0 && provided;
+}
+
+}  // namespace
+
+Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, int32_t device)
+    : model_(model),
+      plugin_(plugin),
+      executor_(plugin, device),
+      cache_(model.hparams(), model.options()),
+      fused_moe_(choose_fused_moe(model.options(), plugin)) {}
+
+Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
+                                                      bool all_logits) {
+    GraphBuilder b(model_, cache_, fused_moe_, n_tokens, n_past);
+    return b.build(all_logits);
+}
+
+std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const uint32_t n_vocab = model_.hparams().n_vocab;
+    if (n == 0) throw Error("eval: no tokens");
+    if (n_past_ + n > cache_.n_ctx())
+        throw Error("the context is full: " + std::to_string(n_past_) + " cached + " +
+                    std::to_string(n) + " new tokens exceed the context of " +
+                    std::to_string(cache_.n_ctx()) + " (raise it with -c)");
+    for (size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] < 0 || uint32_t(tokens[i]) >= n_vocab)
+            throw Error("token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                        " is outside the vocabulary of " + std::to_string(n_vocab));
+
+    std::vector<float> logits;
+    const int64_t ub = model_.options().n_ubatch;
+    std::vector<int32_t> positions;
+    for (int64_t start = 0; start < n; start += ub) {
+        const int64_t t = std::min(ub, n - start);
+        const bool last = start + t == n;
+        const auto t0 = Clock::now();
+        UbatchGraph ug = build(t, n_past_, all_logits);
+        positions.resize(size_t(t));
+        std::iota(positions.begin(), positions.end(), static_cast<int32_t>(n_past_));
+        ug.tokens->set_data(const_cast<int32_t*>(tokens.data() + start));
+        ug.positions->set_data(positions.data());
+        const auto t1 = Clock::now();
+        const RunReport& report = executor_.run(ug.graph);
+        const auto t2 = Clock::now();
+        stats_.graph_build_seconds += std::chrono::duration<double>(t1 - t0).count();
+        stats_.compute_seconds += std::chrono::duration<double>(t2 - t1).count();
+        stats_.graphs += 1;
+        stats_.compute_buffer_bytes =
+            std::max(stats_.compute_buffer_bytes, report.compute_buffer_bytes);
+        n_past_ += t;
+        if (all_logits || last) {
+            const std::vector<float> part = executor_.read<float>(*ug.logits);
+            logits.insert(logits.end(), part.begin(), part.end());
+        }
+    }
+    return logits;
+}
+
+}  // namespace sy::llm

@@ -1,0 +1,330 @@
+// The deepseek2 runtime (llm/deepseek2) on the CPU plugin against the naive double-precision
+// reference (deepseek2_reference.hpp) on tiny synthetic models: every attention mode, both
+// tensor layouts, q-LoRA on and off, softmax and sigmoid routing, group-limited routing, cache
+// types and weight types; token-at-a-time decoding against the whole prompt at once; and the
+// errors a user sees for broken files and options.
+#include "switchyard/llm/deepseek2.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deepseek2_reference.hpp"
+#include "llm_test_util.hpp"
+#include "switchyard/core/error.hpp"
+#include "switchyard/core/plugin_host.hpp"
+#include "switchyard/dtype.h"
+#include "switchyard/llm/synthetic_model.hpp"
+
+namespace sy::llm::test {
+namespace {
+
+Plugin& cpu_plugin() {
+    static std::unique_ptr<Plugin> plugin = Plugin::load(SWITCHYARD_CPU_PLUGIN);
+    return *plugin;
+}
+
+struct ModelSpec {
+    std::string name = "tiny";
+    int32_t type = SY_TYPE_F32;
+    KvLayout layout = KvLayout::kv_b;
+    bool q_lora = true;
+    uint32_t gating = 2;  // the tiny preset's V3-style routing
+    uint32_t groups = 0, groups_used = 0;
+};
+
+std::filesystem::path make_model(const ScratchDir& dir, const ModelSpec& s) {
+    Deepseek2Config cfg = deepseek2_preset("tiny");
+    if (!s.q_lora) cfg.q_lora_rank = 0;
+    if (s.gating == 1) {
+        cfg.gating_func = 1;
+        cfg.expert_weights_norm = false;
+        cfg.expert_weights_scale = 1.0f;
+    }
+    ModelPlan plan = plan_deepseek2(cfg, s.type, s.layout);
+    if (s.groups > 0) {
+        plan.metadata.push_back({"deepseek2.expert_group_count", gguf::Value::u32(s.groups)});
+        plan.metadata.push_back(
+            {"deepseek2.expert_group_used_count", gguf::Value::u32(s.groups_used)});
+    }
+    const auto path = dir / (s.name + ".gguf");
+    write_synthetic_model(path, plan, 7, 1);
+    return path;
+}
+
+std::vector<int32_t> prompt(size_t n, int32_t vocab) {
+    std::vector<int32_t> t(n);
+    for (size_t i = 0; i < n; ++i) t[i] = int32_t((i * 37 + 11) % size_t(vocab));
+    return t;
+}
+
+// Per position: the largest |got - want| relative to the largest |reference logit| of the
+// whole run.
+std::vector<double> position_errors(const std::vector<float>& got,
+                                    const std::vector<std::vector<double>>& want) {
+    const size_t n_vocab = want[0].size();
+    EXPECT_EQ(got.size(), want.size() * n_vocab);
+    if (got.size() != want.size() * n_vocab) return {1e9};
+    double max_ref = 0;
+    for (const auto& row : want)
+        for (double v : row) max_ref = std::max(max_ref, std::fabs(v));
+    std::vector<double> err(want.size());
+    for (size_t t = 0; t < want.size(); ++t)
+        for (size_t i = 0; i < n_vocab; ++i)
+            err[t] = std::max(err[t], std::fabs(double(got[t * n_vocab + i]) - want[t][i]));
+    for (double& e : err) e /= max_ref;
+    return err;
+}
+
+struct Case {
+    int mla;
+    ModelSpec model;
+    int32_t cache = SY_TYPE_F32;
+    size_t tokens = 9;
+    double tolerance = 2e-4;
+    // Share of positions that must be within the tolerance. With quantized weights the runtime
+    // also rounds activations to 8-bit blocks, so an expert whose score nearly ties another's
+    // can be chosen differently from the exact reference; that position (and, through the
+    // cache, a few after it) then differ by a routing decision, not by rounding.
+    double within = 1.0;
+};
+
+class Deepseek2Reference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
+    const Case& c = GetParam();
+    ScratchDir dir;
+    const auto path = make_model(dir, c.model);
+    Deepseek2Options o;
+    o.mla = c.mla;
+    o.cache_type_k = o.cache_type_v = c.cache;
+    o.n_ctx = 256;
+    Deepseek2Model model(gguf::Reader::open(path), o);
+    const auto tokens = prompt(c.tokens, int32_t(model.hparams().n_vocab));
+
+    const gguf::Reader ref_file = gguf::Reader::open(path);
+    const auto want = ReferenceDeepseek2(ref_file).forward(tokens);
+
+    Deepseek2Session session(model, cpu_plugin());
+    const auto got = session.eval(tokens, true);
+    const std::vector<double> err = position_errors(got, want);
+    size_t ok = 0;
+    for (double e : err) ok += e < c.tolerance ? 1 : 0;
+    EXPECT_GE(double(ok), c.within * double(err.size()))
+        << ok << " of " << err.size() << " positions within " << c.tolerance << "; worst error "
+        << *std::max_element(err.begin(), err.end());
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+    const Case& c = info.param;
+    std::string n = "mla" + std::to_string(c.mla) + "_" + sy_dtype_info(c.model.type).name +
+                    (c.model.layout == KvLayout::split ? "_split" : "_kvb") +
+                    (c.model.q_lora ? "" : "_noqlora") + (c.model.gating == 1 ? "_softmax" : "") +
+                    (c.model.groups ? "_grouped" : "") + "_cache" + sy_dtype_info(c.cache).name +
+                    "_" + std::to_string(c.tokens) + "tok";
+    return n;
+}
+
+ModelSpec spec(int32_t type, KvLayout layout = KvLayout::kv_b) {
+    ModelSpec s;
+    s.type = type;
+    s.layout = layout;
+    return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Deepseek2Reference,
+                         ::testing::Values(Case{0, spec(SY_TYPE_F32)}, Case{1, spec(SY_TYPE_F32)},
+                                           Case{2, spec(SY_TYPE_F32)}, Case{3, spec(SY_TYPE_F32)},
+                                           // mla 3 decompresses for ubatches of 128 tokens or more
+                                           Case{3, spec(SY_TYPE_F32), SY_TYPE_F32, 130},
+                                           Case{0, spec(SY_TYPE_F32, KvLayout::split)},
+                                           Case{2, spec(SY_TYPE_F32, KvLayout::split)},
+                                           Case{3, spec(SY_TYPE_F32, KvLayout::split), SY_TYPE_F32,
+                                                130}),
+                         case_name);
+
+ModelSpec variant(bool q_lora, uint32_t gating, uint32_t groups = 0, uint32_t used = 0) {
+    ModelSpec s;
+    s.q_lora = q_lora;
+    s.gating = gating;
+    s.groups = groups;
+    s.groups_used = used;
+    return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, Deepseek2Reference,
+                         ::testing::Values(Case{2, variant(false, 2)}, Case{0, variant(false, 1)},
+                                           Case{3, variant(true, 1)},
+                                           Case{2, variant(true, 2, 4, 2)},
+                                           Case{0, variant(true, 1, 2, 1)}),
+                         case_name);
+
+// Cache and weight types: the runtime rounds (cache to 16 bits, activations to Q8 blocks for
+// quantized weights) where the reference does not, so the tolerance follows the precision.
+INSTANTIATE_TEST_SUITE_P(
+    Types, Deepseek2Reference,
+    ::testing::Values(Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 9, 5e-3},
+                      Case{2, spec(SY_TYPE_F32), SY_TYPE_BF16, 9, 2e-2},
+                      Case{1, spec(SY_TYPE_F16), SY_TYPE_F16, 9, 5e-3},
+                      Case{3, spec(SY_TYPE_BF16), SY_TYPE_F16, 9, 5e-3},
+                      Case{2, spec(SY_TYPE_Q8_0), SY_TYPE_F16, 9, 2e-2, 0.85},
+                      Case{0, spec(SY_TYPE_Q4_K, KvLayout::split), SY_TYPE_F16, 9, 5e-2, 0.85},
+                      Case{3, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85},
+                      Case{0, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85},
+                      Case{3, spec(SY_TYPE_Q8_0), SY_TYPE_F16, 130, 2e-2, 0.85},
+                      Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 130, 5e-3}),
+    case_name);
+
+// Decoding one token at a time gives the logits of the whole prompt at once, in every mode.
+TEST(Deepseek2Runtime, IncrementalDecodingMatchesTheWholePrompt) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    for (int mla : {0, 1, 2, 3}) {
+        Deepseek2Options o;
+        o.mla = mla;
+        o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
+        o.n_ctx = 64;
+        Deepseek2Model model(gguf::Reader::open(path), o);
+        const auto tokens = prompt(7, 512);
+        Deepseek2Session whole(model, cpu_plugin());
+        const auto all = whole.eval(tokens, true);
+        Deepseek2Session step(model, cpu_plugin());
+        std::vector<float> one_by_one;
+        for (int32_t t : tokens) {
+            const auto l = step.eval(std::span<const int32_t>(&t, 1));
+            one_by_one.insert(one_by_one.end(), l.begin(), l.end());
+        }
+        ASSERT_EQ(all.size(), one_by_one.size());
+        double max_diff = 0, max_ref = 0;
+        for (size_t i = 0; i < all.size(); ++i) {
+            max_diff = std::max(max_diff, double(std::fabs(all[i] - one_by_one[i])));
+            max_ref = std::max(max_ref, double(std::fabs(all[i])));
+        }
+        EXPECT_LT(max_diff / max_ref, 1e-4) << "mla " << mla;
+        EXPECT_EQ(step.n_past(), 7);
+    }
+}
+
+// A prompt split into ubatches gives the same last logits as one ubatch.
+TEST(Deepseek2Runtime, UbatchesMatchOneBatch) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    Deepseek2Options o;
+    o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
+    o.n_ctx = 64;
+    Deepseek2Model one(gguf::Reader::open(path), o);
+    o.n_ubatch = 3;
+    Deepseek2Model split(gguf::Reader::open(path), o);
+    const auto tokens = prompt(10, 512);
+    Deepseek2Session a(one, cpu_plugin()), b(split, cpu_plugin());
+    const auto la = a.eval(tokens), lb = b.eval(tokens);
+    ASSERT_EQ(la.size(), lb.size());
+    for (size_t i = 0; i < la.size(); ++i)
+        ASSERT_NEAR(la[i], lb[i], 1e-3f * (1 + std::fabs(la[i])));
+    EXPECT_EQ(b.stats().graphs, 4);
+}
+
+TEST(Deepseek2Runtime, KvBytesPerTokenFollowTheFormulas) {
+    Deepseek2HParams hp;  // DeepSeek-V3's widths (DEEPSEEK2.md section 8)
+    hp.n_layer = 61;
+    hp.n_head = 128;
+    hp.qk_nope = 128;
+    hp.qk_rope = 64;
+    hp.v_head = 128;
+    hp.kv_lora_rank = 512;
+    Deepseek2Options o;
+    o.mla = 0;
+    EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 4997120u);
+    o.mla = 1;
+    EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * (576 + 512) * 2);
+    for (int mla : {2, 3}) {
+        o.mla = mla;
+        EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * 576 * 2);  // 68.6 KiB
+    }
+    o.cache_type_k = SY_TYPE_F32;
+    EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * 576 * 4);
+}
+
+TEST(Deepseek2Runtime, ContextOverflowAndBadTokensAreErrorsThatKeepTheCache) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    Deepseek2Options o;
+    o.n_ctx = 8;
+    Deepseek2Model model(gguf::Reader::open(path), o);
+    Deepseek2Session s(model, cpu_plugin());
+    s.eval(prompt(6, 512));
+    try {
+        s.eval(prompt(3, 512));
+        FAIL() << "no error for a full context";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("-c"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(s.n_past(), 6);
+    const std::vector<int32_t> bad{1, 512};
+    EXPECT_THROW(s.eval(bad), Error);
+    EXPECT_EQ(s.n_past(), 6);
+}
+
+TEST(Deepseek2Runtime, MissingKeysAndTensorsAreNamed) {
+    ScratchDir dir;
+    Deepseek2Config cfg = deepseek2_preset("tiny");
+    ModelPlan plan = plan_deepseek2(cfg, SY_TYPE_F32, KvLayout::kv_b);
+    std::erase_if(plan.metadata, [](const gguf::KeyValue& kv) {
+        return kv.key == "deepseek2.attention.kv_lora_rank";
+    });
+    write_synthetic_model(dir / "nokey.gguf", plan, 1, 1);
+    try {
+        Deepseek2Model m(gguf::Reader::open(dir / "nokey.gguf"), {});
+        FAIL() << "loaded without kv_lora_rank";
+    } catch (const gguf::FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find("deepseek2.attention.kv_lora_rank"), std::string::npos)
+            << e.what();
+    }
+    plan = plan_deepseek2(cfg, SY_TYPE_F32, KvLayout::kv_b);
+    std::erase_if(plan.tensors,
+                  [](const PlannedTensor& t) { return t.name == "blk.1.attn_output.weight"; });
+    write_synthetic_model(dir / "notensor.gguf", plan, 1, 1);
+    try {
+        Deepseek2Model m(gguf::Reader::open(dir / "notensor.gguf"), {});
+        FAIL() << "loaded without blk.1.attn_output.weight";
+    } catch (const gguf::FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find("blk.1.attn_output.weight"), std::string::npos)
+            << e.what();
+    }
+    const auto good = make_model(dir, spec(SY_TYPE_F32));
+    Deepseek2Options bad;
+    bad.mla = 4;
+    EXPECT_THROW(Deepseek2Model(gguf::Reader::open(good), bad), Error);
+    bad = {};
+    bad.cache_type_k = SY_TYPE_Q4_0;
+    EXPECT_THROW(Deepseek2Model(gguf::Reader::open(good), bad), Error);
+}
+
+// The CPU plugin provides no fused MoE op yet: --fused-moe 1 is refused with the op's name,
+// auto falls back to the decomposed graph.
+TEST(Deepseek2Runtime, FusedMoeFallsBackOrIsRefused) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    Deepseek2Options o;
+    o.n_ctx = 16;
+    Deepseek2Model automatic(gguf::Reader::open(path), o);
+    Deepseek2Session s(automatic, cpu_plugin());
+    EXPECT_EQ(s.uses_fused_moe(), cpu_plugin().provides("moe.fused_up_gate", 1));
+    if (!cpu_plugin().provides("moe.fused_up_gate", 1)) {
+        o.fused_moe = 1;
+        Deepseek2Model forced(gguf::Reader::open(path), o);
+        try {
+            Deepseek2Session f(forced, cpu_plugin());
+            FAIL() << "--fused-moe 1 accepted without a provider";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("moe.fused_up_gate"), std::string::npos);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace sy::llm::test
