@@ -1,5 +1,6 @@
 // `switchyard`: argument parsing and printing only; the work lives in core/ and llm/.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "commands/commands.hpp"
@@ -20,9 +21,12 @@ int main(int argc, char** argv) {
     sy::tools::Command inspect = sy::tools::add_inspect_command(app);
     sy::tools::Command make_model = sy::tools::add_make_model_command(app);
     sy::tools::Command quantize = sy::tools::add_quantize_command(app);
+    sy::tools::Command run = sy::tools::add_run_command(app);
 
     try {
-        app.parse(argc, argv);
+        std::vector<std::string> args = sy::tools::expand_llama_flags(argc, argv);
+        std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
+        app.parse(args);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
@@ -31,6 +35,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("inspect")) return inspect();
         if (app.got_subcommand("make-model")) return make_model();
         if (app.got_subcommand("quantize")) return quantize();
+        if (app.got_subcommand("run")) return run();
     } catch (const sy::Error& e) {
         std::fprintf(stderr, "switchyard: error: %s\n", e.what());
         return 1;

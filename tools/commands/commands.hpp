@@ -18,9 +18,14 @@ struct PluginOptions {
     void add_to(CLI::App& app);
 };
 
+// llama.cpp's multi-letter single-dash flags (-ub, -mla, -fmoe, -ctk ...), which CLI11 does not
+// accept as option names, rewritten to their long forms (--ubatch-size ...) before parsing.
+std::vector<std::string> expand_llama_flags(int argc, char** argv);
+
 Command add_plugins_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_make_model_command(CLI::App& app);
 Command add_quantize_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
 
 }  // namespace sy::tools

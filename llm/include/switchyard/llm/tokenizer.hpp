@@ -1,0 +1,64 @@
+// Text <-> tokens from a GGUF vocabulary (tokenizer.ggml.*): byte-level BPE (`gpt2` model, the
+// DeepSeek families' tokenizer).
+//
+// Encoding: special tokens (control and user-defined entries) are matched literally first when
+// asked to; the text between them is pre-tokenized, each piece spelled in GPT-2's byte-to-
+// unicode alphabet and merged pair by pair in merge-rank order. Pre-tokenization follows the
+// `tokenizer.ggml.pre` family: digits in runs of at most 3 (deepseek-v3, llama3, qwen2) or whole
+// runs (deepseek-llm, deepseek-coder), CJK runs apart, letters with one leading space,
+// punctuation with one leading space and trailing newlines, whitespace that leaves its last
+// space to the next word. Characters are classified exactly for ASCII; outside ASCII, CJK
+// ideographs/kana/hangul are recognized and every other code point counts as a letter (no
+// Unicode category tables yet), so non-ASCII punctuation can split differently from the
+// reference tokenizers.
+// Decoding maps tokens back to their bytes; control tokens decode to nothing unless asked.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "switchyard/llm/gguf.hpp"
+
+namespace sy::llm {
+
+class Tokenizer {
+  public:
+    // Throws gguf::FormatError naming the key for a missing or malformed vocabulary, and for
+    // tokenizer models other than gpt2.
+    static Tokenizer from_gguf(const gguf::Reader& file);
+
+    std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+    // The bytes a token stands for; control tokens give "" unless `special`.
+    std::string token_bytes(int32_t id, bool special = false) const;
+    std::string decode(std::span<const int32_t> ids, bool special = false) const;
+
+    int32_t n_vocab() const { return static_cast<int32_t>(tokens_.size()); }
+    int32_t bos() const { return bos_; }
+    int32_t eos() const { return eos_; }
+    bool add_bos() const { return add_bos_; }
+    // End of generation: eos, or an end-of-turn token the metadata names.
+    bool is_end_of_generation(int32_t id) const { return id == eos_ || id == eot_; }
+    const std::string& pre() const { return pre_; }
+    // The token whose text is exactly `text`, or -1.
+    int32_t find(std::string_view text) const;
+
+  private:
+    std::vector<std::string> pre_tokenize(std::string_view text) const;
+    void bpe(std::string_view piece, std::vector<int32_t>& out) const;
+
+    std::vector<std::string> tokens_;
+    std::vector<int32_t> types_;
+    std::unordered_map<std::string, int32_t> ids_;
+    std::unordered_map<std::string, int32_t> merge_rank_;  // "left right" -> rank
+    std::vector<std::string> specials_;                    // longest first
+    std::string pre_;
+    bool digits_whole_ = false;
+    int32_t bos_ = -1, eos_ = -1, eot_ = -1;
+    bool add_bos_ = false;
+};
+
+}  // namespace sy::llm

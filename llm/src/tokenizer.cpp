@@ -1,0 +1,330 @@
+#include "switchyard/llm/tokenizer.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstring>
+
+#include "switchyard/llm/bpe_vocab.hpp"
+
+namespace sy::llm {
+namespace {
+
+[[noreturn]] void vocab_error(const gguf::Reader& file, const std::string& key,
+                              const std::string& what) {
+    const std::string name =
+        file.files().empty() ? std::string("model") : file.files().front().string();
+    throw gguf::FormatError(name + ": metadata key '" + key + "' " + what);
+}
+
+const std::vector<gguf::Value>& array_of(const gguf::Reader& file, const std::string& key,
+                                         gguf::ValueType type, bool required) {
+    static const std::vector<gguf::Value> empty;
+    const gguf::Value* v = file.find(key);
+    if (v == nullptr) {
+        if (required) vocab_error(file, key, "is missing (the tokenizer needs it)");
+        return empty;
+    }
+    if (v->type() != gguf::ValueType::ARRAY || v->as_array().element_type != type)
+        vocab_error(file, key, std::string("must be an array of ") + gguf::value_type_name(type));
+    return v->as_array().items;
+}
+
+int32_t token_id_key(const gguf::Reader& file, const std::string& key, int32_t n_vocab) {
+    const gguf::Value* v = file.find(key);
+    if (v == nullptr) return -1;
+    if (!v->is_integer()) vocab_error(file, key, "must be an integer");
+    const int64_t id = v->as_i64();
+    if (id < 0 || id >= n_vocab)
+        vocab_error(
+            file, key,
+            "is " + std::to_string(id) + ", outside the vocabulary of " + std::to_string(n_vocab));
+    return static_cast<int32_t>(id);
+}
+
+// One UTF-8 code point at s[i]: its value and byte length (invalid bytes: the byte, length 1).
+std::pair<uint32_t, size_t> code_point(std::string_view s, size_t i) {
+    const auto b = static_cast<uint8_t>(s[i]);
+    size_t len = b < 0x80           ? 1
+                 : (b >> 5) == 0x6  ? 2
+                 : (b >> 4) == 0xE  ? 3
+                 : (b >> 3) == 0x1E ? 4
+                                    : 0;
+    if (len == 0 || i + len > s.size()) return {b, 1};
+    uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+    for (size_t k = 1; k < len; ++k) {
+        const auto c = static_cast<uint8_t>(s[i + k]);
+        if ((c >> 6) != 0x2) return {b, 1};
+        cp = (cp << 6) | (c & 0x3F);
+    }
+    return {cp, len};
+}
+
+enum class Cls { newline, space, digit, cjk, punct, letter };
+
+Cls classify(uint32_t cp) {
+    if (cp == '\n' || cp == '\r') return Cls::newline;
+    if (cp == ' ' || cp == '\t' || cp == '\v' || cp == '\f' || cp == 0x85 || cp == 0xA0 ||
+        (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+        cp == 0x205F || cp == 0x3000)
+        return Cls::space;
+    if (cp >= '0' && cp <= '9') return Cls::digit;
+    if (cp < 0x80) return std::isalpha(static_cast<int>(cp)) ? Cls::letter : Cls::punct;
+    if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+        (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3))
+        return Cls::cjk;
+    if ((cp >= 0xA1 && cp <= 0xBF && cp != 0xAA && cp != 0xB5 && cp != 0xBA) || cp == 0xD7 ||
+        cp == 0xF7 || (cp >= 0x2010 && cp <= 0x2027) || (cp >= 0x2030 && cp <= 0x205E) ||
+        (cp >= 0x3001 && cp <= 0x303F) || (cp >= 0xFF01 && cp <= 0xFF0F) ||
+        (cp >= 0xFF1A && cp <= 0xFF20) || (cp >= 0xFF3B && cp <= 0xFF40) ||
+        (cp >= 0xFF5B && cp <= 0xFF65))
+        return Cls::punct;
+    return Cls::letter;
+}
+
+// GPT-2's byte-to-unicode spelling and its inverse.
+struct ByteAlphabet {
+    std::string spelling[256];
+    std::unordered_map<std::string, uint8_t> byte_of;
+    ByteAlphabet() {
+        for (int b = 0; b < 256; ++b) {
+            spelling[b] = gpt2_byte_token(static_cast<uint8_t>(b));
+            byte_of.emplace(spelling[b], static_cast<uint8_t>(b));
+        }
+    }
+};
+
+const ByteAlphabet& alphabet() {
+    static const ByteAlphabet a;
+    return a;
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_gguf(const gguf::Reader& file) {
+    Tokenizer t;
+    const gguf::Value* model = file.find("tokenizer.ggml.model");
+    if (model == nullptr || model->type() != gguf::ValueType::STRING)
+        vocab_error(file, "tokenizer.ggml.model", "is missing or not a string");
+    if (model->as_string() != "gpt2")
+        vocab_error(file, "tokenizer.ggml.model",
+                    "is '" + model->as_string() +
+                        "'; only byte-level BPE ('gpt2', the DeepSeek tokenizers) is supported");
+    if (const gguf::Value* pre = file.find("tokenizer.ggml.pre");
+        pre != nullptr && pre->type() == gguf::ValueType::STRING)
+        t.pre_ = pre->as_string();
+    t.digits_whole_ = t.pre_ == "deepseek-llm" || t.pre_ == "deepseek-coder";
+
+    const auto& tokens = array_of(file, "tokenizer.ggml.tokens", gguf::ValueType::STRING, true);
+    if (tokens.empty() || tokens.size() > size_t(INT32_MAX))
+        vocab_error(file, "tokenizer.ggml.tokens", "must hold between 1 and 2^31 - 1 tokens");
+    t.tokens_.reserve(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        t.tokens_.push_back(tokens[i].as_string());
+        t.ids_.emplace(t.tokens_.back(), static_cast<int32_t>(i));
+    }
+    const auto& types = array_of(file, "tokenizer.ggml.token_type", gguf::ValueType::I32, false);
+    if (!types.empty() && types.size() != tokens.size())
+        vocab_error(file, "tokenizer.ggml.token_type",
+                    "has " + std::to_string(types.size()) + " entries for " +
+                        std::to_string(tokens.size()) + " tokens");
+    t.types_.assign(tokens.size(), static_cast<int32_t>(TokenType::normal));
+    for (size_t i = 0; i < types.size(); ++i) t.types_[i] = static_cast<int32_t>(types[i].as_i64());
+    for (size_t i = 0; i < t.tokens_.size(); ++i) {
+        const auto type = static_cast<TokenType>(t.types_[i]);
+        if ((type == TokenType::control || type == TokenType::user_defined) &&
+            !t.tokens_[i].empty())
+            t.specials_.push_back(t.tokens_[i]);
+    }
+    std::sort(t.specials_.begin(), t.specials_.end(),
+              [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+
+    const auto& merges = array_of(file, "tokenizer.ggml.merges", gguf::ValueType::STRING, true);
+    t.merge_rank_.reserve(merges.size());
+    for (size_t i = 0; i < merges.size(); ++i) {
+        const std::string& m = merges[i].as_string();
+        if (m.find(' ', 1) == std::string::npos)
+            vocab_error(file, "tokenizer.ggml.merges",
+                        "entry " + std::to_string(i) + " ('" + m + "') is not 'left right'");
+        t.merge_rank_.emplace(m, static_cast<int32_t>(i));
+    }
+    const auto n = static_cast<int32_t>(t.tokens_.size());
+    t.bos_ = token_id_key(file, "tokenizer.ggml.bos_token_id", n);
+    t.eos_ = token_id_key(file, "tokenizer.ggml.eos_token_id", n);
+    t.eot_ = token_id_key(file, "tokenizer.ggml.eot_token_id", n);
+    t.add_bos_ = t.bos_ >= 0;
+    if (const gguf::Value* v = file.find("tokenizer.ggml.add_bos_token")) {
+        if (v->type() != gguf::ValueType::BOOL)
+            vocab_error(file, "tokenizer.ggml.add_bos_token", "must be a bool");
+        t.add_bos_ = v->as_bool() && t.bos_ >= 0;
+    }
+    return t;
+}
+
+int32_t Tokenizer::find(std::string_view text) const {
+    const auto it = ids_.find(std::string(text));
+    return it == ids_.end() ? -1 : it->second;
+}
+
+std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
+    struct Cp {
+        size_t at, len;
+        Cls cls;
+    };
+    std::vector<Cp> cps;
+    for (size_t i = 0; i < text.size();) {
+        const auto [cp, len] = code_point(text, i);
+        cps.push_back({i, len, classify(cp)});
+        i += len;
+    }
+    std::vector<std::string> pieces;
+    const size_t n = cps.size();
+    auto emit = [&](size_t from, size_t to) {  // code points [from, to)
+        const size_t end = to < n ? cps[to].at : text.size();
+        pieces.emplace_back(text.substr(cps[from].at, end - cps[from].at));
+    };
+    auto run = [&](size_t from, Cls cls, size_t max = SIZE_MAX) {
+        size_t j = from;
+        while (j < n && cps[j].cls == cls && j - from < max) ++j;
+        return j;
+    };
+    size_t i = 0;
+    while (i < n) {
+        const Cls c = cps[i].cls;
+        const bool next_letter = i + 1 < n && cps[i + 1].cls == Cls::letter;
+        const bool next_punct = i + 1 < n && cps[i + 1].cls == Cls::punct;
+        const bool is_blank = c == Cls::space && cps[i].len == 1 && text[cps[i].at] == ' ';
+        if (c == Cls::digit) {
+            const size_t j = run(i, Cls::digit, digits_whole_ ? SIZE_MAX : 3);
+            emit(i, j);
+            i = j;
+        } else if (c == Cls::cjk) {
+            const size_t j = run(i, Cls::cjk);
+            emit(i, j);
+            i = j;
+        } else if (c == Cls::letter || (c == Cls::space && next_letter)) {
+            const size_t j = run(c == Cls::letter ? i : i + 1, Cls::letter);
+            emit(i, j);
+            i = j;
+        } else if (c == Cls::punct || (is_blank && next_punct)) {
+            size_t j = run(c == Cls::punct ? i : i + 1, Cls::punct);
+            j = run(j, Cls::newline);
+            emit(i, j);
+            i = j;
+        } else {  // whitespace and newlines
+            size_t j = i;
+            size_t last_newline = SIZE_MAX;
+            while (j < n && (cps[j].cls == Cls::space || cps[j].cls == Cls::newline)) {
+                if (cps[j].cls == Cls::newline) last_newline = j;
+                ++j;
+            }
+            if (last_newline != SIZE_MAX) {
+                j = last_newline + 1;  // \s*[\r\n]+
+            } else if (j < n && j - i > 1) {
+                --j;  // \s+(?!\S): the last space goes with the next word
+            }
+            emit(i, j);
+            i = j;
+        }
+    }
+    return pieces;
+}
+
+void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
+    const ByteAlphabet& a = alphabet();
+    std::vector<std::string> sym;
+    sym.reserve(piece.size());
+    for (char ch : piece) sym.push_back(a.spelling[static_cast<uint8_t>(ch)]);
+    if (sym.size() > 1) {
+        std::string key;
+        while (true) {
+            int32_t best = INT32_MAX;
+            size_t at = 0;
+            for (size_t k = 0; k + 1 < sym.size(); ++k) {
+                key.assign(sym[k]).append(" ").append(sym[k + 1]);
+                const auto it = merge_rank_.find(key);
+                if (it != merge_rank_.end() && it->second < best) {
+                    best = it->second;
+                    at = k;
+                }
+            }
+            if (best == INT32_MAX) break;
+            sym[at] += sym[at + 1];
+            sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+        }
+    }
+    for (const std::string& s : sym) {
+        const auto it = ids_.find(s);
+        if (it != ids_.end()) {
+            out.push_back(it->second);
+            continue;
+        }
+        // Not in the vocabulary: its bytes one by one (every byte-level vocabulary has them).
+        for (size_t k = 0; k < s.size();) {
+            const auto [cp, len] = code_point(s, k);
+            (void)cp;
+            const auto bt = ids_.find(s.substr(k, len));
+            if (bt != ids_.end()) out.push_back(bt->second);
+            k += len;
+        }
+    }
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
+                                       bool parse_special) const {
+    std::vector<int32_t> out;
+    if (add_bos && bos_ >= 0) out.push_back(bos_);
+    size_t start = 0;
+    auto plain = [&](std::string_view part) {
+        for (const std::string& p : pre_tokenize(part)) bpe(p, out);
+    };
+    if (parse_special && !specials_.empty()) {
+        for (size_t i = 0; i < text.size();) {
+            const std::string* hit = nullptr;
+            for (const std::string& s : specials_)
+                if (text.compare(i, s.size(), s) == 0) {
+                    hit = &s;
+                    break;
+                }
+            if (hit == nullptr) {
+                ++i;
+                continue;
+            }
+            plain(text.substr(start, i - start));
+            out.push_back(ids_.at(*hit));
+            i += hit->size();
+            start = i;
+        }
+    }
+    plain(text.substr(start));
+    return out;
+}
+
+std::string Tokenizer::token_bytes(int32_t id, bool special) const {
+    if (id < 0 || id >= n_vocab()) return {};
+    const std::string& s = tokens_[size_t(id)];
+    const auto type = static_cast<TokenType>(types_[size_t(id)]);
+    if (type == TokenType::control) return special ? s : std::string();
+    if (type == TokenType::user_defined) return s;
+    const ByteAlphabet& a = alphabet();
+    std::string bytes;
+    for (size_t k = 0; k < s.size();) {
+        const auto [cp, len] = code_point(s, k);
+        (void)cp;
+        const auto it = a.byte_of.find(s.substr(k, len));
+        if (it != a.byte_of.end())
+            bytes.push_back(static_cast<char>(it->second));
+        else
+            bytes.append(s, k, len);
+        k += len;
+    }
+    return bytes;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool special) const {
+    std::string out;
+    for (int32_t id : ids) out += token_bytes(id, special);
+    return out;
+}
+
+}  // namespace sy::llm

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# switchyard run on a tiny synthetic model: text and timings come out; greedy decoding gives the
+# same 32 tokens in every attention mode (F32 weights and cache); --logits-out writes a .npy of
+# every evaluated position; bad input is a clear error with a non-zero exit.
+set -u
+sy=$1
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+"$sy" make-model --preset tiny --type f32 -o "$tmp/tiny.gguf" >/dev/null 2>&1 || fail "make-model"
+prompt="The quick brown fox jumps over the lazy dog."
+for mla in 0 1 2 3; do
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla $mla -ctk f32 -ctv f32 \
+      --tokens >"$tmp/out$mla" 2>"$tmp/err$mla" || fail "run -mla $mla: $(cat "$tmp/err$mla")"
+  grep -q "KV cache" "$tmp/err$mla" || fail "no KV cache size printed (mla $mla)"
+  grep -q "generation: *32 tokens" "$tmp/err$mla" || fail "no generation timing (mla $mla): $(cat "$tmp/err$mla")"
+  [ "$(grep -o '\[[0-9]*\]' "$tmp/out$mla" | wc -l)" -eq 32 ] || fail "not 32 tokens (mla $mla)"
+done
+for mla in 1 2 3; do
+  cmp -s "$tmp/out0" "$tmp/out$mla" || fail "-mla $mla generated other tokens than -mla 0"
+done
+# KV bytes per token printed equal the formulas (tiny: 3 layers, 4 heads, K 32+16, V 32,
+# kv_lora 32, rope 16, 4-byte elements): mla 0 3*(4*48+4*32)*4, mla 1 3*(48+32)*4, mla 2/3 3*48*4.
+grep -q "mla 0, KV cache f32/f32: 3840 B" "$tmp/err0" || fail "mla 0 KV size: $(head -1 "$tmp/err0")"
+grep -q "mla 1, KV cache f32/f32: 960 B" "$tmp/err1" || fail "mla 1 KV size: $(head -1 "$tmp/err1")"
+grep -q "mla 2, KV cache f32/f32: 576 B" "$tmp/err2" || fail "mla 2 KV size: $(head -1 "$tmp/err2")"
+grep -q "mla 3, KV cache f32/f32: 576 B" "$tmp/err3" || fail "mla 3 KV size: $(head -1 "$tmp/err3")"
+
+# Same seed, same text; logits of prompt + generated positions in the .npy.
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 8 --seed 5 --temp 0.9 --ignore-eos \
+    --logits-out "$tmp/l.npy" >"$tmp/s1" 2>/dev/null || fail "sampled run"
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 8 --seed 5 --temp 0.9 --ignore-eos >"$tmp/s2" 2>/dev/null
+cmp -s "$tmp/s1" "$tmp/s2" || fail "two runs with one seed differ"
+python3 - "$tmp/l.npy" <<'PY' || fail ".npy content"
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+assert b[:6] == b"\x93NUMPY", "magic"
+hl = struct.unpack("<H", b[8:10])[0]
+header = b[10:10 + hl].decode()
+assert "'descr': '<f4'" in header and (10 + hl) % 64 == 0, header
+shape = eval(header)["shape"]
+n_prompt = shape[0] - 7  # 8 generated tokens, 7 of them evaluated
+assert n_prompt > 5 and shape[1] == 512, shape
+assert len(b) - 10 - hl == shape[0] * shape[1] * 4, "data size"
+PY
+
+# Errors: clear message, non-zero exit.
+"$sy" run -m "$tmp/missing.gguf" -p hi >"$tmp/o" 2>"$tmp/e" && fail "missing model accepted"
+grep -q "missing.gguf" "$tmp/e" || fail "missing model not named: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" -p hi -ctk q4_0 >"$tmp/o" 2>"$tmp/e" && fail "q4_0 cache accepted"
+grep -q -- "-ctk" "$tmp/e" || fail "bad -ctk not named: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 4 >"$tmp/o" 2>"$tmp/e" && fail "prompt longer than -c accepted"
+grep -q "raise -c" "$tmp/e" || fail "context overflow message: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 40 -n 100 --ignore-eos >"$tmp/o" 2>"$tmp/e" || fail "full context aborted: $(cat "$tmp/e")"
+grep -q "context of 40 tokens is full" "$tmp/e" || fail "no context-full stop message: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" >"$tmp/o" 2>"$tmp/e" && fail "no prompt accepted"
+grep -q -- "-p TEXT or -f FILE" "$tmp/e" || fail "no-prompt message: $(cat "$tmp/e")"
+echo PASS
