@@ -8,3 +8,4 @@ cmake --build build -j"$(nproc)"
 ./build/bin/switchyard plugins
 ./build/bin/switchyard make-model --arch deepseek2 --preset tiny --type q8_0 -o build/tiny-q8_0.gguf
 ./build/bin/switchyard inspect build/tiny-q8_0.gguf
+./build/bin/switchyard run -m build/tiny-q8_0.gguf -p "The quick brown fox" -n 32 --temp 0

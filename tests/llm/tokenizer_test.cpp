@@ -32,7 +32,9 @@ TEST(Tokenizer, RoundTripsTextExactly) {
         const std::vector<int32_t> ids = tok.encode(text, false, false);
         EXPECT_EQ(tok.decode(ids), text);
         // Merges make common English shorter than its bytes.
-        if (text[0] == 'T') EXPECT_LT(ids.size(), text.size() * 2 / 3);
+        if (text[0] == 'T') {
+            EXPECT_LT(ids.size(), text.size() * 2 / 3);
+        }
     }
 }
 

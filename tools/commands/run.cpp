@@ -263,6 +263,10 @@ int run_run(const RunOptions& o) {
                  "generation: %6zu tokens in %8.3f s = %9.2f t/s (%zu evaluated, %.2f t/s)\n",
                  generated.size(), gen_s, gen_s > 0 ? double(generated.size()) / gen_s : 0.0,
                  evaluated, gen_eval_s > 0 ? double(evaluated) / gen_eval_s : 0.0);
+    const double tg = gen_eval_s > 0 ? double(evaluated) / gen_eval_s : 0.0;
+    std::fprintf(stderr, "weights read per generated token: %.1f MiB (%.2f GB/s at %.2f t/s)\n",
+                 mib(model.weight_bytes_per_token()),
+                 double(model.weight_bytes_per_token()) * tg / 1e9, tg);
     std::fprintf(stderr, "host graph building: %.1f%% of evaluation time (%lld graphs)\n",
                  100.0 * st.graph_build_seconds / (st.graph_build_seconds + st.compute_seconds),
                  static_cast<long long>(st.graphs));
