@@ -1,89 +1,14 @@
 #include "capabilities.hpp"
 
-#include <array>
-
-#include "switchyard/ops.h"
-
 namespace sy::cpu {
-namespace {
 
-constexpr int32_t kNone = SY_TYPE_NONE;
-constexpr std::array<int32_t, 3> kFloatTypes = {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16};
-// Types CONCAT and CONT move as bytes: every type with whole-byte elements and no blocks.
-constexpr std::array<int32_t, 8> kPlainTypes = {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16,
-                                                SY_TYPE_F64, SY_TYPE_I8,  SY_TYPE_I16,
-                                                SY_TYPE_I32, SY_TYPE_I64};
-// GET_ROWS also copies rows of block-quantized types unchanged (dst type == src0 type).
-constexpr std::array<int32_t, 14> kBlockTypes = {
-    SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0,   SY_TYPE_Q5_1,  SY_TYPE_Q8_0,
-    SY_TYPE_Q8_1, SY_TYPE_Q2_K, SY_TYPE_Q3_K,   SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
-    SY_TYPE_Q6_K, SY_TYPE_Q8_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
-
-// Weight types of MUL_MAT / MUL_MAT_ID computed on the blocks (quant/), and GET_ROWS to F32.
-constexpr std::array<int32_t, 12> kComputeBlockTypes = {
-    SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1, SY_TYPE_Q8_0,   SY_TYPE_Q2_K,
-    SY_TYPE_Q3_K, SY_TYPE_Q4_K, SY_TYPE_Q5_K, SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
-
-constexpr size_t kMaxRows = 320;
-
-struct TableBuilder {
-    std::array<sy_capability, kMaxRows> rows{};
-    size_t count = 0;
-
-    constexpr void add(int32_t op, int32_t dst, int32_t s0, int32_t s1 = kNone, int32_t s2 = kNone,
-                       int32_t s3 = kNone) {
-        rows[count++] = sy_capability{sizeof(sy_capability), op, nullptr, 0, dst, {s0, s1, s2, s3}};
-    }
-};
-
-constexpr TableBuilder build_table() {
-    TableBuilder t;
-    // dst and every float source independently any float type.
-    for (int32_t op : {SY_OP_ADD, SY_OP_MUL, SY_OP_DIV})
-        for (int32_t d : kFloatTypes)
-            for (int32_t a : kFloatTypes)
-                for (int32_t b : kFloatTypes) t.add(op, d, a, b);
-    for (int32_t op : {SY_OP_SCALE, SY_OP_RMS_NORM, SY_OP_SILU, SY_OP_GELU, SY_OP_SIGMOID,
-                       SY_OP_SUM_ROWS, SY_OP_CPY})
-        for (int32_t d : kFloatTypes)
-            for (int32_t a : kFloatTypes) t.add(op, d, a);
-    for (int32_t w : kFloatTypes) {
-        t.add(SY_OP_MUL_MAT, SY_TYPE_F32, w, SY_TYPE_F32);
-        t.add(SY_OP_MUL_MAT_ID, SY_TYPE_F32, w, SY_TYPE_F32, SY_TYPE_I32);
-    }
-    for (int32_t a : kFloatTypes) {
-        if (a != SY_TYPE_F32) t.add(SY_OP_GET_ROWS, SY_TYPE_F32, a, SY_TYPE_I32);
-        t.add(SY_OP_ROPE, a, a, SY_TYPE_I32);
-        for (int32_t mask : {kNone, int32_t(SY_TYPE_F32), int32_t(SY_TYPE_F16)})
-            t.add(SY_OP_SOFTMAX, a, a, mask);
-    }
-    for (int32_t a : kPlainTypes) {
-        t.add(SY_OP_GET_ROWS, a, a, SY_TYPE_I32);
-        t.add(SY_OP_CONCAT, a, a, a);
-        t.add(SY_OP_CONT, a, a);
-    }
-    for (int32_t a : kBlockTypes) t.add(SY_OP_GET_ROWS, a, a, SY_TYPE_I32);
-    for (int32_t w : kComputeBlockTypes) {
-        t.add(SY_OP_MUL_MAT, SY_TYPE_F32, w, SY_TYPE_F32);
-        t.add(SY_OP_MUL_MAT_ID, SY_TYPE_F32, w, SY_TYPE_F32, SY_TYPE_I32);
-        t.add(SY_OP_GET_ROWS, SY_TYPE_F32, w, SY_TYPE_I32);
-    }
-    t.add(SY_OP_ARGSORT, SY_TYPE_I32, SY_TYPE_F32);
-    t.add(SY_OP_TOP_K, SY_TYPE_I32, SY_TYPE_F32);
-    return t;
-}
-
-constexpr TableBuilder kTable = build_table();
-static_assert(kTable.count <= kMaxRows);
-
-}  // namespace
-
-CapabilityTable capability_table() {
-    return {kTable.rows.data(), kTable.count};
+validation::CapabilityTable capability_table() {
+    return validation::builtin_capabilities();
 }
 
 const validation::Backend& validation_rules() {
-    static const validation::Backend rules{"cpu", kTable.rows.data(), kTable.count, true};
+    static const validation::CapabilityTable table = validation::builtin_capabilities();
+    static const validation::Backend rules{"cpu", table.rows, table.count, true};
     return rules;
 }
 

@@ -10,12 +10,8 @@
 
 namespace sy::cpu {
 
-struct CapabilityTable {
-    const sy_capability* rows;
-    size_t count;
-};
-
-CapabilityTable capability_table();
+// Every built-in op: the SDK's table (validation::builtin_capabilities()).
+validation::CapabilityTable capability_table();
 
 // The CPU backend as the SDK's op-contract checks (switchyard/validation.hpp) see it: its name,
 // this table, and host memory.

@@ -50,7 +50,7 @@ sy_status device_props(void* ctx, int32_t device, sy_device_props* props) {
 sy_status capabilities(void*, const sy_capability** rows, size_t* count) {
     if (rows == nullptr || count == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "capabilities: result pointers are NULL");
-    const CapabilityTable table = capability_table();
+    const validation::CapabilityTable table = capability_table();
     *rows = table.rows;
     *count = table.count;
     return sdk::ok();

@@ -11,12 +11,8 @@
 
 namespace sy::cuda {
 
-struct CapabilityTable {
-    const sy_capability* rows;
-    size_t count;
-};
-
-CapabilityTable capability_table();
+// Every built-in op: the SDK's table (validation::builtin_capabilities()).
+validation::CapabilityTable capability_table();
 
 // The CUDA backend as the op-contract checks see it: its name, this table, device memory.
 const validation::Backend& validation_rules();

@@ -30,6 +30,17 @@ struct Backend {
     bool host_memory;
 };
 
+struct CapabilityTable {
+    const sy_capability* rows;
+    size_t count;
+};
+
+// Every built-in op (ops.h) on every type combination the contract allows, with the block types
+// the SDK's quant library decodes as MUL_MAT / MUL_MAT_ID weights and GET_ROWS sources: the
+// table of a backend that implements the whole catalogue (the CPU and CUDA plugins advertise
+// exactly this).
+CapabilityTable builtin_capabilities();
+
 // The row matching the node's op, dst type and first four source types (absent sources match
 // SY_TYPE_NONE, SY_TYPE_ANY matches any type), or nullptr. Nodes with sources beyond the fourth
 // match no row.
