@@ -55,4 +55,27 @@ grep -q "raise -c" "$tmp/e" || fail "context overflow message: $(cat "$tmp/e")"
 grep -q "context of 40 tokens is full" "$tmp/e" || fail "no context-full stop message: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" >"$tmp/o" 2>"$tmp/e" && fail "no prompt accepted"
 grep -q -- "-p TEXT or -f FILE" "$tmp/e" || fail "no-prompt message: $(cat "$tmp/e")"
+# perplexity: llama.cpp's output lines; every attention mode gives the same value (F32).
+python3 -c "
+import random
+random.seed(1)
+w='the quick brown fox jumps over a lazy dog while tired engineers debug kernels'.split()
+print(' '.join(random.choice(w) for _ in range(1500)))" >"$tmp/text.txt"
+for mla in 0 1 2 3; do
+  "$sy" perplexity -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -c 128 --chunks 3 -mla $mla -ctk f32 -ctv f32 \
+      >"$tmp/ppl$mla" 2>"$tmp/pe$mla" || fail "perplexity -mla $mla: $(cat "$tmp/pe$mla")"
+  grep -q '^\[1\][0-9.]*,\[2\][0-9.]*,\[3\][0-9.]*,$' "$tmp/ppl$mla" || fail "chunk line: $(cat "$tmp/ppl$mla")"
+  grep -q "^Final estimate: PPL = [0-9.]* +/- [0-9.]*$" "$tmp/ppl$mla" || fail "final line: $(cat "$tmp/ppl$mla")"
+  grep -q "scored 189 tokens in 3 chunks" "$tmp/pe$mla" || fail "scored count: $(cat "$tmp/pe$mla")"
+done
+python3 - "$tmp"/ppl0 "$tmp"/ppl1 "$tmp"/ppl2 "$tmp"/ppl3 <<'PY' || fail "perplexity differs between modes"
+import sys
+v = [float(open(f).read().split("PPL = ")[1].split()[0]) for f in sys.argv[1:]]
+assert all(abs(x / v[0] - 1) < 1e-3 for x in v), v
+PY
+head -c 300 "$tmp/text.txt" >"$tmp/short.txt"
+"$sy" perplexity -m "$tmp/tiny.gguf" -f "$tmp/short.txt" -c 128 >"$tmp/o" 2>"$tmp/e" && fail "short text accepted"
+grep -q "needs at least 256" "$tmp/e" || fail "short-text message: $(cat "$tmp/e")"
+"$sy" perplexity -m "$tmp/tiny.gguf" -f "$tmp/nothing.txt" >"$tmp/o" 2>"$tmp/e" && fail "missing text accepted"
+grep -q "nothing.txt" "$tmp/e" || fail "missing text not named: $(cat "$tmp/e")"
 echo PASS

@@ -8,15 +8,10 @@
 #include <memory>
 #include <sstream>
 
-#include "commands/commands.hpp"
-#include "switchyard/core/config.hpp"
+#include "commands/model_session.hpp"
 #include "switchyard/core/error.hpp"
-#include "switchyard/core/memory_planner.hpp"
-#include "switchyard/core/plugin_host.hpp"
-#include "switchyard/core/plugin_setup.hpp"
 #include "switchyard/llm/deepseek2.hpp"
 #include "switchyard/llm/sampler.hpp"
-#include "switchyard/llm/tensor_types.hpp"
 #include "switchyard/llm/tokenizer.hpp"
 
 namespace sy::tools {
@@ -25,20 +20,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct RunOptions {
-    PluginOptions plugins;
-    std::string model;
+    ModelOptions model;
     std::string prompt;
     std::string prompt_file;
     int n_predict = 64;
-    std::string backend = "cpu";
-    int mla = 3;
-    int fused_moe = -1;
-    std::string cache_type_k = "f16";
-    std::string cache_type_v = "f16";
-    int64_t ctx = 0;
-    int64_t ubatch = 512;
-    std::string ser;
-    bool no_group_routing = false;
     llm::SamplerParams sampling;
     bool ignore_eos = false;
     bool print_tokens = false;
@@ -48,27 +33,6 @@ struct RunOptions {
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-int32_t cache_type(const std::string& flag, const std::string& name) {
-    const auto t = llm::parse_type_name(name);
-    if (!t) throw Error(flag + " '" + name + "': unknown type (f32, f16, bf16)");
-    return *t;
-}
-
-double mib(uint64_t bytes) {
-    return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
-
-// MemAvailable from /proc/meminfo, or 0 when unknown.
-uint64_t available_memory() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (in >> key >> kib >> unit)
-        if (key == "MemAvailable:") return kib * 1024;
-    return 0;
 }
 
 // Logits of every evaluated position as a float32 .npy array {positions, n_vocab}.
@@ -122,79 +86,14 @@ int run_run(const RunOptions& o) {
     llm::validate(o.sampling);
     if (o.n_predict < 0) throw Error("-n " + std::to_string(o.n_predict) + ": must be >= 0");
 
-    llm::Deepseek2Options mo;
-    mo.mla = o.mla;
-    mo.fused_moe = o.fused_moe;
-    mo.cache_type_k = cache_type("-ctk", o.cache_type_k);
-    mo.cache_type_v = cache_type("-ctv", o.cache_type_v);
-    mo.n_ctx = o.ctx;
-    mo.n_ubatch = o.ubatch;
-    mo.group_routing = !o.no_group_routing;
-    if (!o.ser.empty()) {
-        const auto comma = o.ser.find(',');
-        try {
-            mo.ser_min_experts = std::stoi(o.ser.substr(0, comma));
-            mo.ser_threshold =
-                comma == std::string::npos ? 1.0f : std::stof(o.ser.substr(comma + 1));
-        } catch (const std::exception&) {
-            throw Error("-ser '" + o.ser + "': expected K,t (e.g. 6,1)");
-        }
-        if (mo.ser_threshold < 1.0f)
-            throw Error("-ser '" + o.ser +
-                        "': only a fixed expert count (t >= 1) is implemented so far");
-    }
-
     const auto t_load = Clock::now();
-    PluginHost host;
-    Config config = o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file);
-    // Without a plugin list in the configuration, load just the backend that runs the model.
-    if (config.plugins.load.empty()) config.plugins.load.push_back(o.backend);
-    for (const std::string& w : setup_plugins(host, config, o.plugins.plugins, o.plugins.threads))
-        std::fprintf(stderr, "warning: %s\n", w.c_str());
-    Plugin* plugin = host.find(o.backend);
-    if (plugin == nullptr) {
-        std::string why;
-        for (const PluginFailure& f : host.failures()) why += "\n  " + f.file + ": " + f.reason;
-        throw Error("run: backend '" + o.backend + "' is not loaded" + why);
-    }
-    llm::Deepseek2Model model(gguf::Reader::open(o.model), mo);
+    const LoadedModel loaded = load_model(o.model);
+    const llm::Deepseek2Model& model = *loaded.model;
     const llm::Tokenizer tok = llm::Tokenizer::from_gguf(model.file());
     const llm::Deepseek2HParams& hp = model.hparams();
     const llm::Deepseek2Options& opt = model.options();
-
-    // Sizes before anything big is allocated.
-    const uint64_t kv_bytes = llm::Deepseek2Cache::bytes_per_token(hp, opt) * uint64_t(opt.n_ctx);
-    std::fprintf(stderr,
-                 "model: %s, %u layers, %u experts (%u used), mla %d, KV cache %s/%s: %llu B "
-                 "(%.1f KiB) per token, %.2f MiB for %lld tokens\n",
-                 o.model.c_str(), hp.n_layer, hp.n_expert, hp.n_expert_used, opt.mla,
-                 llm::type_name(opt.cache_type_k).c_str(), llm::type_name(opt.cache_type_v).c_str(),
-                 static_cast<unsigned long long>(llm::Deepseek2Cache::bytes_per_token(hp, opt)),
-                 double(llm::Deepseek2Cache::bytes_per_token(hp, opt)) / 1024.0, mib(kv_bytes),
-                 static_cast<long long>(opt.n_ctx));
-    const uint64_t avail = available_memory();
-    if (avail > 0 && kv_bytes > avail)
-        throw Error(
-            fmt::format("the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
-                        "available memory: lower -c (now {}) or use -ctk/-ctv bf16",
-                        mib(kv_bytes), mib(avail), opt.n_ctx));
-
-    llm::Deepseek2Session session(model, *plugin);
-    {
-        // The largest compute buffer: a full ubatch at the end of the context.
-        const int64_t t = std::min(opt.n_ubatch, opt.n_ctx);
-        auto worst = session.build(t, opt.n_ctx - t, false);
-        const MemoryPlan plan = plan_memory(worst.graph);
-        std::fprintf(stderr, "compute buffer: %.2f MiB (ubatch %lld at context %lld)%s\n",
-                     mib(plan.peak_bytes), static_cast<long long>(t),
-                     static_cast<long long>(opt.n_ctx),
-                     session.uses_fused_moe() ? ", fused MoE" : "");
-        if (avail > 0 && kv_bytes + plan.peak_bytes > avail)
-            throw Error(
-                fmt::format("KV cache + compute buffer ({:.0f} MiB) exceed the {:.0f} "
-                            "MiB available: lower -c or -ub",
-                            mib(kv_bytes + plan.peak_bytes), mib(avail)));
-    }
+    llm::Deepseek2Session session(model, *loaded.plugin);
+    check_session_memory(loaded, session);
     const double load_s = seconds_since(t_load);
 
     std::vector<int32_t> tokens = tok.encode(prompt, tok.add_bos(), !o.no_special);
@@ -280,29 +179,10 @@ int run_run(const RunOptions& o) {
 Command add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     CLI::App* cmd = app.add_subcommand("run", "Generate text with a deepseek2 GGUF model");
-    o->plugins.add_to(*cmd);
-    cmd->add_option("-m,--model", o->model, "GGUF model file (first shard of a split model)")
-        ->required();
+    o->model.add_to(*cmd, "Context length (default: min(4096, trained))");
     cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
     cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from this file");
     cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate");
-    cmd->add_option("--backend", o->backend, "Backend plugin that runs the model");
-    cmd->add_option("-c,--ctx-size", o->ctx, "Context length (default: min(4096, trained))")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-    cmd->add_option("--ubatch-size", o->ubatch, "Tokens per graph (physical batch)")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
-    cmd->add_option("--mla", o->mla,
-                    "Attention: 0 standard, 1/2 latent, 3 latent + "
-                    "decompressed prompt")
-        ->check(CLI::Range(0, 3));
-    cmd->add_option("--fused-moe", o->fused_moe,
-                    "1: require the fused MoE op, 0: never (default: when a backend has it)")
-        ->check(CLI::Range(0, 1));
-    cmd->add_option("--cache-type-k", o->cache_type_k, "K cache type: f32, f16, bf16");
-    cmd->add_option("--cache-type-v", o->cache_type_v, "V cache type: f32, f16, bf16");
-    cmd->add_option("--smart-expert-reduction", o->ser, "K,t: use K experts per token");
-    cmd->add_flag("--no-group-routing", o->no_group_routing,
-                  "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
     cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)");
     cmd->add_option("--top-k", o->sampling.top_k, "Top-k (0: off)");
     cmd->add_option("--top-p", o->sampling.top_p, "Top-p (1: off)");

@@ -1,0 +1,143 @@
+#include "commands/model_session.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "switchyard/core/config.hpp"
+#include "switchyard/core/error.hpp"
+#include "switchyard/core/memory_planner.hpp"
+#include "switchyard/core/plugin_setup.hpp"
+#include "switchyard/llm/tensor_types.hpp"
+
+namespace sy::tools {
+namespace {
+
+int32_t cache_type(const std::string& flag, const std::string& name) {
+    const auto t = llm::parse_type_name(name);
+    if (!t) throw Error(flag + " '" + name + "': unknown type (f32, f16, bf16)");
+    return *t;
+}
+
+// MemAvailable from /proc/meminfo, or 0 when unknown.
+uint64_t available_memory() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (in >> key >> kib >> unit)
+        if (key == "MemAvailable:") return kib * 1024;
+    return 0;
+}
+
+}  // namespace
+
+double mib(uint64_t bytes) {
+    return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
+    plugins.add_to(app);
+    app.add_option("-m,--model", model, "GGUF model file (first shard of a split model)")
+        ->required();
+    app.add_option("--backend", backend, "Backend plugin that runs the model");
+    app.add_option("-c,--ctx-size", ctx, ctx_help)->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+    app.add_option("--ubatch-size", ubatch, "Tokens per graph (physical batch)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+    app.add_option("--mla", mla,
+                   "Attention: 0 standard, 1/2 latent, 3 latent + "
+                   "decompressed prompt")
+        ->check(CLI::Range(0, 3));
+    app.add_option("--fused-moe", fused_moe,
+                   "1: require the fused MoE op, 0: never (default: when a backend has it)")
+        ->check(CLI::Range(0, 1));
+    app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, bf16");
+    app.add_option("--cache-type-v", cache_type_v, "V cache type: f32, f16, bf16");
+    app.add_option("--smart-expert-reduction", ser, "K,t: use K experts per token");
+    app.add_flag("--no-group-routing", no_group_routing,
+                 "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
+}
+
+llm::Deepseek2Options ModelOptions::deepseek2_options() const {
+    llm::Deepseek2Options mo;
+    mo.mla = mla;
+    mo.fused_moe = fused_moe;
+    mo.cache_type_k = cache_type("-ctk", cache_type_k);
+    mo.cache_type_v = cache_type("-ctv", cache_type_v);
+    mo.n_ctx = ctx;
+    mo.n_ubatch = ubatch;
+    mo.group_routing = !no_group_routing;
+    if (!ser.empty()) {
+        const auto comma = ser.find(',');
+        try {
+            mo.ser_min_experts = std::stoi(ser.substr(0, comma));
+            mo.ser_threshold = comma == std::string::npos ? 1.0f : std::stof(ser.substr(comma + 1));
+        } catch (const std::exception&) {
+            throw Error("-ser '" + ser + "': expected K,t (e.g. 6,1)");
+        }
+        if (mo.ser_threshold < 1.0f)
+            throw Error("-ser '" + ser +
+                        "': only a fixed expert count (t >= 1) is implemented so far");
+    }
+    return mo;
+}
+
+LoadedModel load_model(const ModelOptions& o) {
+    const llm::Deepseek2Options mo = o.deepseek2_options();
+    LoadedModel out;
+    out.host = std::make_unique<PluginHost>();
+    Config config = o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file);
+    // Without a plugin list in the configuration, load just the backend that runs the model.
+    if (config.plugins.load.empty()) config.plugins.load.push_back(o.backend);
+    for (const std::string& w :
+         setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
+        std::fprintf(stderr, "warning: %s\n", w.c_str());
+    out.plugin = out.host->find(o.backend);
+    if (out.plugin == nullptr) {
+        std::string why;
+        for (const PluginFailure& f : out.host->failures())
+            why += "\n  " + f.file + ": " + f.reason;
+        throw Error("backend '" + o.backend + "' is not loaded" + why);
+    }
+    out.model = std::make_unique<llm::Deepseek2Model>(gguf::Reader::open(o.model), mo);
+
+    const llm::Deepseek2HParams& hp = out.model->hparams();
+    const llm::Deepseek2Options& opt = out.model->options();
+    const uint64_t per_token = llm::Deepseek2Cache::bytes_per_token(hp, opt);
+    const uint64_t kv_bytes = per_token * uint64_t(opt.n_ctx);
+    std::fprintf(stderr,
+                 "model: %s, %u layers, %u experts (%u used), mla %d, KV cache %s/%s: %llu B "
+                 "(%.1f KiB) per token, %.2f MiB for %lld tokens\n",
+                 o.model.c_str(), hp.n_layer, hp.n_expert, hp.n_expert_used, opt.mla,
+                 llm::type_name(opt.cache_type_k).c_str(), llm::type_name(opt.cache_type_v).c_str(),
+                 static_cast<unsigned long long>(per_token), double(per_token) / 1024.0,
+                 mib(kv_bytes), static_cast<long long>(opt.n_ctx));
+    const uint64_t avail = available_memory();
+    if (avail > 0 && kv_bytes > avail)
+        throw Error(
+            fmt::format("the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
+                        "available memory: lower -c (now {}) or use -ctk/-ctv bf16",
+                        mib(kv_bytes), mib(avail), opt.n_ctx));
+    return out;
+}
+
+void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& session) {
+    const llm::Deepseek2Options& opt = loaded.model->options();
+    // The largest compute buffer: a full ubatch at the end of the context.
+    const int64_t t = std::min(opt.n_ubatch, opt.n_ctx);
+    auto worst = session.build(t, opt.n_ctx - t, false);
+    const MemoryPlan plan = plan_memory(worst.graph);
+    std::fprintf(stderr, "compute buffer: %.2f MiB (ubatch %lld at context %lld)%s\n",
+                 mib(plan.peak_bytes), static_cast<long long>(t), static_cast<long long>(opt.n_ctx),
+                 session.uses_fused_moe() ? ", fused MoE" : "");
+    // The cache is allocated (and zeroed) by now, so what is available excludes it.
+    const uint64_t avail = available_memory();
+    if (avail > 0 && plan.peak_bytes > avail)
+        throw Error(
+            fmt::format("the compute buffer ({:.0f} MiB) does not fit in the {:.0f} MiB "
+                        "available after the KV cache: lower -ub or -c",
+                        mib(plan.peak_bytes), mib(avail)));
+}
+
+}  // namespace sy::tools

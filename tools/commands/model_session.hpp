@@ -1,0 +1,53 @@
+// What the commands that run a deepseek2 model (run, perplexity) share: the model and backend
+// options with llama.cpp's flag names, loading the backend and the model, and the memory report
+// printed before the KV cache and compute buffers are allocated.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "commands/commands.hpp"
+#include "switchyard/core/plugin_host.hpp"
+#include "switchyard/llm/deepseek2.hpp"
+
+namespace sy::tools {
+
+struct ModelOptions {
+    PluginOptions plugins;
+    std::string model;
+    std::string backend = "cpu";
+    int mla = 3;
+    int fused_moe = -1;
+    std::string cache_type_k = "f16";
+    std::string cache_type_v = "f16";
+    int64_t ctx = 0;
+    int64_t ubatch = 512;
+    std::string ser;
+    bool no_group_routing = false;
+
+    // Registers -m, --backend, -c, -ub, -mla, -fmoe, -ctk, -ctv, -ser, --no-group-routing and
+    // the plugin options; `ctx_help` describes -c's default for this command.
+    void add_to(CLI::App& app, const std::string& ctx_help);
+    // The runtime options; throws sy::Error naming the flag whose value is wrong.
+    llm::Deepseek2Options deepseek2_options() const;
+};
+
+// A backend plugin and a model on it, loaded and checked.
+struct LoadedModel {
+    std::unique_ptr<PluginHost> host;
+    Plugin* plugin = nullptr;
+    std::unique_ptr<llm::Deepseek2Model> model;
+};
+
+// Loads the backend (with no plugin list in the configuration, only that one) and the model;
+// prints the model's shape and KV bytes per token and refuses a KV cache larger than the
+// available memory.
+LoadedModel load_model(const ModelOptions& options);
+
+// Prints the worst-case compute buffer (a full ubatch at the end of the context) and refuses
+// a KV cache + compute buffer that do not fit in the available memory.
+void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& session);
+
+double mib(uint64_t bytes);
+
+}  // namespace sy::tools
