@@ -30,6 +30,8 @@ OpFn op_function(int32_t op) {
         case SY_OP_CONCAT: return compute_concat;
         case SY_OP_CPY: return compute_cpy;
         case SY_OP_CONT: return compute_cont;
+        // validate_node admits only the named ops of the capability table: moe.fused_up_gate.
+        case SY_OP_NAMED: return compute_moe_fused_up_gate;
         default: return nullptr;
     }
 }

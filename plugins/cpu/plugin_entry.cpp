@@ -12,6 +12,7 @@
 
 #include "capabilities.hpp"
 #include "cpu_backend.hpp"
+#include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 #include "variant.hpp"
 
@@ -101,11 +102,16 @@ sy_status synchronize(void* ctx, int32_t device) {
     return backend(ctx).check_device(device, "synchronize");
 }
 
+const sy_named_op_info kNamedOps[] = {
+    {sizeof(sy_named_op_info), SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+     "routed experts' up and gate products, activation and multiply in one pass"},
+};
+
 sy_status named_ops(void*, const sy_named_op_info** ops, size_t* count) {
     if (ops == nullptr || count == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "named_ops: result pointers are NULL");
-    *ops = nullptr;
-    *count = 0;
+    *ops = kNamedOps;
+    *count = sizeof kNamedOps / sizeof kNamedOps[0];
     return sdk::ok();
 }
 

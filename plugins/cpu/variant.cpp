@@ -4,8 +4,9 @@ namespace sy::cpu {
 
 #if defined(SY_CPU_VARIANT_avx512)
 const VariantInfo& this_variant() {
-    static constexpr VariantInfo info{"avx512", 30, 16,
-                                      "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512vbmi -mfma -mf16c"};
+    static constexpr VariantInfo info{
+        "avx512", 30, 16,
+        "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512vbmi -mfma -mf16c"};
     return info;
 }
 bool cpu_can_run_this_variant() {

@@ -279,6 +279,49 @@ TEST_P(CpuPluginTest, ExpertIdsOutOfRangeLeaveDstUntouched) {
     for (float v : out) EXPECT_EQ(v, float(K));
 }
 
+// moe.fused_up_gate v1: provided, shapes and expert ids checked like MUL_MAT_ID's, and
+// act(gate) * up computed.
+TEST_P(CpuPluginTest, FusedUpGateIsCheckedAndComputed) {
+    const int64_t K = 8, N = 4, E = 3;
+    std::vector<float> up(size_t(K * N * E), 0.5f), gate(size_t(K * N * E), 0.25f),
+        x(size_t(K * 2), 1.0f), out(size_t(N * 2), -7.0f);
+    std::vector<int32_t> ids = {1, 3};
+    sy_tensor ut = make_tensor(SY_TYPE_F32, K, N, E, 1, up.data(), "ffn_up_exps");
+    sy_tensor gt = make_tensor(SY_TYPE_F32, K, N, E, 1, gate.data(), "ffn_gate_exps");
+    sy_tensor xt = make_tensor(SY_TYPE_F32, K, 1, 2, 1, x.data());
+    sy_tensor it = make_tensor(SY_TYPE_I32, 1, 2, 1, 1, ids.data(), "expert_ids");
+    sy_tensor dt = make_tensor(SY_TYPE_F32, N, 1, 2, 1, out.data(), "ffn_par");
+    sy_node node = make_node(SY_OP_NAMED, &dt);
+    node.named_op = "moe.fused_up_gate";
+    node.named_op_version = 1;
+    node.src[0] = &ut;
+    node.src[1] = &gt;
+    node.src[2] = &xt;
+    node.src[3] = &it;
+    EXPECT_EQ(supports(node), 1);
+    sy_status s = compute(node);
+    EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(text(s).find("expert_ids"), std::string::npos) << text(s);
+    for (float v : out) EXPECT_EQ(v, -7.0f);
+    ids[1] = 2;
+    ASSERT_EQ(compute(node).code, SY_OK);
+    const float g = 0.25f * K, u = 0.5f * K;
+    for (float v : out) EXPECT_NEAR(v, g / (1 + std::exp(-g)) * u, 1e-4f);
+
+    node.named_op_version = 2;  // a schema this plugin does not provide
+    EXPECT_EQ(supports(node), 0);
+    EXPECT_EQ(compute(node).code, SY_ERR_UNSUPPORTED);
+    node.named_op_version = 1;
+    gt.ne[1] = 2;  // gate of another shape than up
+    EXPECT_EQ(supports(node), 0);
+    s = compute(node);
+    EXPECT_NE(text(s).find("gate experts"), std::string::npos) << text(s);
+    gt.ne[1] = N;
+    node.iparams[0] = 5;  // no such activation
+    s = compute(node);
+    EXPECT_NE(text(s).find("activation"), std::string::npos) << text(s);
+}
+
 // Reference for the thread-count test: dst[n, m] = sum_k A[k, n] * B[k, m], B read transposed.
 std::vector<float> naive_mul_mat(const std::vector<float>& a, const std::vector<float>& b_t,
                                  int64_t K, int64_t N, int64_t M) {

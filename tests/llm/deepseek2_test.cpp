@@ -29,6 +29,12 @@ Plugin& cpu_plugin() {
     return *plugin;
 }
 
+// The CPU plugin without its named ops: models on it build the decomposed graphs.
+Plugin& plain_plugin() {
+    static std::unique_ptr<Plugin> plugin = Plugin::load(SWITCHYARD_PLAIN_PLUGIN);
+    return *plugin;
+}
+
 struct ModelSpec {
     std::string name = "tiny";
     int32_t type = SY_TYPE_F32;
@@ -92,6 +98,7 @@ struct Case {
     // can be chosen differently from the exact reference; that position (and, through the
     // cache, a few after it) then differ by a routing decision, not by rounding.
     double within = 1.0;
+    bool fused = true;  // false: on the backend without named ops (decomposed MoE)
 };
 
 class Deepseek2Reference : public ::testing::TestWithParam<Case> {};
@@ -110,7 +117,8 @@ TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
     const gguf::Reader ref_file = gguf::Reader::open(path);
     const auto want = ReferenceDeepseek2(ref_file).forward(tokens);
 
-    Deepseek2Session session(model, cpu_plugin());
+    Deepseek2Session session(model, c.fused ? cpu_plugin() : plain_plugin());
+    EXPECT_EQ(session.uses_fused_moe(), c.fused);
     const auto got = session.eval(tokens, true);
     const std::vector<double> err = position_errors(got, want);
     size_t ok = 0;
@@ -126,7 +134,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
                     (c.model.layout == KvLayout::split ? "_split" : "_kvb") +
                     (c.model.q_lora ? "" : "_noqlora") + (c.model.gating == 1 ? "_softmax" : "") +
                     (c.model.groups ? "_grouped" : "") + "_cache" + sy_dtype_info(c.cache).name +
-                    "_" + std::to_string(c.tokens) + "tok";
+                    "_" + std::to_string(c.tokens) + "tok" + (c.fused ? "" : "_decomposed");
     return n;
 }
 
@@ -178,6 +186,21 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{0, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85},
                       Case{3, spec(SY_TYPE_Q8_0), SY_TYPE_F16, 130, 2e-2, 0.85},
                       Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 130, 5e-3}),
+    case_name);
+
+// The same forward pass on a backend that provides no named ops: MoE as MUL_MAT_ID + SILU + MUL.
+Case decomposed(Case c) {
+    c.fused = false;
+    return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NoNamedOps, Deepseek2Reference,
+    ::testing::Values(decomposed(Case{0, spec(SY_TYPE_F32)}),
+                      decomposed(Case{3, spec(SY_TYPE_F32), SY_TYPE_F32, 130}),
+                      decomposed(Case{2, variant(true, 2, 4, 2)}),
+                      decomposed(Case{2, spec(SY_TYPE_Q8_0), SY_TYPE_F16, 9, 2e-2, 0.85}),
+                      decomposed(Case{3, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85})),
     case_name);
 
 // Decoding one token at a time gives the logits of the whole prompt at once, in every mode.
@@ -349,19 +372,31 @@ TEST(Deepseek2Runtime, FusedMoeFallsBackOrIsRefused) {
     const auto path = make_model(dir, spec(SY_TYPE_F32));
     Deepseek2Options o;
     o.n_ctx = 16;
+    ASSERT_TRUE(cpu_plugin().provides("moe.fused_up_gate", 1));
+    ASSERT_FALSE(plain_plugin().provides("moe.fused_up_gate", 1));
     Deepseek2Model automatic(gguf::Reader::open(path), o);
-    Deepseek2Session s(automatic, cpu_plugin());
-    EXPECT_EQ(s.uses_fused_moe(), cpu_plugin().provides("moe.fused_up_gate", 1));
-    if (!cpu_plugin().provides("moe.fused_up_gate", 1)) {
-        o.fused_moe = 1;
-        Deepseek2Model forced(gguf::Reader::open(path), o);
-        try {
-            Deepseek2Session f(forced, cpu_plugin());
-            FAIL() << "--fused-moe 1 accepted without a provider";
-        } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find("moe.fused_up_gate"), std::string::npos);
-        }
+    EXPECT_TRUE(Deepseek2Session(automatic, cpu_plugin()).uses_fused_moe());
+    EXPECT_FALSE(Deepseek2Session(automatic, plain_plugin()).uses_fused_moe());
+    o.fused_moe = 0;  // -fmoe 0: decomposed even where the op exists
+    Deepseek2Model off(gguf::Reader::open(path), o);
+    Deepseek2Session decomposed(off, cpu_plugin());
+    EXPECT_FALSE(decomposed.uses_fused_moe());
+    o.fused_moe = 1;  // -fmoe 1: required
+    Deepseek2Model forced(gguf::Reader::open(path), o);
+    EXPECT_TRUE(Deepseek2Session(forced, cpu_plugin()).uses_fused_moe());
+    try {
+        Deepseek2Session f(forced, plain_plugin());
+        FAIL() << "--fused-moe 1 accepted without a provider";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("moe.fused_up_gate"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cpu-plain"), std::string::npos) << e.what();
     }
+    // Fused and decomposed agree on the logits.
+    const auto tokens = prompt(9, 512);
+    Deepseek2Session fused(automatic, cpu_plugin());
+    const auto a = fused.eval(tokens, true), b = decomposed.eval(tokens, true);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f * (1 + std::fabs(a[i])));
 }
 
 }  // namespace

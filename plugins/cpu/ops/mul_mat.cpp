@@ -1,7 +1,8 @@
 // MUL_MAT, "rows times rows" (ops.h):
 //   dst[n, m, b2, b3] = sum_k A[k, n, b2 / (B2/A2), b3 / (B3/A3)] * B[k, m, b2, b3]
 // Work is split into blocks of rows_per_task() weight rows x kBlockCols activation rows per batch
-// matrix; threads take blocks from the pool's counter. Consecutive blocks share their
+// matrix (of all batch matrices together when one weight matrix serves them all); threads take
+// blocks from the pool's counter. Consecutive blocks share their
 // activation rows (the row-block index varies fastest), which keeps those in cache.
 // Block-quantized weights take the same split with activation rows quantized once up front
 // (quant/quant_matmul.hpp).
@@ -15,29 +16,44 @@
 namespace sy::cpu {
 namespace {
 
-// Runs tile(weights, b2, b3, m0, count, n0, n1) for every block of weight rows [n0, n1) x
-// activation rows [m0, m0 + count) of every batch matrix, on the pool; `weights` points at the
-// (broadcast) weight matrix of that batch entry.
+// One activation column of the product: row m of batch entry (b2, b3).
+struct Column {
+    int64_t m, b2, b3;
+};
+
+// Runs tile(weights, columns, count, n0, n1) for every block of weight rows [n0, n1) x at most
+// kBlockCols activation columns, on the pool; `weights` points at the (broadcast) weight matrix
+// of those columns. A weight matrix shared by every batch entry (a.ne2 = a.ne3 = 1) takes the
+// columns of all entries together, so its rows are read once for all of them (the attention
+// products of one query against cached keys shared by all heads).
 template <typename Tile>
 void for_each_tile(ThreadPool& pool, const sy_tensor& a, const sy_tensor& dst, Tile&& tile) {
     const int64_t N = a.ne[1], M = dst.ne[1];
     const int64_t B2 = dst.ne[2], B3 = dst.ne[3];
     const int64_t bcast2 = B2 / a.ne[2], bcast3 = B3 / a.ne[3];
-    const int64_t col_blocks = (M + kBlockCols - 1) / kBlockCols;
-    const int64_t block_rows = rows_per_task(N, B2 * B3 * col_blocks, pool.size());
+    const bool shared = a.ne[2] == 1 && a.ne[3] == 1;
+    // Column groups that share one weight matrix: every column, or each batch entry's M.
+    const int64_t groups = shared ? 1 : B2 * B3;
+    const int64_t per_group = shared ? M * B2 * B3 : M;
+    const int64_t col_blocks = (per_group + kBlockCols - 1) / kBlockCols;
+    const int64_t block_rows = rows_per_task(N, groups * col_blocks, pool.size());
     const int64_t row_blocks = (N + block_rows - 1) / block_rows;
-    pool.parallel_for(B2 * B3 * col_blocks * row_blocks, [&](int64_t task) {
+    pool.parallel_for(groups * col_blocks * row_blocks, [&](int64_t task) {
         const int64_t row_block = task % row_blocks;
         int64_t rest = task / row_blocks;
         const int64_t col_block = rest % col_blocks;
-        rest /= col_blocks;
-        const int64_t b2 = rest % B2, b3 = rest / B2;
-
-        const char* weights =
-            static_cast<const char*>(a.data) + (b2 / bcast2) * a.nb[2] + (b3 / bcast3) * a.nb[3];
-        const int64_t m0 = col_block * kBlockCols;
+        const int64_t group = rest / col_blocks;
+        const int64_t c0 = col_block * kBlockCols;
+        const int64_t count = std::min(kBlockCols, per_group - c0);
+        Column cols[kBlockCols];
+        for (int64_t c = 0; c < count; ++c) {
+            const int64_t flat = group * per_group + c0 + c;  // (m, b2, b3), m fastest
+            cols[c] = {flat % M, (flat / M) % B2, flat / (M * B2)};
+        }
+        const char* weights = static_cast<const char*>(a.data) + (cols[0].b2 / bcast2) * a.nb[2] +
+                              (cols[0].b3 / bcast3) * a.nb[3];
         const int64_t n0 = row_block * block_rows;
-        tile(weights, b2, b3, m0, std::min(kBlockCols, M - m0), n0, std::min(N, n0 + block_rows));
+        tile(weights, cols, count, n0, std::min(N, n0 + block_rows));
     });
 }
 
@@ -45,18 +61,18 @@ void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel&
     const sy_tensor& a = *node.src[0];
     const sy_tensor& dst = *node.dst;
     const QuantizedActivations b(pool, *node.src[1], qk);
-    for_each_tile(pool, a, dst,
-                  [&](const char* weights, int64_t b2, int64_t b3, int64_t m0, int64_t count,
-                      int64_t n0, int64_t n1) {
-                      const void* b_rows[kBlockCols];
-                      float* out[kBlockCols];
-                      for (int64_t c = 0; c < count; ++c) {
-                          b_rows[c] = b.row(m0 + c, b2, b3);
-                          out[c] = reinterpret_cast<float*>(row_at(dst, m0 + c, b2, b3));
-                      }
-                      quant_matmul_block(qk, weights, a.nb[1], n0, n1, a.ne[0], b_rows, out, count,
-                                         dst.nb[0]);
-                  });
+    for_each_tile(
+        pool, a, dst,
+        [&](const char* weights, const Column* cols, int64_t count, int64_t n0, int64_t n1) {
+            const void* b_rows[kBlockCols];
+            float* out[kBlockCols];
+            for (int64_t c = 0; c < count; ++c) {
+                b_rows[c] = b.row(cols[c].m, cols[c].b2, cols[c].b3);
+                out[c] = reinterpret_cast<float*>(row_at(dst, cols[c].m, cols[c].b2, cols[c].b3));
+            }
+            quant_matmul_block(qk, weights, a.nb[1], n0, n1, a.ne[0], b_rows, out, count,
+                               dst.nb[0]);
+        });
 }
 
 }  // namespace
@@ -68,18 +84,18 @@ void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
     const QuantKernel qk = quant_kernel(a.type);
     if (qk.dot != nullptr) return mul_mat_quantized(pool, node, qk);
     const ActivationRows b(pool, *node.src[1]);
-    for_each_tile(pool, a, dst,
-                  [&](const char* weights, int64_t b2, int64_t b3, int64_t m0, int64_t count,
-                      int64_t n0, int64_t n1) {
-                      const float* b_rows[kBlockCols];
-                      float* out[kBlockCols];
-                      for (int64_t c = 0; c < count; ++c) {
-                          b_rows[c] = b.row(m0 + c, b2, b3);
-                          out[c] = reinterpret_cast<float*>(row_at(dst, m0 + c, b2, b3));
-                      }
-                      matmul_block(a.type, weights, a.nb[1], n0, n1, a.ne[0],
-                                   BlockColumns{b_rows, out, count, dst.nb[0]});
-                  });
+    for_each_tile(
+        pool, a, dst,
+        [&](const char* weights, const Column* cols, int64_t count, int64_t n0, int64_t n1) {
+            const float* b_rows[kBlockCols];
+            float* out[kBlockCols];
+            for (int64_t c = 0; c < count; ++c) {
+                b_rows[c] = b.row(cols[c].m, cols[c].b2, cols[c].b3);
+                out[c] = reinterpret_cast<float*>(row_at(dst, cols[c].m, cols[c].b2, cols[c].b3));
+            }
+            matmul_block(a.type, weights, a.nb[1], n0, n1, a.ne[0],
+                         BlockColumns{b_rows, out, count, dst.nb[0]});
+        });
 }
 
 }  // namespace sy::cpu

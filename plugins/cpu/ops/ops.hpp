@@ -18,6 +18,8 @@ void compute_scale(ThreadPool& pool, const sy_node& node);
 void compute_rms_norm(ThreadPool& pool, const sy_node& node);
 void compute_mul_mat(ThreadPool& pool, const sy_node& node);
 void compute_mul_mat_id(ThreadPool& pool, const sy_node& node);
+// The named op moe.fused_up_gate v1 (named_ops.h), beside MUL_MAT_ID in ops/mul_mat_id.cpp.
+void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node);
 void compute_softmax(ThreadPool& pool, const sy_node& node);
 void compute_silu(ThreadPool& pool, const sy_node& node);
 void compute_gelu(ThreadPool& pool, const sy_node& node);

@@ -1,6 +1,7 @@
 // The capability table of a backend that implements every built-in op (validation.hpp).
 #include <array>
 
+#include "switchyard/named_ops.h"
 #include "switchyard/ops.h"
 #include "switchyard/validation.hpp"
 
@@ -76,10 +77,33 @@ constexpr TableBuilder build_table() {
 constexpr TableBuilder kTable = build_table();
 static_assert(kTable.count <= kMaxRows);
 
+// moe.fused_up_gate v1: up and gate of one type (every MUL_MAT_ID weight type), X F32, ids I32.
+constexpr auto build_fused_moe_table() {
+    std::array<sy_capability, kFloatTypes.size() + kComputeBlockTypes.size()> rows{};
+    size_t i = 0;
+    auto add = [&](int32_t w) {
+        rows[i++] = sy_capability{sizeof(sy_capability),
+                                  SY_OP_NAMED,
+                                  SY_NAMED_MOE_FUSED_UP_GATE,
+                                  SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+                                  SY_TYPE_F32,
+                                  {w, w, SY_TYPE_F32, SY_TYPE_I32}};
+    };
+    for (int32_t w : kFloatTypes) add(w);
+    for (int32_t w : kComputeBlockTypes) add(w);
+    return rows;
+}
+
+constexpr auto kFusedMoeTable = build_fused_moe_table();
+
 }  // namespace
 
 CapabilityTable builtin_capabilities() {
     return {kTable.rows.data(), kTable.count};
+}
+
+CapabilityTable fused_moe_capabilities() {
+    return {kFusedMoeTable.data(), kFusedMoeTable.size()};
 }
 
 }  // namespace sy::validation

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 
 namespace sy::validation {
@@ -49,7 +50,11 @@ class NodeErrors {
 
     std::string label() const {
         const char* op = sdk::op_name(node_.op);
-        std::string s = op ? op : "op " + std::to_string(node_.op);
+        std::string s =
+            node_.op == SY_OP_NAMED && node_.named_op
+                ? std::string(node_.named_op) + " v" + std::to_string(node_.named_op_version)
+            : op ? op
+                 : "op " + std::to_string(node_.op);
         if (node_.dst && node_.dst->name && node_.dst->name[0])
             s += std::string(" '") + node_.dst->name + "'";
         return s;
@@ -182,6 +187,45 @@ sy_status check_mul_mat_id(const NodeErrors& e, const sy_node& n, bool read_indi
                       shape_string(d).c_str(), (long long)N, (long long)U, (long long)T);
     if (sy_status s = check_weight_rows(e, w); s.code) return s;
     if (read_indices) return check_index_range(e, ids, E, "src2 (expert ids)");
+    return sdk::ok();
+}
+
+// moe.fused_up_gate v1 (named_ops.h): up and gate {K, N, E} alike, X {K, U or 1, T},
+// ids {U, T}, dst {N, U, T}, iparams[0] the activation (0 silu, 1 gelu).
+sy_status check_moe_fused_up_gate(const NodeErrors& e, const sy_node& n, bool read_indices) {
+    const sy_tensor& up = *n.src[0];
+    const sy_tensor& gate = *n.src[1];
+    const sy_tensor& x = *n.src[2];
+    const sy_tensor& ids = *n.src[3];
+    const sy_tensor& d = *n.dst;
+    const int64_t K = up.ne[0], N = up.ne[1], E = up.ne[2];
+    const int64_t U = ids.ne[0], T = ids.ne[1];
+    if (up.ne[3] != 1)
+        return e.fail("src0 (up experts) shape %s must be {K, N, E, 1}", shape_string(up).c_str());
+    if (!dims_are(gate, K, N, E, 1))
+        return e.fail("src1 (gate experts) shape %s differs from src0 (up) %s",
+                      shape_string(gate).c_str(), shape_string(up).c_str());
+    if (ids.ne[2] != 1 || ids.ne[3] != 1)
+        return e.fail("src3 (ids) shape %s must be {U, T, 1, 1}", shape_string(ids).c_str());
+    if (x.ne[0] != K || x.ne[2] != T || x.ne[3] != 1 || (x.ne[1] != 1 && x.ne[1] != U))
+        return e.fail("src2 shape %s, expected {K, U or 1, T, 1} = {%lld, %lld or 1, %lld, 1}",
+                      shape_string(x).c_str(), (long long)K, (long long)U, (long long)T);
+    if (!dims_are(d, N, U, T, 1))
+        return e.fail("dst shape %s, expected {N, U, T, 1} = {%lld, %lld, %lld, 1}",
+                      shape_string(d).c_str(), (long long)N, (long long)U, (long long)T);
+    if (n.iparams[0] != 0 && n.iparams[0] != 1)
+        return e.fail("iparams[0] = %d: the activation must be 0 (silu) or 1 (gelu)", n.iparams[0]);
+    if (sy_status s = check_weight_rows(e, up); s.code) return s;
+    if (sy_status s = check_weight_rows(e, gate); s.code) return s;
+    if (read_indices) return check_index_range(e, ids, E, "src3 (expert ids)");
+    return sdk::ok();
+}
+
+sy_status check_named(const NodeErrors& e, const sy_node& n, bool read_indices) {
+    if (std::strcmp(n.named_op, SY_NAMED_MOE_FUSED_UP_GATE) == 0 &&
+        n.named_op_version == SY_NAMED_MOE_FUSED_UP_GATE_VERSION)
+        return check_moe_fused_up_gate(e, n, read_indices);
+    // A backend's own named op: its capability row matched; the shape rules are its own.
     return sdk::ok();
 }
 
@@ -322,6 +366,7 @@ sy_status check_op_rules(const NodeErrors& e, const sy_node& n, bool read_indice
         case SY_OP_SUM_ROWS: return check_sum_rows(e, n);
         case SY_OP_CONCAT: return check_concat(e, n);
         case SY_OP_CONT: return check_cont(e, n);
+        case SY_OP_NAMED: return check_named(e, n, read_indices);
         default:
             return sdk::error(SY_ERR_UNSUPPORTED, "%s: not implemented by the %s plugin",
                               e.label().c_str(), backend);
@@ -360,6 +405,19 @@ int64_t tensor_extent(const sy_tensor& t) {
         if (!checked_mul(t.ne[d] - 1, t.nb[d], &step) || !checked_add(extent, step, &extent))
             return -1;
     return extent;
+}
+
+// Whether any capability row names this node's named op and schema version (whatever types).
+static bool provides_named(const sy_node& node, const Backend& backend) {
+    if (node.named_op == nullptr) return false;
+    for (size_t r = 0; r < backend.row_count; ++r) {
+        const sy_capability& row = backend.rows[r];
+        if (row.op == SY_OP_NAMED && row.named_op != nullptr &&
+            std::strcmp(row.named_op, node.named_op) == 0 &&
+            row.named_op_version == node.named_op_version)
+            return true;
+    }
+    return false;
 }
 
 const sy_capability* find_capability(const sy_node& node, const sy_capability* rows,
@@ -426,11 +484,11 @@ sy_status validate_node(const sy_node* node, DataChecks checks, const Backend& b
                           "node struct_size %u is smaller than sy_node of ABI 1.0 (%zu)",
                           node->struct_size, sizeof(sy_node));
     const NodeErrors errors(*node);
-    if (node->op == SY_OP_NAMED)
+    if (node->op == SY_OP_NAMED && !provides_named(*node, backend))
         return sdk::error(
             SY_ERR_UNSUPPORTED, "named op '%s' (schema %u) is not provided by the %s plugin",
             node->named_op ? node->named_op : "(null)", node->named_op_version, backend.name);
-    if (node->op <= SY_OP_NONE || node->op >= SY_OP_BUILTIN_COUNT)
+    if (node->op != SY_OP_NAMED && (node->op <= SY_OP_NONE || node->op >= SY_OP_BUILTIN_COUNT))
         return sdk::error(SY_ERR_UNSUPPORTED, "op id %d is not an op the %s plugin knows", node->op,
                           backend.name);
     if (node->dst == nullptr) return errors.fail("dst is NULL");

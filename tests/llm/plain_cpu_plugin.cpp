@@ -1,0 +1,85 @@
+// A test backend that provides no named ops: the CPU plugin (loaded from
+// SWITCHYARD_CPU_PLUGIN) behind a function table that reports no named ops, drops their
+// capability rows and refuses named nodes. Models loaded on it must build their decomposed
+// graphs (fused MoE falls back to MUL_MAT_ID + SILU + MUL).
+#include <dlfcn.h>
+
+#include <vector>
+
+#include "switchyard/plugin.h"
+#include "switchyard/sdk.hpp"
+
+namespace {
+
+sy_plugin_api g_inner{};  // the CPU plugin's table; its ctx is passed to every call
+void* g_library = nullptr;
+std::vector<sy_capability> g_rows;
+
+sy_status capabilities(void* ctx, const sy_capability** rows, size_t* count) {
+    const sy_capability* inner = nullptr;
+    size_t n = 0;
+    if (sy_status s = g_inner.capabilities(ctx, &inner, &n); s.code) return s;
+    g_rows.clear();
+    for (size_t i = 0; i < n; ++i)
+        if (inner[i].op != SY_OP_NAMED) g_rows.push_back(inner[i]);
+    *rows = g_rows.data();
+    *count = g_rows.size();
+    return sy::sdk::ok();
+}
+
+sy_status supports(void* ctx, int32_t device, const sy_node* node, int32_t* supported) {
+    if (node != nullptr && node->op == SY_OP_NAMED && supported != nullptr) {
+        *supported = 0;
+        return sy::sdk::ok();
+    }
+    return g_inner.supports(ctx, device, node, supported);
+}
+
+sy_status compute(void* ctx, int32_t device, const sy_node* const* nodes, size_t count) {
+    for (size_t i = 0; i < count; ++i)
+        if (nodes[i] != nullptr && nodes[i]->op == SY_OP_NAMED)
+            return sy::sdk::error(SY_ERR_UNSUPPORTED, "cpu-plain provides no named ops (%s)",
+                                  nodes[i]->named_op ? nodes[i]->named_op : "?");
+    return g_inner.compute(ctx, device, nodes, count);
+}
+
+sy_status named_ops(void*, const sy_named_op_info** ops, size_t* count) {
+    *ops = nullptr;
+    *count = 0;
+    return sy::sdk::ok();
+}
+
+void shutdown(void* ctx) {
+    g_inner.shutdown(ctx);
+    dlclose(g_library);
+    g_library = nullptr;
+}
+
+}  // namespace
+
+extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
+    if (sy_status s = sy::sdk::check_host(host, api, "cpu-plain"); s.code) return s;
+    if (g_library != nullptr)
+        return sy::sdk::error(SY_ERR_BACKEND, "cpu-plain: one instance at a time");
+    g_library = dlopen(SWITCHYARD_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    if (g_library == nullptr) return sy::sdk::error(SY_ERR_BACKEND, "cpu-plain: %s", dlerror());
+    auto init = reinterpret_cast<sy_plugin_init_fn>(dlsym(g_library, SY_PLUGIN_INIT_SYMBOL));
+    g_inner = sy_plugin_api{};
+    g_inner.struct_size = sizeof g_inner;
+    if (sy_status s = init ? init(host, &g_inner)
+                           : sy::sdk::error(SY_ERR_BACKEND, "cpu-plain: no sy_plugin_init");
+        s.code) {
+        dlclose(g_library);
+        g_library = nullptr;
+        return s;
+    }
+    sy_plugin_api table = g_inner;
+    table.name = "cpu-plain";
+    table.capabilities = capabilities;
+    table.supports = supports;
+    table.compute = compute;
+    table.named_ops = named_ops;
+    table.shutdown = shutdown;
+    sy::sdk::publish_api(table, api);
+    return sy::sdk::ok();
+}
