@@ -30,13 +30,14 @@ Strides strides_of(int64_t nb0, int64_t nb1, int64_t nb2 = 0, int64_t nb3 = 0) {
 // Builds one ubatch graph; every helper reads top to bottom like the math.
 class GraphBuilder {
   public:
-    GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache, bool fused_moe,
+    GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache, bool fused_moe, bool flash,
                  int64_t n_tokens, int64_t n_past)
         : m_(model),
           hp_(model.hparams()),
           o_(model.options()),
           cache_(cache),
           fused_moe_(fused_moe),
+          flash_(flash),
           T_(n_tokens),
           n_past_(n_past),
           n_kv_(n_past + n_tokens) {}
@@ -118,6 +119,20 @@ class GraphBuilder {
         return g_.softmax(kq, sp);
     }
 
+    // attn.flash / attn.mla parameters: the softmax scale and the causal window.
+    NamedOpParams flash_params(int32_t rope = 0) const {
+        NamedOpParams p;
+        p.fparams = {hp_.kq_scale()};
+        p.iparams = {1, static_cast<int32_t>(n_past_), rope};
+        return p;
+    }
+
+    // q {D, T, H} against K {D, n_kv, Hk} and V {Dv, n_kv, Hk}: {Dv, T, H}.
+    Tensor* flash(Tensor* q, Tensor* k, Tensor* v) {
+        return g_.named(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, {q, k, v}, SY_TYPE_F32,
+                        {v->shape()[0], T_, int64_t(hp_.n_head)}, flash_params());
+    }
+
     Tensor* attention(const Deepseek2Layer& l, uint32_t il, Tensor* cur) {
         const int64_t H = hp_.n_head, qk = hp_.qk_head(), nope = hp_.qk_nope, rope = hp_.qk_rope,
                       kvl = hp_.kv_lora_rank, vh = hp_.v_head;
@@ -173,15 +188,27 @@ class GraphBuilder {
         g_.cpy(g_.view(k_pe, {rope, H, T_}, strides_of(f, 0, rope * f, rope * f * T_), 0),
                g_.view(kc, {rope, H, T_}, kc_strides, at + uint64_t(nope * sk)));
 
-        Tensor* vc = v_cache(il);  // {n_ctx, H*vh}: element (j, h*vh + d)
         const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
+        const Strides kr = strides_of(sk, H * qk * sk, qk * sk, H * qk * sk * n_kv_);
+        if (flash_) {
+            // V rows {H*vh, n_ctx} (the same bytes as the transposed layout), read in place.
+            Tensor* vc = g_.input("cache_v-" + std::to_string(il),
+                                  static_cast<sy_dtype>(o_.cache_type_v), {H * vh, n_ctx});
+            vc->set_data(cache_.v(il));
+            const Strides vr = strides_of(sv, H * vh * sv, vh * sv, H * vh * sv * n_ctx);
+            g_.cpy(g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
+                   g_.view(vc, {vh, H, T_}, strides_of(sv, vh * sv, H * vh * sv, H * vh * sv * T_),
+                           uint64_t(n_past_ * H * vh * sv)));
+            Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);  // {qk, T, H}
+            return flash(q, g_.view(kc, {qk, n_kv_, H}, kr, 0), g_.view(vc, {vh, n_kv_, H}, vr, 0));
+        }
+        Tensor* vc = v_cache(il);  // {n_ctx, H*vh}: element (j, h*vh + d)
         Tensor* v_dst = g_.view(vc, {T_, vh, H},
                                 strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H),
                                 uint64_t(n_past_ * sv));
         g_.cpy(g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
                g_.permute(v_dst, {2, 0, 1, 3}));
 
-        const Strides kr = strides_of(sk, H * qk * sk, qk * sk, H * qk * sk * n_kv_);
         Tensor* kq =
             g_.add(g_.mul_mat(g_.view(kc, {nope, n_kv_, H}, kr, 0), heads_as_batch(q_nope)),
                    g_.mul_mat(g_.view(kc, {rope, n_kv_, H}, kr, uint64_t(nope * sk)),
@@ -232,6 +259,18 @@ class GraphBuilder {
                              Tensor* c, Tensor* k_pe) {
         Tensor* kc = store_latents(il, c, k_pe);
         Tensor* q_lat = g_.mul_mat(w(l.k_b), heads_as_batch(q_nope));  // {kvl, T, H}
+        if (flash_) {
+            // Queries ordered as the cache rows: [q_pe | q_lat].
+            Tensor* q = g_.concat(heads_as_batch(q_pe), q_lat, 0);
+            const int64_t lat = hp_.latent_width(), sk = sy_dtype_info(o_.cache_type_k).type_size;
+            Tensor* rows = g_.view(kc, {lat, n_kv_},
+                                   strides_of(sk, lat * sk, lat * sk * n_kv_, lat * sk * n_kv_), 0);
+            Tensor* o_lat =
+                g_.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, rows}, SY_TYPE_F32,
+                         {int64_t(hp_.kv_lora_rank), T_, int64_t(hp_.n_head)},
+                         flash_params(static_cast<int32_t>(hp_.qk_rope)));
+            return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
+        }
         Tensor* kq = g_.add(g_.mul_mat(cached_c(kc), q_lat),
                             g_.mul_mat(cached_k_pe(kc), heads_as_batch(q_pe)));  // {n_kv, T, H}
         kq = softmax_scores(kq);
@@ -253,6 +292,16 @@ class GraphBuilder {
         const Strides kv_strides =
             strides_of(f, H * (nope + vh) * f, (nope + vh) * f, H * (nope + vh) * f * n_kv_);
         Tensor* k_nope = g_.view(kv, {nope, n_kv_, H}, kv_strides, 0);
+        if (flash_) {
+            // K = [k_nope | k_pe] per head, k_pe repeated for every head (stride 0 over heads).
+            const int64_t rope = hp_.qk_rope, lat = hp_.latent_width(),
+                          sk = sy_dtype_info(o_.cache_type_k).type_size;
+            Tensor* k_pe_all = g_.cpy(
+                g_.view(kc, {rope, n_kv_, H}, strides_of(sk, lat * sk, 0, 0), 0), SY_TYPE_F32);
+            Tensor* k = g_.concat(k_nope, k_pe_all, 0);  // {qk, n_kv, H}
+            Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);
+            return flash(q, k, g_.view(kv, {vh, n_kv_, H}, kv_strides, uint64_t(nope * f)));
+        }
         Tensor* kq = g_.add(g_.mul_mat(k_nope, heads_as_batch(q_nope)),
                             g_.mul_mat(cached_k_pe(kc), heads_as_batch(q_pe)));
         kq = softmax_scores(kq);
@@ -329,11 +378,22 @@ class GraphBuilder {
     const Deepseek2Options& o_;
     Deepseek2Cache& cache_;
     bool fused_moe_;
+    bool flash_;
     int64_t T_, n_past_, n_kv_;
     Graph g_;
     Tensor* pos_ = nullptr;
     Tensor* v_t_ = nullptr;
 };
+
+bool choose_flash(const Deepseek2Options& o, const Plugin& plugin) {
+    const bool provided = plugin.provides(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION) &&
+                          plugin.provides(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION);
+    if (o.flash_attn == 1 && !provided)
+        throw Error("--flash-attn 1: backend '" + plugin.name() + "' does not provide " +
+                    SY_NAMED_ATTN_FLASH + " v" + std::to_string(SY_NAMED_ATTN_FLASH_VERSION) +
+                    " and " + SY_NAMED_ATTN_MLA + " v" + std::to_string(SY_NAMED_ATTN_MLA_VERSION));
+    return o.flash_attn != 0 && provided;
+}
 
 bool choose_fused_moe(const Deepseek2Options& o, const Plugin& plugin) {
     const bool provided =
@@ -352,11 +412,12 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, 
       plugin_(plugin),
       executor_(plugin, device),
       cache_(model.hparams(), model.options()),
-      fused_moe_(choose_fused_moe(model.options(), plugin)) {}
+      fused_moe_(choose_fused_moe(model.options(), plugin)),
+      flash_(choose_flash(model.options(), plugin)) {}
 
 Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
                                                       bool all_logits) {
-    GraphBuilder b(model_, cache_, fused_moe_, n_tokens, n_past);
+    GraphBuilder b(model_, cache_, fused_moe_, flash_, n_tokens, n_past);
     return b.build(all_logits);
 }
 

@@ -235,6 +235,8 @@ void validate(const Deepseek2Options& o, const Deepseek2HParams& hp) {
         throw Error("--mla " + std::to_string(o.mla) + ": expected 0, 1, 2 or 3");
     if (o.fused_moe < -1 || o.fused_moe > 1)
         throw Error("--fused-moe " + std::to_string(o.fused_moe) + ": expected 0 or 1");
+    if (o.flash_attn < -1 || o.flash_attn > 1)
+        throw Error("--flash-attn " + std::to_string(o.flash_attn) + ": expected on, off or auto");
     for (auto [flag, type] : {std::pair{"-ctk", o.cache_type_k}, {"-ctv", o.cache_type_v}}) {
         if (!sdk::is_float_type(type))
             throw Error(std::string(flag) + " " + sy_dtype_info(type).name +

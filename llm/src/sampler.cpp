@@ -75,7 +75,8 @@ void Sampler::apply_penalty(std::vector<Candidate>& c) const {
 int32_t Sampler::sample(std::span<const float> logits) {
     if (logits.empty()) throw Error("sampler: the logits row is empty");
     if (logits.size() > size_t(std::numeric_limits<int32_t>::max()))
-        throw Error("sampler: " + std::to_string(logits.size()) + " logits exceed the token id range");
+        throw Error("sampler: " + std::to_string(logits.size()) +
+                    " logits exceed the token id range");
     std::vector<Candidate>& c = candidates_;
     c.resize(logits.size());
     for (size_t i = 0; i < logits.size(); ++i) {

@@ -10,7 +10,7 @@ const std::vector<sy_capability>& all_rows() {
     static const std::vector<sy_capability> rows = [] {
         std::vector<sy_capability> r;
         for (const validation::CapabilityTable& t :
-             {validation::builtin_capabilities(), validation::fused_moe_capabilities()})
+             {validation::builtin_capabilities(), validation::named_capabilities()})
             r.insert(r.end(), t.rows, t.rows + t.count);
         return r;
     }();

@@ -10,8 +10,8 @@
 
 namespace sy::cpu {
 
-// Every built-in op (validation::builtin_capabilities()) and the named op moe.fused_up_gate v1
-// (validation::fused_moe_capabilities()).
+// Every built-in op (validation::builtin_capabilities()) and the named ops of named_ops.h
+// (validation::named_capabilities()).
 validation::CapabilityTable capability_table();
 
 // The CPU backend as the SDK's op-contract checks (switchyard/validation.hpp) see it: its name,

@@ -1,13 +1,24 @@
 #include "compute.hpp"
 
+#include <cstring>
+
 #include "capabilities.hpp"
 #include "ops/ops.hpp"
+#include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
 namespace {
 
 using OpFn = void (*)(ThreadPool&, const sy_node&);
+
+// validate_node admits only the named ops of the capability table (named_ops.h).
+void compute_named(ThreadPool& pool, const sy_node& node) {
+    if (std::strcmp(node.named_op, SY_NAMED_MOE_FUSED_UP_GATE) == 0)
+        compute_moe_fused_up_gate(pool, node);
+    else
+        compute_attention(pool, node);
+}
 
 OpFn op_function(int32_t op) {
     switch (op) {
@@ -30,8 +41,7 @@ OpFn op_function(int32_t op) {
         case SY_OP_CONCAT: return compute_concat;
         case SY_OP_CPY: return compute_cpy;
         case SY_OP_CONT: return compute_cont;
-        // validate_node admits only the named ops of the capability table: moe.fused_up_gate.
-        case SY_OP_NAMED: return compute_moe_fused_up_gate;
+        case SY_OP_NAMED: return compute_named;
         default: return nullptr;
     }
 }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
+#include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
@@ -54,7 +56,15 @@ NodeWork node_work(const sy_node& node) {
             w.flops = 2.0 * double(a.ne[0]) * n_dst;
             break;
         }
-        case SY_OP_NAMED:  // moe.fused_up_gate: two MUL_MAT_ID products over up and gate
+        case SY_OP_NAMED:
+            if (std::strcmp(node.named_op, SY_NAMED_MOE_FUSED_UP_GATE) != 0) {
+                // attn.flash / attn.mla: Q.K and p.V for every query row and key.
+                const sy_tensor& q = *node.src[0];
+                const double pairs = double(q.ne[1]) * double(q.ne[2]) * double(node.src[1]->ne[1]);
+                w.flops = pairs * (2.0 * double(q.ne[0]) + 2.0 * double(dst.ne[0]) + kExpFlops);
+                break;
+            }
+            [[fallthrough]];  // moe.fused_up_gate: two MUL_MAT_ID products over up and gate
         case SY_OP_MUL_MAT_ID: {
             const bool fused = node.op == SY_OP_NAMED;
             const sy_tensor& weights = *node.src[0];

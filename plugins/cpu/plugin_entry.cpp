@@ -105,6 +105,10 @@ sy_status synchronize(void* ctx, int32_t device) {
 const sy_named_op_info kNamedOps[] = {
     {sizeof(sy_named_op_info), SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
      "routed experts' up and gate products, activation and multiply in one pass"},
+    {sizeof(sy_named_op_info), SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION,
+     "attention with an online softmax over blocks of keys (no K.Q matrix)"},
+    {sizeof(sy_named_op_info), SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION,
+     "latent attention of absorbed queries against the [k_rope | c_kv] cache, flash-style"},
 };
 
 sy_status named_ops(void*, const sy_named_op_info** ops, size_t* count) {

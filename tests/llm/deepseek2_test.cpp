@@ -99,6 +99,7 @@ struct Case {
     // cache, a few after it) then differ by a routing decision, not by rounding.
     double within = 1.0;
     bool fused = true;  // false: on the backend without named ops (decomposed MoE)
+    int flash = -1;     // --flash-attn: -1 auto (used on the CPU plugin), 0 off
 };
 
 class Deepseek2Reference : public ::testing::TestWithParam<Case> {};
@@ -111,6 +112,7 @@ TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
     o.mla = c.mla;
     o.cache_type_k = o.cache_type_v = c.cache;
     o.n_ctx = 256;
+    o.flash_attn = c.flash;
     Deepseek2Model model(gguf::Reader::open(path), o);
     const auto tokens = prompt(c.tokens, int32_t(model.hparams().n_vocab));
 
@@ -119,6 +121,7 @@ TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
 
     Deepseek2Session session(model, c.fused ? cpu_plugin() : plain_plugin());
     EXPECT_EQ(session.uses_fused_moe(), c.fused);
+    EXPECT_EQ(session.uses_flash_attention(), c.fused && c.flash != 0);
     const auto got = session.eval(tokens, true);
     const std::vector<double> err = position_errors(got, want);
     size_t ok = 0;
@@ -134,7 +137,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
                     (c.model.layout == KvLayout::split ? "_split" : "_kvb") +
                     (c.model.q_lora ? "" : "_noqlora") + (c.model.gating == 1 ? "_softmax" : "") +
                     (c.model.groups ? "_grouped" : "") + "_cache" + sy_dtype_info(c.cache).name +
-                    "_" + std::to_string(c.tokens) + "tok" + (c.fused ? "" : "_decomposed");
+                    "_" + std::to_string(c.tokens) + "tok" + (c.fused ? "" : "_decomposed") +
+                    (c.flash == 0 ? "_nofa" : "");
     return n;
 }
 
@@ -188,6 +192,22 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 130, 5e-3}),
     case_name);
 
+// Attention without attn.flash / attn.mla (-fa off): the K.Q scores materialized, softmax, V.
+Case no_flash(Case c) {
+    c.flash = 0;
+    return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NoFlash, Deepseek2Reference,
+    ::testing::Values(no_flash(Case{0, spec(SY_TYPE_F32)}), no_flash(Case{1, spec(SY_TYPE_F32)}),
+                      no_flash(Case{2, spec(SY_TYPE_F32)}),
+                      no_flash(Case{3, spec(SY_TYPE_F32), SY_TYPE_F32, 130}),
+                      no_flash(Case{0, spec(SY_TYPE_F32, KvLayout::split)}),
+                      no_flash(Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 130, 5e-3}),
+                      no_flash(Case{2, spec(SY_TYPE_Q8_0), SY_TYPE_F16, 9, 2e-2, 0.85})),
+    case_name);
+
 // The same forward pass on a backend that provides no named ops: MoE as MUL_MAT_ID + SILU + MUL.
 Case decomposed(Case c) {
     c.fused = false;
@@ -207,37 +227,39 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Deepseek2Runtime, IncrementalDecodingMatchesTheWholePrompt) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
-    for (int mla : {0, 1, 2, 3}) {
-        Deepseek2Options o;
-        o.mla = mla;
-        o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
-        o.n_ctx = 64;
-        Deepseek2Model model(gguf::Reader::open(path), o);
-        const auto tokens = prompt(7, 512);
-        Deepseek2Session whole(model, cpu_plugin());
-        const auto all = whole.eval(tokens, true);
-        Deepseek2Session step(model, cpu_plugin());
-        std::vector<float> one_by_one;
-        for (int32_t t : tokens) {
-            const auto l = step.eval(std::span<const int32_t>(&t, 1));
-            one_by_one.insert(one_by_one.end(), l.begin(), l.end());
+    for (int mla : {0, 1, 2, 3})
+        for (int flash : {0, 1}) {
+            Deepseek2Options o;
+            o.mla = mla;
+            o.flash_attn = flash;
+            o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
+            o.n_ctx = 64;
+            Deepseek2Model model(gguf::Reader::open(path), o);
+            const auto tokens = prompt(7, 512);
+            Deepseek2Session whole(model, cpu_plugin());
+            const auto all = whole.eval(tokens, true);
+            Deepseek2Session step(model, cpu_plugin());
+            std::vector<float> one_by_one;
+            for (int32_t t : tokens) {
+                const auto l = step.eval(std::span<const int32_t>(&t, 1));
+                one_by_one.insert(one_by_one.end(), l.begin(), l.end());
+            }
+            ASSERT_EQ(all.size(), one_by_one.size());
+            double max_diff = 0, max_ref = 0;
+            for (size_t i = 0; i < all.size(); ++i) {
+                max_diff = std::max(max_diff, double(std::fabs(all[i] - one_by_one[i])));
+                max_ref = std::max(max_ref, double(std::fabs(all[i])));
+            }
+            EXPECT_LT(max_diff / max_ref, 1e-4) << "mla " << mla << " flash " << flash;
+            EXPECT_EQ(step.n_past(), 7);
         }
-        ASSERT_EQ(all.size(), one_by_one.size());
-        double max_diff = 0, max_ref = 0;
-        for (size_t i = 0; i < all.size(); ++i) {
-            max_diff = std::max(max_diff, double(std::fabs(all[i] - one_by_one[i])));
-            max_ref = std::max(max_ref, double(std::fabs(all[i])));
-        }
-        EXPECT_LT(max_diff / max_ref, 1e-4) << "mla " << mla;
-        EXPECT_EQ(step.n_past(), 7);
-    }
 }
 
 // Perplexity (llama.cpp's method) agrees across the attention modes, with F32 and Q8_0 weights
 // and an F16 cache. With F32 weights the modes differ only by rounding order (0.1%). With Q8_0,
 // modes 1 and 2 use attn_k_b derived in Q8_0 from the Q8_0 attn_kv_b (a second rounding), and
 // this tiny random model's near-uniform predictions (perplexity ~800 over 512 tokens) magnify
-// it: 0.8% here, against 0.1% on the mini preset (README: perplexity figures).
+// it: 0.8 to 2% here, against 0.1% on the mini preset (README: perplexity figures).
 TEST(Deepseek2Runtime, PerplexityAgreesAcrossAttentionModes) {
     ScratchDir dir;
     for (int32_t type : {SY_TYPE_F32, SY_TYPE_Q8_0}) {
@@ -262,7 +284,7 @@ TEST(Deepseek2Runtime, PerplexityAgreesAcrossAttentionModes) {
             EXPECT_GT(r.ppl, 1.0);
             ppl.push_back(r.ppl);
         }
-        const double tolerance = type == SY_TYPE_F32 ? 0.001 : 0.015;
+        const double tolerance = type == SY_TYPE_F32 ? 0.001 : 0.03;
         for (int mla = 1; mla < 4; ++mla)
             EXPECT_NEAR(ppl[size_t(mla)] / ppl[0], 1.0, tolerance)
                 << "mla " << mla << " type " << type << ": " << ppl[size_t(mla)] << " vs "
@@ -390,6 +412,17 @@ TEST(Deepseek2Runtime, FusedMoeFallsBackOrIsRefused) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("moe.fused_up_gate"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("cpu-plain"), std::string::npos) << e.what();
+    }
+    // -fa on needs attn.flash and attn.mla.
+    o.fused_moe = -1;
+    o.flash_attn = 1;
+    Deepseek2Model flash(gguf::Reader::open(path), o);
+    EXPECT_TRUE(Deepseek2Session(flash, cpu_plugin()).uses_flash_attention());
+    try {
+        Deepseek2Session f(flash, plain_plugin());
+        FAIL() << "--flash-attn 1 accepted without a provider";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("attn.flash"), std::string::npos) << e.what();
     }
     // Fused and decomposed agree on the logits.
     const auto tokens = prompt(9, 512);

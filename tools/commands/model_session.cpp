@@ -52,6 +52,9 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--fused-moe", fused_moe,
                    "1: require the fused MoE op, 0: never (default: when a backend has it)")
         ->check(CLI::Range(0, 1));
+    app.add_option("--flash-attn", flash_attn,
+                   "on: require attn.flash/attn.mla, off: never, auto: when the backend has them")
+        ->check(CLI::IsMember({"on", "off", "auto", "1", "0"}));
     app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, bf16");
     app.add_option("--cache-type-v", cache_type_v, "V cache type: f32, f16, bf16");
     app.add_option("--smart-expert-reduction", ser, "K,t: use K experts per token");
@@ -63,6 +66,7 @@ llm::Deepseek2Options ModelOptions::deepseek2_options() const {
     llm::Deepseek2Options mo;
     mo.mla = mla;
     mo.fused_moe = fused_moe;
+    mo.flash_attn = flash_attn == "auto" ? -1 : (flash_attn == "on" || flash_attn == "1") ? 1 : 0;
     mo.cache_type_k = cache_type("-ctk", cache_type_k);
     mo.cache_type_v = cache_type("-ctv", cache_type_v);
     mo.n_ctx = ctx;
@@ -128,9 +132,10 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
     const int64_t t = std::min(opt.n_ubatch, opt.n_ctx);
     auto worst = session.build(t, opt.n_ctx - t, false);
     const MemoryPlan plan = plan_memory(worst.graph);
-    std::fprintf(stderr, "compute buffer: %.2f MiB (ubatch %lld at context %lld)%s\n",
+    std::fprintf(stderr, "compute buffer: %.2f MiB (ubatch %lld at context %lld)%s%s\n",
                  mib(plan.peak_bytes), static_cast<long long>(t), static_cast<long long>(opt.n_ctx),
-                 session.uses_fused_moe() ? ", fused MoE" : "");
+                 session.uses_fused_moe() ? ", fused MoE" : "",
+                 session.uses_flash_attention() ? ", flash attention" : "");
     // The cache is allocated (and zeroed) by now, so what is available excludes it.
     const uint64_t avail = available_memory();
     if (avail > 0 && plan.peak_bytes > avail)

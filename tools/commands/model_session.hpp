@@ -18,6 +18,7 @@ struct ModelOptions {
     std::string backend = "cpu";
     int mla = 3;
     int fused_moe = -1;
+    std::string flash_attn = "auto";
     std::string cache_type_k = "f16";
     std::string cache_type_v = "f16";
     int64_t ctx = 0;
@@ -25,7 +26,7 @@ struct ModelOptions {
     std::string ser;
     bool no_group_routing = false;
 
-    // Registers -m, --backend, -c, -ub, -mla, -fmoe, -ctk, -ctv, -ser, --no-group-routing and
+    // Registers -m, --backend, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -ser, --no-group-routing and
     // the plugin options; `ctx_help` describes -c's default for this command.
     void add_to(CLI::App& app, const std::string& ctx_help);
     // The runtime options; throws sy::Error naming the flag whose value is wrong.

@@ -20,6 +20,8 @@ void compute_mul_mat(ThreadPool& pool, const sy_node& node);
 void compute_mul_mat_id(ThreadPool& pool, const sy_node& node);
 // The named op moe.fused_up_gate v1 (named_ops.h), beside MUL_MAT_ID in ops/mul_mat_id.cpp.
 void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node);
+// The named ops attn.flash v1 and attn.mla v1 (ops/flash_attn.cpp).
+void compute_attention(ThreadPool& pool, const sy_node& node);
 void compute_softmax(ThreadPool& pool, const sy_node& node);
 void compute_silu(ThreadPool& pool, const sy_node& node);
 void compute_gelu(ThreadPool& pool, const sy_node& node);

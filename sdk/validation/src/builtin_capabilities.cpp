@@ -77,24 +77,31 @@ constexpr TableBuilder build_table() {
 constexpr TableBuilder kTable = build_table();
 static_assert(kTable.count <= kMaxRows);
 
-// moe.fused_up_gate v1: up and gate of one type (every MUL_MAT_ID weight type), X F32, ids I32.
-constexpr auto build_fused_moe_table() {
-    std::array<sy_capability, kFloatTypes.size() + kComputeBlockTypes.size()> rows{};
+// The named ops of named_ops.h: moe.fused_up_gate v1 with up and gate of one type (every
+// MUL_MAT_ID weight type), X F32, ids I32; attn.flash v1 with K and V of one float type;
+// attn.mla v1 on a float cache. Queries and results are F32.
+constexpr auto build_named_table() {
+    std::array<sy_capability, kFloatTypes.size() * 3 + kComputeBlockTypes.size()> rows{};
     size_t i = 0;
-    auto add = [&](int32_t w) {
-        rows[i++] = sy_capability{sizeof(sy_capability),
-                                  SY_OP_NAMED,
-                                  SY_NAMED_MOE_FUSED_UP_GATE,
-                                  SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
-                                  SY_TYPE_F32,
-                                  {w, w, SY_TYPE_F32, SY_TYPE_I32}};
+    auto add = [&](const char* name, uint32_t version, int32_t s0, int32_t s1, int32_t s2,
+                   int32_t s3) {
+        rows[i++] = sy_capability{sizeof(sy_capability), SY_OP_NAMED,     name, version,
+                                  SY_TYPE_F32,           {s0, s1, s2, s3}};
     };
-    for (int32_t w : kFloatTypes) add(w);
-    for (int32_t w : kComputeBlockTypes) add(w);
+    auto moe = [&](int32_t w) {
+        add(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION, w, w, SY_TYPE_F32,
+            SY_TYPE_I32);
+    };
+    for (int32_t w : kFloatTypes) moe(w);
+    for (int32_t w : kComputeBlockTypes) moe(w);
+    for (int32_t kv : kFloatTypes) {
+        add(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, SY_TYPE_F32, kv, kv, kNone);
+        add(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, SY_TYPE_F32, kv, kNone, kNone);
+    }
     return rows;
 }
 
-constexpr auto kFusedMoeTable = build_fused_moe_table();
+constexpr auto kNamedTable = build_named_table();
 
 }  // namespace
 
@@ -102,8 +109,8 @@ CapabilityTable builtin_capabilities() {
     return {kTable.rows.data(), kTable.count};
 }
 
-CapabilityTable fused_moe_capabilities() {
-    return {kFusedMoeTable.data(), kFusedMoeTable.size()};
+CapabilityTable named_capabilities() {
+    return {kNamedTable.data(), kNamedTable.size()};
 }
 
 }  // namespace sy::validation

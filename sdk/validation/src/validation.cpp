@@ -221,10 +221,57 @@ sy_status check_moe_fused_up_gate(const NodeErrors& e, const sy_node& n, bool re
     return sdk::ok();
 }
 
+// attn.flash v1 (mla false) and attn.mla v1 (named_ops.h).
+sy_status check_attention(const NodeErrors& e, const sy_node& n, bool mla) {
+    const sy_tensor& q = *n.src[0];
+    const sy_tensor& k = *n.src[1];
+    const sy_tensor& d = *n.dst;
+    const int64_t D = q.ne[0], T = q.ne[1], H = q.ne[2];
+    if (q.ne[3] != 1)
+        return e.fail("src0 (Q) shape %s must be {D, T, H, 1}", shape_string(q).c_str());
+    if (n.iparams[0] != 0 && n.iparams[0] != 1)
+        return e.fail("iparams[0] = %d: causal must be 0 or 1", n.iparams[0]);
+    if (n.iparams[1] < 0)
+        return e.fail("iparams[1] = %d: the causal offset is negative", n.iparams[1]);
+    if (!std::isfinite(n.fparams[0])) return e.fail("fparams[0] (scale) is not finite");
+    if (mla) {
+        const int64_t R = n.iparams[2];
+        if (R < 0 || R >= D)
+            return e.fail("iparams[2] = %lld: the rope width must lie in [0, %lld)", (long long)R,
+                          (long long)D);
+        if (k.ne[0] != D || k.ne[2] != 1 || k.ne[3] != 1)
+            return e.fail("src1 (cache) shape %s, expected {%lld, N, 1, 1}",
+                          shape_string(k).c_str(), (long long)D);
+        if (!dims_are(d, D - R, T, H, 1))
+            return e.fail("dst shape %s, expected {%lld, %lld, %lld, 1}", shape_string(d).c_str(),
+                          (long long)(D - R), (long long)T, (long long)H);
+        return sdk::ok();
+    }
+    const sy_tensor& v = *n.src[2];
+    const int64_t N = k.ne[1], Hk = k.ne[2];
+    if (k.ne[0] != D || k.ne[3] != 1 || Hk < 1 || H % Hk != 0)
+        return e.fail(
+            "src1 (K) shape %s, expected {%lld, N, Hk, 1} with %lld heads a multiple of Hk",
+            shape_string(k).c_str(), (long long)D, (long long)H);
+    if (v.ne[1] != N || v.ne[2] != Hk || v.ne[3] != 1)
+        return e.fail("src2 (V) shape %s, expected {Dv, %lld, %lld, 1}", shape_string(v).c_str(),
+                      (long long)N, (long long)Hk);
+    if (!dims_are(d, v.ne[0], T, H, 1))
+        return e.fail("dst shape %s, expected {%lld, %lld, %lld, 1}", shape_string(d).c_str(),
+                      (long long)v.ne[0], (long long)T, (long long)H);
+    return sdk::ok();
+}
+
 sy_status check_named(const NodeErrors& e, const sy_node& n, bool read_indices) {
     if (std::strcmp(n.named_op, SY_NAMED_MOE_FUSED_UP_GATE) == 0 &&
         n.named_op_version == SY_NAMED_MOE_FUSED_UP_GATE_VERSION)
         return check_moe_fused_up_gate(e, n, read_indices);
+    if (std::strcmp(n.named_op, SY_NAMED_ATTN_FLASH) == 0 &&
+        n.named_op_version == SY_NAMED_ATTN_FLASH_VERSION)
+        return check_attention(e, n, false);
+    if (std::strcmp(n.named_op, SY_NAMED_ATTN_MLA) == 0 &&
+        n.named_op_version == SY_NAMED_ATTN_MLA_VERSION)
+        return check_attention(e, n, true);
     // A backend's own named op: its capability row matched; the shape rules are its own.
     return sdk::ok();
 }

@@ -88,6 +88,7 @@ struct Deepseek2HParams {
 struct Deepseek2Options {
     int mla = 3;         // --mla 0|1|2|3
     int fused_moe = -1;  // --fused-moe: -1 when a backend provides it, 0 never, 1 required
+    int flash_attn = -1;  // --flash-attn (attn.flash + attn.mla): as fused_moe
     int32_t cache_type_k = SY_TYPE_F16;  // -ctk: f32, f16, bf16
     int32_t cache_type_v = SY_TYPE_F16;  // -ctv (modes 0 and 1)
     int64_t n_ctx = 0;                   // cache length in tokens; 0: min(4096, trained)
@@ -215,6 +216,7 @@ class Deepseek2Session {
     void reset() { n_past_ = 0; }
     const Deepseek2Cache& cache() const { return cache_; }
     bool uses_fused_moe() const { return fused_moe_; }
+    bool uses_flash_attention() const { return flash_; }
     const EvalStats& stats() const { return stats_; }
 
     // The graph of one ubatch (exposed for `switchyard plan` and tests): `tokens` at n_past.
@@ -232,6 +234,7 @@ class Deepseek2Session {
     Executor executor_;
     Deepseek2Cache cache_;
     bool fused_moe_ = false;
+    bool flash_ = false;
     int64_t n_past_ = 0;
     EvalStats stats_;
 };

@@ -41,9 +41,10 @@ struct CapabilityTable {
 // exactly this).
 CapabilityTable builtin_capabilities();
 
-// The named op moe.fused_up_gate v1 (named_ops.h) on every MUL_MAT_ID weight type of
-// builtin_capabilities(); validate_node checks its schema's shapes and expert ids.
-CapabilityTable fused_moe_capabilities();
+// The named ops of named_ops.h: moe.fused_up_gate v1 on every MUL_MAT_ID weight type of
+// builtin_capabilities(), attn.flash v1 and attn.mla v1 on F32/F16/BF16 keys and values;
+// validate_node checks their schemas' shapes, parameters and expert ids.
+CapabilityTable named_capabilities();
 
 // The row matching the node's op, dst type and first four source types (absent sources match
 // SY_TYPE_NONE, SY_TYPE_ANY matches any type), or nullptr. Nodes with sources beyond the fourth

@@ -1,0 +1,255 @@
+// The named ops attn.flash v1 and attn.mla v1 (named_ops.h): attention with an online softmax.
+// The K.Q scores of a block of keys are computed, exponentiated against the running maximum and
+// folded into each query row's output at once; the full score matrix never exists.
+//
+// Work is split three ways: by kv head, by chunks of query rows that share it (all the query
+// heads of a group and all tokens: each key and value row is converted once and used by every
+// query row of the chunk), and, when that leaves threads idle (generation: one token, one
+// shared latent "head"), by ranges of keys whose partial results (max, sum, weighted values) are
+// merged at the end.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ops/activation_rows.hpp"
+#include "ops/ops.hpp"
+#include "simd.hpp"
+#include "simd_math.hpp"
+#include "switchyard/named_ops.h"
+
+namespace sy::cpu {
+namespace {
+
+constexpr int64_t kRowsPerChunk = 16;  // query rows per task
+constexpr int64_t kKeyBlock = 32;      // keys scored together
+constexpr int64_t kMinKeysPerRange = 64;
+
+// Elements of K and V rows read in place, by type.
+template <int32_t kType>
+struct Elems;
+template <>
+struct Elems<SY_TYPE_F32> {
+    static simd::F32x load(const char* row, int64_t i) {
+        return simd::load(reinterpret_cast<const float*>(row) + i);
+    }
+    static float at(const char* row, int64_t i) { return reinterpret_cast<const float*>(row)[i]; }
+};
+template <>
+struct Elems<SY_TYPE_F16> {
+    static simd::F32x load(const char* row, int64_t i) {
+        return simd::load_f16(reinterpret_cast<const uint16_t*>(row) + i);
+    }
+    static float at(const char* row, int64_t i) {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * i, 2);
+        return sdk::fp16_to_f32(h);
+    }
+};
+template <>
+struct Elems<SY_TYPE_BF16> {
+    static simd::F32x load(const char* row, int64_t i) {
+        return simd::load_bf16(reinterpret_cast<const uint16_t*>(row) + i);
+    }
+    static float at(const char* row, int64_t i) {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * i, 2);
+        return sdk::bf16_to_f32(h);
+    }
+};
+
+template <typename E>
+float dot(const float* q, const char* k, int64_t n) {
+    simd::F32x acc = simd::zero();
+    int64_t i = 0;
+    for (; i + simd::kLanes <= n; i += simd::kLanes)
+        acc = simd::fma(simd::load(q + i), E::load(k, i), acc);
+    float s = simd::reduce_add(acc);
+    for (; i < n; ++i) s += q[i] * E::at(k, i);
+    return s;
+}
+
+// acc = acc * c + p * v over n values.
+template <typename E>
+void scale_add(float* acc, float c, float p, const char* v, int64_t n) {
+    const simd::F32x vc = simd::splat(c), vp = simd::splat(p);
+    int64_t i = 0;
+    for (; i + simd::kLanes <= n; i += simd::kLanes)
+        simd::store(acc + i, simd::fma(vp, E::load(v, i), simd::mul(vc, simd::load(acc + i))));
+    for (; i < n; ++i) acc[i] = acc[i] * c + p * E::at(v, i);
+}
+
+struct Attention {
+    const sy_tensor& q;
+    const sy_tensor& k;
+    const sy_tensor& v;
+    const sy_tensor& dst;
+    float scale;
+    bool causal;
+    int64_t offset;
+};
+
+// Running state of one query row over some keys.
+struct RowState {
+    float max, sum;
+    float* acc;  // Dv values
+};
+
+template <typename E>
+void attend(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_t row0,
+            int64_t rows, int64_t key0, int64_t key1, RowState* state) {
+    const int64_t D = a.q.ne[0], T = a.q.ne[1], Dv = a.v.ne[0];
+    const int64_t G = a.q.ne[2] / a.k.ne[2];
+    const float* qr[kRowsPerChunk];
+    int64_t limit[kRowsPerChunk];
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t row = row0 + r;  // t fastest, then the group's heads
+        const int64_t t = row % T, h = hk * G + row / T;
+        qr[r] = q_rows.row(t, h, 0);
+        limit[r] = std::min(key1, a.causal ? a.offset + t + 1 : key1);
+    }
+    float scores[kKeyBlock];
+    for (int64_t r = 0; r < rows; ++r) {
+        RowState& s = state[r];
+        for (int64_t j0 = key0; j0 < limit[r]; j0 += kKeyBlock) {
+            const int64_t n = std::min(kKeyBlock, limit[r] - j0);
+            float block_max = -std::numeric_limits<float>::infinity();
+            for (int64_t j = 0; j < n; ++j) {
+                scores[j] = a.scale * dot<E>(qr[r], row_at(a.k, j0 + j, hk, 0), D);
+                block_max = std::max(block_max, scores[j]);
+            }
+            const float new_max = std::max(s.max, block_max);
+            float c =
+                s.max == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(s.max - new_max);
+            s.sum *= c;
+            for (int64_t j = 0; j < n; ++j) {
+                const float p = std::exp(scores[j] - new_max);
+                s.sum += p;
+                scale_add<E>(s.acc, c, p, row_at(a.v, j0 + j, hk, 0), Dv);
+                c = 1.0f;
+            }
+            s.max = new_max;
+        }
+    }
+}
+
+using AttendFn = void (*)(const Attention&, const ActivationRows&, int64_t, int64_t, int64_t,
+                          int64_t, int64_t, RowState*);
+
+AttendFn attend_for(int32_t type) {
+    switch (type) {
+        case SY_TYPE_F16: return attend<Elems<SY_TYPE_F16>>;
+        case SY_TYPE_BF16: return attend<Elems<SY_TYPE_BF16>>;
+        default: return attend<Elems<SY_TYPE_F32>>;
+    }
+}
+
+void flash_attention(ThreadPool& pool, const Attention& a) {
+    const int64_t T = a.q.ne[1], H = a.q.ne[2], N = a.k.ne[1], Hk = a.k.ne[2], Dv = a.v.ne[0];
+    const int64_t rows_per_head = (H / Hk) * T;
+    const int64_t row_chunks = (rows_per_head + kRowsPerChunk - 1) / kRowsPerChunk;
+    const int64_t base = Hk * row_chunks;
+    const int64_t wanted = 4 * int64_t(pool.size());
+    const int64_t max_ranges = std::max<int64_t>(1, N / kMinKeysPerRange);
+    const int64_t ranges = std::clamp<int64_t>((wanted + base - 1) / base, 1, max_ranges);
+    const int64_t range_len = (N + ranges - 1) / ranges;
+    const ActivationRows q_rows(pool, a.q);
+    const AttendFn attend_fn = attend_for(a.k.type);
+
+    // Partial states: per task, kRowsPerChunk rows of (max, sum, Dv values).
+    const int64_t stride = Dv + 2;
+    std::vector<float> partial(size_t(base * ranges * kRowsPerChunk * stride));
+    pool.parallel_for(base * ranges, [&](int64_t task) {
+        const int64_t range = task % ranges, chunk = (task / ranges) % row_chunks,
+                      hk = task / (ranges * row_chunks);
+        const int64_t row0 = chunk * kRowsPerChunk;
+        const int64_t rows = std::min(kRowsPerChunk, rows_per_head - row0);
+        float* p = partial.data() + task * kRowsPerChunk * stride;
+        RowState state[kRowsPerChunk];
+        for (int64_t r = 0; r < rows; ++r) {
+            float* slot = p + r * stride;
+            std::fill(slot, slot + stride, 0.0f);
+            state[r] = {-std::numeric_limits<float>::infinity(), 0.0f, slot + 2};
+        }
+        const int64_t key0 = range * range_len;
+        if (key0 < N)
+            attend_fn(a, q_rows, hk, row0, rows, key0, std::min(N, key0 + range_len), state);
+        for (int64_t r = 0; r < rows; ++r) {
+            p[r * stride] = state[r].max;
+            p[r * stride + 1] = state[r].sum;
+        }
+    });
+    // Merge the key ranges of each query row and normalize.
+    pool.parallel_for(base, [&](int64_t task) {
+        const int64_t chunk = task % row_chunks, hk = task / row_chunks;
+        const int64_t row0 = chunk * kRowsPerChunk;
+        const int64_t rows = std::min(kRowsPerChunk, rows_per_head - row0);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t row = row0 + r, t = row % T, h = hk * (H / Hk) + row / T;
+            float m = -std::numeric_limits<float>::infinity();
+            for (int64_t g = 0; g < ranges; ++g)
+                m = std::max(m,
+                             partial[size_t(((task * ranges + g) * kRowsPerChunk + r) * stride)]);
+            thread_local std::vector<float> out;
+            out.assign(size_t(Dv), 0.0f);
+            float sum = 0.0f;
+            if (m != -std::numeric_limits<float>::infinity()) {
+                for (int64_t g = 0; g < ranges; ++g) {
+                    const float* s =
+                        partial.data() + ((task * ranges + g) * kRowsPerChunk + r) * stride;
+                    if (s[1] == 0.0f) continue;
+                    const float c = std::exp(s[0] - m);
+                    sum += s[1] * c;
+                    scale_add<Elems<SY_TYPE_F32>>(out.data(), 1.0f, c,
+                                                  reinterpret_cast<const char*>(s + 2), Dv);
+                }
+            }
+            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+            char* d = row_at(a.dst, t, h, 0);
+            for (int64_t i = 0; i < Dv; ++i) {
+                const float val = out[size_t(i)] * inv;
+                std::memcpy(d + i * a.dst.nb[0], &val, sizeof val);
+            }
+        }
+    });
+}
+
+}  // namespace
+
+void compute_attention(ThreadPool& pool, const sy_node& node) {
+    const bool mla = std::strcmp(node.named_op, SY_NAMED_ATTN_MLA) == 0;
+    const sy_tensor& q = *node.src[0];
+    const sy_tensor& k = *node.src[1];
+    // attn.mla: the values are the last L elements of each cache row.
+    sy_tensor latent = k;
+    if (mla) {
+        const int64_t R = node.iparams[2];
+        latent.ne[0] = k.ne[0] - R;
+        latent.data = static_cast<char*>(k.data) + R * k.nb[0];
+    }
+    const sy_tensor& v = mla ? latent : *node.src[2];
+    const int64_t elem = sy_dtype_info(k.type).type_size;
+    if (k.nb[0] == elem && v.nb[0] == elem) {
+        flash_attention(pool, Attention{q, k, v, *node.dst, node.fparams[0], node.iparams[0] != 0,
+                                        node.iparams[1]});
+        return;
+    }
+    // Elements not adjacent (a transposed view): packed F32 copies, read in place.
+    const ActivationRows kp(pool, k), vp(pool, v);
+    sy_tensor kf = k, vf = v;
+    kf.type = vf.type = SY_TYPE_F32;
+    kf.data = const_cast<float*>(kp.row(0, 0, 0));
+    vf.data = const_cast<float*>(vp.row(0, 0, 0));
+    kf.nb[0] = vf.nb[0] = 4;
+    kf.nb[1] = 4 * k.ne[0];
+    kf.nb[2] = kf.nb[1] * k.ne[1];
+    kf.nb[3] = kf.nb[2] * k.ne[2];
+    vf.nb[1] = 4 * v.ne[0];
+    vf.nb[2] = vf.nb[1] * v.ne[1];
+    vf.nb[3] = vf.nb[2] * v.ne[2];
+    flash_attention(pool, Attention{q, kf, vf, *node.dst, node.fparams[0], node.iparams[0] != 0,
+                                    node.iparams[1]});
+}
+
+}  // namespace sy::cpu
