@@ -19,6 +19,15 @@ done
 for mla in 1 2 3; do
   cmp -s "$tmp/out0" "$tmp/out$mla" || fail "-mla $mla generated other tokens than -mla 0"
 done
+grep -q "flash attention" "$tmp/err0" || fail "flash attention not used by default on the CPU"
+# Without flash attention (materialized K.Q): the same tokens.
+for mla in 0 2; do
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla $mla -ctk f32 -ctv f32 \
+      -fa off --tokens >"$tmp/nofa$mla" 2>"$tmp/e" || fail "run -fa off: $(cat "$tmp/e")"
+  grep -q "flash attention" "$tmp/e" && fail "-fa off still used flash attention"
+  cmp -s "$tmp/out0" "$tmp/nofa$mla" || fail "-fa off -mla $mla generated other tokens"
+done
+"$sy" run -m "$tmp/tiny.gguf" -p hi -fa maybe >"$tmp/o" 2>"$tmp/e" && fail "-fa maybe accepted"
 # KV bytes per token printed equal the formulas (tiny: 3 layers, 4 heads, K 32+16, V 32,
 # kv_lora 32, rope 16, 4-byte elements): mla 0 3*(4*48+4*32)*4, mla 1 3*(48+32)*4, mla 2/3 3*48*4.
 grep -q "mla 0, KV cache f32/f32: 3840 B" "$tmp/err0" || fail "mla 0 KV size: $(head -1 "$tmp/err0")"

@@ -25,7 +25,9 @@
 // normalization and scaling, group-limited routing where the metadata asks for it
 // (expert_group_count / expert_group_used_count), and smart expert reduction (-ser K,t).
 // Fused MoE is the plugin-provided named op moe.fused_up_gate; without it the graph uses
-// mul_mat_id, silu and mul.
+// mul_mat_id, silu and mul. Flash attention is attn.flash (mla 0, and mla 3's decompressed
+// prompts) and attn.mla (latent attention): no K.Q matrix in the compute buffer; without them
+// (or with --flash-attn off) the scores are materialized, soft-maxed and multiplied by V.
 #pragma once
 
 #include <cstddef>
@@ -170,7 +172,8 @@ class Deepseek2Model {
 };
 
 // The KV cache of one session: per layer, host memory laid out for the attention mode.
-//   mla 0: K {n_head * (qk_nope + qk_rope), n_ctx}, V transposed {n_ctx, n_head * v_head};
+//   mla 0: K {n_head * (qk_nope + qk_rope), n_ctx}, V transposed {n_ctx, n_head * v_head}
+//          (as rows {n_head * v_head, n_ctx} with flash attention: the same bytes);
 //   mla 1: K {qk_rope + kv_lora, n_ctx} ([k_rope | c_kv] rows), c_kv transposed {n_ctx, kv_lora};
 //   mla 2, 3: the K rows only.
 class Deepseek2Cache {
