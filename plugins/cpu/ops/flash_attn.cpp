@@ -2,9 +2,10 @@
 // The K.Q scores of a block of keys are computed, exponentiated against the running maximum and
 // folded into each query row's output at once; the full score matrix never exists.
 //
-// Work is split three ways: by kv head, by chunks of query rows that share it (all the query
-// heads of a group and all tokens: each key and value row is converted once and used by every
-// query row of the chunk), and, when that leaves threads idle (generation: one token, one
+// K and V rows are read in place (F32, F16 or BF16 widened in registers) by each query row;
+// the query rows of a task share one kv head, so its rows stay in cache between them.
+// Work is split three ways: by kv head, by chunks of query rows that share it (the query heads
+// of a group and all tokens), and, when that leaves threads idle (generation: one token, one
 // shared latent "head"), by ranges of keys whose partial results (max, sum, weighted values) are
 // merged at the end.
 #include <algorithm>
