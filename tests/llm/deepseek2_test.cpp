@@ -273,11 +273,7 @@ TEST(Deepseek2Runtime, PerplexityAgreesAcrossAttentionModes) {
             o.n_ubatch = 128;  // mla 3 decompresses ubatches this large
             Deepseek2Model model(gguf::Reader::open(path), o);
             Deepseek2Session session(model, cpu_plugin());
-            PerplexityModel pm;
-            pm.n_vocab = 512;
-            pm.reset = [&] { session.reset(); };
-            pm.eval_all = [&](std::span<const int32_t> t) { return session.eval(t, true); };
-            pm.eval_prefix = [&](std::span<const int32_t> t) { session.eval(t); };
+            const PerplexityModel pm = perplexity_model(session, 512);
             const PerplexityResult r = perplexity(pm, text, 256, 0, 1);
             EXPECT_EQ(r.chunks, 2);
             EXPECT_EQ(r.scored_tokens, 2 * 127);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "switchyard/core/config.hpp"
 #include "switchyard/core/error.hpp"
@@ -35,6 +36,14 @@ uint64_t available_memory() {
 
 double mib(uint64_t bytes) {
     return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+std::string read_text_file(const std::string& flag, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(flag + " " + path + ": cannot open the file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
 }
 
 void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {

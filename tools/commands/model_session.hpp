@@ -51,4 +51,7 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
 
 double mib(uint64_t bytes);
 
+// The whole file as bytes; throws sy::Error naming `flag` and the path when it cannot be read.
+std::string read_text_file(const std::string& flag, const std::string& path);
+
 }  // namespace sy::tools

@@ -4,9 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "commands/model_session.hpp"
 #include "switchyard/core/error.hpp"
@@ -23,11 +21,7 @@ struct PerplexityOptions {
 };
 
 int run_perplexity(PerplexityOptions o) {
-    std::ifstream in(o.text_file, std::ios::binary);
-    if (!in) throw Error("-f " + o.text_file + ": cannot open the file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    const std::string text = read_text_file("-f", o.text_file);
     if (o.model.ctx == 0) o.model.ctx = 512;
     // As llama.cpp: a chunk is evaluated in batches of min(-b, -c) tokens, each split into
     // ubatches of -ub.
@@ -45,11 +39,7 @@ int run_perplexity(PerplexityOptions o) {
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_tok)
                      .count());
 
-    llm::PerplexityModel pm;
-    pm.n_vocab = model.hparams().n_vocab;
-    pm.reset = [&] { session.reset(); };
-    pm.eval_all = [&](std::span<const int32_t> t) { return session.eval(t, true); };
-    pm.eval_prefix = [&](std::span<const int32_t> t) { session.eval(t, false); };
+    const llm::PerplexityModel pm = llm::perplexity_model(session, model.hparams().n_vocab);
 
     const int64_t n_ctx = model.options().n_ctx;
     const int max_chunks = static_cast<int>(int64_t(tokens.size()) / n_ctx);

@@ -75,14 +75,8 @@ class NpyWriter {
 int run_run(const RunOptions& o) {
     if (o.prompt.empty() == o.prompt_file.empty())
         throw Error("run: give the prompt with exactly one of -p TEXT or -f FILE");
-    std::string prompt = o.prompt;
-    if (!o.prompt_file.empty()) {
-        std::ifstream in(o.prompt_file, std::ios::binary);
-        if (!in) throw Error("-f " + o.prompt_file + ": cannot open the file");
-        std::stringstream ss;
-        ss << in.rdbuf();
-        prompt = ss.str();
-    }
+    const std::string prompt =
+        o.prompt_file.empty() ? o.prompt : read_text_file("-f", o.prompt_file);
     llm::validate(o.sampling);
     if (o.n_predict < 0) throw Error("-n " + std::to_string(o.n_predict) + ": must be >= 0");
 

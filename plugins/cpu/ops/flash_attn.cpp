@@ -37,28 +37,22 @@ struct Elems<SY_TYPE_F32> {
     }
     static float at(const char* row, int64_t i) { return reinterpret_cast<const float*>(row)[i]; }
 };
-template <>
-struct Elems<SY_TYPE_F16> {
+// 16-bit elements widened to F32: F16 and BF16.
+template <simd::F32x (*Load)(const uint16_t*), float (*Widen)(uint16_t)>
+struct HalfElems {
     static simd::F32x load(const char* row, int64_t i) {
-        return simd::load_f16(reinterpret_cast<const uint16_t*>(row) + i);
+        return Load(reinterpret_cast<const uint16_t*>(row) + i);
     }
     static float at(const char* row, int64_t i) {
         uint16_t h;
         std::memcpy(&h, row + 2 * i, 2);
-        return sdk::fp16_to_f32(h);
+        return Widen(h);
     }
 };
 template <>
-struct Elems<SY_TYPE_BF16> {
-    static simd::F32x load(const char* row, int64_t i) {
-        return simd::load_bf16(reinterpret_cast<const uint16_t*>(row) + i);
-    }
-    static float at(const char* row, int64_t i) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * i, 2);
-        return sdk::bf16_to_f32(h);
-    }
-};
+struct Elems<SY_TYPE_F16> : HalfElems<simd::load_f16, sdk::fp16_to_f32> {};
+template <>
+struct Elems<SY_TYPE_BF16> : HalfElems<simd::load_bf16, sdk::bf16_to_f32> {};
 
 template <typename E>
 float dot(const float* q, const char* k, int64_t n) {
@@ -146,6 +140,16 @@ AttendFn attend_for(int32_t type) {
     }
 }
 
+// dst[:, t, h] = acc / sum (zeros when no key was visible).
+void store_row(const sy_tensor& dst, int64_t t, int64_t h, const float* acc, float sum) {
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    char* d = row_at(dst, t, h, 0);
+    for (int64_t i = 0; i < dst.ne[0]; ++i) {
+        const float val = acc[i] * inv;
+        std::memcpy(d + i * dst.nb[0], &val, sizeof val);
+    }
+}
+
 void flash_attention(ThreadPool& pool, const Attention& a) {
     const int64_t T = a.q.ne[1], H = a.q.ne[2], N = a.k.ne[1], Hk = a.k.ne[2], Dv = a.v.ne[0];
     const int64_t rows_per_head = (H / Hk) * T;
@@ -158,15 +162,18 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
     const ActivationRows q_rows(pool, a.q);
     const AttendFn attend_fn = attend_for(a.k.type);
 
-    // Partial states: per task, kRowsPerChunk rows of (max, sum, Dv values).
+    // With one key range a task's rows are complete and go straight to dst; otherwise each
+    // task leaves kRowsPerChunk rows of (max, sum, Dv values) to be merged.
     const int64_t stride = Dv + 2;
-    std::vector<float> partial(size_t(base * ranges * kRowsPerChunk * stride));
+    std::vector<float> partial(ranges > 1 ? size_t(base * ranges * kRowsPerChunk * stride) : 0);
     pool.parallel_for(base * ranges, [&](int64_t task) {
         const int64_t range = task % ranges, chunk = (task / ranges) % row_chunks,
                       hk = task / (ranges * row_chunks);
         const int64_t row0 = chunk * kRowsPerChunk;
         const int64_t rows = std::min(kRowsPerChunk, rows_per_head - row0);
-        float* p = partial.data() + task * kRowsPerChunk * stride;
+        thread_local std::vector<float> own;
+        if (ranges == 1) own.resize(size_t(kRowsPerChunk * stride));
+        float* p = ranges == 1 ? own.data() : partial.data() + task * kRowsPerChunk * stride;
         RowState state[kRowsPerChunk];
         for (int64_t r = 0; r < rows; ++r) {
             float* slot = p + r * stride;
@@ -177,17 +184,23 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
         if (key0 < N)
             attend_fn(a, q_rows, hk, row0, rows, key0, std::min(N, key0 + range_len), state);
         for (int64_t r = 0; r < rows; ++r) {
+            if (ranges == 1) {
+                const int64_t row = row0 + r;
+                store_row(a.dst, row % T, hk * (H / Hk) + row / T, state[r].acc, state[r].sum);
+                continue;
+            }
             p[r * stride] = state[r].max;
             p[r * stride + 1] = state[r].sum;
         }
     });
+    if (ranges == 1) return;
     // Merge the key ranges of each query row and normalize.
     pool.parallel_for(base, [&](int64_t task) {
         const int64_t chunk = task % row_chunks, hk = task / row_chunks;
         const int64_t row0 = chunk * kRowsPerChunk;
         const int64_t rows = std::min(kRowsPerChunk, rows_per_head - row0);
         for (int64_t r = 0; r < rows; ++r) {
-            const int64_t row = row0 + r, t = row % T, h = hk * (H / Hk) + row / T;
+            const int64_t row = row0 + r;
             float m = -std::numeric_limits<float>::infinity();
             for (int64_t g = 0; g < ranges; ++g)
                 m = std::max(m,
@@ -206,12 +219,7 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
                                                   reinterpret_cast<const char*>(s + 2), Dv);
                 }
             }
-            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-            char* d = row_at(a.dst, t, h, 0);
-            for (int64_t i = 0; i < Dv; ++i) {
-                const float val = out[size_t(i)] * inv;
-                std::memcpy(d + i * a.dst.nb[0], &val, sizeof val);
-            }
+            store_row(a.dst, row % T, hk * (H / Hk) + row / T, out.data(), sum);
         }
     });
 }

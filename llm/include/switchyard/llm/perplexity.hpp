@@ -52,6 +52,17 @@ struct PerplexityModel {
     std::function<void(std::span<const int32_t> tokens)> eval_prefix;
 };
 
+// The adapter for a session with reset() and eval(tokens, all_logits) (Deepseek2Session).
+template <typename Session>
+PerplexityModel perplexity_model(Session& session, int64_t n_vocab) {
+    PerplexityModel m;
+    m.n_vocab = n_vocab;
+    m.reset = [&session] { session.reset(); };
+    m.eval_all = [&session](std::span<const int32_t> t) { return session.eval(t, true); };
+    m.eval_prefix = [&session](std::span<const int32_t> t) { session.eval(t, false); };
+    return m;
+}
+
 // Scores `tokens` (the whole text, already tokenized) in chunks of n_ctx. bos < 0: keep each
 // chunk's first token. max_chunks <= 0: every whole chunk. Throws sy::Error when the text has
 // fewer than 2 * n_ctx tokens (as llama.cpp) or n_ctx < 4.
