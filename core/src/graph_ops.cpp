@@ -33,6 +33,13 @@ std::string dim(const Tensor* t, int d) {
     return std::to_string(t->ne(d));
 }
 
+// CPY converts between float types, and between f32 and a block type (ops.h).
+bool cpy_converts(sy_dtype from, sy_dtype to) {
+    const auto blocks = [](sy_dtype t) { return sy_dtype_info(t).block_size > 1; };
+    if (sdk::is_float_type(from) && sdk::is_float_type(to)) return true;
+    return (blocks(from) && to == SY_TYPE_F32) || (from == SY_TYPE_F32 && blocks(to));
+}
+
 }  // namespace
 
 Tensor* Graph::unary(sy_op op, Tensor* a) {
@@ -256,15 +263,20 @@ Tensor* Graph::concat(Tensor* a, Tensor* b, int d) {
 
 Tensor* Graph::cpy(Tensor* a, sy_dtype type) {
     check_mine("cpy", {a});
-    if (!is_float(a) || !sdk::is_float_type(type)) {
-        fail_op("cpy", {a}, "converts between float types only, asked for " + type_name(type));
+    if (!cpy_converts(a->type(), type)) {
+        fail_op("cpy", {a},
+                "converts between float types, or between f32 and a block type; asked for " +
+                    type_name(type));
     }
+    if (a->ne(0) % sy_dtype_info(type).block_size != 0)
+        fail_op("cpy", {a}, "ne0 is not a whole number of " + type_name(type) + " blocks");
     return add_node(SY_OP_CPY, {a}, type, a->shape());
 }
 
 Tensor* Graph::cpy(Tensor* a, Tensor* dst) {
     check_mine("cpy", {a, dst});
-    if (!is_float(a) || !is_float(dst)) fail_op("cpy", {a, dst}, "needs float types");
+    if (!cpy_converts(a->type(), dst->type()))
+        fail_op("cpy", {a, dst}, "converts between float types, or between f32 and a block type");
     if (a->shape() != dst->shape()) fail_op("cpy", {a, dst}, "shapes must be equal");
     if (a->base() == dst->base()) fail_op("cpy", {a, dst}, "source and destination share memory");
     Node node;

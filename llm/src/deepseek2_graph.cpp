@@ -92,6 +92,13 @@ class GraphBuilder {
         return p;
     }
 
+    // Bytes of n elements of a K or V cache row (n whole blocks for a block type), and the
+    // cache types' nb0 (an element's or a block's bytes).
+    int64_t kb(int64_t n) const { return sdk::row_bytes(o_.cache_type_k, n); }
+    int64_t vb(int64_t n) const { return sdk::row_bytes(o_.cache_type_v, n); }
+    int64_t k_nb0() const { return sy_dtype_info(o_.cache_type_k).type_size; }
+    int64_t v_nb0() const { return sy_dtype_info(o_.cache_type_v).type_size; }
+
     // The cache of layer il as graph tensors (external memory, written in place).
     Tensor* k_cache(uint32_t il) {
         Tensor* t =
@@ -179,26 +186,26 @@ class GraphBuilder {
             strides_of(f, (nope + vh) * f, H * (nope + vh) * f, H * (nope + vh) * f * T_);
 
         Tensor* kc = k_cache(il);
-        const int64_t sk = sy_dtype_info(o_.cache_type_k).type_size;
-        const Strides kc_strides = strides_of(sk, qk * sk, H * qk * sk, H * qk * sk * T_);
-        const uint64_t at = uint64_t(n_past_ * H * qk * sk);
+        const Strides kc_strides = strides_of(k_nb0(), kb(qk), H * kb(qk), H * kb(qk) * T_);
+        const uint64_t at = uint64_t(n_past_ * H * kb(qk));
         g_.cpy(g_.view(kv, {nope, H, T_}, kv_strides, 0),
                g_.view(kc, {nope, H, T_}, kc_strides, at));
         // k_pe is shared by all heads: a view that repeats it (stride 0 over heads).
         g_.cpy(g_.view(k_pe, {rope, H, T_}, strides_of(f, 0, rope * f, rope * f * T_), 0),
-               g_.view(kc, {rope, H, T_}, kc_strides, at + uint64_t(nope * sk)));
+               g_.view(kc, {rope, H, T_}, kc_strides, at + uint64_t(kb(nope))));
 
         const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
-        const Strides kr = strides_of(sk, H * qk * sk, qk * sk, H * qk * sk * n_kv_);
+        const Strides kr = strides_of(k_nb0(), H * kb(qk), kb(qk), H * kb(qk) * n_kv_);
         if (flash_) {
             // V rows {H*vh, n_ctx} (the same bytes as the transposed layout), read in place.
             Tensor* vc = g_.input("cache_v-" + std::to_string(il),
                                   static_cast<sy_dtype>(o_.cache_type_v), {H * vh, n_ctx});
             vc->set_data(cache_.v(il));
-            const Strides vr = strides_of(sv, H * vh * sv, vh * sv, H * vh * sv * n_ctx);
-            g_.cpy(g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
-                   g_.view(vc, {vh, H, T_}, strides_of(sv, vh * sv, H * vh * sv, H * vh * sv * T_),
-                           uint64_t(n_past_ * H * vh * sv)));
+            const Strides vr = strides_of(v_nb0(), H * vb(vh), vb(vh), H * vb(vh) * n_ctx);
+            g_.cpy(
+                g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
+                g_.view(vc, {vh, H, T_}, strides_of(v_nb0(), vb(vh), H * vb(vh), H * vb(vh) * T_),
+                        uint64_t(n_past_ * H * vb(vh))));
             Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);  // {qk, T, H}
             return flash(q, g_.view(kc, {qk, n_kv_, H}, kr, 0), g_.view(vc, {vh, n_kv_, H}, vr, 0));
         }
@@ -211,7 +218,7 @@ class GraphBuilder {
 
         Tensor* kq =
             g_.add(g_.mul_mat(g_.view(kc, {nope, n_kv_, H}, kr, 0), heads_as_batch(q_nope)),
-                   g_.mul_mat(g_.view(kc, {rope, n_kv_, H}, kr, uint64_t(nope * sk)),
+                   g_.mul_mat(g_.view(kc, {rope, n_kv_, H}, kr, uint64_t(kb(nope))),
                               heads_as_batch(q_pe)));  // {n_kv, T, H}
         kq = softmax_scores(kq);
         Tensor* v_t = g_.view(vc, {n_kv_, vh, H},
@@ -222,13 +229,12 @@ class GraphBuilder {
     // Writes this ubatch's latents: [k_pe | c] rows, and for mla 1 the transposed c.
     Tensor* store_latents(uint32_t il, Tensor* c, Tensor* k_pe) {
         const int64_t lat = hp_.latent_width(), kvl = hp_.kv_lora_rank, rope = hp_.qk_rope;
-        const int64_t sk = sy_dtype_info(o_.cache_type_k).type_size;
         Tensor* kc = k_cache(il);
-        const uint64_t at = uint64_t(n_past_ * lat * sk);
+        const uint64_t at = uint64_t(n_past_ * kb(lat));
         g_.cpy(k_pe,
-               g_.view(kc, {rope, 1, T_}, strides_of(sk, lat * sk, lat * sk, lat * sk * T_), at));
-        g_.cpy(c, g_.view(kc, {kvl, T_}, strides_of(sk, lat * sk, lat * sk * T_, lat * sk * T_),
-                          at + uint64_t(rope * sk)));
+               g_.view(kc, {rope, 1, T_}, strides_of(k_nb0(), kb(lat), kb(lat), kb(lat) * T_), at));
+        g_.cpy(c, g_.view(kc, {kvl, T_}, strides_of(k_nb0(), kb(lat), kb(lat) * T_, kb(lat) * T_),
+                          at + uint64_t(kb(rope))));
         if (o_.mla == 1) {
             Tensor* vc = v_cache(il);
             const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
@@ -243,15 +249,15 @@ class GraphBuilder {
     // The cached [k_pe | c] rows of tokens 0 .. n_kv - 1: c part {kvl, n_kv}, rope part
     // {rope, n_kv, 1} (one "head" shared by all query heads).
     Tensor* cached_c(Tensor* kc) {
-        const int64_t lat = hp_.latent_width(), sk = sy_dtype_info(o_.cache_type_k).type_size;
+        const int64_t row = kb(hp_.latent_width());
         return g_.view(kc, {hp_.kv_lora_rank, n_kv_},
-                       strides_of(sk, lat * sk, lat * sk * n_kv_, lat * sk * n_kv_),
-                       uint64_t(hp_.qk_rope * sk));
+                       strides_of(k_nb0(), row, row * n_kv_, row * n_kv_),
+                       uint64_t(kb(hp_.qk_rope)));
     }
     Tensor* cached_k_pe(Tensor* kc) {
-        const int64_t lat = hp_.latent_width(), sk = sy_dtype_info(o_.cache_type_k).type_size;
-        return g_.view(kc, {hp_.qk_rope, n_kv_},
-                       strides_of(sk, lat * sk, lat * sk * n_kv_, lat * sk * n_kv_), 0);
+        const int64_t row = kb(hp_.latent_width());
+        return g_.view(kc, {hp_.qk_rope, n_kv_}, strides_of(k_nb0(), row, row * n_kv_, row * n_kv_),
+                       0);
     }
 
     // mla 1, 2, 3 (generation): queries absorb W_UK, scores against the latents, W_UV after.
@@ -262,9 +268,10 @@ class GraphBuilder {
         if (flash_) {
             // Queries ordered as the cache rows: [q_pe | q_lat].
             Tensor* q = g_.concat(heads_as_batch(q_pe), q_lat, 0);
-            const int64_t lat = hp_.latent_width(), sk = sy_dtype_info(o_.cache_type_k).type_size;
-            Tensor* rows = g_.view(kc, {lat, n_kv_},
-                                   strides_of(sk, lat * sk, lat * sk * n_kv_, lat * sk * n_kv_), 0);
+            const int64_t lat = hp_.latent_width();
+            Tensor* rows =
+                g_.view(kc, {lat, n_kv_},
+                        strides_of(k_nb0(), kb(lat), kb(lat) * n_kv_, kb(lat) * n_kv_), 0);
             Tensor* o_lat =
                 g_.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, rows}, SY_TYPE_F32,
                          {int64_t(hp_.kv_lora_rank), T_, int64_t(hp_.n_head)},
@@ -274,8 +281,11 @@ class GraphBuilder {
         Tensor* kq = g_.add(g_.mul_mat(cached_c(kc), q_lat),
                             g_.mul_mat(cached_k_pe(kc), heads_as_batch(q_pe)));  // {n_kv, T, H}
         kq = softmax_scores(kq);
-        // c transposed {n_kv, kvl}: the mla 1 copy, or made from the cache rows now.
-        Tensor* c_t = o_.mla == 1 ? v_t_ : g_.cont(g_.transpose(cached_c(kc)));
+        // c transposed {n_kv, kvl}: the mla 1 copy, or made from the cache rows now (decoded
+        // first when they are blocks, which cannot be transposed).
+        Tensor* c_rows = cached_c(kc);
+        if (sy_dtype_info(o_.cache_type_k).block_size > 1) c_rows = g_.cpy(c_rows, SY_TYPE_F32);
+        Tensor* c_t = o_.mla == 1 ? v_t_ : g_.cont(g_.transpose(c_rows));
         Tensor* o_lat = g_.mul_mat(c_t, kq);  // {kvl, T, H}
         return g_.mul_mat(w(l.v_b), o_lat);   // {vh, T, H}
     }
@@ -294,10 +304,9 @@ class GraphBuilder {
         Tensor* k_nope = g_.view(kv, {nope, n_kv_, H}, kv_strides, 0);
         if (flash_) {
             // K = [k_nope | k_pe] per head, k_pe repeated for every head (stride 0 over heads).
-            const int64_t rope = hp_.qk_rope, lat = hp_.latent_width(),
-                          sk = sy_dtype_info(o_.cache_type_k).type_size;
+            const int64_t rope = hp_.qk_rope, lat = hp_.latent_width();
             Tensor* k_pe_all = g_.cpy(
-                g_.view(kc, {rope, n_kv_, H}, strides_of(sk, lat * sk, 0, 0), 0), SY_TYPE_F32);
+                g_.view(kc, {rope, n_kv_, H}, strides_of(k_nb0(), kb(lat), 0, 0), 0), SY_TYPE_F32);
             Tensor* k = g_.concat(k_nope, k_pe_all, 0);  // {qk, n_kv, H}
             Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);
             return flash(q, k, g_.view(kv, {vh, n_kv_, H}, kv_strides, uint64_t(nope * f)));
@@ -392,7 +401,16 @@ bool choose_flash(const Deepseek2Options& o, const Plugin& plugin) {
         throw Error("--flash-attn 1: backend '" + plugin.name() + "' does not provide " +
                     SY_NAMED_ATTN_FLASH + " v" + std::to_string(SY_NAMED_ATTN_FLASH_VERSION) +
                     " and " + SY_NAMED_ATTN_MLA + " v" + std::to_string(SY_NAMED_ATTN_MLA_VERSION));
-    return o.flash_attn != 0 && provided;
+    const bool flash = o.flash_attn != 0 && provided;
+    // Without flash attention the mla 0 V cache is transposed: one element per row per token.
+    if (!flash && o.mla == 0 && sy_dtype_info(o.cache_type_v).block_size > 1)
+        throw Error(std::string("-ctv ") + sy_dtype_info(o.cache_type_v).name +
+                    ": a block-quantized V cache needs flash attention (" +
+                    (o.flash_attn == 0 ? "--flash-attn is off"
+                                       : "backend '" + plugin.name() + "' does not provide " +
+                                             SY_NAMED_ATTN_FLASH) +
+                    "); use -ctv f16");
+    return flash;
 }
 
 bool choose_fused_moe(const Deepseek2Options& o, const Plugin& plugin) {

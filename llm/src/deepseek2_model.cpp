@@ -8,6 +8,7 @@
 
 #include "switchyard/core/error.hpp"
 #include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/quant_blocks.h"
 #include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
 
@@ -238,9 +239,33 @@ void validate(const Deepseek2Options& o, const Deepseek2HParams& hp) {
     if (o.flash_attn < -1 || o.flash_attn > 1)
         throw Error("--flash-attn " + std::to_string(o.flash_attn) + ": expected on, off or auto");
     for (auto [flag, type] : {std::pair{"-ctk", o.cache_type_k}, {"-ctv", o.cache_type_v}}) {
-        if (!sdk::is_float_type(type))
+        if (!sdk::is_float_type(type) && type != SY_TYPE_Q8_0)
             throw Error(std::string(flag) + " " + sy_dtype_info(type).name +
-                        ": the KV cache holds f32, f16 or bf16");
+                        ": the KV cache holds f32, f16, bf16 or q8_0");
+    }
+    // A q8_0 cache stores each part of a row (per head nope | rope, or rope | latent) in whole
+    // blocks of 32; the V cache of -mla 1 is transposed (one element per row per token).
+    const auto check_blocks = [&](const char* flag,
+                                  std::initializer_list<std::pair<const char*, uint32_t>> dims) {
+        for (auto [key, n] : dims)
+            if (n % SY_QK8_0 != 0)
+                throw Error(std::string(flag) + " q8_0: the model's " + key + " (" +
+                            std::to_string(n) + ") is not a multiple of the q8_0 block (32)");
+    };
+    if (o.cache_type_k == SY_TYPE_Q8_0) {
+        if (o.mla == 0)
+            check_blocks("-ctk",
+                         {{"qk_nope_head_dim", hp.qk_nope}, {"qk_rope_head_dim", hp.qk_rope}});
+        else
+            check_blocks("-ctk",
+                         {{"kv_lora_rank", hp.kv_lora_rank}, {"qk_rope_head_dim", hp.qk_rope}});
+    }
+    if (o.cache_type_v == SY_TYPE_Q8_0) {
+        if (o.mla == 1)
+            throw Error(
+                "-ctv q8_0: the V cache of --mla 1 is a transposed copy, which cannot be "
+                "stored in blocks; use --mla 2 or 3 (no V cache) or -ctv f16");
+        if (o.mla == 0) check_blocks("-ctv", {{"v_head_dim", hp.v_head}});
     }
     if (o.n_ctx < 0) throw Error("-c " + std::to_string(o.n_ctx) + ": must be positive");
     if (o.n_ubatch < 1) throw Error("-ub " + std::to_string(o.n_ubatch) + ": must be positive");
@@ -468,14 +493,15 @@ uint64_t Deepseek2Model::weight_bytes_per_token() const {
 // ---- KV cache --------------------------------------------------------------------------------
 
 uint64_t Deepseek2Cache::bytes_per_token(const Deepseek2HParams& hp, const Deepseek2Options& o) {
-    const uint64_t sk = sy_dtype_info(o.cache_type_k).type_size;
-    const uint64_t sv = sy_dtype_info(o.cache_type_v).type_size;
+    // Bytes of n values of the K / V cache type (q8_0: 34 bytes per 32).
+    const auto k = [&](uint64_t n) { return uint64_t(sdk::row_bytes(o.cache_type_k, int64_t(n))); };
+    const auto v = [&](uint64_t n) { return uint64_t(sdk::row_bytes(o.cache_type_v, int64_t(n))); };
     const uint64_t heads = hp.n_head;
     uint64_t per_layer = 0;
     switch (o.mla) {
-        case 0: per_layer = heads * hp.qk_head() * sk + heads * hp.v_head * sv; break;
-        case 1: per_layer = hp.latent_width() * sk + hp.kv_lora_rank * sv; break;
-        default: per_layer = hp.latent_width() * sk; break;
+        case 0: per_layer = heads * k(hp.qk_head()) + heads * v(hp.v_head); break;
+        case 1: per_layer = k(hp.latent_width()) + v(hp.kv_lora_rank); break;
+        default: per_layer = k(hp.latent_width()); break;
     }
     return per_layer * hp.n_layer;
 }
@@ -486,13 +512,15 @@ Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Option
     const int64_t heads = hp.n_head;
     k_row_ = o.mla == 0 ? heads * hp.qk_head() : hp.latent_width();
     v_rows_ = o.mla == 0 ? heads * hp.v_head : o.mla == 1 ? hp.kv_lora_rank : 0;
-    const size_t sk = sy_dtype_info(o.cache_type_k).type_size;
-    const size_t sv = sy_dtype_info(o.cache_type_v).type_size;
+    // mla 0 K rows are whole heads of whole blocks (validate()), so a row's bytes are the
+    // heads' bytes; the V cache is a block type only as mla 0's rows.
+    const size_t k_bytes = size_t(sdk::row_bytes(o.cache_type_k, k_row_));
     k_.resize(hp.n_layer);
-    for (auto& k : k_) k.assign(size_t(k_row_ * n_ctx_) * sk, std::byte{0});
+    for (auto& k : k_) k.assign(k_bytes * size_t(n_ctx_), std::byte{0});
     if (v_rows_ > 0) {
+        const size_t v_bytes = size_t(sdk::row_bytes(o.cache_type_v, v_rows_ * n_ctx_));
         v_.resize(hp.n_layer);
-        for (auto& v : v_) v.assign(size_t(v_rows_ * n_ctx_) * sv, std::byte{0});
+        for (auto& v : v_) v.assign(v_bytes, std::byte{0});
     }
 }
 

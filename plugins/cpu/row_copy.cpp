@@ -1,7 +1,9 @@
 #include "row_copy.hpp"
 
 #include <cstring>
+#include <vector>
 
+#include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
 #include "tensor_access.hpp"
 #include "thread_pool.hpp"
@@ -76,6 +78,26 @@ void copy_tensor(ThreadPool& pool, const sy_tensor& src, const sy_tensor& dst) {
     const int64_t rows = sdk::nrows(dst);
     if (rows == 0 || dst.ne[0] == 0) return;
     const sy_dtype_traits traits = sy_dtype_info(src.type);
+    if (src.type != dst.type && (traits.block_size > 1 || sy_dtype_info(dst.type).block_size > 1)) {
+        // F32 <-> blocks: each row through a packed F32 row, quantized or decoded whole.
+        const int64_t n = dst.ne[0];
+        pool.parallel_ranges(rows, (1 << 14) / n + 1, [&](int64_t r0, int64_t r1) {
+            thread_local std::vector<float> packed;
+            packed.resize(size_t(n));
+            char* p = reinterpret_cast<char*>(packed.data());
+            for (int64_t r = r0; r < r1; ++r) {
+                const RowIndex i = row_index(dst, r);
+                if (traits.block_size > 1) {
+                    quants::dequantize_row(src.type, row_at(src, i), packed.data(), n);
+                    copy_row(SY_TYPE_F32, p, 4, SY_TYPE_F32, row_at(dst, i), dst.nb[0], n);
+                } else {
+                    copy_row(SY_TYPE_F32, row_at(src, i), src.nb[0], SY_TYPE_F32, p, 4, n);
+                    quants::quantize_row(dst.type, packed.data(), row_at(dst, i), n);
+                }
+            }
+        });
+        return;
+    }
     if (traits.block_size > 1) {
         // Quantized rows are opaque bytes: copy each packed row whole.
         const int64_t bytes = sdk::row_bytes(src.type, src.ne[0]);

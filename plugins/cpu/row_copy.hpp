@@ -17,7 +17,8 @@ void copy_row(int32_t src_type, const char* src, int64_t src_stride, int32_t dst
               int64_t dst_stride, int64_t n);
 
 // dst[i] = convert(src[i]) for two tensors of the same shape, any strides, over the pool.
-// Block-quantized types are copied row by row as bytes (they must have the same type and nb0).
+// Block-quantized types of the same type are copied row by row as bytes (same nb0); F32 to a
+// block type quantizes each row with the SDK's reference quantizer, the reverse decodes.
 void copy_tensor(ThreadPool& pool, const sy_tensor& src, const sy_tensor& dst);
 
 }  // namespace sy::cpu

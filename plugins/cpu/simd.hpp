@@ -69,6 +69,10 @@ inline F32x load_bf16(const uint16_t* p) {
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(h, 16))};
 }
+inline F32x load_i8(const int8_t* p) {
+    return {_mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))))};
+}
 inline F32x add(F32x a, F32x b) {
     return {_mm512_add_ps(a.v, b.v)};
 }
@@ -134,6 +138,10 @@ inline F32x load_f16(const uint16_t* p) {
 inline F32x load_bf16(const uint16_t* p) {
     const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return {_mm256_castsi256_ps(_mm256_slli_epi32(h, 16))};
+}
+inline F32x load_i8(const int8_t* p) {
+    return {_mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))))};
 }
 inline F32x add(F32x a, F32x b) {
     return {_mm256_add_ps(a.v, b.v)};
@@ -212,6 +220,9 @@ inline F32x load_f16(const uint16_t* p) {
 }
 inline F32x load_bf16(const uint16_t* p) {
     return lanewise([p](int i) { return sy::sdk::bf16_to_f32(p[i]); });
+}
+inline F32x load_i8(const int8_t* p) {
+    return lanewise([p](int i) { return float(p[i]); });
 }
 inline F32x add(F32x a, F32x b) {
     return lanewise([&](int i) { return a.lane[i] + b.lane[i]; });

@@ -42,11 +42,13 @@ struct ModelSpec {
     bool q_lora = true;
     uint32_t gating = 2;  // the tiny preset's V3-style routing
     uint32_t groups = 0, groups_used = 0;
+    uint32_t rope = 0;  // qk_rope when not the preset's 16 (a q8_0 cache needs whole blocks)
 };
 
 std::filesystem::path make_model(const ScratchDir& dir, const ModelSpec& s) {
     Deepseek2Config cfg = deepseek2_preset("tiny");
     if (!s.q_lora) cfg.q_lora_rank = 0;
+    if (s.rope > 0) cfg.qk_rope = s.rope;
     if (s.gating == 1) {
         cfg.gating_func = 1;
         cfg.expert_weights_norm = false;
@@ -98,8 +100,9 @@ struct Case {
     // can be chosen differently from the exact reference; that position (and, through the
     // cache, a few after it) then differ by a routing decision, not by rounding.
     double within = 1.0;
-    bool fused = true;  // false: on the backend without named ops (decomposed MoE)
-    int flash = -1;     // --flash-attn: -1 auto (used on the CPU plugin), 0 off
+    bool fused = true;               // false: on the backend without named ops (decomposed MoE)
+    int flash = -1;                  // --flash-attn: -1 auto (used on the CPU plugin), 0 off
+    int32_t cache_v = SY_TYPE_NONE;  // -ctv when it differs from -ctk (`cache`)
 };
 
 class Deepseek2Reference : public ::testing::TestWithParam<Case> {};
@@ -111,6 +114,7 @@ TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
     Deepseek2Options o;
     o.mla = c.mla;
     o.cache_type_k = o.cache_type_v = c.cache;
+    if (c.cache_v != SY_TYPE_NONE) o.cache_type_v = c.cache_v;
     o.n_ctx = 256;
     o.flash_attn = c.flash;
     Deepseek2Model model(gguf::Reader::open(path), o);
@@ -136,7 +140,11 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
     std::string n = "mla" + std::to_string(c.mla) + "_" + sy_dtype_info(c.model.type).name +
                     (c.model.layout == KvLayout::split ? "_split" : "_kvb") +
                     (c.model.q_lora ? "" : "_noqlora") + (c.model.gating == 1 ? "_softmax" : "") +
-                    (c.model.groups ? "_grouped" : "") + "_cache" + sy_dtype_info(c.cache).name +
+                    (c.model.groups ? "_grouped" : "") +
+                    (c.model.rope ? "_rope" + std::to_string(c.model.rope) : "") + "_cache" +
+                    sy_dtype_info(c.cache).name +
+                    (c.cache_v != SY_TYPE_NONE ? std::string("_v") + sy_dtype_info(c.cache_v).name
+                                               : std::string()) +
                     "_" + std::to_string(c.tokens) + "tok" + (c.fused ? "" : "_decomposed") +
                     (c.flash == 0 ? "_nofa" : "");
     return n;
@@ -197,6 +205,30 @@ Case no_flash(Case c) {
     c.flash = 0;
     return c;
 }
+
+// A q8_0 KV cache (-ctk / -ctv q8_0) on the tiny model with 32 rope dimensions (whole blocks):
+// quantized on the way in (CPY f32 -> q8_0), read in place by the flash kernel, as mul_mat
+// weights without it, decoded for mla 3's decompression and mla 2's transposed latents.
+// Softmax routing (V2-style): the cache's rounding (~0.4% per value, logits within ~1%) flips
+// near-tied sigmoid expert choices of the tiny model at some positions, which then differ by
+// a routing decision; with softmax routing that happens at 1-3 positions of 130.
+Case q8_cache(int mla, size_t tokens, int32_t cache_v = SY_TYPE_Q8_0, int flash = -1) {
+    ModelSpec s = spec(SY_TYPE_F32);
+    s.rope = 32;
+    s.gating = 1;
+    Case c{mla, s, SY_TYPE_Q8_0, tokens, 2e-2, 0.95};
+    c.cache_v = cache_v;
+    c.flash = flash;
+    return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CacheQ8, Deepseek2Reference,
+    ::testing::Values(q8_cache(0, 9), q8_cache(0, 130), q8_cache(1, 9, SY_TYPE_F16), q8_cache(2, 9),
+                      q8_cache(3, 9), q8_cache(3, 130), q8_cache(0, 9, SY_TYPE_F16, 0),
+                      q8_cache(1, 9, SY_TYPE_F16, 0), q8_cache(2, 9, SY_TYPE_Q8_0, 0),
+                      q8_cache(3, 130, SY_TYPE_Q8_0, 0)),
+    case_name);
 
 INSTANTIATE_TEST_SUITE_P(
     NoFlash, Deepseek2Reference,
@@ -326,6 +358,45 @@ TEST(Deepseek2Runtime, KvBytesPerTokenFollowTheFormulas) {
     }
     o.cache_type_k = SY_TYPE_F32;
     EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * 576 * 4);
+    // q8_0: 34 bytes per 32 values (576 -> 612 B per layer: 36.5 KiB).
+    o.cache_type_k = o.cache_type_v = SY_TYPE_Q8_0;
+    EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * 612);
+    o.mla = 0;
+    EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * 128 * (192 + 128) / 32 * 34);
+}
+
+// -ctk / -ctv q8_0 where blocks cannot hold the cache: each refused, naming the flag and why.
+TEST(Deepseek2Runtime, Q8CacheIsRefusedWhereBlocksDoNotFit) {
+    ScratchDir dir;
+    const auto expect_error = [](auto make, const std::string& part) {
+        try {
+            make();
+            FAIL() << "accepted; expected an error with '" << part << "'";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+        }
+    };
+    const auto rope16 = make_model(dir, spec(SY_TYPE_F32));
+    Deepseek2Options o;
+    o.n_ctx = 16;
+    o.cache_type_k = SY_TYPE_Q8_0;
+    expect_error([&] { Deepseek2Model m(gguf::Reader::open(rope16), o); }, "qk_rope_head_dim (16)");
+    ModelSpec s = spec(SY_TYPE_F32);
+    s.name = "rope32";
+    s.rope = 32;
+    const auto rope32 = make_model(dir, s);
+    o.cache_type_k = SY_TYPE_F16;
+    o.cache_type_v = SY_TYPE_Q8_0;
+    o.mla = 1;
+    expect_error([&] { Deepseek2Model m(gguf::Reader::open(rope32), o); }, "-ctv q8_0");
+    o.mla = 0;
+    o.flash_attn = 0;
+    Deepseek2Model no_flash(gguf::Reader::open(rope32), o);
+    expect_error([&] { Deepseek2Session session(no_flash, cpu_plugin()); },
+                 "needs flash attention");
+    o.flash_attn = -1;
+    Deepseek2Model plain(gguf::Reader::open(rope32), o);
+    expect_error([&] { Deepseek2Session session(plain, plain_plugin()); }, "cpu-plain");
 }
 
 TEST(Deepseek2Runtime, ContextOverflowAndBadTokensAreErrorsThatKeepTheCache) {

@@ -17,7 +17,7 @@ namespace {
 
 int32_t cache_type(const std::string& flag, const std::string& name) {
     const auto t = llm::parse_type_name(name);
-    if (!t) throw Error(flag + " '" + name + "': unknown type (f32, f16, bf16)");
+    if (!t) throw Error(flag + " '" + name + "': unknown type (f32, f16, bf16, q8_0)");
     return *t;
 }
 
@@ -64,8 +64,9 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--flash-attn", flash_attn,
                    "on: require attn.flash/attn.mla, off: never, auto: when the backend has them")
         ->check(CLI::IsMember({"on", "off", "auto", "1", "0"}));
-    app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, bf16");
-    app.add_option("--cache-type-v", cache_type_v, "V cache type: f32, f16, bf16");
+    app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, bf16, q8_0");
+    app.add_option("--cache-type-v", cache_type_v,
+                   "V cache type: f32, f16, bf16, q8_0 (q8_0: --mla 0 with flash attention)");
     app.add_option("--smart-expert-reduction", ser, "K,t: use K experts per token");
     app.add_flag("--no-group-routing", no_group_routing,
                  "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
@@ -130,7 +131,7 @@ LoadedModel load_model(const ModelOptions& o) {
     if (avail > 0 && kv_bytes > avail)
         throw Error(
             fmt::format("the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
-                        "available memory: lower -c (now {}) or use -ctk/-ctv bf16",
+                        "available memory: lower -c (now {}) or use -ctk/-ctv q8_0",
                         mib(kv_bytes), mib(avail), opt.n_ctx));
     return out;
 }

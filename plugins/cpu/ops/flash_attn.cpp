@@ -2,7 +2,7 @@
 // The K.Q scores of a block of keys are computed, exponentiated against the running maximum and
 // folded into each query row's output at once; the full score matrix never exists.
 //
-// K and V rows are read in place (F32, F16 or BF16 widened in registers) by each query row;
+// K and V rows are read in place (F32, F16, BF16 or Q8_0 widened in registers) by each query row;
 // the query rows of a task share one kv head, so its rows stay in cache between them.
 // Work is split three ways: by kv head, by chunks of query rows that share it (the query heads
 // of a group and all tokens), and, when that leaves threads idle (generation: one token, one
@@ -10,8 +10,10 @@
 // merged at the end.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "ops/activation_rows.hpp"
@@ -19,6 +21,7 @@
 #include "simd.hpp"
 #include "simd_math.hpp"
 #include "switchyard/named_ops.h"
+#include "switchyard/quant_blocks.h"
 
 namespace sy::cpu {
 namespace {
@@ -53,6 +56,27 @@ template <>
 struct Elems<SY_TYPE_F16> : HalfElems<simd::load_f16, sdk::fp16_to_f32> {};
 template <>
 struct Elems<SY_TYPE_BF16> : HalfElems<simd::load_bf16, sdk::bf16_to_f32> {};
+// Q8_0 blocks (the quantized KV cache): d * qs. Vector loads start at multiples of kLanes, which
+// divides the block's 32, so each stays inside one block.
+template <>
+struct Elems<SY_TYPE_Q8_0> {
+    static const char* block(const char* row, int64_t i, float& d) {
+        const char* b = row + (i / SY_QK8_0) * int64_t(sizeof(sy_block_q8_0));
+        uint16_t h;
+        std::memcpy(&h, b, 2);
+        d = sdk::fp16_to_f32(h);
+        return b + offsetof(sy_block_q8_0, qs) + i % SY_QK8_0;
+    }
+    static simd::F32x load(const char* row, int64_t i) {
+        float d;
+        const char* q = block(row, i, d);
+        return simd::mul(simd::splat(d), simd::load_i8(reinterpret_cast<const int8_t*>(q)));
+    }
+    static float at(const char* row, int64_t i) {
+        float d;
+        return d * float(*reinterpret_cast<const int8_t*>(block(row, i, d)));
+    }
+};
 
 template <typename E>
 float dot(const float* q, const char* k, int64_t n) {
@@ -91,7 +115,7 @@ struct RowState {
     float* acc;  // Dv values
 };
 
-template <typename E>
+template <typename EK, typename EV>
 void attend(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_t row0,
             int64_t rows, int64_t key0, int64_t key1, RowState* state) {
     const int64_t D = a.q.ne[0], T = a.q.ne[1], Dv = a.v.ne[0];
@@ -111,7 +135,7 @@ void attend(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_
             const int64_t n = std::min(kKeyBlock, limit[r] - j0);
             float block_max = -std::numeric_limits<float>::infinity();
             for (int64_t j = 0; j < n; ++j) {
-                scores[j] = a.scale * dot<E>(qr[r], row_at(a.k, j0 + j, hk, 0), D);
+                scores[j] = a.scale * dot<EK>(qr[r], row_at(a.k, j0 + j, hk, 0), D);
                 block_max = std::max(block_max, scores[j]);
             }
             const float new_max = std::max(s.max, block_max);
@@ -121,7 +145,7 @@ void attend(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_
             for (int64_t j = 0; j < n; ++j) {
                 const float p = std::exp(scores[j] - new_max);
                 s.sum += p;
-                scale_add<E>(s.acc, c, p, row_at(a.v, j0 + j, hk, 0), Dv);
+                scale_add<EV>(s.acc, c, p, row_at(a.v, j0 + j, hk, 0), Dv);
                 c = 1.0f;
             }
             s.max = new_max;
@@ -132,11 +156,22 @@ void attend(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_
 using AttendFn = void (*)(const Attention&, const ActivationRows&, int64_t, int64_t, int64_t,
                           int64_t, int64_t, RowState*);
 
-AttendFn attend_for(int32_t type) {
-    switch (type) {
-        case SY_TYPE_F16: return attend<Elems<SY_TYPE_F16>>;
-        case SY_TYPE_BF16: return attend<Elems<SY_TYPE_BF16>>;
-        default: return attend<Elems<SY_TYPE_F32>>;
+template <typename EK>
+AttendFn attend_for_v(int32_t v_type) {
+    switch (v_type) {
+        case SY_TYPE_F16: return attend<EK, Elems<SY_TYPE_F16>>;
+        case SY_TYPE_BF16: return attend<EK, Elems<SY_TYPE_BF16>>;
+        case SY_TYPE_Q8_0: return attend<EK, Elems<SY_TYPE_Q8_0>>;
+        default: return attend<EK, Elems<SY_TYPE_F32>>;
+    }
+}
+
+AttendFn attend_for(int32_t k_type, int32_t v_type) {
+    switch (k_type) {
+        case SY_TYPE_F16: return attend_for_v<Elems<SY_TYPE_F16>>(v_type);
+        case SY_TYPE_BF16: return attend_for_v<Elems<SY_TYPE_BF16>>(v_type);
+        case SY_TYPE_Q8_0: return attend_for_v<Elems<SY_TYPE_Q8_0>>(v_type);
+        default: return attend_for_v<Elems<SY_TYPE_F32>>(v_type);
     }
 }
 
@@ -160,7 +195,7 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
     const int64_t ranges = std::clamp<int64_t>((wanted + base - 1) / base, 1, max_ranges);
     const int64_t range_len = (N + ranges - 1) / ranges;
     const ActivationRows q_rows(pool, a.q);
-    const AttendFn attend_fn = attend_for(a.k.type);
+    const AttendFn attend_fn = attend_for(a.k.type, a.v.type);
 
     // With one key range a task's rows are complete and go straight to dst; otherwise each
     // task leaves kRowsPerChunk rows of (max, sum, Dv values) to be merged.
@@ -224,39 +259,43 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
     });
 }
 
+// t (a float type) as the packed F32 rows of `rows` (which packs them, t's elements not being
+// adjacent).
+sy_tensor packed_f32(const sy_tensor& t, const ActivationRows& rows) {
+    sy_tensor f = t;
+    f.type = SY_TYPE_F32;
+    f.data = const_cast<float*>(rows.row(0, 0, 0));
+    f.nb[0] = 4;
+    f.nb[1] = 4 * t.ne[0];
+    f.nb[2] = f.nb[1] * t.ne[1];
+    f.nb[3] = f.nb[2] * t.ne[2];
+    return f;
+}
+
 }  // namespace
 
 void compute_attention(ThreadPool& pool, const sy_node& node) {
     const bool mla = std::strcmp(node.named_op, SY_NAMED_ATTN_MLA) == 0;
     const sy_tensor& q = *node.src[0];
     const sy_tensor& k = *node.src[1];
-    // attn.mla: the values are the last L elements of each cache row.
+    // attn.mla: the values are the last L elements of each cache row (R whole blocks in).
     sy_tensor latent = k;
     if (mla) {
         const int64_t R = node.iparams[2];
         latent.ne[0] = k.ne[0] - R;
-        latent.data = static_cast<char*>(k.data) + R * k.nb[0];
+        latent.data = static_cast<char*>(k.data) + R / sy_dtype_info(k.type).block_size * k.nb[0];
     }
     const sy_tensor& v = mla ? latent : *node.src[2];
-    const int64_t elem = sy_dtype_info(k.type).type_size;
-    if (k.nb[0] == elem && v.nb[0] == elem) {
-        flash_attention(pool, Attention{q, k, v, *node.dst, node.fparams[0], node.iparams[0] != 0,
-                                        node.iparams[1]});
-        return;
-    }
-    // Elements not adjacent (a transposed view): packed F32 copies, read in place.
-    const ActivationRows kp(pool, k), vp(pool, v);
-    sy_tensor kf = k, vf = v;
-    kf.type = vf.type = SY_TYPE_F32;
-    kf.data = const_cast<float*>(kp.row(0, 0, 0));
-    vf.data = const_cast<float*>(vp.row(0, 0, 0));
-    kf.nb[0] = vf.nb[0] = 4;
-    kf.nb[1] = 4 * k.ne[0];
-    kf.nb[2] = kf.nb[1] * k.ne[1];
-    kf.nb[3] = kf.nb[2] * k.ne[2];
-    vf.nb[1] = 4 * v.ne[0];
-    vf.nb[2] = vf.nb[1] * v.ne[1];
-    vf.nb[3] = vf.nb[2] * v.ne[2];
+    // Elements not adjacent (a transposed view of a float type; blocks always are): packed F32
+    // copies, read in place.
+    const auto adjacent = [](const sy_tensor& t) {
+        return t.nb[0] == sy_dtype_info(t.type).type_size;
+    };
+    std::optional<ActivationRows> k_rows, v_rows;
+    if (!adjacent(k)) k_rows.emplace(pool, k);
+    if (!adjacent(v)) v_rows.emplace(pool, v);
+    const sy_tensor kf = k_rows ? packed_f32(k, *k_rows) : k;
+    const sy_tensor vf = v_rows ? packed_f32(v, *v_rows) : v;
     flash_attention(pool, Attention{q, kf, vf, *node.dst, node.fparams[0], node.iparams[0] != 0,
                                     node.iparams[1]});
 }

@@ -24,6 +24,7 @@ std::vector<Case> row_cases(int32_t op, const Types& t);     // rms_norm, softma
 std::vector<Case> matmul_cases(int32_t op, const Types& t);  // mul_mat, mul_mat_id, moe
 std::vector<Case> rope_cases(const Types& t);
 std::vector<Case> copy_cases(int32_t op, const Types& t);  // cpy, cont, concat, get_rows
+std::vector<Case> attention_cases(const char* named_op, const Types& t);  // attn.flash, attn.mla
 
 // Helpers shared by the generators.
 TensorSpec tensor(int32_t type, std::initializer_list<int64_t> ne);

@@ -16,6 +16,23 @@ std::vector<Case> cpy_or_cont_cases(int32_t op, const Types& t) {
     auto like = [&](const TensorSpec& s) {
         return tensor(d, {s.ne[0], s.ne[1], s.ne[2], s.ne[3]});
     };
+    if (sy_dtype_info(a).block_size > 1 || sy_dtype_info(d).block_size > 1) {
+        // f32 <-> blocks: rows of whole blocks (a KV cache's rows), the f32 side strided too.
+        for (const TensorSpec& s :
+             {tensor(a, {32, 4}), tensor(a, {64, 3, 2}), tensor(a, {96, 5, 2, 2})})
+            add(shape(s), s, like(s));
+        const TensorSpec r = tensor(a, {64, 5, 2});
+        add("{64, 5, 2, 1} padded src0", padded(r), like(r));
+        add("{64, 5, 2, 1} padded dst", r, padded(like(r), 2, 1));
+        const TensorSpec p = tensor(a, {32, 5, 3, 2});
+        if (sy_dtype_info(a).block_size == 1) {
+            add("{64, 5, 2, 1} transposed src0", transposed(r), like(r));
+            add("{32, 5, 3, 2} permuted src0", with_order(p, 3, 1, 0, 2), like(p));
+        } else {
+            add("{64, 5, 2, 1} transposed dst", r, transposed(like(r)));
+        }
+        return out;
+    }
     add("{32, 4, 1, 1}", tensor(a, {32, 4}), tensor(d, {32, 4}));
     for (const TensorSpec& s :
          {tensor(a, {1, 1}), tensor(a, {7, 3, 2}), tensor(a, {67, 5, 3, 2}), tensor(a, {130, 9})})
@@ -76,8 +93,8 @@ std::vector<Case> get_rows_cases(const Types& t) {
         add("{" + std::to_string(bs) + ", 10, 1, 1} ids {4}", tensor(a, {bs, 10}), tensor(id, {4}));
         add("{" + std::to_string(4 * bs) + ", 33, 1, 1} ids {67}", tensor(a, {4 * bs, 33}),
             tensor(id, {67}));
-        add("{" + std::to_string(2 * bs) + ", 5, 2, 3} ids {3, 2, 3}",
-            tensor(a, {2 * bs, 5, 2, 3}), tensor(id, {3, 2, 3}));
+        add("{" + std::to_string(2 * bs) + ", 5, 2, 3} ids {3, 2, 3}", tensor(a, {2 * bs, 5, 2, 3}),
+            tensor(id, {3, 2, 3}));
         add("{" + std::to_string(bs) + ", 20, 1, 1} ids {9} padded src0",
             padded(tensor(a, {bs, 20}), 1, 2), tensor(id, {9}));
         add("{" + std::to_string(bs) + ", 12, 2, 1} ids {5, 2} permuted src0 (dims 1, 2)",

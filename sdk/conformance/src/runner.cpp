@@ -115,15 +115,18 @@ void fill(HostTensor& h, const SourceSpec& s, std::mt19937_64& rng) {
             }
 }
 
-// Calls f(logical index, byte offset of the element from data) for each element.
+// Calls f(logical index, byte offset of the element from data) for each element; for a block
+// type, the offset of the block that holds it (nb0 is a block's bytes).
 template <typename F>
 void for_each_element(const sy_tensor& t, F&& f) {
+    const int64_t block = std::max<int32_t>(1, sy_dtype_info(t.type).block_size);
     int64_t i = 0;
     for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
             for (int64_t i1 = 0; i1 < t.ne[1]; ++i1)
                 for (int64_t i0 = 0; i0 < t.ne[0]; ++i0, ++i)
-                    f(i, i0, i1, i2, i3, i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3]);
+                    f(i, i0, i1, i2, i3,
+                      i0 / block * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3]);
 }
 
 std::string index_text(int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
@@ -152,8 +155,7 @@ CaseResult fail(std::string message, double tolerance = 0) {
 
 // Same-type get_rows of a block type: every dst row must hold the selected src0 row's bytes, and
 // no byte outside dst's rows may change.
-CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src,
-                              const HostTensor& ids) {
+CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src, const HostTensor& ids) {
     const sy_tensor& d = out.t;
     const int64_t row_bytes = d.ne[0] / sy_dtype_info(d.type).block_size * d.nb[0];
     std::vector<bool> owned(out.bytes.size(), false);
@@ -172,8 +174,10 @@ CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src,
                     first = index_text(0, i1, i2, i3);
             }
     if (mismatches > 0)
-        return fail(std::to_string(mismatches) + " dst row(s) differ from the selected src0 row's "
-                    "bytes, first at " + first);
+        return fail(std::to_string(mismatches) +
+                    " dst row(s) differ from the selected src0 row's "
+                    "bytes, first at " +
+                    first);
     for (size_t b = 0; b < out.bytes.size(); ++b)
         if (!owned[b] && out.bytes[b] != kPoison)
             return fail("wrote outside dst's rows (byte " + std::to_string(b) +

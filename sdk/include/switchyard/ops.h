@@ -116,7 +116,10 @@ typedef enum sy_op {
     SY_OP_CONCAT = 16,
 
     /* Copy with conversion: src0 and dst have the same shape, any strides, float types;
-       dst[i] = convert(src0[i]). F32 -> F16/BF16 rounds to nearest even. */
+       dst[i] = convert(src0[i]). F32 -> F16/BF16 rounds to nearest even. Also F32 <-> a
+       block-quantized type (rows of whole blocks, nb0 the block's bytes): F32 -> blocks
+       quantizes each row as the type's reference quantizer does (bit-exact), blocks -> F32
+       decodes; a backend's capability rows say which block types it converts. */
     SY_OP_CPY = 17,
 
     /* Make contiguous: as CPY with the same type on both sides and a packed dst; the usual

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
@@ -50,6 +51,14 @@ std::string shape_string(const sy_tensor& t) {
 }
 
 double read_element(const sy_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const sy_dtype_traits traits = sy_dtype_info(t.type);
+    if (traits.block_size > 1 && quants::can_dequantize(t.type)) {
+        // Element i0 % block of the block holding it (nb0 is a block's bytes).
+        std::vector<float> block(size_t(traits.block_size));
+        quants::dequantize_row(t.type, element_address(t, i0 / traits.block_size, i1, i2, i3),
+                               block.data(), traits.block_size);
+        return block[size_t(i0 % traits.block_size)];
+    }
     const char* p = element_address(t, i0, i1, i2, i3);
     switch (t.type) {
         case SY_TYPE_F32:

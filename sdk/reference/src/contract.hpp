@@ -32,11 +32,11 @@ void require_float_or_block(const sy_node& node, const sy_tensor& t, const char*
 // Reads a source by logical index: block-typed tensors are dequantized once, row by row
 // through their strides (switchyard_quants); every other type goes through read_element.
 class SourceReader {
-public:
+  public:
     explicit SourceReader(const sy_tensor& t);
     double operator()(int64_t i0, int64_t i1, int64_t i2, int64_t i3) const;
 
-private:
+  private:
     const sy_tensor& t_;
     std::vector<float> dense_;  // logical order; empty for non-block types
 };
@@ -85,6 +85,7 @@ std::vector<double> row_ops(const sy_node& node);  // rms_norm, softmax, sum_row
 std::vector<double> matmul(const sy_node& node);   // mul_mat, mul_mat_id
 std::vector<double> rope(const sy_node& node);
 std::vector<double> moe_fused_up_gate(const sy_node& node);
+std::vector<double> attention(const sy_node& node);  // attn.flash, attn.mla
 
 // Activations shared by the unary ops and the fused MoE op.
 double silu(double x);

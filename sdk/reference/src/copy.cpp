@@ -1,5 +1,6 @@
 // Ops that move values: cpy, cont, concat, get_rows.
 #include "contract.hpp"
+#include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy::reference::detail {
@@ -10,16 +11,23 @@ std::vector<double> copy_or_cont(const sy_node& node) {
     const sy_tensor& dst = destination(node);
     const sy_tensor& src = source(node, 0, "src0");
     require_same_shape(node, src, "src0", dst, "dst");
-    if (node.op == SY_OP_CPY) {
+    if (node.op == SY_OP_CPY && (is_block_type(src.type) || is_block_type(dst.type))) {
+        // f32 <-> a block type; evaluate() rounds a block dst row by row.
+        require_type(node, is_block_type(src.type) ? dst : src, SY_TYPE_F32,
+                     is_block_type(src.type) ? "dst" : "src0");
+        if (!quants::can_quantize(is_block_type(src.type) ? src.type : dst.type))
+            fail(node, "no reference quantizer for this block type");
+    } else if (node.op == SY_OP_CPY) {
         require_float(node, src, "src0");
         require_float(node, dst, "dst");
     } else {
         require_type(node, dst, src.type, "dst");
         if (!sdk::is_contiguous(dst)) fail(node, "dst must be packed (contiguous)");
     }
+    const SourceReader S(src);
     Result out(dst);
     for_each_index(dst.ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-        out.at(i0, i1, i2, i3) = at(src, i0, i1, i2, i3);
+        out.at(i0, i1, i2, i3) = S(i0, i1, i2, i3);
     });
     return out.values;
 }

@@ -3,13 +3,19 @@
 #include <cstring>
 
 #include "contract.hpp"
+#include "switchyard/quants.hpp"
 
 namespace sy::reference {
 
 bool implements(int32_t op, const char* named_op, uint32_t named_op_version) {
-    if (op == SY_OP_NAMED)
-        return named_op && std::strcmp(named_op, SY_NAMED_MOE_FUSED_UP_GATE) == 0 &&
-               named_op_version == SY_NAMED_MOE_FUSED_UP_GATE_VERSION;
+    if (op == SY_OP_NAMED) {
+        const auto is = [&](const char* name, uint32_t version) {
+            return named_op && std::strcmp(named_op, name) == 0 && named_op_version == version;
+        };
+        return is(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION) ||
+               is(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION) ||
+               is(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION);
+    }
     return op > SY_OP_NONE && op < SY_OP_BUILTIN_COUNT;
 }
 
@@ -46,9 +52,24 @@ std::vector<double> evaluate(const sy_node& node) {
         case SY_OP_NAMED:
             if (!implements(node.op, node.named_op, node.named_op_version))
                 fail(node, "the reference does not implement this named op");
-            values = moe_fused_up_gate(node);
+            values = std::strcmp(node.named_op, SY_NAMED_MOE_FUSED_UP_GATE) == 0
+                         ? moe_fused_up_gate(node)
+                         : attention(node);
             break;
         default: fail(node, "unknown op id");
+    }
+    if (is_block_type(dst.type)) {
+        // A block-quantized dst holds each row as the type's reference quantizer stores it.
+        const int64_t ne0 = dst.ne[0];
+        std::vector<float> row(static_cast<size_t>(ne0));
+        std::vector<char> blocks(static_cast<size_t>(quants::row_size(dst.type, ne0)));
+        for (size_t r = 0; r + size_t(ne0) <= values.size() && ne0 > 0; r += size_t(ne0)) {
+            for (int64_t i = 0; i < ne0; ++i) row[size_t(i)] = float(values[r + size_t(i)]);
+            quants::quantize_row(dst.type, row.data(), blocks.data(), ne0);
+            quants::dequantize_row(dst.type, blocks.data(), row.data(), ne0);
+            for (int64_t i = 0; i < ne0; ++i) values[r + size_t(i)] = row[size_t(i)];
+        }
+        return values;
     }
     for (double& v : values) v = round_to_type(dst.type, v);
     return values;

@@ -64,6 +64,9 @@ constexpr TableBuilder build_table() {
         t.add(SY_OP_CONT, a, a);
     }
     for (int32_t a : kBlockTypes) t.add(SY_OP_GET_ROWS, a, a, SY_TYPE_I32);
+    // The KV cache's block type: quantized on the way in, decoded on the way out.
+    t.add(SY_OP_CPY, SY_TYPE_Q8_0, SY_TYPE_F32);
+    t.add(SY_OP_CPY, SY_TYPE_F32, SY_TYPE_Q8_0);
     for (int32_t w : kComputeBlockTypes) {
         t.add(SY_OP_MUL_MAT, SY_TYPE_F32, w, SY_TYPE_F32);
         t.add(SY_OP_MUL_MAT_ID, SY_TYPE_F32, w, SY_TYPE_F32, SY_TYPE_I32);
@@ -78,10 +81,15 @@ constexpr TableBuilder kTable = build_table();
 static_assert(kTable.count <= kMaxRows);
 
 // The named ops of named_ops.h: moe.fused_up_gate v1 with up and gate of one type (every
-// MUL_MAT_ID weight type), X F32, ids I32; attn.flash v1 with K and V of one float type;
-// attn.mla v1 on a float cache. Queries and results are F32.
+// MUL_MAT_ID weight type), X F32, ids I32; attn.flash v1 with K and V each a KV cache type;
+// attn.mla v1 on a cache of one of them. Queries and results are F32.
+constexpr std::array<int32_t, 4> kCacheTypes = {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16,
+                                                SY_TYPE_Q8_0};
+
 constexpr auto build_named_table() {
-    std::array<sy_capability, kFloatTypes.size() * 3 + kComputeBlockTypes.size()> rows{};
+    std::array<sy_capability, kFloatTypes.size() + kComputeBlockTypes.size() +
+                                  kCacheTypes.size() * (kCacheTypes.size() + 1)>
+        rows{};
     size_t i = 0;
     auto add = [&](const char* name, uint32_t version, int32_t s0, int32_t s1, int32_t s2,
                    int32_t s3) {
@@ -94,9 +102,10 @@ constexpr auto build_named_table() {
     };
     for (int32_t w : kFloatTypes) moe(w);
     for (int32_t w : kComputeBlockTypes) moe(w);
-    for (int32_t kv : kFloatTypes) {
-        add(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, SY_TYPE_F32, kv, kv, kNone);
-        add(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, SY_TYPE_F32, kv, kNone, kNone);
+    for (int32_t k : kCacheTypes) {
+        for (int32_t v : kCacheTypes)
+            add(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, SY_TYPE_F32, k, v, kNone);
+        add(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, SY_TYPE_F32, k, kNone, kNone);
     }
     return rows;
 }

@@ -125,6 +125,19 @@ sy_status check_elementwise(const NodeErrors& e, const sy_node& n) {
     return check_same_shape(e, *n.src[0], "src0", *n.dst, "dst");
 }
 
+// CPY between a float type and a block type: F32 on the float side (the conversions of ops.h).
+sy_status check_cpy(const NodeErrors& e, const sy_node& n) {
+    if (sy_status s = check_elementwise(e, n); s.code) return s;
+    const sy_tensor& a = *n.src[0];
+    const sy_tensor& d = *n.dst;
+    const bool a_blocks = sy_dtype_info(a.type).block_size > 1,
+               d_blocks = sy_dtype_info(d.type).block_size > 1;
+    if ((a_blocks || d_blocks) && (a_blocks ? d.type : a.type) != SY_TYPE_F32)
+        return e.fail("cpy %s -> %s: block-quantized types convert to and from f32 only",
+                      sy_dtype_info(a.type).name, sy_dtype_info(d.type).name);
+    return sdk::ok();
+}
+
 sy_status check_binary_broadcast(const NodeErrors& e, const sy_node& n) {
     if (sy_status s = check_elementwise(e, n); s.code) return s;
     if (!broadcasts_onto(*n.src[1], *n.dst))
@@ -239,6 +252,12 @@ sy_status check_attention(const NodeErrors& e, const sy_node& n, bool mla) {
         if (R < 0 || R >= D)
             return e.fail("iparams[2] = %lld: the rope width must lie in [0, %lld)", (long long)R,
                           (long long)D);
+        const int64_t block = sy_dtype_info(k.type).block_size;
+        if (block > 1 && R % block != 0)
+            return e.fail(
+                "iparams[2] = %lld: the rope width must be whole blocks of %lld (src1 "
+                "is %s)",
+                (long long)R, (long long)block, sy_dtype_info(k.type).name);
         if (k.ne[0] != D || k.ne[2] != 1 || k.ne[3] != 1)
             return e.fail("src1 (cache) shape %s, expected {%lld, N, 1, 1}",
                           shape_string(k).c_str(), (long long)D);
@@ -401,7 +420,7 @@ sy_status check_op_rules(const NodeErrors& e, const sy_node& n, bool read_indice
         case SY_OP_SILU:
         case SY_OP_GELU:
         case SY_OP_SIGMOID:
-        case SY_OP_CPY: return check_elementwise(e, n);
+        case SY_OP_CPY: return check_cpy(e, n);
         case SY_OP_RMS_NORM: return check_rms_norm(e, n);
         case SY_OP_MUL_MAT: return check_mul_mat(e, n);
         case SY_OP_MUL_MAT_ID: return check_mul_mat_id(e, n, read_indices);

@@ -30,7 +30,8 @@ std::vector<double> evaluate(const sy_node& node);
 bool implements(int32_t op, const char* named_op = nullptr, uint32_t named_op_version = 0);
 
 // Element (i0, i1, i2, i3) of a float (F32, F16, BF16, F64) or integer (I8 .. I64) tensor in
-// host memory, read through its strides. Throws std::invalid_argument for other types.
+// host memory, read through its strides; of a block-quantized tensor, decoded from its block
+// (nb0 a block's bytes). Throws std::invalid_argument for other types.
 double read_element(const sy_tensor& t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0);
 
 // Stores `value` into element (i0, i1, i2, i3), converted to t's type (rounding as
