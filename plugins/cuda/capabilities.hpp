@@ -11,7 +11,8 @@
 
 namespace sy::cuda {
 
-// Every built-in op: the SDK's table (validation::builtin_capabilities()).
+// Every built-in op: the SDK's table (validation::builtin_capabilities()) less CPY to and from
+// block types.
 validation::CapabilityTable capability_table();
 
 // The CUDA backend as the op-contract checks see it: its name, this table, device memory.

@@ -36,13 +36,13 @@ struct CapabilityTable {
 };
 
 // Every built-in op (ops.h) on every type combination the contract allows, with the block types
-// the SDK's quant library decodes as MUL_MAT / MUL_MAT_ID weights and GET_ROWS sources: the
-// table of a backend that implements the whole catalogue (the CPU and CUDA plugins advertise
-// exactly this).
+// the SDK's quant library decodes as MUL_MAT / MUL_MAT_ID weights and GET_ROWS sources, and CPY
+// f32 <-> q8_0 (the quantized KV cache): the table of a backend that implements the whole
+// catalogue (the CPU plugin advertises exactly this; the CUDA plugin all but the q8_0 CPY).
 CapabilityTable builtin_capabilities();
 
 // The named ops of named_ops.h: moe.fused_up_gate v1 on every MUL_MAT_ID weight type of
-// builtin_capabilities(), attn.flash v1 and attn.mla v1 on F32/F16/BF16 keys and values;
+// builtin_capabilities(), attn.flash v1 and attn.mla v1 on F32/F16/BF16/Q8_0 keys and values;
 // validate_node checks their schemas' shapes, parameters and expert ids.
 CapabilityTable named_capabilities();
 
