@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "ops/activation_rows.hpp"
@@ -115,27 +116,70 @@ struct RowState {
     float* acc;  // Dv values
 };
 
+// n values of a K or V row as F32 at out.
+template <typename E>
+void widen_row(const char* row, int64_t n, float* out) {
+    int64_t i = 0;
+    for (; i + simd::kLanes <= n; i += simd::kLanes) simd::store(out + i, E::load(row, i));
+    for (; i < n; ++i) out[i] = E::at(row, i);
+}
+
+// The rows of keys [j0, j0 + n) of t (kv head hk): in place for F32, else widened once into
+// `scratch` for all the query rows of the chunk.
+template <typename E>
+void key_block_rows(const sy_tensor& t, int64_t j0, int64_t n, int64_t hk, bool widen,
+                    std::vector<float>& scratch, const char** rows) {
+    const int64_t width = t.ne[0];
+    if (!widen) {
+        for (int64_t j = 0; j < n; ++j) rows[j] = row_at(t, j0 + j, hk, 0);
+        return;
+    }
+    scratch.resize(size_t(kKeyBlock * width));
+    for (int64_t j = 0; j < n; ++j) {
+        widen_row<E>(row_at(t, j0 + j, hk, 0), width, scratch.data() + j * width);
+        rows[j] = reinterpret_cast<const char*>(scratch.data() + j * width);
+    }
+}
+
+// Query rows [row0, row0 + rows) of kv head hk against keys [key0, key1), a block of keys at a
+// time for all rows: the block's K and V rows are read (Q8_0 ones widened to F32) once per
+// chunk and stay in cache for its rows.
 template <typename EK, typename EV>
 void attend(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_t row0,
             int64_t rows, int64_t key0, int64_t key1, RowState* state) {
+    using F32 = Elems<SY_TYPE_F32>;
     const int64_t D = a.q.ne[0], T = a.q.ne[1], Dv = a.v.ne[0];
     const int64_t G = a.q.ne[2] / a.k.ne[2];
     const float* qr[kRowsPerChunk];
     int64_t limit[kRowsPerChunk];
+    int64_t last = key0;
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t row = row0 + r;  // t fastest, then the group's heads
         const int64_t t = row % T, h = hk * G + row / T;
         qr[r] = q_rows.row(t, h, 0);
         limit[r] = std::min(key1, a.causal ? a.offset + t + 1 : key1);
+        last = std::max(last, limit[r]);
     }
+    // Q8_0 rows are widened once for the chunk's rows (decoding a block per load costs more than
+    // reading F32 twice); F16/BF16 widen in registers as they are read (half the bytes).
+    const bool widen_k = std::is_same_v<EK, Elems<SY_TYPE_Q8_0>> && rows > 1;
+    const bool widen_v = std::is_same_v<EV, Elems<SY_TYPE_Q8_0>> && rows > 1;
+    thread_local std::vector<float> k_scratch, v_scratch;
+    const char* k_rows[kKeyBlock];
+    const char* v_rows[kKeyBlock];
     float scores[kKeyBlock];
-    for (int64_t r = 0; r < rows; ++r) {
-        RowState& s = state[r];
-        for (int64_t j0 = key0; j0 < limit[r]; j0 += kKeyBlock) {
-            const int64_t n = std::min(kKeyBlock, limit[r] - j0);
+    for (int64_t j0 = key0; j0 < last; j0 += kKeyBlock) {
+        const int64_t n_block = std::min(kKeyBlock, last - j0);
+        key_block_rows<EK>(a.k, j0, n_block, hk, widen_k, k_scratch, k_rows);
+        key_block_rows<EV>(a.v, j0, n_block, hk, widen_v, v_scratch, v_rows);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t n = std::min(n_block, limit[r] - j0);
+            if (n <= 0) continue;
+            RowState& s = state[r];
             float block_max = -std::numeric_limits<float>::infinity();
             for (int64_t j = 0; j < n; ++j) {
-                scores[j] = a.scale * dot<EK>(qr[r], row_at(a.k, j0 + j, hk, 0), D);
+                scores[j] = a.scale * (widen_k ? dot<F32>(qr[r], k_rows[j], D)
+                                               : dot<EK>(qr[r], k_rows[j], D));
                 block_max = std::max(block_max, scores[j]);
             }
             const float new_max = std::max(s.max, block_max);
@@ -145,7 +189,10 @@ void attend(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_
             for (int64_t j = 0; j < n; ++j) {
                 const float p = std::exp(scores[j] - new_max);
                 s.sum += p;
-                scale_add<EV>(s.acc, c, p, row_at(a.v, j0 + j, hk, 0), Dv);
+                if (widen_v)
+                    scale_add<F32>(s.acc, c, p, v_rows[j], Dv);
+                else
+                    scale_add<EV>(s.acc, c, p, v_rows[j], Dv);
                 c = 1.0f;
             }
             s.max = new_max;
