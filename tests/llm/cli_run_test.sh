@@ -58,6 +58,9 @@ PY
 grep -q "missing.gguf" "$tmp/e" || fail "missing model not named: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -ctk q4_0 >"$tmp/o" 2>"$tmp/e" && fail "q4_0 cache accepted"
 grep -q -- "-ctk" "$tmp/e" || fail "bad -ctk not named: $(cat "$tmp/e")"
+# tiny's 16 rope dimensions are not a whole q8_0 block: refused, naming the width.
+"$sy" run -m "$tmp/tiny.gguf" -p hi -ctk q8_0 >"$tmp/o" 2>"$tmp/e" && fail "q8_0 cache on rope 16 accepted"
+grep -q "qk_rope_head_dim (16)" "$tmp/e" || fail "q8_0 cache width message: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 4 >"$tmp/o" 2>"$tmp/e" && fail "prompt longer than -c accepted"
 grep -q "raise -c" "$tmp/e" || fail "context overflow message: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 40 -n 100 --ignore-eos >"$tmp/o" 2>"$tmp/e" || fail "full context aborted: $(cat "$tmp/e")"
