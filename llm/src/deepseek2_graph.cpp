@@ -283,9 +283,12 @@ class GraphBuilder {
         kq = softmax_scores(kq);
         // c transposed {n_kv, kvl}: the mla 1 copy, or made from the cache rows now (decoded
         // first when they are blocks, which cannot be transposed).
-        Tensor* c_rows = cached_c(kc);
-        if (sy_dtype_info(o_.cache_type_k).block_size > 1) c_rows = g_.cpy(c_rows, SY_TYPE_F32);
-        Tensor* c_t = o_.mla == 1 ? v_t_ : g_.cont(g_.transpose(c_rows));
+        Tensor* c_t = v_t_;
+        if (o_.mla != 1) {
+            Tensor* c_rows = cached_c(kc);
+            if (sy_dtype_info(o_.cache_type_k).block_size > 1) c_rows = g_.cpy(c_rows, SY_TYPE_F32);
+            c_t = g_.cont(g_.transpose(c_rows));
+        }
         Tensor* o_lat = g_.mul_mat(c_t, kq);  // {kvl, T, H}
         return g_.mul_mat(w(l.v_b), o_lat);   // {vh, T, H}
     }

@@ -129,10 +129,10 @@ LoadedModel load_model(const ModelOptions& o) {
                  mib(kv_bytes), static_cast<long long>(opt.n_ctx));
     const uint64_t avail = available_memory();
     if (avail > 0 && kv_bytes > avail)
-        throw Error(
-            fmt::format("the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
-                        "available memory: lower -c (now {}) or use -ctk/-ctv q8_0",
-                        mib(kv_bytes), mib(avail), opt.n_ctx));
+        throw Error(fmt::format(
+            "the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
+            "available memory: lower -c (now {}) or use -ctk q8_0 (and -ctv q8_0 with --mla 0)",
+            mib(kv_bytes), mib(avail), opt.n_ctx));
     return out;
 }
 

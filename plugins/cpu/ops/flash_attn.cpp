@@ -2,8 +2,9 @@
 // The K.Q scores of a block of keys are computed, exponentiated against the running maximum and
 // folded into each query row's output at once; the full score matrix never exists.
 //
-// K and V rows are read in place (F32, F16, BF16 or Q8_0 widened in registers) by each query row;
-// the query rows of a task share one kv head, so its rows stay in cache between them.
+// A task's query rows share one kv head and take the keys a block of 32 at a time, so each
+// block is read once for all of them: F32/F16/BF16 in place (widened in registers), Q8_0
+// widened to F32 once per block when the task has several rows (in place for one).
 // Work is split three ways: by kv head, by chunks of query rows that share it (the query heads
 // of a group and all tokens), and, when that leaves threads idle (generation: one token, one
 // shared latent "head"), by ranges of keys whose partial results (max, sum, weighted values) are

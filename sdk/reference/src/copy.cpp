@@ -15,7 +15,7 @@ std::vector<double> copy_or_cont(const sy_node& node) {
         // f32 <-> a block type; evaluate() rounds a block dst row by row.
         require_type(node, is_block_type(src.type) ? dst : src, SY_TYPE_F32,
                      is_block_type(src.type) ? "dst" : "src0");
-        if (!quants::can_quantize(is_block_type(src.type) ? src.type : dst.type))
+        if (is_block_type(dst.type) && !quants::can_quantize(dst.type))
             fail(node, "no reference quantizer for this block type");
     } else if (node.op == SY_OP_CPY) {
         require_float(node, src, "src0");

@@ -107,6 +107,7 @@ constexpr auto build_named_table() {
             add(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, SY_TYPE_F32, k, v, kNone);
         add(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, SY_TYPE_F32, k, kNone, kNone);
     }
+    if (i != rows.size()) throw "named capability table: rows filled differ from its size";
     return rows;
 }
 

@@ -125,6 +125,15 @@ sy_status check_elementwise(const NodeErrors& e, const sy_node& n) {
     return check_same_shape(e, *n.src[0], "src0", *n.dst, "dst");
 }
 
+// A block-quantized operand's blocks lie side by side: nb0 is one block's bytes.
+sy_status check_packed_blocks(const NodeErrors& e, const sy_tensor& t, const char* role) {
+    const sy_dtype_traits traits = sy_dtype_info(t.type);
+    if (traits.block_size > 1 && t.nb[0] != traits.type_size)
+        return e.fail("%s (%s) has nb0 = %lld; the blocks of a row must be adjacent (nb0 = %lld)",
+                      role, traits.name, (long long)t.nb[0], (long long)traits.type_size);
+    return sdk::ok();
+}
+
 // CPY between a float type and a block type: F32 on the float side (the conversions of ops.h).
 sy_status check_cpy(const NodeErrors& e, const sy_node& n) {
     if (sy_status s = check_elementwise(e, n); s.code) return s;
@@ -135,7 +144,8 @@ sy_status check_cpy(const NodeErrors& e, const sy_node& n) {
     if ((a_blocks || d_blocks) && (a_blocks ? d.type : a.type) != SY_TYPE_F32)
         return e.fail("cpy %s -> %s: block-quantized types convert to and from f32 only",
                       sy_dtype_info(a.type).name, sy_dtype_info(d.type).name);
-    return sdk::ok();
+    if (sy_status s = check_packed_blocks(e, a, "src0"); s.code) return s;
+    return check_packed_blocks(e, d, "dst");
 }
 
 sy_status check_binary_broadcast(const NodeErrors& e, const sy_node& n) {
@@ -247,6 +257,10 @@ sy_status check_attention(const NodeErrors& e, const sy_node& n, bool mla) {
     if (n.iparams[1] < 0)
         return e.fail("iparams[1] = %d: the causal offset is negative", n.iparams[1]);
     if (!std::isfinite(n.fparams[0])) return e.fail("fparams[0] (scale) is not finite");
+    if (sy_status s = check_packed_blocks(e, k, mla ? "src1 (cache)" : "src1 (K)"); s.code)
+        return s;
+    if (!mla)
+        if (sy_status s = check_packed_blocks(e, *n.src[2], "src2 (V)"); s.code) return s;
     if (mla) {
         const int64_t R = n.iparams[2];
         if (R < 0 || R >= D)

@@ -88,11 +88,11 @@ struct Deepseek2HParams {
 };
 
 struct Deepseek2Options {
-    int mla = 3;         // --mla 0|1|2|3
-    int fused_moe = -1;  // --fused-moe: -1 when a backend provides it, 0 never, 1 required
+    int mla = 3;          // --mla 0|1|2|3
+    int fused_moe = -1;   // --fused-moe: -1 when a backend provides it, 0 never, 1 required
     int flash_attn = -1;  // --flash-attn (attn.flash + attn.mla): as fused_moe
-    int32_t cache_type_k = SY_TYPE_F16;  // -ctk: f32, f16, bf16
-    int32_t cache_type_v = SY_TYPE_F16;  // -ctv (modes 0 and 1)
+    int32_t cache_type_k = SY_TYPE_F16;  // -ctk: f32, f16, bf16, q8_0
+    int32_t cache_type_v = SY_TYPE_F16;  // -ctv (modes 0 and 1; q8_0: mode 0 with flash)
     int64_t n_ctx = 0;                   // cache length in tokens; 0: min(4096, trained)
     int64_t n_ubatch = 512;              // tokens per graph
     bool group_routing = true;           // honour expert_group_count when the file sets it
@@ -173,7 +173,8 @@ class Deepseek2Model {
 
 // The KV cache of one session: per layer, host memory laid out for the attention mode.
 //   mla 0: K {n_head * (qk_nope + qk_rope), n_ctx}, V transposed {n_ctx, n_head * v_head}
-//          (as rows {n_head * v_head, n_ctx} with flash attention: the same bytes);
+//          (as rows {n_head * v_head, n_ctx} with flash attention: the same bytes for float
+//          types; a q8_0 V cache exists only as these rows);
 //   mla 1: K {qk_rope + kv_lora, n_ctx} ([k_rope | c_kv] rows), c_kv transposed {n_ctx, kv_lora};
 //   mla 2, 3: the K rows only.
 class Deepseek2Cache {
