@@ -339,6 +339,17 @@ TEST(Deepseek2Runtime, UbatchesMatchOneBatch) {
     EXPECT_EQ(b.stats().graphs, 4);
 }
 
+// make() must throw E with `part` in its message.
+template <typename E, typename Make>
+void expect_error(Make make, const std::string& part) {
+    try {
+        make();
+        FAIL() << "accepted; expected an error with '" << part << "'";
+    } catch (const E& e) {
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+}
+
 TEST(Deepseek2Runtime, KvBytesPerTokenFollowTheFormulas) {
     Deepseek2HParams hp;  // DeepSeek-V3's widths (DEEPSEEK2.md section 8)
     hp.n_layer = 61;
@@ -368,19 +379,12 @@ TEST(Deepseek2Runtime, KvBytesPerTokenFollowTheFormulas) {
 // -ctk / -ctv q8_0 where blocks cannot hold the cache: each refused, naming the flag and why.
 TEST(Deepseek2Runtime, Q8CacheIsRefusedWhereBlocksDoNotFit) {
     ScratchDir dir;
-    const auto expect_error = [](auto make, const std::string& part) {
-        try {
-            make();
-            FAIL() << "accepted; expected an error with '" << part << "'";
-        } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-        }
-    };
     const auto rope16 = make_model(dir, spec(SY_TYPE_F32));
     Deepseek2Options o;
     o.n_ctx = 16;
     o.cache_type_k = SY_TYPE_Q8_0;
-    expect_error([&] { Deepseek2Model m(gguf::Reader::open(rope16), o); }, "qk_rope_head_dim (16)");
+    expect_error<Error>([&] { Deepseek2Model m(gguf::Reader::open(rope16), o); },
+                        "qk_rope_head_dim (16)");
     ModelSpec s = spec(SY_TYPE_F32);
     s.name = "rope32";
     s.rope = 32;
@@ -388,15 +392,15 @@ TEST(Deepseek2Runtime, Q8CacheIsRefusedWhereBlocksDoNotFit) {
     o.cache_type_k = SY_TYPE_F16;
     o.cache_type_v = SY_TYPE_Q8_0;
     o.mla = 1;
-    expect_error([&] { Deepseek2Model m(gguf::Reader::open(rope32), o); }, "-ctv q8_0");
+    expect_error<Error>([&] { Deepseek2Model m(gguf::Reader::open(rope32), o); }, "-ctv q8_0");
     o.mla = 0;
     o.flash_attn = 0;
     Deepseek2Model no_flash(gguf::Reader::open(rope32), o);
-    expect_error([&] { Deepseek2Session session(no_flash, cpu_plugin()); },
-                 "needs flash attention");
+    expect_error<Error>([&] { Deepseek2Session session(no_flash, cpu_plugin()); },
+                        "needs flash attention");
     o.flash_attn = -1;
     Deepseek2Model plain(gguf::Reader::open(rope32), o);
-    expect_error([&] { Deepseek2Session session(plain, plain_plugin()); }, "cpu-plain");
+    expect_error<Error>([&] { Deepseek2Session session(plain, plain_plugin()); }, "cpu-plain");
 }
 
 TEST(Deepseek2Runtime, ContextOverflowAndBadTokensAreErrorsThatKeepTheCache) {
@@ -427,24 +431,16 @@ TEST(Deepseek2Runtime, MissingKeysAndTensorsAreNamed) {
         return kv.key == "deepseek2.attention.kv_lora_rank";
     });
     write_synthetic_model(dir / "nokey.gguf", plan, 1, 1);
-    try {
-        Deepseek2Model m(gguf::Reader::open(dir / "nokey.gguf"), {});
-        FAIL() << "loaded without kv_lora_rank";
-    } catch (const gguf::FormatError& e) {
-        EXPECT_NE(std::string(e.what()).find("deepseek2.attention.kv_lora_rank"), std::string::npos)
-            << e.what();
-    }
+    expect_error<gguf::FormatError>(
+        [&] { Deepseek2Model m(gguf::Reader::open(dir / "nokey.gguf"), {}); },
+        "deepseek2.attention.kv_lora_rank");
     plan = plan_deepseek2(cfg, SY_TYPE_F32, KvLayout::kv_b);
     std::erase_if(plan.tensors,
                   [](const PlannedTensor& t) { return t.name == "blk.1.attn_output.weight"; });
     write_synthetic_model(dir / "notensor.gguf", plan, 1, 1);
-    try {
-        Deepseek2Model m(gguf::Reader::open(dir / "notensor.gguf"), {});
-        FAIL() << "loaded without blk.1.attn_output.weight";
-    } catch (const gguf::FormatError& e) {
-        EXPECT_NE(std::string(e.what()).find("blk.1.attn_output.weight"), std::string::npos)
-            << e.what();
-    }
+    expect_error<gguf::FormatError>(
+        [&] { Deepseek2Model m(gguf::Reader::open(dir / "notensor.gguf"), {}); },
+        "blk.1.attn_output.weight");
     const auto good = make_model(dir, spec(SY_TYPE_F32));
     Deepseek2Options bad;
     bad.mla = 4;

@@ -21,13 +21,15 @@ struct Column {
     int64_t m, b2, b3;
 };
 
-// Runs tile(weights, columns, count, n0, n1) for every block of weight rows [n0, n1) x at most
-// kBlockCols activation columns, on the pool; `weights` points at the (broadcast) weight matrix
-// of those columns. A weight matrix shared by every batch entry (a.ne2 = a.ne3 = 1) takes the
-// columns of all entries together, so its rows are read once for all of them (the attention
-// products of one query against cached keys shared by all heads).
-template <typename Tile>
-void for_each_tile(ThreadPool& pool, const sy_tensor& a, const sy_tensor& dst, Tile&& tile) {
+// Runs tile(weights, b_rows, out, count, n0, n1) for every block of weight rows [n0, n1) x at
+// most kBlockCols activation columns, on the pool: `weights` points at the (broadcast) weight
+// matrix of those columns, b_rows[c] at column c's activation row in `b` (ActivationRows or
+// QuantizedActivations) and out[c] at its dst column. A weight matrix shared by every batch entry
+// (a.ne2 = a.ne3 = 1) takes the columns of all entries together, so its rows are read once for all
+// of them (the attention products of one query against cached keys shared by all heads).
+template <typename Rows, typename Tile>
+void for_each_tile(ThreadPool& pool, const sy_tensor& a, const Rows& b, const sy_tensor& dst,
+                   Tile&& tile) {
     const int64_t N = a.ne[1], M = dst.ne[1];
     const int64_t B2 = dst.ne[2], B3 = dst.ne[3];
     const int64_t bcast2 = B2 / a.ne[2], bcast3 = B3 / a.ne[3];
@@ -53,7 +55,13 @@ void for_each_tile(ThreadPool& pool, const sy_tensor& a, const sy_tensor& dst, T
         const char* weights = static_cast<const char*>(a.data) + (cols[0].b2 / bcast2) * a.nb[2] +
                               (cols[0].b3 / bcast3) * a.nb[3];
         const int64_t n0 = row_block * block_rows;
-        tile(weights, cols, count, n0, std::min(N, n0 + block_rows));
+        decltype(b.row(0, 0, 0)) b_rows[kBlockCols];
+        float* out[kBlockCols];
+        for (int64_t c = 0; c < count; ++c) {
+            b_rows[c] = b.row(cols[c].m, cols[c].b2, cols[c].b3);
+            out[c] = reinterpret_cast<float*>(row_at(dst, cols[c].m, cols[c].b2, cols[c].b3));
+        }
+        tile(weights, b_rows, out, count, n0, std::min(N, n0 + block_rows));
     });
 }
 
@@ -61,18 +69,12 @@ void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel&
     const sy_tensor& a = *node.src[0];
     const sy_tensor& dst = *node.dst;
     const QuantizedActivations b(pool, *node.src[1], qk);
-    for_each_tile(
-        pool, a, dst,
-        [&](const char* weights, const Column* cols, int64_t count, int64_t n0, int64_t n1) {
-            const void* b_rows[kBlockCols];
-            float* out[kBlockCols];
-            for (int64_t c = 0; c < count; ++c) {
-                b_rows[c] = b.row(cols[c].m, cols[c].b2, cols[c].b3);
-                out[c] = reinterpret_cast<float*>(row_at(dst, cols[c].m, cols[c].b2, cols[c].b3));
-            }
-            quant_matmul_block(qk, weights, a.nb[1], n0, n1, a.ne[0], b_rows, out, count,
-                               dst.nb[0]);
-        });
+    for_each_tile(pool, a, b, dst,
+                  [&](const char* weights, const void* const* b_rows, float* const* out,
+                      int64_t count, int64_t n0, int64_t n1) {
+                      quant_matmul_block(qk, weights, a.nb[1], n0, n1, a.ne[0], b_rows, out, count,
+                                         dst.nb[0]);
+                  });
 }
 
 }  // namespace
@@ -84,18 +86,12 @@ void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
     const QuantKernel qk = quant_kernel(a.type);
     if (qk.dot != nullptr) return mul_mat_quantized(pool, node, qk);
     const ActivationRows b(pool, *node.src[1]);
-    for_each_tile(
-        pool, a, dst,
-        [&](const char* weights, const Column* cols, int64_t count, int64_t n0, int64_t n1) {
-            const float* b_rows[kBlockCols];
-            float* out[kBlockCols];
-            for (int64_t c = 0; c < count; ++c) {
-                b_rows[c] = b.row(cols[c].m, cols[c].b2, cols[c].b3);
-                out[c] = reinterpret_cast<float*>(row_at(dst, cols[c].m, cols[c].b2, cols[c].b3));
-            }
-            matmul_block(a.type, weights, a.nb[1], n0, n1, a.ne[0],
-                         BlockColumns{b_rows, out, count, dst.nb[0]});
-        });
+    for_each_tile(pool, a, b, dst,
+                  [&](const char* weights, const float* const* b_rows, float* const* out,
+                      int64_t count, int64_t n0, int64_t n1) {
+                      matmul_block(a.type, weights, a.nb[1], n0, n1, a.ne[0],
+                                   BlockColumns{b_rows, out, count, dst.nb[0]});
+                  });
 }
 
 }  // namespace sy::cpu
