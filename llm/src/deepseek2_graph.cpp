@@ -6,6 +6,7 @@
 //   kv_a {kv_lora + qk_rope, T} -> c {kv_lora, T} (normed), k_pe {qk_rope, 1, T} (roped)
 // and the attention scores of every mode are split into a "nope" and a "rope" product that
 // are added, so no per-head copy of k_pe is ever made.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -118,6 +119,43 @@ class GraphBuilder {
     // {D, H, T} -> {D, T, H}: the per-head batch layout of mul_mat.
     Tensor* heads_as_batch(Tensor* t) { return g_.permute(t, {0, 2, 1, 3}); }
 
+    // Elements [from, from + n) of dimension d of t, as a view.
+    Tensor* narrow(Tensor* t, int d, int64_t from, int64_t n) {
+        Shape shape = t->shape();
+        shape.ne[d] = n;
+        return g_.view(t, shape, t->strides(), uint64_t(from * t->nb(d)));
+    }
+
+    // -amb: how many heads one step of the attention may take when each head needs
+    // `bytes_per_head` of compute buffer (all of them without a limit; at least one).
+    int64_t heads_per_step(int64_t bytes_per_head) const {
+        const int64_t H = hp_.n_head;
+        if (o_.attn_max_bytes <= 0) return H;
+        return std::clamp<int64_t>(o_.attn_max_bytes / std::max<int64_t>(bytes_per_head, 1), 1, H);
+    }
+
+    // The attention of every head, `step` heads at a time: step(h0, n) returns the output
+    // {vh, T, n} of heads h0 .. h0 + n - 1; the parts are concatenated over heads.
+    template <class Step>
+    Tensor* by_head_groups(int64_t bytes_per_head, Step step) {
+        const int64_t H = hp_.n_head, per = heads_per_step(bytes_per_head);
+        std::vector<Tensor*> parts;
+        for (int64_t h0 = 0; h0 < H; h0 += per) parts.push_back(step(h0, std::min(per, H - h0)));
+        // Pairwise, so each output element is copied about log2(parts) times.
+        while (parts.size() > 1) {
+            std::vector<Tensor*> next;
+            for (size_t i = 0; i + 1 < parts.size(); i += 2)
+                next.push_back(g_.concat(parts[i], parts[i + 1], 2));
+            if (parts.size() % 2 == 1) next.push_back(parts.back());
+            parts = std::move(next);
+        }
+        return parts[0];
+    }
+
+    // The scores of one head live three times at once: the nope and rope products and their
+    // sum (the softmax and the product with V come after the two products are freed).
+    int64_t kq_bytes_per_head() const { return 3 * n_kv_ * T_ * int64_t(sizeof(float)); }
+
     Tensor* softmax_scores(Tensor* kq) {
         SoftmaxParams sp;
         sp.scale = hp_.kq_scale();
@@ -137,7 +175,7 @@ class GraphBuilder {
     // q {D, T, H} against K {D, n_kv, Hk} and V {Dv, n_kv, Hk}: {Dv, T, H}.
     Tensor* flash(Tensor* q, Tensor* k, Tensor* v) {
         return g_.named(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, {q, k, v}, SY_TYPE_F32,
-                        {v->shape()[0], T_, int64_t(hp_.n_head)}, flash_params());
+                        {v->shape()[0], T_, q->shape()[2]}, flash_params());
     }
 
     Tensor* attention(const Deepseek2Layer& l, uint32_t il, Tensor* cur) {
@@ -216,14 +254,18 @@ class GraphBuilder {
         g_.cpy(g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
                g_.permute(v_dst, {2, 0, 1, 3}));
 
-        Tensor* kq =
-            g_.add(g_.mul_mat(g_.view(kc, {nope, n_kv_, H}, kr, 0), heads_as_batch(q_nope)),
-                   g_.mul_mat(g_.view(kc, {rope, n_kv_, H}, kr, uint64_t(kb(nope))),
-                              heads_as_batch(q_pe)));  // {n_kv, T, H}
-        kq = softmax_scores(kq);
+        Tensor* k_nope = g_.view(kc, {nope, n_kv_, H}, kr, 0);
+        Tensor* k_rope = g_.view(kc, {rope, n_kv_, H}, kr, uint64_t(kb(nope)));
         Tensor* v_t = g_.view(vc, {n_kv_, vh, H},
                               strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H), 0);
-        return g_.mul_mat(v_t, kq);  // {vh, T, H}
+        Tensor* qn = heads_as_batch(q_nope);
+        Tensor* qr = heads_as_batch(q_pe);
+        return by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
+            Tensor* kq =
+                g_.add(g_.mul_mat(narrow(k_nope, 2, h0, n), narrow(qn, 2, h0, n)),
+                       g_.mul_mat(narrow(k_rope, 2, h0, n), narrow(qr, 2, h0, n)));  // {n_kv, T, n}
+            return g_.mul_mat(narrow(v_t, 2, h0, n), softmax_scores(kq));            // {vh, T, n}
+        });
     }
 
     // Writes this ubatch's latents: [k_pe | c] rows, and for mla 1 the transposed c.
@@ -278,9 +320,6 @@ class GraphBuilder {
                          flash_params(static_cast<int32_t>(hp_.qk_rope)));
             return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
         }
-        Tensor* kq = g_.add(g_.mul_mat(cached_c(kc), q_lat),
-                            g_.mul_mat(cached_k_pe(kc), heads_as_batch(q_pe)));  // {n_kv, T, H}
-        kq = softmax_scores(kq);
         // c transposed {n_kv, kvl}: the mla 1 copy, or made from the cache rows now (decoded
         // first when they are blocks, which cannot be transposed).
         Tensor* c_t = v_t_;
@@ -289,36 +328,54 @@ class GraphBuilder {
             if (sy_dtype_info(o_.cache_type_k).block_size > 1) c_rows = g_.cpy(c_rows, SY_TYPE_F32);
             c_t = g_.cont(g_.transpose(c_rows));
         }
-        Tensor* o_lat = g_.mul_mat(c_t, kq);  // {kvl, T, H}
-        return g_.mul_mat(w(l.v_b), o_lat);   // {vh, T, H}
+        Tensor* c_rows = cached_c(kc);
+        Tensor* k_pe_rows = cached_k_pe(kc);
+        Tensor* qr = heads_as_batch(q_pe);
+        Tensor* o_lat = by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
+            Tensor* kq = g_.add(g_.mul_mat(c_rows, narrow(q_lat, 2, h0, n)),
+                                g_.mul_mat(k_pe_rows, narrow(qr, 2, h0, n)));  // {n_kv, T, n}
+            return g_.mul_mat(c_t, softmax_scores(kq));                        // {kvl, T, n}
+        });
+        return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
     }
 
     // mla 3 with a large ubatch: decompress every cached latent with attn_kv_b, then standard
     // attention over the result.
     Tensor* attention_decompressed(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope,
                                    Tensor* q_pe, Tensor* c, Tensor* k_pe) {
-        const int64_t H = hp_.n_head, nope = hp_.qk_nope, vh = hp_.v_head, f = sizeof(float);
+        const int64_t nope = hp_.qk_nope, vh = hp_.v_head, rope = hp_.qk_rope,
+                      lat = hp_.latent_width(), f = sizeof(float);
         Tensor* kc = store_latents(il, c, k_pe);
         Tensor* c_all = cached_c(kc);
         if (o_.cache_type_k != SY_TYPE_F32) c_all = g_.cpy(c_all, SY_TYPE_F32);
-        Tensor* kv = g_.mul_mat(w(l.kv_b), c_all);  // {H*(nope+vh), n_kv}
-        const Strides kv_strides =
-            strides_of(f, H * (nope + vh) * f, (nope + vh) * f, H * (nope + vh) * f * n_kv_);
-        Tensor* k_nope = g_.view(kv, {nope, n_kv_, H}, kv_strides, 0);
-        if (flash_) {
-            // K = [k_nope | k_pe] per head, k_pe repeated for every head (stride 0 over heads).
-            const int64_t rope = hp_.qk_rope, lat = hp_.latent_width();
-            Tensor* k_pe_all = g_.cpy(
-                g_.view(kc, {rope, n_kv_, H}, strides_of(k_nb0(), kb(lat), 0, 0), 0), SY_TYPE_F32);
-            Tensor* k = g_.concat(k_nope, k_pe_all, 0);  // {qk, n_kv, H}
-            Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);
-            return flash(q, k, g_.view(kv, {vh, n_kv_, H}, kv_strides, uint64_t(nope * f)));
-        }
-        Tensor* kq = g_.add(g_.mul_mat(k_nope, heads_as_batch(q_nope)),
-                            g_.mul_mat(cached_k_pe(kc), heads_as_batch(q_pe)));
-        kq = softmax_scores(kq);
-        Tensor* v = g_.view(kv, {vh, n_kv_, H}, kv_strides, uint64_t(nope * f));
-        return g_.mul_mat(g_.cont(g_.transpose(v)), kq);  // {vh, T, H}
+        Tensor* kv_b = w(l.kv_b);  // {kvl, H*(nope+vh)}: per head nope rows, then vh rows
+        Tensor* qn = heads_as_batch(q_nope);
+        Tensor* qr = heads_as_batch(q_pe);
+        // Per head: its decompressed K and V {nope + vh, n_kv}, and then k_pe repeated and
+        // K = [k_nope | k_pe] (flash), or the scores and V transposed.
+        const int64_t per_head =
+            n_kv_ * f * (nope + vh) +
+            (flash_ ? n_kv_ * f * (rope + nope + rope) : kq_bytes_per_head() + n_kv_ * f * vh);
+        return by_head_groups(per_head, [&](int64_t h0, int64_t n) {
+            Tensor* kv = g_.mul_mat(narrow(kv_b, 1, h0 * (nope + vh), n * (nope + vh)),
+                                    c_all);  // {n*(nope+vh), n_kv}
+            const Strides kv_strides =
+                strides_of(f, n * (nope + vh) * f, (nope + vh) * f, n * (nope + vh) * f * n_kv_);
+            Tensor* k_nope = g_.view(kv, {nope, n_kv_, n}, kv_strides, 0);
+            Tensor* v = g_.view(kv, {vh, n_kv_, n}, kv_strides, uint64_t(nope * f));
+            if (flash_) {
+                // K = [k_nope | k_pe] per head, k_pe repeated for every head (stride 0).
+                Tensor* k_pe_all =
+                    g_.cpy(g_.view(kc, {rope, n_kv_, n}, strides_of(k_nb0(), kb(lat), 0, 0), 0),
+                           SY_TYPE_F32);
+                Tensor* k = g_.concat(k_nope, k_pe_all, 0);  // {qk, n_kv, n}
+                Tensor* q = g_.concat(narrow(qn, 2, h0, n), narrow(qr, 2, h0, n), 0);
+                return flash(q, k, v);
+            }
+            Tensor* kq = g_.add(g_.mul_mat(k_nope, narrow(qn, 2, h0, n)),
+                                g_.mul_mat(cached_k_pe(kc), narrow(qr, 2, h0, n)));
+            return g_.mul_mat(g_.cont(g_.transpose(v)), softmax_scores(kq));  // {vh, T, n}
+        });
     }
 
     Tensor* swiglu(Tensor* y, const WeightRef& gate, const WeightRef& up, const WeightRef& down) {
@@ -431,10 +488,10 @@ bool choose_fused_moe(const Deepseek2Options& o, const Plugin& plugin) {
 Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, int32_t device)
     : model_(model),
       plugin_(plugin),
-      executor_(plugin, device),
-      cache_(model.hparams(), model.options()),
       fused_moe_(choose_fused_moe(model.options(), plugin)),
-      flash_(choose_flash(model.options(), plugin)) {}
+      flash_(choose_flash(model.options(), plugin)),
+      executor_(plugin, device),
+      cache_(model.hparams(), model.options()) {}
 
 Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
                                                       bool all_logits) {
@@ -455,6 +512,7 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
             throw Error("token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                         " is outside the vocabulary of " + std::to_string(n_vocab));
 
+    cache_.allocate();
     std::vector<float> logits;
     const int64_t ub = model_.options().n_ubatch;
     std::vector<int32_t> positions;

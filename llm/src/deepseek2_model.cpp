@@ -238,6 +238,9 @@ void validate(const Deepseek2Options& o, const Deepseek2HParams& hp) {
         throw Error("--fused-moe " + std::to_string(o.fused_moe) + ": expected 0 or 1");
     if (o.flash_attn < -1 || o.flash_attn > 1)
         throw Error("--flash-attn " + std::to_string(o.flash_attn) + ": expected on, off or auto");
+    if (o.attn_max_bytes < 0)
+        throw Error("-amb " + std::to_string(o.attn_max_bytes) +
+                    " B: expected 0 (no limit) or more");
     for (auto [flag, type] : {std::pair{"-ctk", o.cache_type_k}, {"-ctv", o.cache_type_v}}) {
         if (!sdk::is_float_type(type) && type != SY_TYPE_Q8_0)
             throw Error(std::string(flag) + " " + sy_dtype_info(type).name +
@@ -514,21 +517,23 @@ Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Option
     v_rows_ = o.mla == 0 ? heads * hp.v_head : o.mla == 1 ? hp.kv_lora_rank : 0;
     // mla 0 K rows are whole heads of whole blocks (validate()), so a row's bytes are the
     // heads' bytes; the V cache is a block type only as mla 0's rows.
-    const size_t k_bytes = size_t(sdk::row_bytes(o.cache_type_k, k_row_));
-    k_.resize(hp.n_layer);
-    for (auto& k : k_) k.assign(k_bytes * size_t(n_ctx_), std::byte{0});
-    if (v_rows_ > 0) {
-        const size_t v_bytes = size_t(sdk::row_bytes(o.cache_type_v, v_rows_ * n_ctx_));
-        v_.resize(hp.n_layer);
-        for (auto& v : v_) v.assign(v_bytes, std::byte{0});
+    k_layer_bytes_ = size_t(sdk::row_bytes(o.cache_type_k, k_row_)) * size_t(n_ctx_);
+    v_layer_bytes_ = v_rows_ > 0 ? size_t(sdk::row_bytes(o.cache_type_v, v_rows_ * n_ctx_)) : 0;
+    n_layer_ = hp.n_layer;
+}
+
+void Deepseek2Cache::allocate() {
+    if (allocated()) return;
+    k_.resize(n_layer_);
+    for (auto& k : k_) k.assign(k_layer_bytes_, std::byte{0});
+    if (v_layer_bytes_ > 0) {
+        v_.resize(n_layer_);
+        for (auto& v : v_) v.assign(v_layer_bytes_, std::byte{0});
     }
 }
 
 uint64_t Deepseek2Cache::bytes() const {
-    uint64_t n = 0;
-    for (const auto& k : k_) n += k.size();
-    for (const auto& v : v_) n += v.size();
-    return n;
+    return uint64_t(n_layer_) * (k_layer_bytes_ + v_layer_bytes_);
 }
 
 }  // namespace sy::llm

@@ -27,6 +27,12 @@ for mla in 0 2; do
   grep -q "flash attention" "$tmp/e" && fail "-fa off still used flash attention"
   cmp -s "$tmp/out0" "$tmp/nofa$mla" || fail "-fa off -mla $mla generated other tokens"
 done
+# -amb 1: attention one head per step; the same tokens, and the split reported.
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+    -fa off -amb 1 --tokens >"$tmp/amb" 2>"$tmp/e" || fail "run -amb 1: $(cat "$tmp/e")"
+cmp -s "$tmp/out0" "$tmp/amb" || fail "-amb 1 generated other tokens"
+grep -q "compute buffer: .*-amb 1)" "$tmp/e" || fail "-amb not in the compute buffer line: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" -p hi -amb -3 >"$tmp/o" 2>"$tmp/e" && fail "-amb -3 accepted"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -fa maybe >"$tmp/o" 2>"$tmp/e" && fail "-fa maybe accepted"
 # KV bytes per token printed equal the formulas (tiny: 3 layers, 4 heads, K 32+16, V 32,
 # kv_lora 32, rope 16, 4-byte elements): mla 0 3*(4*48+4*32)*4, mla 1 3*(48+32)*4, mla 2/3 3*48*4.

@@ -16,6 +16,7 @@
 #include "deepseek2_reference.hpp"
 #include "llm_test_util.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/memory_planner.hpp"
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/dtype.h"
 #include "switchyard/llm/perplexity.hpp"
@@ -337,6 +338,48 @@ TEST(Deepseek2Runtime, UbatchesMatchOneBatch) {
     for (size_t i = 0; i < la.size(); ++i)
         ASSERT_NEAR(la[i], lb[i], 1e-3f * (1 + std::fabs(la[i])));
     EXPECT_EQ(b.stats().graphs, 4);
+}
+
+// -amb: attention split into steps of fewer heads gives the logits of one step, and the
+// compute buffer of a long context shrinks, in every path that materializes per-head buffers
+// (the K.Q scores without flash attention, mla 3's decompressed K and V with or without it).
+TEST(Deepseek2Runtime, AttentionStepsMatchOneStepAndBoundTheBuffer) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    struct Mode {
+        int mla, flash;
+        size_t tokens;
+    };
+    for (Mode m :
+         {Mode{0, 0, 12}, Mode{1, 0, 12}, Mode{2, 0, 12}, Mode{3, 0, 140}, Mode{3, -1, 140}}) {
+        SCOPED_TRACE("mla " + std::to_string(m.mla) + " flash " + std::to_string(m.flash));
+        Deepseek2Options o;
+        o.mla = m.mla;
+        o.flash_attn = m.flash;
+        o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
+        o.n_ctx = 256;
+        Deepseek2Model whole(gguf::Reader::open(path), o);
+        o.attn_max_bytes = 1;  // one head per step
+        Deepseek2Model split(gguf::Reader::open(path), o);
+        Deepseek2Session a(whole, cpu_plugin()), b(split, cpu_plugin());
+        const auto tokens = prompt(m.tokens, 512);
+        const auto la = a.eval(tokens, true), lb = b.eval(tokens, true);
+        ASSERT_EQ(la.size(), lb.size());
+        for (size_t i = 0; i < la.size(); ++i)
+            ASSERT_NEAR(la[i], lb[i], 1e-4f * (1 + std::fabs(la[i]))) << "logit " << i;
+        // A full ubatch of 140 tokens at the end of a long context (planned, not allocated).
+        o.n_ctx = 16384;
+        o.attn_max_bytes = 0;
+        Deepseek2Model long_whole(gguf::Reader::open(path), o);
+        o.attn_max_bytes = 1;
+        Deepseek2Model long_split(gguf::Reader::open(path), o);
+        Deepseek2Session c(long_whole, cpu_plugin()), d(long_split, cpu_plugin());
+        const uint64_t peak_whole = plan_memory(c.build(140, 16384 - 140, false).graph).peak_bytes;
+        const uint64_t peak_split = plan_memory(d.build(140, 16384 - 140, false).graph).peak_bytes;
+        EXPECT_LT(double(peak_split), 0.5 * double(peak_whole))
+            << peak_split << " vs " << peak_whole;
+        EXPECT_FALSE(c.cache().allocated());
+    }
 }
 
 // make() must throw E with `part` in its message.

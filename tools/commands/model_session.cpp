@@ -67,6 +67,10 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, bf16, q8_0");
     app.add_option("--cache-type-v", cache_type_v,
                    "V cache type: f32, f16, bf16, q8_0 (q8_0: --mla 0 with flash attention)");
+    app.add_option("--attention-max-batch", attn_max_mib,
+                   "MiB of compute buffer one attention step may use; more heads are split into "
+                   "steps (0: no limit)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
     app.add_option("--smart-expert-reduction", ser, "K,t: use K experts per token");
     app.add_flag("--no-group-routing", no_group_routing,
                  "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
@@ -81,6 +85,7 @@ llm::Deepseek2Options ModelOptions::deepseek2_options() const {
     mo.cache_type_v = cache_type("-ctv", cache_type_v);
     mo.n_ctx = ctx;
     mo.n_ubatch = ubatch;
+    mo.attn_max_bytes = attn_max_mib * 1024 * 1024;
     mo.group_routing = !no_group_routing;
     if (!ser.empty()) {
         const auto comma = ser.find(',');
@@ -142,17 +147,21 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
     const int64_t t = std::min(opt.n_ubatch, opt.n_ctx);
     auto worst = session.build(t, opt.n_ctx - t, false);
     const MemoryPlan plan = plan_memory(worst.graph);
-    std::fprintf(stderr, "compute buffer: %.2f MiB (ubatch %lld at context %lld)%s%s\n",
+    const std::string amb =
+        opt.attn_max_bytes > 0 ? fmt::format(", -amb {}", opt.attn_max_bytes >> 20) : "";
+    std::fprintf(stderr, "compute buffer: %.2f MiB (ubatch %lld at context %lld%s)%s%s\n",
                  mib(plan.peak_bytes), static_cast<long long>(t), static_cast<long long>(opt.n_ctx),
-                 session.uses_fused_moe() ? ", fused MoE" : "",
+                 amb.c_str(), session.uses_fused_moe() ? ", fused MoE" : "",
                  session.uses_flash_attention() ? ", flash attention" : "");
-    // The cache is allocated (and zeroed) by now, so what is available excludes it.
+    const uint64_t kv = session.cache().bytes();
     const uint64_t avail = available_memory();
-    if (avail > 0 && plan.peak_bytes > avail)
-        throw Error(
-            fmt::format("the compute buffer ({:.0f} MiB) does not fit in the {:.0f} MiB "
-                        "available after the KV cache: lower -ub or -c",
-                        mib(plan.peak_bytes), mib(avail)));
+    if (avail > 0 && kv + plan.peak_bytes > avail)
+        throw Error(fmt::format(
+            "the KV cache ({:.0f} MiB) and the compute buffer ({:.0f} MiB) do not fit in the "
+            "{:.0f} MiB of available memory: lower -c (now {}), -ub (now {}) or -amb{}",
+            mib(kv), mib(plan.peak_bytes), mib(avail), opt.n_ctx, opt.n_ubatch,
+            session.uses_flash_attention() ? "" : ", or turn on --flash-attn"));
+    session.allocate();
 }
 
 }  // namespace sy::tools

@@ -23,11 +23,13 @@ struct ModelOptions {
     std::string cache_type_v = "f16";
     int64_t ctx = 0;
     int64_t ubatch = 512;
+    int64_t attn_max_mib = 256;
     std::string ser;
     bool no_group_routing = false;
 
-    // Registers -m, --backend, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -ser, --no-group-routing and
-    // the plugin options; `ctx_help` describes -c's default for this command.
+    // Registers -m, --backend, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -amb, -ser,
+    // --no-group-routing and the plugin options; `ctx_help` describes -c's default for this
+    // command.
     void add_to(CLI::App& app, const std::string& ctx_help);
     // The runtime options; throws sy::Error naming the flag whose value is wrong.
     llm::Deepseek2Options deepseek2_options() const;
@@ -45,8 +47,8 @@ struct LoadedModel {
 // available memory.
 LoadedModel load_model(const ModelOptions& options);
 
-// Prints the worst-case compute buffer (a full ubatch at the end of the context) and refuses
-// a KV cache + compute buffer that do not fit in the available memory.
+// Prints the worst-case compute buffer (a full ubatch at the end of the context), refuses a
+// KV cache + compute buffer that do not fit in the available memory, then allocates the cache.
 void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& session);
 
 double mib(uint64_t bytes);

@@ -6,10 +6,10 @@ namespace sy::tools {
 
 std::vector<std::string> expand_llama_flags(int argc, char** argv) {
     static const std::map<std::string, std::string> kLong = {
-        {"-ub", "--ubatch-size"},     {"-mla", "--mla"},
-        {"-fmoe", "--fused-moe"},     {"-ctk", "--cache-type-k"},
-        {"-ctv", "--cache-type-v"},   {"-ser", "--smart-expert-reduction"},
-        {"-amb", "--attn-max-batch"}, {"-fa", "--flash-attn"}};
+        {"-ub", "--ubatch-size"},          {"-mla", "--mla"},
+        {"-fmoe", "--fused-moe"},          {"-ctk", "--cache-type-k"},
+        {"-ctv", "--cache-type-v"},        {"-ser", "--smart-expert-reduction"},
+        {"-amb", "--attention-max-batch"}, {"-fa", "--flash-attn"}};
     std::vector<std::string> args;
     for (int i = 1; i < argc; ++i) {
         const auto it = kLong.find(argv[i]);

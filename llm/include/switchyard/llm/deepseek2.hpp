@@ -96,6 +96,7 @@ struct Deepseek2Options {
     int64_t n_ctx = 0;                   // cache length in tokens; 0: min(4096, trained)
     int64_t n_ubatch = 512;              // tokens per graph
     bool group_routing = true;           // honour expert_group_count when the file sets it
+    int64_t attn_max_bytes = 0;          // -amb: compute buffer per attention step, 0: no limit
     int ser_min_experts = 0;             // -ser K,t: 0 off
     float ser_threshold = 0.0f;
 };
@@ -177,23 +178,29 @@ class Deepseek2Model {
 //          types; a q8_0 V cache exists only as these rows);
 //   mla 1: K {qk_rope + kv_lora, n_ctx} ([k_rope | c_kv] rows), c_kv transposed {n_ctx, kv_lora};
 //   mla 2, 3: the K rows only.
+// The memory is allocated (and zeroed) by allocate(), so its size can be reported and checked
+// first; until then k() and v() are null.
 class Deepseek2Cache {
   public:
     Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& options);
 
     // What the cache holds per token (all layers): the formulas of DEEPSEEK2.md section 8.
     static uint64_t bytes_per_token(const Deepseek2HParams& hp, const Deepseek2Options& options);
-    uint64_t bytes() const;
+    uint64_t bytes() const;  // allocated or not
+    void allocate();
+    bool allocated() const { return !k_.empty(); }
     int64_t n_ctx() const { return n_ctx_; }
     int64_t k_row_elements() const { return k_row_; }  // elements of one token's K row
     int64_t v_rows() const { return v_rows_; }         // rows of the transposed V (0: none)
-    void* k(uint32_t il) { return k_[il].data(); }
+    void* k(uint32_t il) { return k_.empty() ? nullptr : k_[il].data(); }
     void* v(uint32_t il) { return v_.empty() ? nullptr : v_[il].data(); }
 
   private:
     int64_t n_ctx_ = 0;
     int64_t k_row_ = 0;
     int64_t v_rows_ = 0;
+    uint32_t n_layer_ = 0;
+    size_t k_layer_bytes_ = 0, v_layer_bytes_ = 0;
     std::vector<std::vector<std::byte>> k_, v_;
 };
 
@@ -207,7 +214,10 @@ struct EvalStats {
 // One conversation with a model: a KV cache and an executor on one backend device.
 class Deepseek2Session {
   public:
+    // Chooses the fused and flash ops (throws sy::Error for a choice the backend cannot run);
+    // the KV cache is allocated by the first eval() or by allocate().
     Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, int32_t device = 0);
+    void allocate() { cache_.allocate(); }
 
     // Runs `tokens` at positions n_past() .. n_past() + size - 1 (in ubatches) and appends them
     // to the cache. Returns the logits of every token (all_logits) or of the last one,
@@ -235,10 +245,10 @@ class Deepseek2Session {
   private:
     const Deepseek2Model& model_;
     Plugin& plugin_;
-    Executor executor_;
-    Deepseek2Cache cache_;
     bool fused_moe_ = false;
     bool flash_ = false;
+    Executor executor_;
+    Deepseek2Cache cache_;
     int64_t n_past_ = 0;
     EvalStats stats_;
 };
