@@ -95,13 +95,13 @@ std::string gpt2_byte_token(uint8_t b) {
 }
 
 BpeVocab build_bpe_vocab(uint32_t vocab_size) {
-    if (vocab_size < 258) {
+    if (vocab_size < 260) {
         throw std::invalid_argument(
-            "a byte-level BPE vocabulary needs at least 258 tokens, asked " +
+            "a byte-level BPE vocabulary needs at least 260 tokens, asked " +
             std::to_string(vocab_size));
     }
     BpeVocab v;
-    const uint32_t n_normal = vocab_size - 2;
+    const uint32_t n_normal = vocab_size - 4;
     std::unordered_set<std::string> known;
     for (int b = 0; b < 256; ++b) {
         v.tokens.push_back(gpt2_byte_token(static_cast<uint8_t>(b)));
@@ -158,6 +158,11 @@ BpeVocab build_bpe_vocab(uint32_t vocab_size) {
     }
 
     v.token_types.assign(v.tokens.size(), static_cast<int32_t>(TokenType::normal));
+    // The chat markers of DeepSeek-V3 (user-defined tokens), then BOS and EOS last.
+    v.tokens.push_back("<｜User｜>");
+    v.tokens.push_back("<｜Assistant｜>");
+    v.token_types.push_back(static_cast<int32_t>(TokenType::user_defined));
+    v.token_types.push_back(static_cast<int32_t>(TokenType::user_defined));
     v.bos_id = static_cast<uint32_t>(v.tokens.size());
     v.tokens.push_back("<｜begin▁of▁sentence｜>");
     v.eos_id = static_cast<uint32_t>(v.tokens.size());

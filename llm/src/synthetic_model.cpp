@@ -7,6 +7,7 @@
 
 #include "switchyard/dtype.h"
 #include "switchyard/llm/bpe_vocab.hpp"
+#include "switchyard/llm/chat_template.hpp"
 #include "switchyard/llm/tensor_types.hpp"
 #include "switchyard/quants.hpp"
 
@@ -205,6 +206,9 @@ ModelPlan plan_deepseek2(const Deepseek2Config& c, int32_t type, KvLayout layout
     kv("tokenizer.ggml.padding_token_id", u32(vocab.eos_id));
     kv("tokenizer.ggml.add_bos_token", Value::boolean(true));
     kv("tokenizer.ggml.add_eos_token", Value::boolean(false));
+    kv("tokenizer.chat_template",
+       Value::string(chat_template_jinja(
+           c.tokenizer_pre == "deepseek-v3" ? ChatTemplate::deepseek3 : ChatTemplate::deepseek2)));
 
     auto add = [&](std::string name, std::vector<int64_t> ne, Init init, float scale) {
         PlannedTensor t;

@@ -21,7 +21,7 @@ TEST(BpeVocab, ByteTokensUseGpt2Spelling) {
 void expect_valid(const BpeVocab& v, uint32_t size) {
     ASSERT_EQ(v.tokens.size(), size);
     ASSERT_EQ(v.token_types.size(), size);
-    EXPECT_EQ(v.merges.size(), size - 258);
+    EXPECT_EQ(v.merges.size(), size - 260);
     EXPECT_EQ(v.tokens[v.bos_id], "<｜begin▁of▁sentence｜>");
     EXPECT_EQ(v.tokens[v.eos_id], "<｜end▁of▁sentence｜>");
     EXPECT_EQ(v.token_types[v.bos_id], static_cast<int32_t>(TokenType::control));

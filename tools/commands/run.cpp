@@ -10,6 +10,7 @@
 
 #include "commands/model_session.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/llm/chat_template.hpp"
 #include "switchyard/llm/deepseek2.hpp"
 #include "switchyard/llm/sampler.hpp"
 #include "switchyard/llm/tokenizer.hpp"
@@ -28,8 +29,37 @@ struct RunOptions {
     bool ignore_eos = false;
     bool print_tokens = false;
     bool no_special = false;
+    bool chat = false;
+    std::string system_prompt;
+    std::string chat_template;
     std::string logits_out;
 };
+
+// The prompt text: as given, or (--chat, -sys, --chat-template) laid out as a conversation of
+// the optional system prompt and the prompt as the user's message.
+std::string prompt_text(const RunOptions& o, const std::string& prompt, const gguf::Reader& file) {
+    if (!o.chat && o.system_prompt.empty() && o.chat_template.empty()) return prompt;
+    if (o.no_special)
+        throw Error(
+            "--no-special cannot be used with --chat: the chat layout's markers are "
+            "special tokens");
+    llm::ChatTemplate t;
+    if (o.chat_template.empty()) {
+        t = llm::detect_chat_template(file);
+    } else {
+        const auto named = llm::chat_template_by_name(o.chat_template);
+        if (!named)
+            throw Error("--chat-template '" + o.chat_template +
+                        "': unknown layout (deepseek2, deepseek3)");
+        t = *named;
+    }
+    std::vector<llm::ChatMessage> messages;
+    if (!o.system_prompt.empty()) messages.push_back({"system", o.system_prompt});
+    messages.push_back({"user", prompt});
+    std::fprintf(stderr, "chat template: %s%s\n", llm::chat_template_name(t).c_str(),
+                 o.system_prompt.empty() ? "" : ", with a system prompt");
+    return llm::apply_chat_template(t, messages, true);
+}
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -90,7 +120,8 @@ int run_run(const RunOptions& o) {
     check_session_memory(loaded, session);
     const double load_s = seconds_since(t_load);
 
-    std::vector<int32_t> tokens = tok.encode(prompt, tok.add_bos(), !o.no_special);
+    const std::string text = prompt_text(o, prompt, model.file());
+    std::vector<int32_t> tokens = tok.encode(text, tok.add_bos(), !o.no_special);
     if (tokens.empty()) throw Error("run: the prompt encodes to no tokens");
     if (static_cast<int64_t>(tokens.size()) > opt.n_ctx)
         throw Error(fmt::format("the prompt has {} tokens, more than the context of {}: raise -c",
@@ -187,6 +218,13 @@ Command add_run_command(CLI::App& app) {
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-text token");
     cmd->add_flag("--tokens", o->print_tokens, "Print token ids (prompt on stderr, output inline)");
     cmd->add_flag("--no-special", o->no_special, "Do not parse special tokens in the prompt");
+    cmd->add_flag("--chat", o->chat,
+                  "Lay the prompt out as a user message in the model's chat template");
+    cmd->add_option("--system-prompt", o->system_prompt,
+                    "System prompt before the user message (implies --chat)");
+    cmd->add_option("--chat-template", o->chat_template,
+                    "deepseek2 or deepseek3 instead of the file's tokenizer.chat_template "
+                    "(implies --chat)");
     cmd->add_option("--logits-out", o->logits_out,
                     "Write the logits of every evaluated position (float32 .npy)");
     return [o] { return run_run(*o); };

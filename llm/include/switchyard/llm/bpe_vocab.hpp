@@ -1,7 +1,7 @@
 // A byte-level BPE vocabulary (GPT-2 style) built without any download, for synthetic models:
 // 256 byte tokens in GPT-2's byte-to-unicode spelling, merges learned from a small built-in
 // English text (then extended deterministically when a large vocabulary is asked for), and the
-// DeepSeek special tokens last.
+// DeepSeek special tokens last (<｜User｜>, <｜Assistant｜>, BOS, EOS).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,7 @@ struct BpeVocab {
 // GPT-2's printable spelling of byte b (e.g. ' ' -> "Ġ", '\n' -> "Ċ"), as UTF-8.
 std::string gpt2_byte_token(uint8_t b);
 
-// A vocabulary of exactly `vocab_size` tokens (at least 258): deterministic, no randomness.
+// A vocabulary of exactly `vocab_size` tokens (at least 260): deterministic, no randomness.
 BpeVocab build_bpe_vocab(uint32_t vocab_size);
 
 }  // namespace sy::llm
