@@ -82,6 +82,14 @@ grep -q "qk_rope_head_dim (16)" "$tmp/e" || fail "q8_0 cache width message: $(ca
 grep -q "raise -c" "$tmp/e" || fail "context overflow message: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 40 -n 100 --ignore-eos >"$tmp/o" 2>"$tmp/e" || fail "full context aborted: $(cat "$tmp/e")"
 grep -q "context of 40 tokens is full" "$tmp/e" || fail "no context-full stop message: $(cat "$tmp/e")"
+# --context-shift: the oldest tokens go, the rest is re-processed, generation goes on to -n.
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 40 -n 100 --ignore-eos --context-shift --keep 2 --tokens \
+    >"$tmp/o" 2>"$tmp/e" || fail "--context-shift: $(cat "$tmp/e")"
+[ "$(grep -o '\[[0-9]*\]' "$tmp/o" | wc -l)" -eq 100 ] || fail "--context-shift: not 100 tokens"
+grep -q "context full: dropped [0-9]* tokens after the first 3" "$tmp/e" || fail "no shift message: $(cat "$tmp/e")"
+grep -q "context shifts: [2-9]" "$tmp/e" || fail "shift count: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 40 -n 100 --ignore-eos --context-shift --keep -1 >"$tmp/o" 2>"$tmp/e" ||
+  fail "--keep -1: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" >"$tmp/o" 2>"$tmp/e" && fail "no prompt accepted"
 grep -q -- "-p TEXT or -f FILE" "$tmp/e" || fail "no-prompt message: $(cat "$tmp/e")"
 # perplexity: llama.cpp's output lines; every attention mode gives the same value (F32).

@@ -29,6 +29,8 @@ struct RunOptions {
     bool ignore_eos = false;
     bool print_tokens = false;
     bool no_special = false;
+    bool context_shift = false;
+    int keep = 0;
     bool chat = false;
     std::string system_prompt;
     std::string chat_template;
@@ -145,6 +147,15 @@ int run_run(const RunOptions& o) {
         logits.erase(logits.begin(), logits.end() - hp.n_vocab);
     }
 
+    // --keep: prompt tokens a context shift keeps (BOS always; -1: the whole prompt).
+    const int64_t n_keep =
+        o.keep < 0 || size_t(o.keep) >= tokens.size()
+            ? int64_t(tokens.size())
+            : int64_t(o.keep) + (tok.add_bos() && tokens.front() == tok.bos() ? 1 : 0);
+    std::vector<int32_t> history = tokens;  // what the cache holds, in order
+    int64_t shifts = 0;
+    double reprocess_s = 0;
+
     std::vector<int32_t> generated;
     std::string stop_reason = "-n reached";
     const auto t_gen = Clock::now();
@@ -163,13 +174,35 @@ int run_run(const RunOptions& o) {
         }
         if (i + 1 == o.n_predict) break;
         if (session.n_past() >= session.n_ctx()) {
-            stop_reason =
-                fmt::format("the context of {} tokens is full (raise -c)", session.n_ctx());
-            break;
+            // The latent caches cannot be shifted in place (their keys carry rotary positions
+            // baked into shared rows), so a shift drops the oldest tokens after the kept ones
+            // and evaluates what remains again from an empty cache.
+            const int64_t n_discard = (session.n_past() - n_keep) / 2;
+            if (!o.context_shift || n_discard < 1) {
+                stop_reason = fmt::format(
+                    "the context of {} tokens is full ({})", session.n_ctx(),
+                    o.context_shift ? "--keep leaves nothing to drop; lower it or raise -c"
+                                    : "raise -c, or --context-shift to drop the oldest tokens");
+                break;
+            }
+            std::vector<int32_t> kept(history.begin(), history.begin() + n_keep);
+            kept.insert(kept.end(), history.begin() + n_keep + n_discard, history.end());
+            std::fprintf(stderr,
+                         "\n[context full: dropped %lld tokens after the first %lld, "
+                         "re-processing %zu]\n",
+                         static_cast<long long>(n_discard), static_cast<long long>(n_keep),
+                         kept.size());
+            const auto t0 = Clock::now();
+            session.reset();
+            session.eval(kept);
+            reprocess_s += seconds_since(t0);
+            history = std::move(kept);
+            ++shifts;
         }
         const auto t0 = Clock::now();
         logits = session.eval(std::span<const int32_t>(&next, 1));
         gen_eval_s += seconds_since(t0);
+        history.push_back(next);
         if (npy) npy->add(logits);
     }
     const double gen_s = seconds_since(t_gen);
@@ -177,6 +210,9 @@ int run_run(const RunOptions& o) {
     std::fflush(stdout);
     if (npy) npy->write();
 
+    if (shifts > 0)
+        std::fprintf(stderr, "context shifts: %lld (%.3f s re-processing)\n",
+                     static_cast<long long>(shifts), reprocess_s);
     const llm::EvalStats& st = session.stats();
     const size_t evaluated = generated.empty() ? 0 : generated.size() - 1;
     std::fprintf(stderr, "\nstopped: %s\n", stop_reason.c_str());
@@ -218,6 +254,11 @@ Command add_run_command(CLI::App& app) {
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-text token");
     cmd->add_flag("--tokens", o->print_tokens, "Print token ids (prompt on stderr, output inline)");
     cmd->add_flag("--no-special", o->no_special, "Do not parse special tokens in the prompt");
+    cmd->add_flag("--context-shift", o->context_shift,
+                  "When the context is full, drop the oldest half after --keep and re-process "
+                  "the rest (default: stop)");
+    cmd->add_option("--keep", o->keep, "Prompt tokens a context shift keeps, BOS aside (-1: all)")
+        ->check(CLI::Range(-1, 1 << 24));
     cmd->add_flag("--chat", o->chat,
                   "Lay the prompt out as a user message in the model's chat template");
     cmd->add_option("--system-prompt", o->system_prompt,
