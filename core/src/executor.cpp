@@ -22,6 +22,22 @@ uint64_t offset_from(const void* base, const void* p) {
     return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base);
 }
 
+// The ABI form of a node whose tensors are `tensors[id]` (they must outlive the result).
+sy_node raw_node(const Node& node, const std::vector<sy_tensor>& tensors) {
+    sy_node raw{};
+    raw.struct_size = sizeof(sy_node);
+    raw.op = node.op;
+    raw.named_op = node.op == SY_OP_NAMED ? node.named_op.c_str() : nullptr;
+    raw.named_op_version = node.named_op_version;
+    raw.n_src = static_cast<int32_t>(node.src.size());
+    for (size_t i = 0; i < node.src.size(); ++i)
+        raw.src[i] = &tensors[static_cast<size_t>(node.src[i]->id())];
+    raw.dst = &tensors[static_cast<size_t>(node.dst->id())];
+    std::copy(node.iparams.begin(), node.iparams.end(), raw.iparams);
+    std::copy(node.fparams.begin(), node.fparams.end(), raw.fparams);
+    return raw;
+}
+
 std::string node_text(const Graph& graph, int32_t index) {
     const Node& n = graph.nodes()[static_cast<size_t>(index)];
     std::string s = "node " + std::to_string(index) + " " + n.label() + "(";
@@ -30,6 +46,18 @@ std::string node_text(const Graph& graph, int32_t index) {
 }
 
 }  // namespace
+
+void check_supported(const Plugin& plugin, int32_t device, const Graph& graph) {
+    std::vector<sy_tensor> descriptors(graph.tensors().size());
+    for (size_t i = 0; i < descriptors.size(); ++i)
+        descriptors[i] = graph.tensors()[i]->descriptor();
+    for (size_t index = 0; index < graph.nodes().size(); ++index) {
+        const Node& node = graph.nodes()[index];
+        if (!plugin.supports(device, raw_node(node, descriptors)))
+            throw Error("backend '" + plugin.name() + "' device " + std::to_string(device) +
+                        " does not support " + node_text(graph, static_cast<int32_t>(index)));
+    }
+}
 
 Executor::Executor(Plugin& plugin, int32_t device)
     : plugin_(plugin),
@@ -200,19 +228,7 @@ void Executor::bind(const Graph& graph, std::span<const int32_t> order, const Ca
     nodes_.reserve(order.size());
     for (int32_t index : order) {
         const Node& node = graph.nodes()[static_cast<size_t>(index)];
-        sy_node raw{};
-        raw.struct_size = sizeof(sy_node);
-        raw.op = node.op;
-        raw.named_op = node.op == SY_OP_NAMED ? node.named_op.c_str() : nullptr;
-        raw.named_op_version = node.named_op_version;
-        raw.n_src = static_cast<int32_t>(node.src.size());
-        for (size_t i = 0; i < node.src.size(); ++i) {
-            raw.src[i] = &bound_[static_cast<size_t>(node.src[i]->id())];
-        }
-        raw.dst = &bound_[static_cast<size_t>(node.dst->id())];
-        std::copy(node.iparams.begin(), node.iparams.end(), raw.iparams);
-        std::copy(node.fparams.begin(), node.fparams.end(), raw.fparams);
-        nodes_.push_back(raw);
+        nodes_.push_back(raw_node(node, bound_));
     }
 }
 

@@ -491,7 +491,20 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, 
       fused_moe_(choose_fused_moe(model.options(), plugin)),
       flash_(choose_flash(model.options(), plugin)),
       executor_(plugin, device),
-      cache_(model.hparams(), model.options()) {}
+      cache_(model.hparams(), model.options()) {
+    // Every node of a generation step and of a full prompt ubatch (mla 3 differs between
+    // them) must be one the backend supports, with this model's weight and cache types.
+    const int64_t ubatch = std::min(model.options().n_ubatch, cache_.n_ctx());
+    for (int64_t t : {int64_t{1}, ubatch}) {
+        try {
+            check_supported(plugin, device, build(t, 0, false).graph);
+        } catch (const Error& e) {
+            throw Error(std::string(e.what()) + " (in the graph of " + std::to_string(t) +
+                        (t == 1 ? " token" : " tokens") +
+                        "; the weight types, -ctk/-ctv, -mla or -fa decide its nodes)");
+        }
+    }
+}
 
 Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
                                                       bool all_logits) {

@@ -444,6 +444,15 @@ TEST(Deepseek2Runtime, Q8CacheIsRefusedWhereBlocksDoNotFit) {
     o.flash_attn = -1;
     Deepseek2Model plain(gguf::Reader::open(rope32), o);
     expect_error<Error>([&] { Deepseek2Session session(plain, plain_plugin()); }, "cpu-plain");
+    // A backend that cannot write blocks (cpu-plain copies float types only, as the CUDA
+    // plugin does): refused when the session is made, naming the node.
+    o.cache_type_k = SY_TYPE_Q8_0;
+    o.cache_type_v = SY_TYPE_F16;
+    o.mla = 2;
+    Deepseek2Model no_block_copy(gguf::Reader::open(rope32), o);
+    expect_error<Error>([&] { Deepseek2Session session(no_block_copy, plain_plugin()); },
+                        "does not support node");
+    expect_error<Error>([&] { Deepseek2Session session(no_block_copy, plain_plugin()); }, "q8_0");
 }
 
 TEST(Deepseek2Runtime, ContextOverflowAndBadTokensAreErrorsThatKeepTheCache) {

@@ -1,7 +1,9 @@
 // A test backend that provides no named ops: the CPU plugin (loaded from
 // SWITCHYARD_CPU_PLUGIN) behind a function table that reports no named ops, drops their
 // capability rows and refuses named nodes. Models loaded on it must build their decomposed
-// graphs (fused MoE falls back to MUL_MAT_ID + SILU + MUL).
+// graphs (fused MoE falls back to MUL_MAT_ID + SILU + MUL). Like the CUDA plugin, it also
+// copies float types only (no CPY to or from a block type): a q8_0 KV cache must be refused
+// on it before anything runs.
 #include <dlfcn.h>
 
 #include <vector>
@@ -15,20 +17,32 @@ sy_plugin_api g_inner{};  // the CPU plugin's table; its ctx is passed to every 
 void* g_library = nullptr;
 std::vector<sy_capability> g_rows;
 
+bool block_copy(int32_t op, int32_t dst, int32_t src) {
+    const auto blocks = [](int32_t t) {
+        return t >= 0 && t != SY_TYPE_ANY && sy_dtype_info(t).block_size > 1;
+    };
+    return op == SY_OP_CPY && (blocks(dst) || blocks(src));
+}
+
 sy_status capabilities(void* ctx, const sy_capability** rows, size_t* count) {
     const sy_capability* inner = nullptr;
     size_t n = 0;
     if (sy_status s = g_inner.capabilities(ctx, &inner, &n); s.code) return s;
     g_rows.clear();
     for (size_t i = 0; i < n; ++i)
-        if (inner[i].op != SY_OP_NAMED) g_rows.push_back(inner[i]);
+        if (inner[i].op != SY_OP_NAMED &&
+            !block_copy(inner[i].op, inner[i].dst_type, inner[i].src_type[0]))
+            g_rows.push_back(inner[i]);
     *rows = g_rows.data();
     *count = g_rows.size();
     return sy::sdk::ok();
 }
 
 sy_status supports(void* ctx, int32_t device, const sy_node* node, int32_t* supported) {
-    if (node != nullptr && node->op == SY_OP_NAMED && supported != nullptr) {
+    if (node != nullptr && supported != nullptr &&
+        (node->op == SY_OP_NAMED ||
+         (node->op == SY_OP_CPY && node->dst != nullptr && node->src[0] != nullptr &&
+          block_copy(node->op, node->dst->type, node->src[0]->type)))) {
         *supported = 0;
         return sy::sdk::ok();
     }

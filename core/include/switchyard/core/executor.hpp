@@ -34,6 +34,11 @@ struct RunReport {
     size_t nodes = 0;
 };
 
+// Throws Error naming the first node of `graph` that the plugin's device does not support
+// (its capability table and supports(): types and shapes, no memory needed), so a model can be
+// refused before anything is allocated.
+void check_supported(const Plugin& plugin, int32_t device, const Graph& graph);
+
 class Executor {
   public:
     Executor(Plugin& plugin, int32_t device = 0);
