@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <queue>
 
 #include "switchyard/llm/bpe_vocab.hpp"
 
@@ -106,10 +108,12 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& file) {
     const gguf::Value* model = file.find("tokenizer.ggml.model");
     if (model == nullptr || model->type() != gguf::ValueType::STRING)
         vocab_error(file, "tokenizer.ggml.model", "is missing or not a string");
-    if (model->as_string() != "gpt2")
+    if (model->as_string() != "gpt2" && model->as_string() != "llama")
         vocab_error(file, "tokenizer.ggml.model",
                     "is '" + model->as_string() +
-                        "'; only byte-level BPE ('gpt2', the DeepSeek tokenizers) is supported");
+                        "'; supported: 'gpt2' (byte-level BPE, the DeepSeek tokenizers) and "
+                        "'llama' (SentencePiece)");
+    t.spm_ = model->as_string() == "llama";
     if (const gguf::Value* pre = file.find("tokenizer.ggml.pre");
         pre != nullptr && pre->type() == gguf::ValueType::STRING)
         t.pre_ = pre->as_string();
@@ -139,7 +143,7 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& file) {
     std::sort(t.specials_.begin(), t.specials_.end(),
               [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
 
-    const auto& merges = array_of(file, "tokenizer.ggml.merges", gguf::ValueType::STRING, true);
+    const auto& merges = array_of(file, "tokenizer.ggml.merges", gguf::ValueType::STRING, !t.spm_);
     t.merge_rank_.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) {
         const std::string& m = merges[i].as_string();
@@ -158,7 +162,30 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& file) {
             vocab_error(file, "tokenizer.ggml.add_bos_token", "must be a bool");
         t.add_bos_ = v->as_bool() && t.bos_ >= 0;
     }
+    if (t.spm_) t.read_spm(file);
     return t;
+}
+
+void Tokenizer::read_spm(const gguf::Reader& file) {
+    const auto& scores = array_of(file, "tokenizer.ggml.scores", gguf::ValueType::F32, true);
+    if (scores.size() != tokens_.size())
+        vocab_error(file, "tokenizer.ggml.scores",
+                    "has " + std::to_string(scores.size()) + " entries for " +
+                        std::to_string(tokens_.size()) + " tokens");
+    scores_.reserve(scores.size());
+    for (const gguf::Value& v : scores) scores_.push_back(static_cast<float>(v.as_f64()));
+    byte_token_.assign(256, -1);
+    char name[8];
+    for (int b = 0; b < 256; ++b) {
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        byte_token_[size_t(b)] = find(name);
+    }
+    unk_ = token_id_key(file, "tokenizer.ggml.unknown_token_id", n_vocab());
+    if (const gguf::Value* v = file.find("tokenizer.ggml.add_space_prefix")) {
+        if (v->type() != gguf::ValueType::BOOL)
+            vocab_error(file, "tokenizer.ggml.add_space_prefix", "must be a bool");
+        add_space_prefix_ = v->as_bool();
+    }
 }
 
 int32_t Tokenizer::find(std::string_view text) const {
@@ -270,13 +297,87 @@ void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
     }
 }
 
+void Tokenizer::spm(std::string_view part, bool space_prefix, std::vector<int32_t>& out) const {
+    static constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
+    std::string text(space_prefix ? kSpace : "");
+    for (char c : part) {
+        if (c == ' ')
+            text += kSpace;
+        else
+            text += c;
+    }
+    // Symbols (one per character to begin with) in a linked list; candidate merges in a queue,
+    // best score first and leftmost on ties. A candidate is stale once either side has changed.
+    struct Symbol {
+        int prev, next;
+        size_t at, len;
+    };
+    std::vector<Symbol> sym;
+    for (size_t i = 0; i < text.size();) {
+        const size_t len = code_point(text, i).second;
+        const int n = static_cast<int>(sym.size());
+        sym.push_back({n - 1, n + 1, i, len});
+        i += len;
+    }
+    if (sym.empty()) return;
+    sym.back().next = -1;
+    struct Candidate {
+        float score;
+        int left, right;
+        size_t len;
+        bool operator<(const Candidate& o) const {
+            return score != o.score ? score < o.score : left > o.left;
+        }
+    };
+    std::priority_queue<Candidate> queue;
+    const auto consider = [&](int l, int r) {
+        if (l < 0 || r < 0) return;
+        const size_t len = sym[size_t(l)].len + sym[size_t(r)].len;
+        const auto it = ids_.find(text.substr(sym[size_t(l)].at, len));
+        if (it != ids_.end()) queue.push({scores_[size_t(it->second)], l, r, len});
+    };
+    for (int i = 1; i < static_cast<int>(sym.size()); ++i) consider(i - 1, i);
+    while (!queue.empty()) {
+        const Candidate c = queue.top();
+        queue.pop();
+        Symbol& l = sym[size_t(c.left)];
+        Symbol& r = sym[size_t(c.right)];
+        if (l.len == 0 || r.len == 0 || l.len + r.len != c.len) continue;
+        l.len += r.len;
+        r.len = 0;
+        l.next = r.next;
+        if (r.next >= 0) sym[size_t(r.next)].prev = c.left;
+        consider(l.prev, c.left);
+        consider(c.left, l.next);
+    }
+    for (int i = 0; i >= 0; i = sym[size_t(i)].next) {
+        const std::string piece = text.substr(sym[size_t(i)].at, sym[size_t(i)].len);
+        if (const auto it = ids_.find(piece); it != ids_.end()) {
+            out.push_back(it->second);
+            continue;
+        }
+        for (char ch : piece) {  // byte fallback
+            const int32_t b = byte_token_[static_cast<uint8_t>(ch)];
+            if (b >= 0 || unk_ >= 0) out.push_back(b >= 0 ? b : unk_);
+            if (b < 0) break;  // one unknown token for the whole character
+        }
+    }
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
     std::vector<int32_t> out;
     if (add_bos && bos_ >= 0) out.push_back(bos_);
     size_t start = 0;
+    bool after_special = true;  // SentencePiece: the space prefix goes here
     auto plain = [&](std::string_view part) {
-        for (const std::string& p : pre_tokenize(part)) bpe(p, out);
+        if (part.empty()) return;
+        if (spm_) {
+            spm(part, add_space_prefix_ && after_special, out);
+        } else {
+            for (const std::string& p : pre_tokenize(part)) bpe(p, out);
+        }
+        after_special = false;
     };
     if (parse_special && !specials_.empty()) {
         for (size_t i = 0; i < text.size();) {
@@ -292,6 +393,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
             }
             plain(text.substr(start, i - start));
             out.push_back(ids_.at(*hit));
+            after_special = true;
             i += hit->size();
             start = i;
         }
@@ -306,6 +408,21 @@ std::string Tokenizer::token_bytes(int32_t id, bool special) const {
     const auto type = static_cast<TokenType>(types_[size_t(id)]);
     if (type == TokenType::control) return special ? s : std::string();
     if (type == TokenType::user_defined) return s;
+    if (spm_) {
+        if (type == TokenType::unknown) return special ? s : std::string();
+        if (type == TokenType::byte && s.size() == 6 && s.starts_with("<0x"))
+            return std::string(1, static_cast<char>(std::stoi(s.substr(3, 2), nullptr, 16)));
+        std::string text;
+        for (size_t k = 0; k < s.size();) {
+            if (s.compare(k, 3, "\xE2\x96\x81") == 0) {
+                text += ' ';
+                k += 3;
+            } else {
+                text += s[k++];
+            }
+        }
+        return text;
+    }
     const ByteAlphabet& a = alphabet();
     std::string bytes;
     for (size_t k = 0; k < s.size();) {
@@ -323,7 +440,19 @@ std::string Tokenizer::token_bytes(int32_t id, bool special) const {
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool special) const {
     std::string out;
-    for (int32_t id : ids) out += token_bytes(id, special);
+    bool after_special = true;
+    for (int32_t id : ids) {
+        std::string piece = token_bytes(id, special);
+        const bool is_special = id >= 0 && id < n_vocab() &&
+                                (types_[size_t(id)] == int32_t(TokenType::control) ||
+                                 types_[size_t(id)] == int32_t(TokenType::user_defined));
+        // SentencePiece: drop the space prefix encode() put in front of the text.
+        if (spm_ && add_space_prefix_ && after_special && !is_special && !piece.empty() &&
+            piece[0] == ' ')
+            piece.erase(0, 1);
+        after_special = is_special;
+        out += piece;
+    }
     return out;
 }
 

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "llm_test_util.hpp"
+#include "switchyard/llm/bpe_vocab.hpp"
 #include "switchyard/llm/synthetic_model.hpp"
 
 namespace sy::llm::test {
@@ -87,17 +89,97 @@ TEST(Tokenizer, RefusesOtherModelsAndBrokenVocabularies) {
     for (auto& kv : plan.metadata)
         if (kv.key == "tokenizer.ggml.model") kv.value = gguf::Value::string("llama");
     write_synthetic_model(dir / "spm.gguf", plan, 1, 1);
-    try {
+    try {  // a SentencePiece vocabulary without its scores
         Tokenizer::from_gguf(gguf::Reader::open(dir / "spm.gguf"));
-        FAIL() << "accepted a llama (SentencePiece) vocabulary";
+        FAIL() << "accepted a llama vocabulary without scores";
     } catch (const gguf::FormatError& e) {
-        EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.model"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.scores"), std::string::npos);
+    }
+    for (auto& kv : plan.metadata)
+        if (kv.key == "tokenizer.ggml.model") kv.value = gguf::Value::string("bert");
+    write_synthetic_model(dir / "bert.gguf", plan, 1, 1);
+    try {
+        Tokenizer::from_gguf(gguf::Reader::open(dir / "bert.gguf"));
+        FAIL() << "accepted a bert vocabulary";
+    } catch (const gguf::FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find("'bert'"), std::string::npos) << e.what();
     }
     plan = plan_deepseek2(deepseek2_preset("tiny"), SY_TYPE_F32, KvLayout::kv_b);
     for (auto& kv : plan.metadata)
         if (kv.key == "tokenizer.ggml.bos_token_id") kv.value = gguf::Value::u32(99999);
     write_synthetic_model(dir / "bos.gguf", plan, 1, 1);
     EXPECT_THROW(Tokenizer::from_gguf(gguf::Reader::open(dir / "bos.gguf")), gguf::FormatError);
+}
+
+// A SentencePiece (`llama`) vocabulary: <unk>, <s>, </s>, the 256 byte tokens, then pieces
+// with scores (higher merges first).
+gguf::Reader spm_vocab(const ScratchDir& dir, bool add_space_prefix = true) {
+    std::vector<gguf::Value> tokens, scores, types;
+    const auto add = [&](const std::string& t, float score, TokenType type) {
+        tokens.push_back(gguf::Value::string(t));
+        scores.push_back(gguf::Value::f32(score));
+        types.push_back(gguf::Value::i32(static_cast<int32_t>(type)));
+    };
+    add("<unk>", 0, TokenType::unknown);
+    add("<s>", 0, TokenType::control);
+    add("</s>", 0, TokenType::control);
+    char name[8];
+    for (int b = 0; b < 256; ++b) {
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        add(name, 0, TokenType::byte);
+    }
+    float score = -1;
+    for (const char* piece : {"▁", "h", "e", "l", "o", "w", "r", "d", "▁h", "ll", "he", "▁he",
+                              "llo", "▁hello", "▁w", "or", "▁wor", "ld", "▁world"})
+        add(piece, score--, TokenType::normal);
+    const auto path = dir / (add_space_prefix ? "spm.gguf" : "spm-noprefix.gguf");
+    {
+        gguf::Writer w(path);
+        w.add("general.architecture", gguf::Value::string("llama"));
+        w.add("tokenizer.ggml.model", gguf::Value::string("llama"));
+        w.add("tokenizer.ggml.tokens", gguf::Value::array(gguf::ValueType::STRING, tokens));
+        w.add("tokenizer.ggml.scores", gguf::Value::array(gguf::ValueType::F32, scores));
+        w.add("tokenizer.ggml.token_type", gguf::Value::array(gguf::ValueType::I32, types));
+        w.add("tokenizer.ggml.bos_token_id", gguf::Value::u32(1));
+        w.add("tokenizer.ggml.eos_token_id", gguf::Value::u32(2));
+        w.add("tokenizer.ggml.unknown_token_id", gguf::Value::u32(0));
+        w.add("tokenizer.ggml.add_space_prefix", gguf::Value::boolean(add_space_prefix));
+        w.write_header();
+        w.finish();
+    }
+    return gguf::Reader::open(path);
+}
+
+TEST(SentencePiece, MergesByScoreWithTheSpacePrefix) {
+    ScratchDir dir;
+    const Tokenizer tok = Tokenizer::from_gguf(spm_vocab(dir));
+    ASSERT_TRUE(tok.sentencepiece());
+    // "▁hello▁world": ▁h, ll, ▁he, llo, ▁hello, ▁w, or, ▁wor, ld, ▁world in score order.
+    const std::vector<int32_t> want = {tok.bos(), tok.find("▁hello"), tok.find("▁world")};
+    EXPECT_EQ(tok.encode("hello world", true, false), want);
+    EXPECT_EQ(tok.decode(want), "hello world");
+    EXPECT_EQ(tok.token_bytes(tok.find("▁world")), " world");
+    // Without the prefix "hello" is he + llo (no "hello" token).
+    const Tokenizer bare = Tokenizer::from_gguf(spm_vocab(dir, false));
+    const std::vector<int32_t> he_llo = {bare.find("he"), bare.find("llo")};
+    EXPECT_EQ(bare.encode("hello", false, false), he_llo);
+}
+
+TEST(SentencePiece, BytesFallBackAndSpecialsTakeTheSpacePrefix) {
+    ScratchDir dir;
+    const Tokenizer tok = Tokenizer::from_gguf(spm_vocab(dir));
+    // é is no token: its two UTF-8 bytes.
+    const std::vector<int32_t> want = {tok.find("▁h"), tok.find("<0xC3>"), tok.find("<0xA9>")};
+    EXPECT_EQ(tok.encode("h\xC3\xA9", false, false), want);
+    EXPECT_EQ(tok.decode(want), "h\xC3\xA9");
+    // After a special token the text starts with the space prefix again.
+    const std::vector<int32_t> ids = tok.encode("hello</s>world", false, true);
+    const std::vector<int32_t> split = {tok.find("▁hello"), tok.eos(), tok.find("▁world")};
+    EXPECT_EQ(ids, split);
+    EXPECT_EQ(tok.decode(ids, true), "hello</s>world");
+    for (const std::string text :
+         {"hello world", "  two  spaces\n", "dd\tr\xE2\x82\xAC!", "world hello"})
+        EXPECT_EQ(tok.decode(tok.encode(text, true, false)), text) << text;
 }
 
 }  // namespace

@@ -12,8 +12,16 @@
 // Unicode category tables yet), so non-ASCII punctuation can split differently from the
 // reference tokenizers.
 // Decoding maps tokens back to their bytes; control tokens decode to nothing unless asked.
+//
+// SentencePiece-style vocabularies (`llama` model: tokenizer.ggml.scores, byte tokens <0xXX>)
+// are encoded the way SentencePiece's BPE does it: spaces become U+2581 "▁" (and one is put in
+// front of the text and after each special token when tokenizer.ggml.add_space_prefix, true by
+// default, says so), the text starts as single characters, and the adjacent pair whose join is
+// a token of highest score (leftmost on ties) is merged until none is; characters that are no
+// token fall back to their byte tokens (or the unknown token). No pre-tokenizer splits the text.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -28,7 +36,7 @@ namespace sy::llm {
 class Tokenizer {
   public:
     // Throws gguf::FormatError naming the key for a missing or malformed vocabulary, and for
-    // tokenizer models other than gpt2.
+    // tokenizer models other than gpt2 and llama.
     static Tokenizer from_gguf(const gguf::Reader& file);
 
     std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
@@ -43,12 +51,15 @@ class Tokenizer {
     // End of generation: eos, or an end-of-turn token the metadata names.
     bool is_end_of_generation(int32_t id) const { return id == eos_ || id == eot_; }
     const std::string& pre() const { return pre_; }
+    bool sentencepiece() const { return spm_; }
     // The token whose text is exactly `text`, or -1.
     int32_t find(std::string_view text) const;
 
   private:
     std::vector<std::string> pre_tokenize(std::string_view text) const;
     void bpe(std::string_view piece, std::vector<int32_t>& out) const;
+    void spm(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const;
+    void read_spm(const gguf::Reader& file);
 
     std::vector<std::string> tokens_;
     std::vector<int32_t> types_;
@@ -57,6 +68,11 @@ class Tokenizer {
     std::vector<std::string> specials_;                    // longest first
     std::string pre_;
     bool digits_whole_ = false;
+    bool spm_ = false;
+    bool add_space_prefix_ = true;
+    std::vector<float> scores_;        // spm: merge priority per token
+    std::vector<int32_t> byte_token_;  // spm: the <0xXX> token of each byte, -1 if none
+    int32_t unk_ = -1;
     int32_t bos_ = -1, eos_ = -1, eot_ = -1;
     bool add_bos_ = false;
 };
