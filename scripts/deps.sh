@@ -7,6 +7,7 @@ packages=(
   libtomlplusplus-dev     # toml++: configuration
   libcli11-dev            # CLI11: the command line
   libfmt-dev nlohmann-json3-dev
+  libicu-dev              # ICU: Unicode categories for the tokenizer's pre-tokenizer
   libgtest-dev googletest # GoogleTest
   clang libclang-rt-14-dev # libFuzzer for tests/gguf/fuzz
 )

@@ -1,7 +1,8 @@
 #include "switchyard/llm/tokenizer.hpp"
 
+#include <unicode/uchar.h>
+
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -64,24 +65,31 @@ std::pair<uint32_t, size_t> code_point(std::string_view s, size_t i) {
 
 enum class Cls { newline, space, digit, cjk, punct, letter };
 
+// The pre-tokenizer's classes from Unicode general categories (ICU): letters and marks
+// (\p{L}\p{M}), numbers (\p{N}), white space, the CJK ranges the DeepSeek regexes single out,
+// and everything else (punctuation, symbols, controls) as punctuation.
 Cls classify(uint32_t cp) {
     if (cp == '\n' || cp == '\r') return Cls::newline;
-    if (cp == ' ' || cp == '\t' || cp == '\v' || cp == '\f' || cp == 0x85 || cp == 0xA0 ||
-        (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-        cp == 0x205F || cp == 0x3000)
-        return Cls::space;
-    if (cp >= '0' && cp <= '9') return Cls::digit;
-    if (cp < 0x80) return std::isalpha(static_cast<int>(cp)) ? Cls::letter : Cls::punct;
+    if (cp > 0x10FFFF) return Cls::punct;
+    const auto c = static_cast<UChar32>(cp);
+    if (u_isUWhiteSpace(c)) return Cls::space;
     if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
         (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3))
         return Cls::cjk;
-    if ((cp >= 0xA1 && cp <= 0xBF && cp != 0xAA && cp != 0xB5 && cp != 0xBA) || cp == 0xD7 ||
-        cp == 0xF7 || (cp >= 0x2010 && cp <= 0x2027) || (cp >= 0x2030 && cp <= 0x205E) ||
-        (cp >= 0x3001 && cp <= 0x303F) || (cp >= 0xFF01 && cp <= 0xFF0F) ||
-        (cp >= 0xFF1A && cp <= 0xFF20) || (cp >= 0xFF3B && cp <= 0xFF40) ||
-        (cp >= 0xFF5B && cp <= 0xFF65))
-        return Cls::punct;
-    return Cls::letter;
+    switch (u_charType(c)) {
+        case U_DECIMAL_DIGIT_NUMBER:
+        case U_LETTER_NUMBER:
+        case U_OTHER_NUMBER: return Cls::digit;
+        case U_UPPERCASE_LETTER:
+        case U_LOWERCASE_LETTER:
+        case U_TITLECASE_LETTER:
+        case U_MODIFIER_LETTER:
+        case U_OTHER_LETTER:
+        case U_NON_SPACING_MARK:
+        case U_ENCLOSING_MARK:
+        case U_COMBINING_SPACING_MARK: return Cls::letter;
+        default: return Cls::punct;
+    }
 }
 
 // GPT-2's byte-to-unicode spelling and its inverse.

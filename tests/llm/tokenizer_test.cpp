@@ -83,6 +83,30 @@ TEST(Tokenizer, DigitsSplitInThreesOrWholeByFamily) {
     EXPECT_EQ(b.decode(b.encode("1234567", false, false)), "1234567");
 }
 
+// Characters outside ASCII split by their Unicode category: symbols and punctuation apart
+// from letters, marks inside words, every script's digits in threes (deepseek-v3).
+TEST(Tokenizer, PreTokenizerUsesUnicodeCategories) {
+    ScratchDir dir;
+    const Tokenizer tok = Tokenizer::from_gguf(tiny_model(dir));
+    using Pieces = std::vector<std::string>;
+    EXPECT_EQ(tok.pre_tokenize("x\xE2\x86\x92y"), (Pieces{"x", "\xE2\x86\x92", "y"}));  // x→y
+    EXPECT_EQ(tok.pre_tokenize("cafe\xCC\x81 ok"), (Pieces{"cafe\xCC\x81", " ok"}));    // combining
+    // Arabic-Indic ١٢٣٤ (Nd): 3 + 1.
+    EXPECT_EQ(tok.pre_tokenize("\xD9\xA1\xD9\xA2\xD9\xA3\xD9\xA4"),
+              (Pieces{"\xD9\xA1\xD9\xA2\xD9\xA3", "\xD9\xA4"}));
+    EXPECT_EQ(tok.pre_tokenize("\xE2\x82\xAC"
+                               "5"),
+              (Pieces{"\xE2\x82\xAC", "5"}));                                    // €5
+    EXPECT_EQ(tok.pre_tokenize("\xCE\xB1\xCE\xB2\xCE\xB3 \xC2\xBFQu\xC3\xA9?"),  // αβγ ¿Qué?
+              (Pieces{"\xCE\xB1\xCE\xB2\xCE\xB3", " \xC2\xBF", "Qu\xC3\xA9", "?"}));
+    // No-break space (Zs) is white space.
+    EXPECT_EQ(tok.pre_tokenize("a\xC2\xA0"
+                               "b"),
+              (Pieces{"a",
+                      "\xC2\xA0"
+                      "b"}));
+}
+
 TEST(Tokenizer, RefusesOtherModelsAndBrokenVocabularies) {
     ScratchDir dir;
     ModelPlan plan = plan_deepseek2(deepseek2_preset("tiny"), SY_TYPE_F32, KvLayout::kv_b);

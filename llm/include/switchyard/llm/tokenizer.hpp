@@ -7,10 +7,9 @@
 // `tokenizer.ggml.pre` family: digits in runs of at most 3 (deepseek-v3, llama3, qwen2) or whole
 // runs (deepseek-llm, deepseek-coder), CJK runs apart, letters with one leading space,
 // punctuation with one leading space and trailing newlines, whitespace that leaves its last
-// space to the next word. Characters are classified exactly for ASCII; outside ASCII, CJK
-// ideographs/kana/hangul are recognized and every other code point counts as a letter (no
-// Unicode category tables yet), so non-ASCII punctuation can split differently from the
-// reference tokenizers.
+// space to the next word. Characters are classified by their Unicode general category (ICU):
+// letters and marks, numbers, white space, punctuation and symbols, with the CJK ideograph,
+// kana and hangul ranges apart.
 // Decoding maps tokens back to their bytes; control tokens decode to nothing unless asked.
 //
 // SentencePiece-style vocabularies (`llama` model: tokenizer.ggml.scores, byte tokens <0xXX>)
@@ -55,8 +54,10 @@ class Tokenizer {
     // The token whose text is exactly `text`, or -1.
     int32_t find(std::string_view text) const;
 
-  private:
+    // The pieces BPE merges within (byte-level BPE only; SentencePiece does not split).
     std::vector<std::string> pre_tokenize(std::string_view text) const;
+
+  private:
     void bpe(std::string_view piece, std::vector<int32_t>& out) const;
     void spm(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const;
     void read_spm(const gguf::Reader& file);
