@@ -493,11 +493,12 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, 
       executor_(plugin, device),
       cache_(model.hparams(), model.options()) {
     // Every node of a generation step and of a full prompt ubatch (mla 3 differs between
-    // them) must be one the backend supports, with this model's weight and cache types.
+    // them) must be one the backend supports, with this model's weight and cache types; at
+    // the end of the context, where -amb splits the attention into steps.
     const int64_t ubatch = std::min(model.options().n_ubatch, cache_.n_ctx());
     for (int64_t t : {int64_t{1}, ubatch}) {
         try {
-            check_supported(plugin, device, build(t, 0, false).graph);
+            check_supported(plugin, device, build(t, cache_.n_ctx() - t, false).graph);
         } catch (const Error& e) {
             throw Error(std::string(e.what()) + " (in the graph of " + std::to_string(t) +
                         (t == 1 ? " token" : " tokens") +

@@ -239,8 +239,8 @@ void validate(const Deepseek2Options& o, const Deepseek2HParams& hp) {
     if (o.flash_attn < -1 || o.flash_attn > 1)
         throw Error("--flash-attn " + std::to_string(o.flash_attn) + ": expected on, off or auto");
     if (o.attn_max_bytes < 0)
-        throw Error("-amb " + std::to_string(o.attn_max_bytes) +
-                    " B: expected 0 (no limit) or more");
+        throw Error("-amb: the attention step limit is negative (" +
+                    std::to_string(o.attn_max_bytes) + " bytes); expected 0 (no limit) or more");
     for (auto [flag, type] : {std::pair{"-ctk", o.cache_type_k}, {"-ctv", o.cache_type_v}}) {
         if (!sdk::is_float_type(type) && type != SY_TYPE_Q8_0)
             throw Error(std::string(flag) + " " + sy_dtype_info(type).name +
@@ -524,12 +524,12 @@ Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Option
 
 void Deepseek2Cache::allocate() {
     if (allocated()) return;
-    k_.resize(n_layer_);
-    for (auto& k : k_) k.assign(k_layer_bytes_, std::byte{0});
-    if (v_layer_bytes_ > 0) {
-        v_.resize(n_layer_);
-        for (auto& v : v_) v.assign(v_layer_bytes_, std::byte{0});
-    }
+    // Built aside and moved in, so a failed allocation leaves the cache unallocated.
+    std::vector<std::vector<std::byte>> k(n_layer_), v(v_layer_bytes_ > 0 ? n_layer_ : 0);
+    for (auto& layer : k) layer.assign(k_layer_bytes_, std::byte{0});
+    for (auto& layer : v) layer.assign(v_layer_bytes_, std::byte{0});
+    v_ = std::move(v);
+    k_ = std::move(k);
 }
 
 uint64_t Deepseek2Cache::bytes() const {

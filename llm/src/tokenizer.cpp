@@ -3,6 +3,7 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -63,12 +64,16 @@ std::pair<uint32_t, size_t> code_point(std::string_view s, size_t i) {
     return {cp, len};
 }
 
+// SentencePiece's spelling of a space: U+2581.
+constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
+
 enum class Cls { newline, space, digit, cjk, punct, letter };
 
-// The pre-tokenizer's classes from Unicode general categories (ICU): letters and marks
-// (\p{L}\p{M}), numbers (\p{N}), white space, the CJK ranges the DeepSeek regexes single out,
-// and everything else (punctuation, symbols, controls) as punctuation.
-Cls classify(uint32_t cp) {
+// The pre-tokenizer's classes from Unicode general categories (ICU): letters (\p{L}, with
+// the marks \p{M} in the DeepSeek families' regexes, not in llama3/qwen2's), numbers (\p{N}), white
+// space, the CJK ranges the DeepSeek regexes single out, and everything else (punctuation, symbols,
+// controls) as punctuation.
+Cls classify(uint32_t cp, bool marks_are_letters) {
     if (cp == '\n' || cp == '\r') return Cls::newline;
     if (cp > 0x10FFFF) return Cls::punct;
     const auto c = static_cast<UChar32>(cp);
@@ -84,10 +89,10 @@ Cls classify(uint32_t cp) {
         case U_LOWERCASE_LETTER:
         case U_TITLECASE_LETTER:
         case U_MODIFIER_LETTER:
-        case U_OTHER_LETTER:
+        case U_OTHER_LETTER: return Cls::letter;
         case U_NON_SPACING_MARK:
         case U_ENCLOSING_MARK:
-        case U_COMBINING_SPACING_MARK: return Cls::letter;
+        case U_COMBINING_SPACING_MARK: return marks_are_letters ? Cls::letter : Cls::punct;
         default: return Cls::punct;
     }
 }
@@ -126,6 +131,7 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& file) {
         pre != nullptr && pre->type() == gguf::ValueType::STRING)
         t.pre_ = pre->as_string();
     t.digits_whole_ = t.pre_ == "deepseek-llm" || t.pre_ == "deepseek-coder";
+    t.marks_are_letters_ = t.pre_.starts_with("deepseek");
 
     const auto& tokens = array_of(file, "tokenizer.ggml.tokens", gguf::ValueType::STRING, true);
     if (tokens.empty() || tokens.size() > size_t(INT32_MAX))
@@ -209,7 +215,7 @@ std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
     std::vector<Cp> cps;
     for (size_t i = 0; i < text.size();) {
         const auto [cp, len] = code_point(text, i);
-        cps.push_back({i, len, classify(cp)});
+        cps.push_back({i, len, classify(cp, marks_are_letters_)});
         i += len;
     }
     std::vector<std::string> pieces;
@@ -306,11 +312,10 @@ void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
 }
 
 void Tokenizer::spm(std::string_view part, bool space_prefix, std::vector<int32_t>& out) const {
-    static constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
-    std::string text(space_prefix ? kSpace : "");
+    std::string text(space_prefix ? kSpmSpace : "");
     for (char c : part) {
         if (c == ' ')
-            text += kSpace;
+            text += kSpmSpace;
         else
             text += c;
     }
@@ -418,13 +423,15 @@ std::string Tokenizer::token_bytes(int32_t id, bool special) const {
     if (type == TokenType::user_defined) return s;
     if (spm_) {
         if (type == TokenType::unknown) return special ? s : std::string();
-        if (type == TokenType::byte && s.size() == 6 && s.starts_with("<0x"))
-            return std::string(1, static_cast<char>(std::stoi(s.substr(3, 2), nullptr, 16)));
+        unsigned byte = 0;
+        if (type == TokenType::byte && s.size() == 6 && s.starts_with("<0x") && s[5] == '>' &&
+            std::from_chars(s.data() + 3, s.data() + 5, byte, 16).ptr == s.data() + 5)
+            return std::string(1, static_cast<char>(byte));
         std::string text;
         for (size_t k = 0; k < s.size();) {
-            if (s.compare(k, 3, "\xE2\x96\x81") == 0) {
+            if (s.compare(k, kSpmSpace.size(), kSpmSpace) == 0) {
                 text += ' ';
-                k += 3;
+                k += kSpmSpace.size();
             } else {
                 text += s[k++];
             }

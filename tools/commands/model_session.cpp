@@ -155,11 +155,14 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
                  session.uses_flash_attention() ? ", flash attention" : "");
     const uint64_t kv = session.cache().bytes();
     const uint64_t avail = available_memory();
+    // -amb bounds the K.Q scores (no flash attention) and mla 3's decompressed prompts.
+    const bool amb_helps = !session.uses_flash_attention() || opt.mla == 3;
     if (avail > 0 && kv + plan.peak_bytes > avail)
         throw Error(fmt::format(
             "the KV cache ({:.0f} MiB) and the compute buffer ({:.0f} MiB) do not fit in the "
-            "{:.0f} MiB of available memory: lower -c (now {}), -ub (now {}) or -amb{}",
+            "{:.0f} MiB of available memory: lower -c (now {}) or -ub (now {}){}{}",
             mib(kv), mib(plan.peak_bytes), mib(avail), opt.n_ctx, opt.n_ubatch,
+            amb_helps ? fmt::format(", or -amb (now {} MiB)", opt.attn_max_bytes >> 20) : "",
             session.uses_flash_attention() ? "" : ", or turn on --flash-attn"));
     session.allocate();
 }

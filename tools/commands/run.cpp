@@ -41,20 +41,11 @@ struct RunOptions {
 // the optional system prompt and the prompt as the user's message.
 std::string prompt_text(const RunOptions& o, const std::string& prompt, const gguf::Reader& file) {
     if (!o.chat && o.system_prompt.empty() && o.chat_template.empty()) return prompt;
-    if (o.no_special)
-        throw Error(
-            "--no-special cannot be used with --chat: the chat layout's markers are "
-            "special tokens");
     llm::ChatTemplate t;
-    if (o.chat_template.empty()) {
+    if (o.chat_template.empty())
         t = llm::detect_chat_template(file);
-    } else {
-        const auto named = llm::chat_template_by_name(o.chat_template);
-        if (!named)
-            throw Error("--chat-template '" + o.chat_template +
-                        "': unknown layout (deepseek2, deepseek3)");
-        t = *named;
-    }
+    else
+        t = *llm::chat_template_by_name(o.chat_template);  // checked before loading
     std::vector<llm::ChatMessage> messages;
     if (!o.system_prompt.empty()) messages.push_back({"system", o.system_prompt});
     messages.push_back({"user", prompt});
@@ -67,7 +58,8 @@ double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Logits of every evaluated position as a float32 .npy array {positions, n_vocab}.
+// Logits of the prompt's and the generated positions as a float32 .npy array {positions,
+// n_vocab} (positions re-processed by a context shift are not repeated).
 class NpyWriter {
   public:
     NpyWriter(const std::string& path, int64_t n_vocab) : path_(path), n_vocab_(n_vocab) {}
@@ -109,6 +101,14 @@ int run_run(const RunOptions& o) {
         throw Error("run: give the prompt with exactly one of -p TEXT or -f FILE");
     const std::string prompt =
         o.prompt_file.empty() ? o.prompt : read_text_file("-f", o.prompt_file);
+    const bool chat = o.chat || !o.system_prompt.empty() || !o.chat_template.empty();
+    if (chat && o.no_special)
+        throw Error(
+            "--no-special cannot be combined with --chat, --system-prompt or "
+            "--chat-template: the chat layout's markers are special tokens");
+    if (!o.chat_template.empty() && !llm::chat_template_by_name(o.chat_template))
+        throw Error("--chat-template '" + o.chat_template +
+                    "': unknown layout (deepseek2, deepseek3)");
     llm::validate(o.sampling);
     if (o.n_predict < 0) throw Error("-n " + std::to_string(o.n_predict) + ": must be >= 0");
 
@@ -267,7 +267,7 @@ Command add_run_command(CLI::App& app) {
                     "deepseek2 or deepseek3 instead of the file's tokenizer.chat_template "
                     "(implies --chat)");
     cmd->add_option("--logits-out", o->logits_out,
-                    "Write the logits of every evaluated position (float32 .npy)");
+                    "Write the logits of the prompt's and every generated position (float32 .npy)");
     return [o] { return run_run(*o); };
 }
 

@@ -35,8 +35,8 @@ struct RunReport {
 };
 
 // Throws Error naming the first node of `graph` that the plugin's device does not support
-// (its capability table and supports(): types and shapes, no memory needed), so a model can be
-// refused before anything is allocated.
+// (its supports() on the tensors' descriptors: types and shapes, no memory needed), so a model
+// can be refused before anything is allocated.
 void check_supported(const Plugin& plugin, int32_t device, const Graph& graph);
 
 class Executor {

@@ -1,8 +1,11 @@
 // Chat prompts for the DeepSeek families (`switchyard run --chat`): the conversation laid out
 // the way the model was trained to see it. Two layouts exist (llama.cpp names them the same):
-//   deepseek2  (V2, V2-Lite, V2.5):  {system}\n\nUser: {user}\n\nAssistant:
-//   {reply}<｜end▁of▁sentence｜> deepseek3  (V3, R1, Kimi-K2-style):
-//   {system}<｜User｜>{user}<｜Assistant｜>{reply}<｜end▁of▁sentence｜>
+//
+//   deepseek2 (V2, V2-Lite; some V2.5 files):
+//     {system}\n\nUser: {user}\n\nAssistant: {reply}<｜end▁of▁sentence｜>
+//   deepseek3 (V3, R1, Kimi-K2-style, later V2.5):
+//     {system}<｜User｜>{user}<｜Assistant｜>{reply}<｜end▁of▁sentence｜>
+//
 // each ending with the assistant's cue ("Assistant:" / "<｜Assistant｜>") when a reply is wanted.
 // BOS is not part of the text: the tokenizer adds it (tokenizer.ggml.add_bos_token).
 // The layout is recognized from the file's tokenizer.chat_template (a Jinja program, which is

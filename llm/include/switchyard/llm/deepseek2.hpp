@@ -214,8 +214,10 @@ struct EvalStats {
 // One conversation with a model: a KV cache and an executor on one backend device.
 class Deepseek2Session {
   public:
-    // Chooses the fused and flash ops (throws sy::Error for a choice the backend cannot run);
-    // the KV cache is allocated by the first eval() or by allocate().
+    // Chooses the fused and flash ops and checks that the backend supports every node of a
+    // generation step and of a full ubatch at the end of the context (throws sy::Error naming
+    // the flag or the node otherwise); the KV cache is allocated by the first eval() or by
+    // allocate().
     Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, int32_t device = 0);
     void allocate() { cache_.allocate(); }
 

@@ -8,8 +8,8 @@
 // runs (deepseek-llm, deepseek-coder), CJK runs apart, letters with one leading space,
 // punctuation with one leading space and trailing newlines, whitespace that leaves its last
 // space to the next word. Characters are classified by their Unicode general category (ICU):
-// letters and marks, numbers, white space, punctuation and symbols, with the CJK ideograph,
-// kana and hangul ranges apart.
+// letters (and marks, for the DeepSeek families), numbers, white space, punctuation and
+// symbols, with the CJK ideograph, kana and hangul ranges apart.
 // Decoding maps tokens back to their bytes; control tokens decode to nothing unless asked.
 //
 // SentencePiece-style vocabularies (`llama` model: tokenizer.ggml.scores, byte tokens <0xXX>)
@@ -69,6 +69,7 @@ class Tokenizer {
     std::vector<std::string> specials_;                    // longest first
     std::string pre_;
     bool digits_whole_ = false;
+    bool marks_are_letters_ = false;  // \p{M} joins words (the DeepSeek families)
     bool spm_ = false;
     bool add_space_prefix_ = true;
     std::vector<float> scores_;        // spm: merge priority per token
