@@ -35,12 +35,15 @@ struct RunOptions {
     std::string system_prompt;
     std::string chat_template;
     std::string logits_out;
+
+    // --chat, -sys and --chat-template each lay the prompt out as a conversation.
+    bool chat_mode() const { return chat || !system_prompt.empty() || !chat_template.empty(); }
 };
 
 // The prompt text: as given, or (--chat, -sys, --chat-template) laid out as a conversation of
 // the optional system prompt and the prompt as the user's message.
 std::string prompt_text(const RunOptions& o, const std::string& prompt, const gguf::Reader& file) {
-    if (!o.chat && o.system_prompt.empty() && o.chat_template.empty()) return prompt;
+    if (!o.chat_mode()) return prompt;
     llm::ChatTemplate t;
     if (o.chat_template.empty())
         t = llm::detect_chat_template(file);
@@ -101,8 +104,7 @@ int run_run(const RunOptions& o) {
         throw Error("run: give the prompt with exactly one of -p TEXT or -f FILE");
     const std::string prompt =
         o.prompt_file.empty() ? o.prompt : read_text_file("-f", o.prompt_file);
-    const bool chat = o.chat || !o.system_prompt.empty() || !o.chat_template.empty();
-    if (chat && o.no_special)
+    if (o.chat_mode() && o.no_special)
         throw Error(
             "--no-special cannot be combined with --chat, --system-prompt or "
             "--chat-template: the chat layout's markers are special tokens");
