@@ -1,6 +1,8 @@
 // The op methods of the graph builder: each checks its sources against the op's contract in
 // ops.h and infers the result's type and shape.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -230,6 +232,23 @@ Tensor* Graph::top_k(Tensor* a, int64_t k) {
         fail_op("top_k", {a}, "k = " + std::to_string(k) + " must be in [1, " + dim(a, 0) + "]");
     }
     return add_node(SY_OP_TOP_K, {a}, SY_TYPE_I32, {k, a->ne(1), a->ne(2), a->ne(3)});
+}
+
+Tensor* Graph::drop_ids(Tensor* ids, Tensor* values, int64_t kept, float threshold) {
+    check_mine("drop_ids", {ids, values});
+    if (ids->type() != SY_TYPE_I32 || values->type() != SY_TYPE_F32)
+        fail_op("drop_ids", {ids, values}, "needs i32 ids and f32 values");
+    if (ids->shape() != values->shape())
+        fail_op("drop_ids", {ids, values}, "ids and values differ in shape");
+    if (kept < 1 || kept > INT32_MAX)
+        fail_op("drop_ids", {ids, values}, "kept = " + std::to_string(kept) + " must be >= 1");
+    if (!(threshold >= 0.0f) || !std::isfinite(threshold))
+        fail_op("drop_ids", {ids, values},
+                "threshold " + std::to_string(threshold) + " must be finite and >= 0");
+    Tensor* dst = add_node(SY_OP_DROP_IDS, {ids, values}, SY_TYPE_I32, ids->shape());
+    nodes_.back().iparams[0] = static_cast<int32_t>(kept);
+    nodes_.back().fparams[0] = threshold;
+    return dst;
 }
 
 Tensor* Graph::sum_rows(Tensor* a) {

@@ -30,6 +30,7 @@ constexpr std::array<BuiltinOp, SY_OP_BUILTIN_COUNT - 1> kBuiltinOps{{
     {SY_OP_CPY, 1, 1, "copy with type conversion"},
     {SY_OP_CONT, 1, 1, "packed copy of a strided view"},
     {SY_OP_DIV, 2, 2, "a / b elementwise, b broadcast over a"},
+    {SY_OP_DROP_IDS, 2, 2, "ranked ids whose value is under a fraction of the first -> none"},
 }};
 
 }  // namespace

@@ -412,12 +412,22 @@ class GraphBuilder {
 
     Tensor* moe(const Deepseek2Layer& l, Tensor* y) {
         const int64_t E = hp_.n_expert, embd = hp_.n_embd, ffe = hp_.n_ff_exp;
-        const int64_t k = o_.ser_min_experts > 0 ? o_.ser_min_experts : hp_.n_expert_used;
+        // -ser Kmin,t: t >= 1 keeps exactly Kmin experts; t < 1 keeps the Kmin best and those
+        // of the rest whose score is above t times the best one's (the others SY_ID_NONE,
+        // which get weight 0 and are not computed).
+        const int64_t kmin = o_.ser_min_experts;
+        const bool fixed = kmin > 0 && o_.ser_threshold >= 1.0f;
+        const bool dynamic = kmin > 0 && !fixed && kmin < int64_t(hp_.n_expert_used);
+        const int64_t k = fixed ? kmin : hp_.n_expert_used;
         Tensor* logits = g_.mul_mat(w(l.gate_inp), y);  // {E, T}
         Tensor* probs = hp_.gating_func == 2 ? g_.sigmoid(logits) : g_.softmax(logits);
         // exp_probs_b only steers the choice; the weights are the unbiased probabilities.
         Tensor* sel = l.exp_probs_b.present() ? g_.add(probs, w(l.exp_probs_b)) : probs;
-        Tensor* ids = select_experts(sel, k);                               // {k, T}
+        Tensor* ids = select_experts(sel, k);  // {k, T}
+        if (dynamic) {
+            Tensor* scores = g_.get_rows(g_.reshape(sel, {1, E, T_}), ids);  // {1, k, T}
+            ids = g_.drop_ids(ids, g_.reshape(scores, {k, T_}), kmin, o_.ser_threshold);
+        }
         Tensor* weights = g_.get_rows(g_.reshape(probs, {1, E, T_}), ids);  // {1, k, T}
         if (hp_.expert_weights_norm) {
             Tensor* w2 = g_.reshape(weights, {k, T_});

@@ -272,8 +272,9 @@ void validate(const Deepseek2Options& o, const Deepseek2HParams& hp) {
     }
     if (o.n_ctx < 0) throw Error("-c " + std::to_string(o.n_ctx) + ": must be positive");
     if (o.n_ubatch < 1) throw Error("-ub " + std::to_string(o.n_ubatch) + ": must be positive");
-    if (o.ser_min_experts < 0 || (o.ser_min_experts > 0 && !(o.ser_threshold >= 0)))
-        throw Error("-ser: expected K,t with K >= 1 and t >= 0");
+    if (o.ser_min_experts < 0 ||
+        (o.ser_min_experts > 0 && !(o.ser_threshold >= 0 && std::isfinite(o.ser_threshold))))
+        throw Error("-ser: expected K,t with K >= 1 and a finite t >= 0");
     if (o.ser_min_experts > 0 && uint32_t(o.ser_min_experts) > hp.n_expert_used)
         throw Error("-ser " + std::to_string(o.ser_min_experts) + ": more than the model's " +
                     std::to_string(hp.n_expert_used) + " experts per token");

@@ -37,6 +37,7 @@ OpFn op_function(int32_t op) {
         case SY_OP_SIGMOID: return compute_sigmoid;
         case SY_OP_ARGSORT: return compute_argsort;
         case SY_OP_TOP_K: return compute_top_k;
+        case SY_OP_DROP_IDS: return compute_drop_ids;
         case SY_OP_SUM_ROWS: return compute_sum_rows;
         case SY_OP_CONCAT: return compute_concat;
         case SY_OP_CPY: return compute_cpy;

@@ -34,6 +34,17 @@ cmp -s "$tmp/out0" "$tmp/amb" || fail "-amb 1 generated other tokens"
 grep -q "compute buffer: .*-amb 1)" "$tmp/e" || fail "-amb not in the compute buffer line: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -amb -3 >"$tmp/o" 2>"$tmp/e" && fail "-amb -3 accepted"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -fa maybe >"$tmp/o" 2>"$tmp/e" && fail "-fa maybe accepted"
+# -ser Kmin,t: a threshold runs (experts dropped per token); Kmin = the model's 2 drops nothing.
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -ser 1,0.9 --tokens \
+    >"$tmp/ser" 2>"$tmp/e" || fail "run -ser 1,0.9: $(cat "$tmp/e")"
+[ "$(grep -ao '\[[0-9]*\]' "$tmp/ser" | wc -l)" -eq 32 ] || fail "-ser 1,0.9: not 32 tokens"
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 0 -ctk f32 -ctv f32 \
+    -ser 2,0.5 --tokens >"$tmp/ser2" 2>"$tmp/e" || fail "run -ser 2,0.5: $(cat "$tmp/e")"
+cmp -s "$tmp/out0" "$tmp/ser2" || fail "-ser 2,0.5 (all experts kept) generated other tokens"
+for bad in 1,x 1,0.5x 0,0.5 3,0.5 1,-1; do
+  "$sy" run -m "$tmp/tiny.gguf" -p hi -ser $bad >"$tmp/o" 2>"$tmp/e" && fail "-ser $bad accepted"
+  grep -q "ser" "$tmp/e" || fail "-ser $bad: message does not name it: $(cat "$tmp/e")"
+done
 # KV bytes per token printed equal the formulas (tiny: 3 layers, 4 heads, K 32+16, V 32,
 # kv_lora 32, rope 16, 4-byte elements): mla 0 3*(4*48+4*32)*4, mla 1 3*(48+32)*4, mla 2/3 3*48*4.
 grep -q "mla 0, KV cache f32/f32: 3840 B" "$tmp/err0" || fail "mla 0 KV size: $(head -1 "$tmp/err0")"

@@ -46,6 +46,11 @@ class ReferenceDeepseek2 {
         n_vocab = f.tensor("token_embd.weight")->ne[1];
     }
 
+    // -ser Kmin,t (Kmin 0: off); the forward pass counts the expert slots it dropped.
+    uint64_t ser_min = 0;
+    double ser_threshold = 1.0;
+    mutable uint64_t ser_dropped = 0, ser_slots = 0;
+
     // Logits {n_vocab} of every position of `tokens` (causal attention over the sequence).
     std::vector<std::vector<double>> forward(const std::vector<int32_t>& tokens) const {
         const size_t T = tokens.size();
@@ -250,6 +255,15 @@ class ReferenceDeepseek2 {
         std::stable_sort(order.begin(), order.end(),
                          [&](uint64_t a, uint64_t b) { return sel[a] > sel[b]; });
         order.resize(n_used);
+        if (ser_min > 0) {  // smart expert reduction: the k-th (k >= Kmin) only above t * best
+            std::vector<uint64_t> kept;
+            for (size_t j = 0; j < order.size(); ++j)
+                if (j < ser_min || sel[order[j]] > ser_threshold * sel[order[0]])
+                    kept.push_back(order[j]);
+            ser_dropped += order.size() - kept.size();
+            ser_slots += order.size();
+            order = kept;
+        }
         double sum = 0;
         for (uint64_t e : order) sum += probs[e];
         std::vector<double> out(n_embd, 0.0);

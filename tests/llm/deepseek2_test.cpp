@@ -104,6 +104,8 @@ struct Case {
     bool fused = true;               // false: on the backend without named ops (decomposed MoE)
     int flash = -1;                  // --flash-attn: -1 auto (used on the CPU plugin), 0 off
     int32_t cache_v = SY_TYPE_NONE;  // -ctv when it differs from -ctk (`cache`)
+    int ser_min = 0;                 // -ser Kmin,t
+    float ser_t = 1.0f;
 };
 
 class Deepseek2Reference : public ::testing::TestWithParam<Case> {};
@@ -118,11 +120,20 @@ TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
     if (c.cache_v != SY_TYPE_NONE) o.cache_type_v = c.cache_v;
     o.n_ctx = 256;
     o.flash_attn = c.flash;
+    o.ser_min_experts = c.ser_min;
+    o.ser_threshold = c.ser_t;
     Deepseek2Model model(gguf::Reader::open(path), o);
     const auto tokens = prompt(c.tokens, int32_t(model.hparams().n_vocab));
 
     const gguf::Reader ref_file = gguf::Reader::open(path);
-    const auto want = ReferenceDeepseek2(ref_file).forward(tokens);
+    ReferenceDeepseek2 reference(ref_file);
+    reference.ser_min = uint64_t(c.ser_min);
+    reference.ser_threshold = c.ser_t;
+    const auto want = reference.forward(tokens);
+    if (c.ser_min > 0 && c.ser_t < 1.0f) {  // the threshold drops some experts, not all
+        EXPECT_GT(reference.ser_dropped, 0u);
+        EXPECT_LT(reference.ser_dropped, reference.ser_slots - reference.ser_slots / 2);
+    }
 
     Deepseek2Session session(model, c.fused ? cpu_plugin() : plain_plugin());
     EXPECT_EQ(session.uses_fused_moe(), c.fused);
@@ -147,7 +158,10 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
                     (c.cache_v != SY_TYPE_NONE ? std::string("_v") + sy_dtype_info(c.cache_v).name
                                                : std::string()) +
                     "_" + std::to_string(c.tokens) + "tok" + (c.fused ? "" : "_decomposed") +
-                    (c.flash == 0 ? "_nofa" : "");
+                    (c.flash == 0 ? "_nofa" : "") +
+                    (c.ser_min > 0 ? "_ser" + std::to_string(c.ser_min) + "_" +
+                                         std::to_string(int(c.ser_t * 100)) + "pct"
+                                   : "");
     return n;
 }
 
@@ -255,6 +269,27 @@ INSTANTIATE_TEST_SUITE_P(
                       decomposed(Case{2, spec(SY_TYPE_Q8_0), SY_TYPE_F16, 9, 2e-2, 0.85}),
                       decomposed(Case{3, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85})),
     case_name);
+
+// Smart expert reduction (-ser Kmin,t): after the Kmin best, an expert is used only when its
+// selection score is above t times the best one's; the others are dropped (DROP_IDS) and not
+// computed, with the remaining weights normalized over the kept experts. t >= 1 keeps exactly
+// Kmin. The tiny model routes 2 of 8 experts.
+Case ser(Case c, int kmin, float t) {
+    c.ser_min = kmin;
+    c.ser_t = t;
+    return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ser, Deepseek2Reference,
+                         ::testing::Values(ser(Case{3, spec(SY_TYPE_F32)}, 1, 0.9f),
+                                           ser(Case{3, spec(SY_TYPE_F32), SY_TYPE_F32, 130}, 1,
+                                               0.9f),
+                                           ser(Case{0, variant(true, 1)}, 1, 0.3f),
+                                           ser(Case{2, variant(true, 2, 4, 2)}, 1, 0.9f),
+                                           ser(decomposed(Case{2, spec(SY_TYPE_F32)}), 1, 0.9f),
+                                           ser(decomposed(Case{0, variant(true, 1)}), 1, 0.3f),
+                                           ser(Case{2, spec(SY_TYPE_F32)}, 1, 1.0f)),
+                         case_name);
 
 // Decoding one token at a time gives the logits of the whole prompt at once, in every mode.
 TEST(Deepseek2Runtime, IncrementalDecodingMatchesTheWholePrompt) {

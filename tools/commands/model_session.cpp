@@ -71,7 +71,9 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                    "MiB of compute buffer one attention step may use; more heads are split into "
                    "steps (0: no limit)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-    app.add_option("--smart-expert-reduction", ser, "K,t: use K experts per token");
+    app.add_option("--smart-expert-reduction", ser,
+                   "K,t: the K best experts per token, and of the others those scoring above t "
+                   "times the best (t >= 1: exactly K)");
     app.add_flag("--no-group-routing", no_group_routing,
                  "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
 }
@@ -89,15 +91,19 @@ llm::Deepseek2Options ModelOptions::deepseek2_options() const {
     mo.group_routing = !no_group_routing;
     if (!ser.empty()) {
         const auto comma = ser.find(',');
+        const std::string k = ser.substr(0, comma);
+        const std::string t = comma == std::string::npos ? "1" : ser.substr(comma + 1);
         try {
-            mo.ser_min_experts = std::stoi(ser.substr(0, comma));
-            mo.ser_threshold = comma == std::string::npos ? 1.0f : std::stof(ser.substr(comma + 1));
+            size_t k_used = 0, t_used = 0;
+            mo.ser_min_experts = std::stoi(k, &k_used);
+            mo.ser_threshold = std::stof(t, &t_used);
+            if (k_used != k.size() || t_used != t.size()) throw std::invalid_argument(ser);
         } catch (const std::exception&) {
-            throw Error("-ser '" + ser + "': expected K,t (e.g. 6,1)");
+            throw Error("-ser '" + ser + "': expected K,t (e.g. 6,1 or 4,0.3)");
         }
-        if (mo.ser_threshold < 1.0f)
+        if (mo.ser_min_experts < 1)
             throw Error("-ser '" + ser +
-                        "': only a fixed expert count (t >= 1) is implemented so far");
+                        "': K must be at least 1 (leave -ser out for all experts)");
     }
     return mo;
 }

@@ -1,13 +1,14 @@
 // GET_ROWS, a row gather (ops.h): dst[k, i, b2, b3] = src0[k, ids[i, b2, b3], b2, b3], converted
-// to dst's type; same-type gathers (including block-quantized rows) copy bytes. The ids were
-// checked to lie in [0, R) before this runs. Block-quantized rows gathered into F32 are
+// to dst's type; same-type gathers (including block-quantized rows) copy bytes; a SY_ID_NONE id
+// gives a row of zero bytes. The ids were checked to lie in [0, R) or be SY_ID_NONE before this
+// runs. Block-quantized rows gathered into F32 are
 // dequantized (the SDK's reference dequantizer, switchyard/quants.hpp).
 #include <cstring>
 #include <vector>
 
 #include "ops/ops.hpp"
-#include "switchyard/quants.hpp"
 #include "row_copy.hpp"
+#include "switchyard/quants.hpp"
 #include "tensor_access.hpp"
 #include "thread_pool.hpp"
 
@@ -27,6 +28,13 @@ void compute_get_rows(ThreadPool& pool, const sy_node& node) {
             const RowIndex i = row_index(dst, r);
             int32_t id;
             std::memcpy(&id, row_at(ids, i.i2, i.i3, 0) + i.i1 * ids.nb[0], 4);
+            if (id == SY_ID_NONE) {  // zero elements (or blocks, nb0 apart)
+                const sy_dtype_traits tr = sy_dtype_info(dst.type);
+                char* to = row_at(dst, i);
+                for (int64_t u = 0; u < dst.ne[0] / tr.block_size; ++u)
+                    std::memset(to + u * dst.nb[0], 0, size_t(tr.type_size));
+                continue;
+            }
             const char* from = row_at(src, id, i.i2, i.i3);
             if (dequantize) {
                 sy::quants::dequantize_row(src.type, from, values.data(), dst.ne[0]);

@@ -4,7 +4,8 @@
 // experts at once followed by act(gate) * up.
 // The (u, t) slots are grouped by expert first (a counting sort), so each expert's weights are
 // streamed once for all the tokens routed to it, as one small matrix product; ids were checked
-// to lie in [0, E) before this runs. Block-quantized experts meet activation rows quantized once
+// to lie in [0, E) or be SY_ID_NONE before this runs. A dropped slot (SY_ID_NONE) gets zeros
+// and costs nothing else. Block-quantized experts meet activation rows quantized once
 // up front (quant/quant_matmul.hpp); the fused op quantizes them once for both products.
 #include <algorithm>
 #include <cstring>
@@ -34,6 +35,7 @@ struct ExpertBlock {
 // rows against at most kBlockCols slots of one expert.
 struct ExpertSchedule {
     std::vector<Slot> slots;
+    std::vector<Slot> dropped;  // SY_ID_NONE slots
     std::vector<ExpertBlock> blocks;
     int64_t block_rows = 0;
 
@@ -47,12 +49,20 @@ struct ExpertSchedule {
         // Counting sort of the slots by expert.
         std::vector<int64_t> start(size_t(E) + 1, 0);
         for (int64_t t = 0; t < T; ++t)
-            for (int64_t u = 0; u < U; ++u) ++start[size_t(expert_of(u, t)) + 1];
+            for (int64_t u = 0; u < U; ++u) {
+                const int64_t e = expert_of(u, t);
+                if (e == SY_ID_NONE)
+                    dropped.push_back({u, t});
+                else
+                    ++start[size_t(e) + 1];
+            }
         for (int64_t e = 0; e < E; ++e) start[size_t(e) + 1] += start[size_t(e)];
-        slots.resize(size_t(U * T));
+        slots.resize(size_t(start[size_t(E)]));
         std::vector<int64_t> fill(start.begin(), start.end() - 1);
         for (int64_t t = 0; t < T; ++t)
-            for (int64_t u = 0; u < U; ++u) slots[size_t(fill[size_t(expert_of(u, t))]++)] = {u, t};
+            for (int64_t u = 0; u < U; ++u)
+                if (const int64_t e = expert_of(u, t); e != SY_ID_NONE)
+                    slots[size_t(fill[size_t(e)]++)] = {u, t};
 
         int64_t parts = 0;  // (expert, column block) pairs
         for (int64_t e = 0; e < E; ++e)
@@ -65,6 +75,15 @@ struct ExpertSchedule {
                     blocks.push_back({e, rb, s, std::min(kBlockCols, start[size_t(e) + 1] - s)});
     }
 };
+
+// dst {N, U, T} is zero at the dropped slots.
+void zero_dropped(const sy_tensor& dst, const std::vector<Slot>& dropped) {
+    const float zero = 0.0f;
+    for (const Slot& s : dropped) {
+        char* d = row_at(dst, s.u, s.t, 0);
+        for (int64_t n = 0; n < dst.ne[0]; ++n) std::memcpy(d + n * dst.nb[0], &zero, 4);
+    }
+}
 
 // Rows [n0, n1) of one expert's product for the block's slots, written through `out` (element
 // of row n0 per slot, rows out_stride bytes apart). Activations: quantized rows when the weight
@@ -114,6 +133,7 @@ void compute_mul_mat_id(ThreadPool& pool, const sy_node& node) {
     const sy_tensor& dst = *node.dst;
     if (w.ne[0] == 0) return fill_with_zeros(dst);
     const ExpertSchedule plan(ids, w.ne[2], w.ne[1], pool.size());
+    zero_dropped(dst, plan.dropped);
     const ExpertProduct product(pool, w, x);
     pool.parallel_for(int64_t(plan.blocks.size()), [&](int64_t task) {
         const ExpertBlock& blk = plan.blocks[size_t(task)];
@@ -137,6 +157,7 @@ void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node) {
     const bool gelu = node.iparams[0] == 1;
     if (up.ne[0] == 0) return fill_with_zeros(dst);  // act(0) * 0
     const ExpertSchedule plan(ids, up.ne[2], up.ne[1], pool.size());
+    zero_dropped(dst, plan.dropped);
     const ExpertProduct product(pool, up, x);  // up and gate share their type, so one quantization
     const int64_t rows = plan.block_rows;
     pool.parallel_for(int64_t(plan.blocks.size()), [&](int64_t task) {

@@ -33,6 +33,7 @@ void compute_get_rows(ThreadPool& pool, const sy_node& node);
 void compute_rope(ThreadPool& pool, const sy_node& node);
 void compute_argsort(ThreadPool& pool, const sy_node& node);
 void compute_top_k(ThreadPool& pool, const sy_node& node);
+void compute_drop_ids(ThreadPool& pool, const sy_node& node);
 void compute_concat(ThreadPool& pool, const sy_node& node);
 void compute_cpy(ThreadPool& pool, const sy_node& node);
 void compute_cont(ThreadPool& pool, const sy_node& node);

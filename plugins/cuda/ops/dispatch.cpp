@@ -36,6 +36,7 @@ OpLauncher op_launcher(int32_t op) {
         case SY_OP_SIGMOID: return launch_sigmoid;
         case SY_OP_ARGSORT: return launch_argsort;
         case SY_OP_TOP_K: return launch_top_k;
+        case SY_OP_DROP_IDS: return launch_drop_ids;
         case SY_OP_SUM_ROWS: return launch_sum_rows;
         case SY_OP_CONCAT: return launch_concat;
         case SY_OP_CPY: return launch_cpy;

@@ -1,22 +1,27 @@
 // GET_ROWS: dst[k, i, b2, b3] = src0[k, ids[i, b2, b3], b2, b3]. Float rows convert to dst's
 // type; same-type rows (plain or block types) move as bytes; block rows to F32 dequantize with
-// switchyard_quants' rounding. A row id outside [0, R) is reported through the error word and
-// its dst row is left untouched. One block per dst row.
+// switchyard_quants' rounding. A SY_ID_NONE id gives a row of zero bytes; any other id outside
+// [0, R) is reported through the error word and its dst row is left untouched. One block per dst
+// row.
 #include "ops/ops.hpp"
 #include "ops/tensor.cuh"
 #include "quant/blocks.cuh"
 #include "switchyard/dtype.h"
+#include "switchyard/ops.h"
 
 namespace sy::cuda {
 namespace {
 
-// The source row of dst row (i, b2, b3), or nullptr (and the error reported) for a bad id.
+// The source row of dst row (i, b2, b3), or nullptr for SY_ID_NONE (none_out set) and for a bad
+// id (the error reported).
 __device__ inline const char* source_row(const TensorDesc& src, const TensorDesc& ids, int64_t r,
-                                         int* error_word, int error_code) {
+                                         int* error_word, int error_code, bool& none_out) {
     const int64_t i = r % ids.ne[0], b2 = (r / ids.ne[0]) % ids.ne[1],
                   b3 = r / ids.ne[0] / ids.ne[1];
-    const int32_t id =
-        *reinterpret_cast<const int32_t*>(ids.data + i * ids.nb[0] + b2 * ids.nb[1] + b3 * ids.nb[2]);
+    const int32_t id = *reinterpret_cast<const int32_t*>(ids.data + i * ids.nb[0] + b2 * ids.nb[1] +
+                                                         b3 * ids.nb[2]);
+    none_out = id == SY_ID_NONE;
+    if (none_out) return nullptr;
     if (id < 0 || id >= src.ne[1]) {
         if (threadIdx.x == 0) report_bad_index(error_word, error_code);
         return nullptr;
@@ -25,7 +30,8 @@ __device__ inline const char* source_row(const TensorDesc& src, const TensorDesc
 }
 
 __device__ inline char* dst_row(const TensorDesc& dst, int64_t r) {
-    const int64_t i = r % dst.ne[1], b2 = (r / dst.ne[1]) % dst.ne[2], b3 = r / dst.ne[1] / dst.ne[2];
+    const int64_t i = r % dst.ne[1], b2 = (r / dst.ne[1]) % dst.ne[2],
+                  b3 = r / dst.ne[1] / dst.ne[2];
     return dst.data + i * dst.nb[1] + b2 * dst.nb[2] + b3 * dst.nb[3];
 }
 
@@ -33,12 +39,17 @@ __device__ inline char* dst_row(const TensorDesc& dst, int64_t r) {
 __global__ void get_rows_kernel(TensorDesc dst, TensorDesc src, TensorDesc ids, int64_t units,
                                 int unit_bytes, int* error_word, int error_code) {
     const int64_t r = blockIdx.x;
-    const char* in = source_row(src, ids, r, error_word, error_code);
-    if (in == nullptr) return;
+    bool none = false;
+    const char* in = source_row(src, ids, r, error_word, error_code, none);
+    if (in == nullptr && !none) return;
     char* out = dst_row(dst, r);
     const bool same = dst.type == src.type;
     for (int64_t u = threadIdx.x; u < units; u += blockDim.x) {
-        if (same) {
+        if (none && same) {  // zero bytes: 0.0, or a zero-scale block
+            for (int b = 0; b < unit_bytes; ++b) out[u * dst.nb[0] + b] = 0;
+        } else if (none) {
+            store_float(dst.type, out + u * dst.nb[0], 0.0f);
+        } else if (same) {
             const char* s = in + u * src.nb[0];
             char* d = out + u * dst.nb[0];
             for (int b = 0; b < unit_bytes; ++b) d[b] = s[b];
@@ -52,9 +63,15 @@ template <int Type>
 __global__ void get_rows_dequantize_kernel(TensorDesc dst, TensorDesc src, TensorDesc ids,
                                            int* error_word, int error_code) {
     const int64_t r = blockIdx.x;
-    const char* in = source_row(src, ids, r, error_word, error_code);
-    if (in == nullptr) return;
+    bool none = false;
+    const char* in = source_row(src, ids, r, error_word, error_code, none);
+    if (in == nullptr && !none) return;
     char* out = dst_row(dst, r);
+    if (none) {
+        for (int64_t e = threadIdx.x; e < dst.ne[0]; e += blockDim.x)
+            *reinterpret_cast<float*>(out + e * dst.nb[0]) = 0.0f;
+        return;
+    }
     const int64_t subs = src.ne[0] / 32;
     for (int64_t s = threadIdx.x; s < subs; s += blockDim.x) {
         Sub32 sub;
@@ -75,15 +92,14 @@ void launch_get_rows(const OpContext& ctx, const sy_node& node) {
     if (tr.block_size > 1 && dst.type != src.type) {
         const bool known = with_block_type(src.type, [&](auto type_tag) {
             constexpr int Type = decltype(type_tag)::value;
-            get_rows_dequantize_kernel<Type><<<rows, 64, 0, ctx.stream>>>(
-                dst, src, ids, ctx.error_word, ctx.error_code);
+            get_rows_dequantize_kernel<Type>
+                <<<rows, 64, 0, ctx.stream>>>(dst, src, ids, ctx.error_word, ctx.error_code);
         });
         if (!known) throw LaunchError("get_rows: no decoder for this block type");
     } else {
         const int64_t units = src.ne[0] / tr.block_size;
-        get_rows_kernel<<<rows, kThreads, 0, ctx.stream>>>(dst, src, ids, units,
-                                                           int(tr.type_size), ctx.error_word,
-                                                           ctx.error_code);
+        get_rows_kernel<<<rows, kThreads, 0, ctx.stream>>>(dst, src, ids, units, int(tr.type_size),
+                                                           ctx.error_word, ctx.error_code);
     }
     check_launch("get_rows");
 }

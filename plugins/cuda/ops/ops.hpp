@@ -1,5 +1,6 @@
 // One launcher per built-in op, each in ops/<op>.cu (binary.cu holds add, mul and div, unary.cu
-// scale, silu, gelu and sigmoid, copy.cu cpy, cont and concat, argsort.cu argsort and top_k). Each
+// scale, silu, gelu and sigmoid, copy.cu cpy, cont and concat, argsort.cu argsort, top_k and
+// drop_ids). Each
 // enqueues its kernels on ctx.stream for a node that the op-contract checks accepted and whose
 // tensors all live in this device's buffers, and throws LaunchError when CUDA or cuBLAS refuses.
 #pragma once
@@ -39,6 +40,7 @@ void launch_sum_rows(const OpContext& ctx, const sy_node& node);
 void launch_rope(const OpContext& ctx, const sy_node& node);
 void launch_argsort(const OpContext& ctx, const sy_node& node);
 void launch_top_k(const OpContext& ctx, const sy_node& node);
+void launch_drop_ids(const OpContext& ctx, const sy_node& node);
 void launch_get_rows(const OpContext& ctx, const sy_node& node);
 void launch_mul_mat(const OpContext& ctx, const sy_node& node);
 void launch_mul_mat_id(const OpContext& ctx, const sy_node& node);

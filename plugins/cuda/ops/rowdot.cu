@@ -1,6 +1,7 @@
 #include "ops/ops.hpp"
 #include "ops/rowdot.hpp"
 #include "quant/blocks.cuh"
+#include "switchyard/ops.h"
 
 namespace sy::cuda {
 namespace {
@@ -13,7 +14,8 @@ struct ColumnPlace {
     char* out;  // dst element of n = 0
 };
 
-// nullopt-like: weight_offset < 0 means the expert id was out of range (already reported).
+// nullopt-like: weight_offset < 0 means the slot has no product: its expert id is SY_ID_NONE
+// (out set: the slot's dst is zero) or out of range (out null; already reported).
 __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColumns& c,
                                            const TensorDesc& dst, int64_t col, int* error_word,
                                            int error_code) {
@@ -27,16 +29,21 @@ __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColu
         return p;
     }
     const int64_t u = col % c.U, t = col / c.U;
-    const int32_t e = *reinterpret_cast<const int32_t*>(c.ids.data + u * c.ids.nb[0] +
-                                                         t * c.ids.nb[1]);
+    const int32_t e =
+        *reinterpret_cast<const int32_t*>(c.ids.data + u * c.ids.nb[0] + t * c.ids.nb[1]);
+    p.out = dst.data + u * dst.nb[1] + t * dst.nb[2];
+    if (e == SY_ID_NONE) {
+        p.weight_offset = -1;
+        return p;
+    }
     if (e < 0 || e >= c.E) {
         if (threadIdx.x % 32 == 0) report_bad_index(error_word, error_code);
         p.weight_offset = -1;
+        p.out = nullptr;
         return p;
     }
     p.weight_offset = e * w.nb[2];
     p.x_row = u % c.U1 + c.U1 * t;
-    p.out = dst.data + u * dst.nb[1] + t * dst.nb[2];
     return p;
 }
 
@@ -49,7 +56,11 @@ __global__ void rowdot_blocks_kernel(TensorDesc w, const ActBlock* x, RowDotColu
     const int64_t subs = w.ne[0] / 32;
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
         const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
-        if (p.weight_offset < 0) continue;
+        if (p.weight_offset < 0) {
+            if (p.out != nullptr && lane == 0)
+                *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = 0.0f;
+            continue;
+        }
         const auto* row = reinterpret_cast<const uint8_t*>(w.data + p.weight_offset + n * w.nb[1]);
         const ActBlock* xr = x + p.x_row * subs;
         float acc = 0.0f;
@@ -71,7 +82,11 @@ __global__ void rowdot_float_kernel(TensorDesc w, const float* x, RowDotColumns 
     const int64_t K = w.ne[0];
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
         const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
-        if (p.weight_offset < 0) continue;
+        if (p.weight_offset < 0) {
+            if (p.out != nullptr && lane == 0)
+                *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = 0.0f;
+            continue;
+        }
         const char* row = w.data + p.weight_offset + n * w.nb[1];
         const float* xr = x + p.x_row * K;
         float acc = 0.0f;
@@ -90,8 +105,8 @@ void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const void* x,
                     unsigned(cols.count < 65535 ? cols.count : 65535));
     const dim3 block(32 * kWarpsPerBlock);
     if (w.type == SY_TYPE_F32 || w.type == SY_TYPE_F16 || w.type == SY_TYPE_BF16) {
-        rowdot_float_kernel<<<grid, block, 0, ctx.stream>>>(
-            w, static_cast<const float*>(x), cols, dst, ctx.error_word, ctx.error_code);
+        rowdot_float_kernel<<<grid, block, 0, ctx.stream>>>(w, static_cast<const float*>(x), cols,
+                                                            dst, ctx.error_word, ctx.error_code);
     } else {
         const bool known = with_block_type(w.type, [&](auto type_tag) {
             constexpr int Type = decltype(type_tag)::value;

@@ -138,6 +138,7 @@ std::vector<int32_t> slot_types(int32_t op, int slot) {
             return slot <= 0 ? floats : none;
         case SY_OP_ARGSORT:
         case SY_OP_TOP_K: return slot == -1 ? i32 : slot == 0 ? f32 : none;
+        case SY_OP_DROP_IDS: return slot <= 0 ? i32 : slot == 1 ? f32 : none;
         case SY_OP_CONCAT:
             if (slot <= 1) return {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16, SY_TYPE_I32};
             return none;
@@ -265,7 +266,8 @@ std::vector<Case> cases_for(const sy_capability& row) {
             case SY_OP_SOFTMAX:
             case SY_OP_SUM_ROWS:
             case SY_OP_ARGSORT:
-            case SY_OP_TOP_K: cases = detail::row_cases(row.op, t); break;
+            case SY_OP_TOP_K:
+            case SY_OP_DROP_IDS: cases = detail::row_cases(row.op, t); break;
             case SY_OP_MUL_MAT:
             case SY_OP_MUL_MAT_ID: cases = detail::matmul_cases(row.op, t); break;
             case SY_OP_NAMED:
@@ -300,7 +302,7 @@ std::vector<Case> cases_for(const sy_capability& row) {
 //     sum_rows rows): f32 bound 5e-5, as float32 accumulation error grows with the length;
 //   * rope, f32: 1e-4, as most backends form the angle p * theta in float32 (positions < 512
 //     here, so ~1e-5 rad);
-//   * exact (0): argsort, top_k, get_rows, concat, cpy, cont: data movement and a single
+//   * exact (0): argsort, top_k, drop_ids, get_rows, concat, cpy, cont: data movement and a single
 //     rounding to dst's type, which ops.h defines (round to nearest even). Same-type get_rows
 //     of a block type must copy the blocks' bytes exactly; block -> f32 get_rows must equal
 //     switchyard_quants' dequantization exactly.
@@ -348,6 +350,7 @@ double tolerance_for(const Case& c) {
     switch (c.op) {
         case SY_OP_ARGSORT:
         case SY_OP_TOP_K:
+        case SY_OP_DROP_IDS:
         case SY_OP_GET_ROWS:
         case SY_OP_CONCAT:
         case SY_OP_CPY:

@@ -81,12 +81,12 @@ std::vector<Case> get_rows_cases(const Types& t) {
     const int32_t a = t.src[0], id = t.src[1], d = t.dst;
     std::vector<Case> out;
     // src0 {K, R, B2, B3}, ids {n, B2, B3} -> dst {K, n, B2, B3}
-    auto add = [&](const std::string& variant, TensorSpec sa, TensorSpec sid,
-                   bool pad_dst = false) {
+    auto add = [&](const std::string& variant, TensorSpec sa, TensorSpec sid, bool pad_dst = false,
+                   Fill ids = Fill::Indices) {
         TensorSpec sd = tensor(d, {sa.ne[0], sid.ne[0], sa.ne[2], sa.ne[3]});
         if (pad_dst) sd = padded(sd, 2, 3);
         out.push_back(make_case(SY_OP_GET_ROWS, variant,
-                                {data(sa), source(sid, Fill::Indices, 0, double(sa.ne[1]))}, sd));
+                                {data(sa), source(sid, ids, 0, double(sa.ne[1]))}, sd));
     };
     const int64_t bs = sy_dtype_info(a).block_size;
     if (bs > 1) {  // a block type: rows of whole blocks, dim 0 innermost
@@ -99,6 +99,8 @@ std::vector<Case> get_rows_cases(const Types& t) {
             padded(tensor(a, {bs, 20}), 1, 2), tensor(id, {9}));
         add("{" + std::to_string(bs) + ", 12, 2, 1} ids {5, 2} permuted src0 (dims 1, 2)",
             with_order(tensor(a, {bs, 12, 2}), 0, 2, 1, 3), tensor(id, {5, 2}), true);
+        add("{" + std::to_string(2 * bs) + ", 6, 1, 1} ids {8} dropped ids", tensor(a, {2 * bs, 6}),
+            tensor(id, {8}), false, Fill::Dropped);
         return out;
     }
     add("{32, 10, 1, 1} ids {4}", tensor(a, {32, 10}), tensor(id, {4}));
@@ -110,6 +112,10 @@ std::vector<Case> get_rows_cases(const Types& t) {
         tensor(id, {5, 2}));
     add("{16, 8, 1, 1} ids {6} padded ids, dst", tensor(a, {16, 8}), padded(tensor(id, {6}), 1, 2),
         true);
+    add("{1, 8, 3, 1} ids {6, 3} dropped ids", tensor(a, {1, 8, 3}), tensor(id, {6, 3}), false,
+        Fill::Dropped);
+    add("{24, 8, 1, 1} ids {7} dropped ids, padded dst", tensor(a, {24, 8}), tensor(id, {7}), true,
+        Fill::Dropped);
     return out;
 }
 

@@ -89,7 +89,9 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
         TensorSpec sg = sw;  // the gate weights of the fused op
         sg.type = t.src[1];
         if (layout == 1) sg = padded(sg, 1, 0);
-        const SourceSpec ids = source(sid, Fill::Indices, 0, double(s.E));
+        // layout 4: a third of the slots dropped (SY_ID_NONE), as after DROP_IDS
+        const SourceSpec ids =
+            source(sid, layout == 4 ? Fill::Dropped : Fill::Indices, 0, double(s.E));
         std::vector<SourceSpec> src;
         if (fused)
             src = {data(sw), data(sg), data(sx), ids};
@@ -111,6 +113,7 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
             add({bs, 65, 16, 6, 1, 1}, a, 0, act);
             add({bs, 20, 6, 4, 3, 4}, a + " padded W, dst", 1, act);
             add({bs, 12, 5, 3, 4, 3}, a + " transposed X, padded ids", 3, act);
+            add({bs, 16, 4, 3, 3, 3}, a + " dropped ids", 4, act);
             continue;
         }
         add({32, 16, 4, 2, 3, 2}, a, 0, act);
@@ -122,6 +125,8 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
         add({48, 20, 6, 4, 3, 4}, a + " padded W, dst", 1, act);
         add({48, 20, 6, 4, 3, 4}, a + " permuted X", 2, act);
         add({33, 12, 5, 3, 4, 3}, a + " transposed X, padded ids", 3, act);
+        add({40, 12, 5, 3, 4, 1}, a + " dropped ids", 4, act);
+        add({40, 12, 5, 3, 4, 3}, a + " dropped ids, X per slot", 4, act);
     }
     return out;
 }

@@ -135,11 +135,41 @@ std::vector<Case> sort_cases(int32_t op, const Types& t) {
     return out;
 }
 
+// ids {k, R, ...} and their values -> ids with the weak ones SY_ID_NONE (kept m, threshold t).
+std::vector<Case> drop_ids_cases(const Types& t) {
+    std::vector<Case> out;
+    auto add = [&](const std::string& variant, TensorSpec sid, int m, float thr, Fill values) {
+        TensorSpec sv = sid;
+        sv.type = t.src[1];
+        SourceSpec v =
+            values == Fill::Ties ? source(sv, Fill::Ties, 0, 3) : source(sv, Fill::Distinct, 0, 1);
+        TensorSpec sd = tensor(t.dst, {sid.ne[0], sid.ne[1], sid.ne[2], sid.ne[3]});
+        Case c = make_case(
+            SY_OP_DROP_IDS,
+            variant + " kept " + std::to_string(m) + " t " + std::to_string(thr).substr(0, 4),
+            {source(sid, Fill::Indices, 0, 256), v}, sd);
+        c.iparams[0] = m;
+        c.fparams[0] = thr;
+        out.push_back(std::move(c));
+    };
+    const int32_t id = t.src[0];
+    add("{8, 5, 1, 1}", tensor(id, {8, 5}), 1, 0.5f, Fill::Distinct);
+    add("{8, 5, 1, 1}", tensor(id, {8, 5}), 2, 0.9f, Fill::Distinct);
+    add("{6, 3, 2, 1}", tensor(id, {6, 3, 2}), 1, 0.0f, Fill::Distinct);
+    add("{1, 4, 1, 1}", tensor(id, {1, 4}), 1, 0.5f, Fill::Distinct);
+    add("{8, 6, 1, 1}", tensor(id, {8, 6}), 10, 0.5f, Fill::Distinct);
+    add("{8, 7, 1, 1} ties", tensor(id, {8, 7}), 1, 1.0f, Fill::Ties);
+    add("{9, 6, 1, 1} transposed ids", transposed(tensor(id, {9, 6})), 1, 0.3f, Fill::Distinct);
+    add("{6, 4, 1, 1} padded ids", padded(tensor(id, {6, 4}), 1, 2), 2, 0.6f, Fill::Distinct);
+    return out;
+}
+
 }  // namespace
 
 std::vector<Case> row_cases(int32_t op, const Types& t) {
     switch (op) {
         case SY_OP_SOFTMAX: return softmax_cases(t);
+        case SY_OP_DROP_IDS: return drop_ids_cases(t);
         case SY_OP_ARGSORT:
         case SY_OP_TOP_K: return sort_cases(op, t);
         default: return rms_norm_or_sum_cases(op, t);

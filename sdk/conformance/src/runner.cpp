@@ -92,7 +92,10 @@ void fill(HostTensor& h, const SourceSpec& s, std::mt19937_64& rng) {
                             v = std::floor(s.lo + (s.hi - s.lo + 1) * uniform01(rng));
                             break;
                         case Fill::Indices:
+                        case Fill::Dropped:
                             v = std::floor(s.lo + (s.hi - s.lo) * uniform01(rng));
+                            if (s.fill == Fill::Dropped && (i0 + i1 + i2 + i3) % 3 == 1)
+                                v = SY_ID_NONE;
                             break;
                         case Fill::Mask:
                             v = uniform01(rng) < 0.25 ? -INFINITY
@@ -153,8 +156,8 @@ CaseResult fail(std::string message, double tolerance = 0) {
     return r;
 }
 
-// Same-type get_rows of a block type: every dst row must hold the selected src0 row's bytes, and
-// no byte outside dst's rows may change.
+// Same-type get_rows of a block type: every dst row must hold the selected src0 row's bytes (zero
+// bytes for SY_ID_NONE), and no byte outside dst's rows may change.
 CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src, const HostTensor& ids) {
     const sy_tensor& d = out.t;
     const int64_t row_bytes = d.ne[0] / sy_dtype_info(d.type).block_size * d.nb[0];
@@ -166,9 +169,12 @@ CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src, cons
             for (int64_t i1 = 0; i1 < d.ne[1]; ++i1) {
                 const int64_t r = int64_t(reference::read_element(ids.t, i1, i2, i3, 0));
                 const int64_t at = out.data_offset + i1 * d.nb[1] + i2 * d.nb[2] + i3 * d.nb[3];
-                const auto* want = static_cast<const uint8_t*>(src.t.data) + r * src.t.nb[1] +
-                                   i2 * src.t.nb[2] + i3 * src.t.nb[3];
                 for (int64_t b = 0; b < row_bytes; ++b) owned[size_t(at + b)] = true;
+                const std::vector<uint8_t> zeros(r == SY_ID_NONE ? size_t(row_bytes) : 0, 0);
+                const auto* want = r == SY_ID_NONE
+                                       ? zeros.data()
+                                       : static_cast<const uint8_t*>(src.t.data) + r * src.t.nb[1] +
+                                             i2 * src.t.nb[2] + i3 * src.t.nb[3];
                 if (std::memcmp(out.bytes.data() + at, want, size_t(row_bytes)) != 0 &&
                     mismatches++ == 0)
                     first = index_text(0, i1, i2, i3);
@@ -191,18 +197,21 @@ CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src, cons
 CaseResult compare(const Case& c, HostTensor& out, const std::vector<double>& ref,
                    double tolerance) {
     const int64_t esize = sy_dtype_info(out.t.type).type_size;
-    // Bytes that belong to dst's elements; everything else must still be poison.
+    // Bytes that belong to dst's elements; everything else must still be poison. An I32
+    // SY_ID_NONE (-1) is all poison bytes, so such an element is checked by value only.
     std::vector<bool> owned(out.bytes.size(), false);
     std::string unwritten;
     int64_t n_unwritten = 0;
-    for_each_element(out.t, [&](int64_t, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+    for_each_element(out.t, [&](int64_t i, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
                                 int64_t offset) {
         bool all_poison = true;
         for (int64_t b = 0; b < esize; ++b) {
             owned[size_t(out.data_offset + offset + b)] = true;
             all_poison = all_poison && out.bytes[size_t(out.data_offset + offset + b)] == kPoison;
         }
-        if (all_poison && n_unwritten++ == 0) unwritten = index_text(i0, i1, i2, i3);
+        const bool poison_expected = out.t.type == SY_TYPE_I32 && ref[size_t(i)] == SY_ID_NONE;
+        if (all_poison && !poison_expected && n_unwritten++ == 0)
+            unwritten = index_text(i0, i1, i2, i3);
     });
     if (n_unwritten > 0)
         return fail(

@@ -54,13 +54,15 @@ typedef enum sy_op {
 
     /* Expert matrix product:
          src0 W {K, N, E} (E experts), src1 X {K, U1, T} (F32), src2 ids {U, T} (I32, each in
-         [0, E)), dst {N, U, T} (F32), with U1 == 1 or U1 == U;
-         dst[n, u, t] = sum_k W[k, n, ids[u, t]] * X[k, u % U1, t]. */
+         [0, E) or SY_ID_NONE), dst {N, U, T} (F32), with U1 == 1 or U1 == U;
+         dst[n, u, t] = sum_k W[k, n, ids[u, t]] * X[k, u % U1, t], and 0 where ids[u, t] is
+         SY_ID_NONE (an expert dropped by DROP_IDS: no product is computed for it). */
     SY_OP_MUL_MAT_ID = 6,
 
-    /* Row gather: src0 {K, R, B2, B3}, src1 ids {n, B2, B3} (I32, in [0, R)),
+    /* Row gather: src0 {K, R, B2, B3}, src1 ids {n, B2, B3} (I32, in [0, R) or SY_ID_NONE),
        dst {K, n, B2, B3}: dst[k, i, b2, b3] = src0[k, ids[i, b2, b3], b2, b3], converted to
-       dst's type (F32, or src0's type for a plain copy). */
+       dst's type (F32, or src0's type for a plain copy); a SY_ID_NONE id gives a row of zero
+       bytes (0.0 for float types, zero-scale blocks). */
     SY_OP_GET_ROWS = 7,
 
     /* Rotary position embedding. src0 {D, H, T} (float types; D head size, H heads, T tokens),
@@ -129,6 +131,13 @@ typedef enum sy_op {
     /* dst = src0 / src1 (elementwise). As ADD; IEEE division (x / 0 is +-inf or NaN). */
     SY_OP_DIV = 19,
 
+    /* Drops the weaker of each row's ranked ids (smart expert reduction): src0 ids {k, R, B2,
+       B3} (I32), src1 values of the same shape (F32; usually the scores of the ids, largest
+       first, as TOP_K orders them), dst I32 like src0; iparams[0] = m >= 1 ids always kept,
+       fparams[0] = t >= 0:
+         dst[j, r] = src0[j, r] if j < m or src1[j, r] > t * src1[0, r], else SY_ID_NONE. */
+    SY_OP_DROP_IDS = 20,
+
     /* A plugin-provided op named by sy_node.named_op / named_op_version (named_ops.h). */
     SY_OP_NAMED = 1000,
 } sy_op;
@@ -137,8 +146,11 @@ typedef enum sy_op {
 #define SY_ROPE_NORMAL 0
 #define SY_ROPE_NEOX 2
 
+/* The id value of a dropped slot (DROP_IDS), which GET_ROWS and MUL_MAT_ID accept. */
+#define SY_ID_NONE (-1)
+
 /* Number of built-in op ids (one past the last, excluding SY_OP_NAMED). */
-#define SY_OP_BUILTIN_COUNT 20
+#define SY_OP_BUILTIN_COUNT 21
 
 #ifdef __cplusplus
 }

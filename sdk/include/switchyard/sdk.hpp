@@ -275,6 +275,7 @@ inline const char* op_name(int32_t op) {
         case SY_OP_CPY: return "cpy";
         case SY_OP_CONT: return "cont";
         case SY_OP_DIV: return "div";
+        case SY_OP_DROP_IDS: return "drop_ids";
         case SY_OP_NAMED: return "named";
         default: return nullptr;
     }

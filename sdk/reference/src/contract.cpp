@@ -283,7 +283,7 @@ void require_broadcasts(const sy_node& node, const sy_tensor& src, const char* r
 int64_t read_index(const sy_node& node, const sy_tensor& t, const char* role, int64_t limit,
                    int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const int64_t v = int64_t(read_element(t, i0, i1, i2, i3));
-    if (v < 0 || v >= limit)
+    if ((v < 0 && v != SY_ID_NONE) || v >= limit)
         fail(node, role_name(t, role) + "[" + std::to_string(i0) + ", " + std::to_string(i1) +
                        ", " + std::to_string(i2) + ", " + std::to_string(i3) + "] = " +
                        std::to_string(v) + " is out of range [0, " + std::to_string(limit) + ")");

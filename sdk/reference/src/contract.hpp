@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "switchyard/ops.h"
 #include "switchyard/plugin.h"
 #include "switchyard/reference.hpp"
 
@@ -50,7 +51,7 @@ void require_shape(const sy_node& node, const sy_tensor& t, const char* role, in
 void require_broadcasts(const sy_node& node, const sy_tensor& src, const char* role,
                         const sy_tensor& dst);
 
-// An index read from an I32 tensor, checked to lie in [0, limit).
+// An index read from an I32 tensor, checked to lie in [0, limit) or be SY_ID_NONE.
 int64_t read_index(const sy_node& node, const sy_tensor& t, const char* role, int64_t limit,
                    int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0);
 
@@ -81,8 +82,9 @@ inline double at(const sy_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t
 // result; evaluate() rounds to dst's type.
 std::vector<double> elementwise(const sy_node& node);  // add, mul, div, scale, silu, gelu, sigmoid
 std::vector<double> copy_like(const sy_node& node);    // cpy, cont, concat, get_rows
-std::vector<double> row_ops(const sy_node& node);  // rms_norm, softmax, sum_rows, argsort, top_k
-std::vector<double> matmul(const sy_node& node);   // mul_mat, mul_mat_id
+std::vector<double> row_ops(
+    const sy_node& node);  // rms_norm, softmax, sum_rows, argsort, top_k, drop_ids
+std::vector<double> matmul(const sy_node& node);  // mul_mat, mul_mat_id
 std::vector<double> rope(const sy_node& node);
 std::vector<double> moe_fused_up_gate(const sy_node& node);
 std::vector<double> attention(const sy_node& node);  // attn.flash, attn.mla

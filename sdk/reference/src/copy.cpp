@@ -79,7 +79,7 @@ std::vector<double> get_rows(const sy_node& node) {
     Result out(dst);
     for_each_index(dst.ne, [&](int64_t k, int64_t i, int64_t b2, int64_t b3) {
         const int64_t row = read_index(node, ids, "src1 (row ids)", src.ne[1], i, b2, b3);
-        out.at(k, i, b2, b3) = S(k, row, b2, b3);
+        out.at(k, i, b2, b3) = row == SY_ID_NONE ? 0.0 : S(k, row, b2, b3);
     });
     return out.values;
 }

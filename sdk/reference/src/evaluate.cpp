@@ -45,7 +45,8 @@ std::vector<double> evaluate(const sy_node& node) {
         case SY_OP_SOFTMAX:
         case SY_OP_SUM_ROWS:
         case SY_OP_ARGSORT:
-        case SY_OP_TOP_K: values = row_ops(node); break;
+        case SY_OP_TOP_K:
+        case SY_OP_DROP_IDS: values = row_ops(node); break;
         case SY_OP_MUL_MAT:
         case SY_OP_MUL_MAT_ID: values = matmul(node); break;
         case SY_OP_ROPE: values = rope(node); break;

@@ -54,11 +54,12 @@ void check_expert_shapes(const sy_node& node, const sy_tensor& w, const char* w_
     require_shape(node, dst, "dst", N, U, T, 1);
 }
 
-// sum_k W[k, n, ids[u, t]] * X[k, u % U1, t]
-double expert_dot(const sy_node& node, const sy_tensor& w, const SourceReader& W, const sy_tensor& x,
-                  const sy_tensor& ids, int64_t n, int64_t u, int64_t t) {
+// sum_k W[k, n, ids[u, t]] * X[k, u % U1, t]; 0 for a dropped slot (SY_ID_NONE)
+double expert_dot(const sy_node& node, const sy_tensor& w, const SourceReader& W,
+                  const sy_tensor& x, const sy_tensor& ids, int64_t n, int64_t u, int64_t t) {
     const int64_t e = read_index(node, ids, "ids", w.ne[2], u, t);
     double sum = 0;
+    if (e == SY_ID_NONE) return sum;
     for (int64_t k = 0; k < w.ne[0]; ++k) sum += W(k, n, e, 0) * at(x, k, u % x.ne[1], t, 0);
     return sum;
 }

@@ -130,6 +130,32 @@ std::vector<double> sort_indices(const sy_node& node) {
     return out.values;
 }
 
+// drop_ids: id j of a row stays when j < m or its value beats t times the row's first value.
+std::vector<double> drop_ids(const sy_node& node) {
+    const sy_tensor& dst = destination(node);
+    const sy_tensor& ids = source(node, 0, "src0 (ids)");
+    const sy_tensor& values = source(node, 1, "src1 (values)");
+    require_type(node, ids, SY_TYPE_I32, "src0 (ids)");
+    require_type(node, values, SY_TYPE_F32, "src1 (values)");
+    require_type(node, dst, SY_TYPE_I32, "dst");
+    require_same_shape(node, values, "src1 (values)", ids, "src0 (ids)");
+    require_same_shape(node, dst, "dst", ids, "src0 (ids)");
+    const int64_t m = node.iparams[0];
+    const double t = node.fparams[0];
+    if (m < 1) fail(node, "kept iparams[0] = " + std::to_string(m) + " must be >= 1");
+    if (!(t >= 0) || !std::isfinite(t))
+        fail(node, "threshold fparams[0] = " + std::to_string(t) + " must be finite and >= 0");
+    Result out(dst);
+    for_each_row(dst.ne, [&](int64_t i1, int64_t i2, int64_t i3) {
+        const std::vector<double> v = row_of(values, i1, i2, i3);
+        for (int64_t j = 0; j < ids.ne[0]; ++j) {
+            const bool keep = j < m || v[size_t(j)] > t * v[0];
+            out.at(j, i1, i2, i3) = keep ? at(ids, j, i1, i2, i3) : double(SY_ID_NONE);
+        }
+    });
+    return out.values;
+}
+
 }  // namespace
 
 std::vector<double> row_ops(const sy_node& node) {
@@ -137,6 +163,7 @@ std::vector<double> row_ops(const sy_node& node) {
         case SY_OP_RMS_NORM: return rms_norm(node);
         case SY_OP_SOFTMAX: return softmax(node);
         case SY_OP_SUM_ROWS: return sum_rows(node);
+        case SY_OP_DROP_IDS: return drop_ids(node);
         default: return sort_indices(node);
     }
 }

@@ -74,6 +74,7 @@ constexpr TableBuilder build_table() {
     }
     t.add(SY_OP_ARGSORT, SY_TYPE_I32, SY_TYPE_F32);
     t.add(SY_OP_TOP_K, SY_TYPE_I32, SY_TYPE_F32);
+    t.add(SY_OP_DROP_IDS, SY_TYPE_I32, SY_TYPE_I32, SY_TYPE_F32);
     return t;
 }
 

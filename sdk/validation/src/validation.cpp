@@ -93,7 +93,8 @@ bool dims_are(const sy_tensor& t, int64_t n0, int64_t n1, int64_t n2, int64_t n3
     return t.ne[0] == n0 && t.ne[1] == n1 && t.ne[2] == n2 && t.ne[3] == n3;
 }
 
-// Index values (row ids, expert ids) read from an I32 tensor must lie in [0, limit).
+// Index values (row ids, expert ids) read from an I32 tensor must lie in [0, limit) or be
+// SY_ID_NONE (a dropped slot, ops.h).
 sy_status check_index_range(const NodeErrors& errors, const sy_tensor& ids, int64_t limit,
                             const char* what) {
     for (int64_t i3 = 0; i3 < ids.ne[3]; ++i3)
@@ -103,7 +104,7 @@ sy_status check_index_range(const NodeErrors& errors, const sy_tensor& ids, int6
                 for (int64_t i0 = 0; i0 < ids.ne[0]; ++i0) {
                     int32_t v;
                     std::memcpy(&v, row + i0 * ids.nb[0], 4);
-                    if (v < 0 || v >= limit)
+                    if ((v < 0 && v != SY_ID_NONE) || v >= limit)
                         return errors.fail("%s [%lld, %lld, %lld, %lld] is %d, outside [0, %lld)",
                                            role_name(what, ids).c_str(), (long long)i0,
                                            (long long)i1, (long long)i2, (long long)i3, v,
@@ -392,6 +393,17 @@ sy_status check_top_k(const NodeErrors& e, const sy_node& n) {
     return sdk::ok();
 }
 
+sy_status check_drop_ids(const NodeErrors& e, const sy_node& n) {
+    if (sy_status s = check_elementwise(e, n); s.code) return s;
+    if (sy_status s = check_same_shape(e, *n.src[1], "src1 (values)", *n.src[0], "src0 (ids)");
+        s.code)
+        return s;
+    if (n.iparams[0] < 1) return e.fail("kept (iparams[0]) = %d must be >= 1", n.iparams[0]);
+    if (!(n.fparams[0] >= 0.0f) || !std::isfinite(n.fparams[0]))
+        return e.fail("threshold (fparams[0]) = %g must be finite and >= 0", double(n.fparams[0]));
+    return sdk::ok();
+}
+
 sy_status check_sum_rows(const NodeErrors& e, const sy_node& n) {
     const sy_tensor& x = *n.src[0];
     if (!dims_are(*n.dst, 1, x.ne[1], x.ne[2], x.ne[3]))
@@ -443,6 +455,7 @@ sy_status check_op_rules(const NodeErrors& e, const sy_node& n, bool read_indice
         case SY_OP_SOFTMAX: return check_softmax(e, n);
         case SY_OP_ARGSORT: return check_argsort(e, n);
         case SY_OP_TOP_K: return check_top_k(e, n);
+        case SY_OP_DROP_IDS: return check_drop_ids(e, n);
         case SY_OP_SUM_ROWS: return check_sum_rows(e, n);
         case SY_OP_CONCAT: return check_concat(e, n);
         case SY_OP_CONT: return check_cont(e, n);

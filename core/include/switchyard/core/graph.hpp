@@ -108,7 +108,10 @@ class Graph {
     Tensor* sigmoid(Tensor* a);
     Tensor* argsort(Tensor* a, bool descending = false);  // -> I32, same shape
     Tensor* top_k(Tensor* a, int64_t k);                  // -> I32 {k, R, ...}
-    Tensor* sum_rows(Tensor* a);                          // -> {1, R, B2, B3}
+    // ids {k, R, ...} I32 ranked by values (F32, same shape): ids after the first `kept` whose
+    // value is not above threshold * the row's first value become SY_ID_NONE -> I32
+    Tensor* drop_ids(Tensor* ids, Tensor* values, int64_t kept, float threshold);
+    Tensor* sum_rows(Tensor* a);  // -> {1, R, B2, B3}
     Tensor* concat(Tensor* a, Tensor* b, int dim);
     Tensor* cpy(Tensor* a, sy_dtype type);  // converted copy into a new packed tensor
     Tensor* cpy(Tensor* a, Tensor* dst);    // copy into an existing tensor (a cache view); -> dst

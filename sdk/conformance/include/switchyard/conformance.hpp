@@ -36,6 +36,7 @@ enum class Fill {
     Distinct,  // a permutation of evenly spaced values in [lo, hi): no ties within a row
     Ties,      // integers in [lo, hi]: many equal values (argsort/top_k tie cases)
     Indices,   // integers in [lo, hi) (row ids, expert ids, positions)
+    Dropped,   // as Indices, with every third value SY_ID_NONE (ids after DROP_IDS)
     Mask,      // uniform in [lo, hi) with about a quarter of the values -inf
 };
 
