@@ -1,5 +1,6 @@
-// Reader: memory-maps a GGUF file (or every shard of a split model) and presents its metadata
-// and tensors; the parsing itself is in gguf_parser.cpp.
+// Reader: memory-maps a GGUF file (or every shard of a split model), or reads it into memory
+// (Residence::read), and presents its metadata and tensors; the parsing itself is in
+// gguf_parser.cpp.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,14 +11,16 @@
 #include <unordered_map>
 
 #include "gguf_layout.hpp"
+#include "switchyard/llm/host_memory.hpp"
 
 namespace sy::gguf {
 namespace {
 
-// A read-only private mapping of a whole file; unmapped when destroyed.
+// A whole file's bytes: a read-only private mapping, or (Residence::read) anonymous memory
+// advised for huge pages that the file is read into; unmapped when destroyed.
 class MappedFile {
   public:
-    explicit MappedFile(const std::filesystem::path& path) {
+    MappedFile(const std::filesystem::path& path, Residence residence) {
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) fail(path, "cannot open");
         struct stat st {};
@@ -32,7 +35,9 @@ class MappedFile {
             throw FormatError(path.string() + ": not a regular file");
         }
         size_ = static_cast<size_t>(st.st_size);
-        if (size_ > 0) {
+        if (size_ > 0 && residence == Residence::read) {
+            read_whole(path, fd);
+        } else if (size_ > 0) {
             void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
             if (p == MAP_FAILED) {
                 const int err = errno;
@@ -52,6 +57,44 @@ class MappedFile {
     std::span<const uint8_t> bytes() const { return {data_, size_}; }
 
   private:
+    // Reads the file into fresh anonymous memory; closes fd on failure.
+    void read_whole(const std::filesystem::path& path, int fd) {
+        const uint64_t available = llm::available_memory();
+        if (available > 0 && size_ > available) {
+            ::close(fd);
+            throw sy::Error(path.string() + ": --no-mmap needs " + std::to_string(size_ >> 20) +
+                            " MiB to read the file into memory, but only " +
+                            std::to_string(available >> 20) +
+                            " MiB are available; leave out --no-mmap to map it");
+        }
+        void* p =
+            ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            const int err = errno;
+            ::close(fd);
+            errno = err;
+            fail(path, "cannot allocate memory to read it into");
+        }
+        ::madvise(p, size_, MADV_HUGEPAGE);  // advice only: no huge pages is not an error
+        auto* bytes = static_cast<uint8_t*>(p);
+        size_t done = 0;
+        while (done < size_) {
+            const ssize_t n = ::pread(fd, bytes + done, std::min<size_t>(size_ - done, 1u << 30),
+                                      static_cast<off_t>(done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                const int err = n < 0 ? errno : EIO;  // 0: the file shrank while being read
+                ::munmap(p, size_);
+                ::close(fd);
+                errno = err;
+                fail(path, "cannot read");
+            }
+            done += static_cast<size_t>(n);
+        }
+        ::mprotect(p, size_, PROT_READ);
+        data_ = bytes;
+    }
+
     [[noreturn]] static void fail(const std::filesystem::path& path, const char* what) {
         throw sy::Error(path.string() + ": " + what + ": " + std::strerror(errno));
     }
@@ -119,8 +162,8 @@ struct Reader::Impl {
         }
     }
 
-    void open_file(const std::filesystem::path& path, uint32_t shard) {
-        auto map = std::make_unique<MappedFile>(path);
+    void open_file(const std::filesystem::path& path, uint32_t shard, Residence residence) {
+        auto map = std::make_unique<MappedFile>(path, residence);
         detail::ParsedFile f = detail::parse_gguf(map->bytes(), path.string(), shard);
         file_size += map->bytes().size();
         files.push_back(path);
@@ -156,13 +199,13 @@ Reader::Reader(Reader&&) noexcept = default;
 Reader& Reader::operator=(Reader&&) noexcept = default;
 Reader::~Reader() = default;
 
-Reader Reader::open(const std::filesystem::path& path) {
+Reader Reader::open(const std::filesystem::path& path, Residence residence) {
     Reader r;
     Impl& m = *r.impl_;
     m.name = path.string();
     const auto shard_name = detail::parse_shard_name(path);
     if (!shard_name || shard_name->count == 1) {
-        m.open_file(path, 0);
+        m.open_file(path, 0, residence);
         return r;
     }
     if (shard_name->index != 1) {
@@ -181,7 +224,7 @@ Reader Reader::open(const std::filesystem::path& path) {
     }
     m.shard_count = shard_name->count;
     for (uint32_t i = 1; i <= shard_name->count; ++i) {
-        m.open_file(detail::shard_path(*shard_name, i), i - 1);
+        m.open_file(detail::shard_path(*shard_name, i), i - 1, residence);
     }
     if (const auto total = split_tensors_count(m.metadata, m.name)) {
         if (*total != m.tensors.size()) {

@@ -1,4 +1,6 @@
 // Split models: "<prefix>-0000i-of-0000N.gguf", each shard a full GGUF with local offsets.
+#include <cstring>
+
 #include "gguf_test_util.hpp"
 #include "switchyard/dtype.h"
 
@@ -53,6 +55,26 @@ TEST(GgufSplit, FirstShardOpensAllShards) {
         EXPECT_EQ(y->offset, 32u);
         EXPECT_EQ(x->data[0], i);
         EXPECT_EQ(y->data[31], 10 + i);
+    }
+}
+
+// --no-mmap: every shard read into memory gives the same metadata and tensor bytes as the
+// mapping, at other addresses.
+TEST(GgufSplit, ReadIntoMemoryMatchesTheMapping) {
+    ScratchDir dir;
+    write_shards(dir);
+    const Reader mapped = Reader::open(shard(dir, 1, 3));
+    const Reader read = Reader::open(shard(dir, 1, 3), Residence::read);
+    ASSERT_EQ(read.tensors().size(), mapped.tensors().size());
+    EXPECT_EQ(read.file_size(), mapped.file_size());
+    EXPECT_EQ(read.get_string("general.architecture"), "deepseek2");
+    for (size_t i = 0; i < mapped.tensors().size(); ++i) {
+        const TensorInfo& a = mapped.tensors()[i];
+        const TensorInfo& b = read.tensors()[i];
+        EXPECT_EQ(a.name, b.name);
+        EXPECT_NE(a.data, b.data);
+        ASSERT_EQ(a.nbytes, b.nbytes);
+        EXPECT_EQ(std::memcmp(a.data, b.data, a.nbytes), 0) << a.name;
     }
 }
 

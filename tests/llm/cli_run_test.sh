@@ -34,6 +34,10 @@ cmp -s "$tmp/out0" "$tmp/amb" || fail "-amb 1 generated other tokens"
 grep -q "compute buffer: .*-amb 1)" "$tmp/e" || fail "-amb not in the compute buffer line: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -amb -3 >"$tmp/o" 2>"$tmp/e" && fail "-amb -3 accepted"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -fa maybe >"$tmp/o" 2>"$tmp/e" && fail "-fa maybe accepted"
+# --no-mmap: the weights read into memory give the same tokens.
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 0 -ctk f32 -ctv f32 \
+    --no-mmap --tokens >"$tmp/nommap" 2>"$tmp/e" || fail "run --no-mmap: $(cat "$tmp/e")"
+cmp -s "$tmp/out0" "$tmp/nommap" || fail "--no-mmap generated other tokens"
 # -ser Kmin,t: a threshold runs (experts dropped per token); Kmin = the model's 2 drops nothing.
 "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -ser 1,0.9 --tokens \
     >"$tmp/ser" 2>"$tmp/e" || fail "run -ser 1,0.9: $(cat "$tmp/e")"

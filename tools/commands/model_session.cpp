@@ -10,6 +10,7 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/memory_planner.hpp"
 #include "switchyard/core/plugin_setup.hpp"
+#include "switchyard/llm/host_memory.hpp"
 #include "switchyard/llm/tensor_types.hpp"
 
 namespace sy::tools {
@@ -19,17 +20,6 @@ int32_t cache_type(const std::string& flag, const std::string& name) {
     const auto t = llm::parse_type_name(name);
     if (!t) throw Error(flag + " '" + name + "': unknown type (f32, f16, bf16, q8_0)");
     return *t;
-}
-
-// MemAvailable from /proc/meminfo, or 0 when unknown.
-uint64_t available_memory() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (in >> key >> kib >> unit)
-        if (key == "MemAvailable:") return kib * 1024;
-    return 0;
 }
 
 }  // namespace
@@ -76,6 +66,8 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                    "times the best (t >= 1: exactly K)");
     app.add_flag("--no-group-routing", no_group_routing,
                  "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
+    app.add_flag("--no-mmap", no_mmap,
+                 "Read the weights into memory (huge pages) instead of mapping the file");
 }
 
 llm::Deepseek2Options ModelOptions::deepseek2_options() const {
@@ -125,7 +117,9 @@ LoadedModel load_model(const ModelOptions& o) {
             why += "\n  " + f.file + ": " + f.reason;
         throw Error("backend '" + o.backend + "' is not loaded" + why);
     }
-    out.model = std::make_unique<llm::Deepseek2Model>(gguf::Reader::open(o.model), mo);
+    out.model = std::make_unique<llm::Deepseek2Model>(
+        gguf::Reader::open(o.model, o.no_mmap ? gguf::Residence::read : gguf::Residence::mapped),
+        mo);
 
     const llm::Deepseek2HParams& hp = out.model->hparams();
     const llm::Deepseek2Options& opt = out.model->options();
@@ -138,7 +132,7 @@ LoadedModel load_model(const ModelOptions& o) {
                  llm::type_name(opt.cache_type_k).c_str(), llm::type_name(opt.cache_type_v).c_str(),
                  static_cast<unsigned long long>(per_token), double(per_token) / 1024.0,
                  mib(kv_bytes), static_cast<long long>(opt.n_ctx));
-    const uint64_t avail = available_memory();
+    const uint64_t avail = llm::available_memory();
     if (avail > 0 && kv_bytes > avail)
         throw Error(fmt::format(
             "the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
@@ -160,7 +154,7 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
                  amb.c_str(), session.uses_fused_moe() ? ", fused MoE" : "",
                  session.uses_flash_attention() ? ", flash attention" : "");
     const uint64_t kv = session.cache().bytes();
-    const uint64_t avail = available_memory();
+    const uint64_t avail = llm::available_memory();
     // -amb bounds the K.Q scores (no flash attention) and mla 3's decompressed prompts.
     const bool amb_helps = !session.uses_flash_attention() || opt.mla == 3;
     if (avail > 0 && kv + plan.peak_bytes > avail)

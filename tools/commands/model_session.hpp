@@ -26,10 +26,11 @@ struct ModelOptions {
     int64_t attn_max_mib = 256;
     std::string ser;
     bool no_group_routing = false;
+    bool no_mmap = false;
 
     // Registers -m, --backend, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -amb, -ser,
-    // --no-group-routing and the plugin options; `ctx_help` describes -c's default for this
-    // command.
+    // --no-group-routing, --no-mmap and the plugin options; `ctx_help` describes -c's default for
+    // this command.
     void add_to(CLI::App& app, const std::string& ctx_help);
     // The runtime options; throws sy::Error naming the flag whose value is wrong.
     llm::Deepseek2Options deepseek2_options() const;
