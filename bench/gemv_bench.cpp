@@ -18,6 +18,7 @@
 // each compute() call runs one GEMV per copy, so that the time per GEMV does not include the
 // call's synchronization; the reference bandwidth then defaults to the device's own figure.
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,9 +44,8 @@ struct Options {
     double bandwidth = 0;
     int64_t K = 4096, N = 16384, gemm_rows = 512;
     int reps = 20;
-    std::vector<std::string> types = {"f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
-                                      "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K",
-                                      "iq4_nl", "iq4_xs"};
+    std::vector<std::string> types = {"f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",   "q5_1",
+                                      "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs"};
 };
 
 void usage() {
@@ -63,13 +63,20 @@ Options parse(int argc, char** argv) {
             if (i + 1 >= argc) usage();
             return argv[++i];
         };
-        if (a == "--plugin") o.plugin = value();
-        else if (a == "-t") o.threads = std::atoi(value().c_str());
-        else if (a == "--bandwidth") o.bandwidth = std::atof(value().c_str());
-        else if (a == "-k") o.K = std::atoll(value().c_str());
-        else if (a == "-n") o.N = std::atoll(value().c_str());
-        else if (a == "--reps") o.reps = std::max(1, std::atoi(value().c_str()));
-        else if (a == "--gemm-rows") o.gemm_rows = std::atoll(value().c_str());
+        if (a == "--plugin")
+            o.plugin = value();
+        else if (a == "-t")
+            o.threads = std::atoi(value().c_str());
+        else if (a == "--bandwidth")
+            o.bandwidth = std::atof(value().c_str());
+        else if (a == "-k")
+            o.K = std::atoll(value().c_str());
+        else if (a == "-n")
+            o.N = std::atoll(value().c_str());
+        else if (a == "--reps")
+            o.reps = std::max(1, std::atoi(value().c_str()));
+        else if (a == "--gemm-rows")
+            o.gemm_rows = std::atoll(value().c_str());
         else if (a == "--types") {
             o.types.clear();
             std::string s = value();
@@ -78,7 +85,8 @@ Options parse(int argc, char** argv) {
                 if (q > p) o.types.push_back(s.substr(p, q - p));
                 p = q + 1;
             }
-        } else usage();
+        } else
+            usage();
     }
     return o;
 }
@@ -91,8 +99,14 @@ int32_t type_id(const std::string& name) {
     return -1;
 }
 
+// Operands of 2 MiB or more on huge pages, as the CPU plugin's buffers and --no-mmap models.
 void* host_alloc(void*, size_t size, size_t alignment) {
-    return std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+    constexpr size_t kHuge = size_t(2) << 20;
+    if (size >= kHuge) alignment = std::max(alignment, kHuge);
+    void* p = std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+    if (p != nullptr && size >= kHuge)
+        ::madvise(p, (size + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);
+    return p;
 }
 void host_free(void*, void* p) {
     std::free(p);
@@ -137,7 +151,8 @@ void fill_weights(int32_t type, uint8_t* p, int64_t bytes, std::mt19937& rng) {
         const int64_t n = bytes / t.type_size;
         for (int64_t i = 0; i < n; ++i) {
             const float v = float(int(rng() % 2001) - 1000) * 1e-4f;
-            if (type == SY_TYPE_F32) std::memcpy(p + 4 * i, &v, 4);
+            if (type == SY_TYPE_F32)
+                std::memcpy(p + 4 * i, &v, 4);
             else {
                 const uint16_t h = type == SY_TYPE_F16 ? sy::sdk::f32_to_fp16(v)
                                                        : uint16_t(std::bit_cast<uint32_t>(v) >> 16);
@@ -180,8 +195,14 @@ int main(int argc, char** argv) {
         return 1;
     }
     auto init = reinterpret_cast<sy_plugin_init_fn>(dlsym(lib, SY_PLUGIN_INIT_SYMBOL));
-    static sy_host_api host{sizeof(sy_host_api), SY_ABI_VERSION_MAJOR, SY_ABI_VERSION_MINOR,
-                            "gemv-bench", nullptr, host_log, host_alloc, host_free};
+    static sy_host_api host{sizeof(sy_host_api),
+                            SY_ABI_VERSION_MAJOR,
+                            SY_ABI_VERSION_MINOR,
+                            "gemv-bench",
+                            nullptr,
+                            host_log,
+                            host_alloc,
+                            host_free};
     sy_plugin_api api{};
     api.struct_size = sizeof api;
     if (!init || init(&host, &api).code != SY_OK) {
@@ -267,7 +288,8 @@ int main(int argc, char** argv) {
         std::vector<uint8_t> host_weights(static_cast<size_t>(bytes));
         fill_weights(type, host_weights.data(), bytes, rng);
         std::vector<std::pair<void*, const sy_buffer*>> weights;
-        for (int i = 0; i < copies; ++i) weights.push_back(place(host_weights.data(), size_t(bytes)));
+        for (int i = 0; i < copies; ++i)
+            weights.push_back(place(host_weights.data(), size_t(bytes)));
         const size_t nw = weights.size();
         // `count` products over consecutive weight copies from `first`, in one compute() call;
         // returns the milliseconds per product.

@@ -1,5 +1,7 @@
 #include "buffers.hpp"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -18,6 +20,10 @@ HostBuffers::~HostBuffers() {
     }
 }
 
+namespace {
+constexpr uint64_t kHugePage = uint64_t(2) << 20;
+}  // namespace
+
 sy_status HostBuffers::alloc(uint64_t size, sy_buffer* buffer) {
     if (buffer == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "buffer_alloc: buffer is NULL");
@@ -29,9 +35,12 @@ sy_status HostBuffers::alloc(uint64_t size, sy_buffer* buffer) {
     if (size > UINT64_MAX - kAlignment)
         return sdk::error(SY_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes is not allocatable",
                           (unsigned long long)size);
-    const uint64_t rounded =
-        size == 0 ? kAlignment : (size + kAlignment - 1) / kAlignment * kAlignment;
-    void* base = rounded <= SIZE_MAX ? std::aligned_alloc(kAlignment, size_t(rounded)) : nullptr;
+    // Buffers of 2 MiB or more start on a 2 MiB boundary and are advised for transparent huge
+    // pages (streaming reads through 4 KiB pages were measurably slower on the test VM).
+    const uint64_t align = size >= kHugePage ? kHugePage : kAlignment;
+    const uint64_t rounded = size == 0 ? align : (size + align - 1) / align * align;
+    void* base = rounded <= SIZE_MAX ? std::aligned_alloc(size_t(align), size_t(rounded)) : nullptr;
+    if (base != nullptr && align == kHugePage) ::madvise(base, size_t(rounded), MADV_HUGEPAGE);
     if (base == nullptr)
         return sdk::error(SY_ERR_OUT_OF_MEMORY,
                           "buffer_alloc: cannot allocate %llu bytes of host memory",
