@@ -241,7 +241,8 @@ Tensor* Graph::drop_ids(Tensor* ids, Tensor* values, int64_t kept, float thresho
     if (ids->shape() != values->shape())
         fail_op("drop_ids", {ids, values}, "ids and values differ in shape");
     if (kept < 1 || kept > INT32_MAX)
-        fail_op("drop_ids", {ids, values}, "kept = " + std::to_string(kept) + " must be >= 1");
+        fail_op("drop_ids", {ids, values},
+                "kept = " + std::to_string(kept) + " must be in [1, INT32_MAX]");
     if (!(threshold >= 0.0f) || !std::isfinite(threshold))
         fail_op("drop_ids", {ids, values},
                 "threshold " + std::to_string(threshold) + " must be finite and >= 0");

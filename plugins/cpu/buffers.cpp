@@ -32,7 +32,7 @@ sy_status HostBuffers::alloc(uint64_t size, sy_buffer* buffer) {
                           "buffer_alloc: sy_buffer struct_size %u is too small (ABI 1.0 needs %zu)",
                           buffer->struct_size, sizeof(sy_buffer));
     // aligned_alloc wants a multiple of the alignment; a zero-byte buffer still gets a base.
-    if (size > UINT64_MAX - kAlignment)
+    if (size > UINT64_MAX - kHugePage)
         return sdk::error(SY_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes is not allocatable",
                           (unsigned long long)size);
     // Buffers of 2 MiB or more start on a 2 MiB boundary and are advised for transparent huge

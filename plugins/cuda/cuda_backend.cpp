@@ -111,12 +111,14 @@ sy_status CudaBackend::init_device(Device& d) {
 }
 
 void CudaBackend::log(int32_t level, const std::string& message) const {
-    if (SY_HAS_FIELD(&host_, log) && host_.log) host_.log(host_.host_ctx, level, "cuda", message.c_str());
+    if (SY_HAS_FIELD(&host_, log) && host_.log)
+        host_.log(host_.host_ctx, level, "cuda", message.c_str());
 }
 
 sy_status CudaBackend::check_device(int32_t device, const char* fn) const {
     if (device < 0 || device >= device_count())
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: device %d does not exist (the cuda plugin "
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "%s: device %d does not exist (the cuda plugin "
                           "has %d device(s) on this machine)",
                           fn, device, device_count());
     return sdk::ok();
@@ -253,7 +255,9 @@ sy_status CudaBackend::estimate(int32_t device, const sy_node* node, double* nan
         const sy_tensor& w = *node->src[0];
         flops = 2.0 * double(w.ne[0]) * double(sdk::nelements(*node->dst));
         const bool blocks = sy_dtype_info(w.type).block_size > 1;
-        rate = w.type == SY_TYPE_F32 ? d.peak_flops_f32 : blocks ? d.peak_flops_int8 / 4 : d.peak_flops_f16;
+        rate = w.type == SY_TYPE_F32 ? d.peak_flops_f32
+               : blocks              ? d.peak_flops_int8 / 4
+                                     : d.peak_flops_f16;
         if (node->op == SY_OP_MUL_MAT_ID) {
             const double experts = double(w.ne[2]);
             const double touched = std::min(experts, double(sdk::nelements(*node->src[2])));
@@ -344,8 +348,7 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
             if (launch == nullptr)
                 return sdk::error(SY_ERR_UNSUPPORTED, "op id %d has no cuda kernel", node.op);
             d.scratch->reset();
-            const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word,
-                                int32_t(i + 1)};
+            const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word, int32_t(i + 1)};
             launch(ctx, node);
         }
     } catch (const LaunchError& e) {
@@ -369,10 +372,10 @@ sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* no
     return sdk::error(SY_ERR_INVALID_ARGUMENT,
                       "%s%s%s%s (node %d of this call): an index tensor holds a value out of range "
                       "(%s)",
-                      op ? op : "node", bad.dst->name ? " '" : "", bad.dst->name ? bad.dst->name : "",
-                      bad.dst->name ? "'" : "", word - 1,
-                      bad.op == SY_OP_GET_ROWS ? "row ids must lie in [0, src0 ne1)"
-                                               : "expert ids must lie in [0, src0 ne2)");
+                      op ? op : "node", bad.dst->name ? " '" : "",
+                      bad.dst->name ? bad.dst->name : "", bad.dst->name ? "'" : "", word - 1,
+                      bad.op == SY_OP_GET_ROWS ? "row ids must lie in [0, src0 ne1) or be -1"
+                                               : "expert ids must lie in [0, src0 ne2) or be -1");
 }
 
 sy_status CudaBackend::synchronize(int32_t device) {

@@ -209,6 +209,41 @@ TEST(Reference, ArgsortIsStableAndTopKPrefersLowerIndex) {
     EXPECT_EQ(evaluate(node_of(SY_OP_TOP_K, k, {&x})), (std::vector<double>{0, 2, 3}));
 }
 
+// Smart expert reduction: ids after the first m whose value is not above t times the row's
+// first become SY_ID_NONE; GET_ROWS gives a zero row and MUL_MAT_ID a zero slot for them, and
+// any other negative id is still out of range.
+TEST(Reference, DropIdsAndTheOpsThatSkipDroppedIds) {
+    Host ids(SY_TYPE_I32, {4, 2}, {7, 3, 5, 1, 2, 0, 6, 4});
+    Host v(SY_TYPE_F32, {4, 2}, {1.0, 0.6, 0.5, 0.2, 0.8, 0.1, 0.5, 0.4});
+    Host d(SY_TYPE_I32, {4, 2});
+    sy_node n = node_of(SY_OP_DROP_IDS, d, {&ids, &v});
+    n.iparams[0] = 1;
+    n.fparams[0] = 0.5f;  // row 0 keeps > 0.5, row 1 keeps > 0.4 (not 0.4 itself)
+    EXPECT_EQ(evaluate(n), (std::vector<double>{7, 3, -1, -1, 2, -1, 6, -1}));
+    n.iparams[0] = 3;
+    EXPECT_EQ(evaluate(n), (std::vector<double>{7, 3, 5, -1, 2, 0, 6, -1}));
+    n.iparams[0] = 0;
+    EXPECT_THROW(evaluate(n), std::invalid_argument);
+
+    Host src(SY_TYPE_F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+    Host rows_ids(SY_TYPE_I32, {2}, {-1, 1});
+    Host rows(SY_TYPE_F32, {2, 2});
+    EXPECT_EQ(evaluate(node_of(SY_OP_GET_ROWS, rows, {&src, &rows_ids})),
+              (std::vector<double>{0, 0, 3, 4}));
+    rows_ids.set(0, -2);
+    EXPECT_THROW(evaluate(node_of(SY_OP_GET_ROWS, rows, {&src, &rows_ids})), std::invalid_argument);
+
+    Host w(SY_TYPE_F32, {1, 1, 3}, {10, 20, 30});
+    Host x(SY_TYPE_F32, {1, 1, 2}, {1, 2});
+    Host experts(SY_TYPE_I32, {2, 2}, {0, -1, -1, 2});
+    Host out(SY_TYPE_F32, {1, 2, 2});
+    EXPECT_EQ(evaluate(node_of(SY_OP_MUL_MAT_ID, out, {&w, &x, &experts})),
+              (std::vector<double>{10, 0, 0, 60}));
+    experts.set(1, -2);
+    EXPECT_THROW(evaluate(node_of(SY_OP_MUL_MAT_ID, out, {&w, &x, &experts})),
+                 std::invalid_argument);
+}
+
 TEST(Reference, GetRowsConcatSumRows) {
     Host src(SY_TYPE_BF16, {2, 3}, {1, 2, 3, 4, 5, 6});
     Host ids(SY_TYPE_I32, {2}, {2, 0});

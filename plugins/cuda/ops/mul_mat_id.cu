@@ -1,6 +1,7 @@
 // MUL_MAT_ID: dst[n, u, t] = sum_k W[k, n, ids[u, t]] * X[k, u % U1, t]. One warp per output
 // element (rowdot.cu): X rows packed to F32 (float weights) or quantized to ActBlocks (block
-// types) first; an expert id outside [0, E) is reported through the error word.
+// types) first; a SY_ID_NONE slot gets zeros, any other expert id outside [0, E) is reported
+// through the error word.
 #include "ops/ops.hpp"
 #include "ops/rowdot.hpp"
 #include "quant/blocks.cuh"

@@ -135,7 +135,8 @@ typedef enum sy_op {
        B3} (I32), src1 values of the same shape (F32; usually the scores of the ids, largest
        first, as TOP_K orders them), dst I32 like src0; iparams[0] = m >= 1 ids always kept,
        fparams[0] = t >= 0:
-         dst[j, r] = src0[j, r] if j < m or src1[j, r] > t * src1[0, r], else SY_ID_NONE. */
+         dst[j, r] = src0[j, r] if j < m or src1[j, r] > t * src1[0, r], else SY_ID_NONE,
+       with t * src1[0, r] rounded to float32 before the comparison. */
     SY_OP_DROP_IDS = 20,
 
     /* A plugin-provided op named by sy_node.named_op / named_op_version (named_ops.h). */

@@ -149,7 +149,7 @@ std::vector<double> drop_ids(const sy_node& node) {
     for_each_row(dst.ne, [&](int64_t i1, int64_t i2, int64_t i3) {
         const std::vector<double> v = row_of(values, i1, i2, i3);
         for (int64_t j = 0; j < ids.ne[0]; ++j) {
-            const bool keep = j < m || v[size_t(j)] > t * v[0];
+            const bool keep = j < m || v[size_t(j)] > double(float(t * v[0]));  // ops.h: f32
             out.at(j, i1, i2, i3) = keep ? at(ids, j, i1, i2, i3) : double(SY_ID_NONE);
         }
     });

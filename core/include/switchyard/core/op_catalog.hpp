@@ -19,7 +19,7 @@ struct BuiltinOp {
     const char* name() const;  // "rms_norm"
 };
 
-// Every built-in op in id order (SY_OP_ADD .. SY_OP_DIV).
+// Every built-in op in id order (SY_OP_ADD .. SY_OP_DROP_IDS).
 std::span<const BuiltinOp> builtin_ops();
 // Throws Error for an id that is not a built-in op.
 const BuiltinOp& builtin_op(sy_op op);

@@ -98,7 +98,7 @@ struct Deepseek2Options {
     bool group_routing = true;           // honour expert_group_count when the file sets it
     int64_t attn_max_bytes = 0;          // -amb: compute buffer per attention step, 0: no limit
     int ser_min_experts = 0;             // -ser K,t: 0 off
-    float ser_threshold = 0.0f;
+    float ser_threshold = 1.0f;          // t >= 1: exactly ser_min_experts
 };
 
 // Validates option values against the model; throws sy::Error naming the flag.

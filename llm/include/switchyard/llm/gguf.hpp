@@ -124,7 +124,7 @@ enum class Residence {
     mapped,
     // Read into anonymous memory advised for transparent huge pages (--no-mmap): a copy the size
     // of the file, refused when that exceeds MemAvailable. On the 2-vCPU test VM, generation on
-    // the mini preset ran about 10% faster from it than from the mapping (2 MiB pages).
+    // the mini preset ran about 1.3x faster from it than from the mapping (2 MiB pages).
     read,
 };
 
