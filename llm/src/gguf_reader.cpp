@@ -16,38 +16,32 @@
 namespace sy::gguf {
 namespace {
 
+// Closes a file descriptor on scope exit (after an error message has read errno).
+struct FileDescriptor {
+    int fd;
+    ~FileDescriptor() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
 // A whole file's bytes: a read-only private mapping, or (Residence::read) anonymous memory
 // advised for huge pages that the file is read into; unmapped when destroyed.
 class MappedFile {
   public:
     MappedFile(const std::filesystem::path& path, Residence residence) {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) fail(path, "cannot open");
+        const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+        if (file.fd < 0) fail(path, "cannot open");
         struct stat st {};
-        if (::fstat(fd, &st) != 0) {
-            const int err = errno;
-            ::close(fd);
-            errno = err;
-            fail(path, "cannot stat");
-        }
-        if (!S_ISREG(st.st_mode)) {
-            ::close(fd);
-            throw FormatError(path.string() + ": not a regular file");
-        }
+        if (::fstat(file.fd, &st) != 0) fail(path, "cannot stat");
+        if (!S_ISREG(st.st_mode)) throw FormatError(path.string() + ": not a regular file");
         size_ = static_cast<size_t>(st.st_size);
         if (size_ > 0 && residence == Residence::read) {
-            read_whole(path, fd);
+            read_whole(path, file.fd);
         } else if (size_ > 0) {
-            void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (p == MAP_FAILED) {
-                const int err = errno;
-                ::close(fd);
-                errno = err;
-                fail(path, "cannot map");
-            }
+            void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.fd, 0);
+            if (p == MAP_FAILED) fail(path, "cannot map");
             data_ = static_cast<const uint8_t*>(p);
         }
-        ::close(fd);
     }
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -57,24 +51,17 @@ class MappedFile {
     std::span<const uint8_t> bytes() const { return {data_, size_}; }
 
   private:
-    // Reads the file into fresh anonymous memory; closes fd on failure.
+    // Reads the file into fresh anonymous memory.
     void read_whole(const std::filesystem::path& path, int fd) {
         const uint64_t available = llm::available_memory();
-        if (available > 0 && size_ > available) {
-            ::close(fd);
+        if (available > 0 && size_ > available)
             throw sy::Error(path.string() + ": --no-mmap needs " + std::to_string(size_ >> 20) +
                             " MiB to read the file into memory, but only " +
                             std::to_string(available >> 20) +
                             " MiB are available; leave out --no-mmap to map it");
-        }
         void* p =
             ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            const int err = errno;
-            ::close(fd);
-            errno = err;
-            fail(path, "cannot allocate memory to read it into");
-        }
+        if (p == MAP_FAILED) fail(path, "cannot allocate memory to read it into");
         ::madvise(p, size_, MADV_HUGEPAGE);  // advice only: no huge pages is not an error
         auto* bytes = static_cast<uint8_t*>(p);
         size_t done = 0;
@@ -85,7 +72,6 @@ class MappedFile {
             if (n <= 0) {
                 const int err = n < 0 ? errno : EIO;  // 0: the file shrank while being read
                 ::munmap(p, size_);
-                ::close(fd);
                 errno = err;
                 fail(path, "cannot read");
             }
