@@ -97,6 +97,13 @@ inline F32x max(F32x a, F32x b) {
 inline F32x round(F32x a) {
     return {_mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
 }
+inline F32x abs(F32x a) {
+    return {_mm512_abs_ps(a.v)};
+}
+// Lanes holding integers in [-128, 127] as bytes at p.
+inline void store_i8(int8_t* p, F32x a) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(a.v)));
+}
 // 2^n for integral n in [-126, 127], built directly in the exponent field.
 inline F32x pow2i(F32x n) {
     const __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n.v), _mm512_set1_epi32(127));
@@ -166,6 +173,14 @@ inline F32x max(F32x a, F32x b) {
 }
 inline F32x round(F32x a) {
     return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+inline F32x abs(F32x a) {
+    return {_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)};
+}
+inline void store_i8(int8_t* p, F32x a) {
+    const __m256i i = _mm256_cvtps_epi32(a.v);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packs_epi16(w, w));
 }
 inline F32x pow2i(F32x n) {
     const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n.v), _mm256_set1_epi32(127));
@@ -247,6 +262,12 @@ inline F32x max(F32x a, F32x b) {
 }
 inline F32x round(F32x a) {
     return lanewise([&](int i) { return std::nearbyint(a.lane[i]); });
+}
+inline F32x abs(F32x a) {
+    return lanewise([&](int i) { return std::fabs(a.lane[i]); });
+}
+inline void store_i8(int8_t* p, F32x a) {
+    for (int i = 0; i < kLanes; ++i) p[i] = int8_t(a.lane[i]);
 }
 inline F32x pow2i(F32x n) {
     return lanewise([&](int i) {

@@ -11,40 +11,48 @@ namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
 namespace {
 
-// Quantizes n values into q and returns their scale d.
-inline float quantize_block(const float* x, int8_t* q, int n) {
-    float amax = 0.0f;
-    for (int j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d > 0.0f ? 1.0f / d : 0.0f;
-    for (int j = 0; j < n; ++j) {
-        const float v = std::nearbyint(x[j] * id);
-        q[j] = int8_t(v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v));
+// Quantizes n values (a multiple of 16) into q and returns their scale d; sums[i] = the sum of
+// q[16 i, 16 i + 16). A NaN becomes 127 (the clamp returns its bound for it), so every lane
+// converts safely.
+inline float quantize_block(const float* x, int8_t* q, int n, int32_t* sums) {
+    static_assert(16 % simd::kLanes == 0);
+    simd::F32x amax = simd::zero();
+    for (int j = 0; j < n; j += simd::kLanes) amax = simd::max(amax, simd::abs(simd::load(x + j)));
+    const float d = simd::reduce_max(amax) / 127.0f;
+    const simd::F32x id = simd::splat(d > 0.0f ? 1.0f / d : 0.0f);
+    const simd::F32x hi = simd::splat(127.0f), lo = simd::splat(-127.0f);
+    for (int j = 0; j < n; j += 16) {
+        simd::F32x total = simd::zero();
+        for (int i = j; i < j + 16; i += simd::kLanes) {
+            const simd::F32x v =
+                simd::max(simd::min(simd::round(simd::mul(simd::load(x + i), id)), hi), lo);
+            simd::store_i8(q + i, v);
+            total = simd::add(total, v);
+        }
+        sums[j / 16] = int32_t(simd::reduce_add(total));  // exact: integers far below 2^24
     }
+    return d;
+}
+
+// 32 values: their scale and, in sum, the sum of q.
+inline float quantize_32(const float* x, int8_t* q, int32_t& sum) {
+    int32_t sums[2];
+    const float d = quantize_block(x, q, 32, sums);
+    sum = sums[0] + sums[1];
     return d;
 }
 
 }  // namespace
 
 void quantize_act_q8x32(const float* x, ActQ8x32* y, int64_t n) {
-    for (int64_t b = 0; b < n / 32; ++b) {
-        ActQ8x32& out = y[b];
-        out.d = quantize_block(x + 32 * b, out.qs, 32);
-        int32_t sum = 0;
-        for (int j = 0; j < 32; ++j) sum += out.qs[j];
-        out.sum = sum;
-    }
+    for (int64_t b = 0; b < n / 32; ++b) y[b].d = quantize_32(x + 32 * b, y[b].qs, y[b].sum);
 }
 
 void quantize_act_q8_K(const float* x, sy_block_q8_K* y, int64_t n) {
     for (int64_t b = 0; b < n / SY_QK_K; ++b) {
-        sy_block_q8_K& out = y[b];
-        out.d = quantize_block(x + SY_QK_K * b, out.qs, SY_QK_K);
-        for (int j = 0; j < SY_QK_K / 16; ++j) {
-            int sum = 0;
-            for (int k = 0; k < 16; ++k) sum += out.qs[16 * j + k];
-            out.bsums[j] = int16_t(sum);
-        }
+        int32_t sums[SY_QK_K / 16];
+        y[b].d = quantize_block(x + SY_QK_K * b, y[b].qs, SY_QK_K, sums);
+        for (int j = 0; j < SY_QK_K / 16; ++j) y[b].bsums[j] = int16_t(sums[j]);
     }
 }
 
@@ -64,22 +72,22 @@ void quantize_act_q8_K_nibbles(const float* x, void* y, int64_t n) {
 namespace {
 
 // The group layouts of ActQ8G8: block b's 32 values quantized as in quantize_act_q8x32, then
-// placed by `place(b, j)` (index into qs of element j of block b); past n everything is zero.
+// placed by `place(b, j)` (index into qs of element j of block b; elements 0-15 and 16-31 are
+// each adjacent); past n everything is zero.
 template <typename Place>
 void quantize_act_g8(const float* x, void* out, int64_t n, Place place) {
     ActQ8G8* y = static_cast<ActQ8G8*>(out);
     const int64_t blocks = n / 32;
     for (int64_t g = 0; g < (blocks + 7) / 8; ++g) {
         ActQ8G8& grp = y[g];
-        std::memset(&grp, 0, sizeof grp);
+        if (8 * g + 8 > blocks) std::memset(&grp, 0, sizeof grp);
         for (int b = 0; b < 8 && 8 * g + b < blocks; ++b) {
             int8_t q[32];
-            const float d = quantize_block(x + 32 * (8 * g + b), q, 32);
-            int32_t sum = 0;
-            for (int j = 0; j < 32; ++j) {
-                grp.qs[place(b, j)] = q[j];
-                sum += q[j];
-            }
+            int32_t sum;
+            const float d = quantize_32(x + 32 * (8 * g + b), q, sum);
+            // Each 16-value half lands in one piece in both layouts.
+            std::memcpy(grp.qs + place(b, 0), q, 16);
+            std::memcpy(grp.qs + place(b, 16), q + 16, 16);
             grp.d[b] = d;
             grp.s[b] = d * float(sum);
         }

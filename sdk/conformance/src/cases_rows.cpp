@@ -37,6 +37,12 @@ std::vector<Case> rms_norm_or_sum_cases(int32_t op, const Types& t) {
     for (const auto& ne : kRowShapes) add(shape(of(a, ne)), of(a, ne), dst_of(of(a, ne)));
     const TensorSpec m = tensor(a, {33, 7, 2});
     add("{33, 7, 2, 1} transposed src0", transposed(m), dst_of(m));
+    if (sum) {
+        // Many short rows side by side, as when a MoE layer sums its k expert outputs: kernels
+        // that sum a vector of rows at once meet whole vectors and a tail.
+        const TensorSpec many = tensor(a, {6, 37, 2});
+        add("{6, 37, 2, 1} transposed src0", transposed(many), dst_of(many));
+    }
     add("{67, 5, 3, 1} padded src0 dst", padded(tensor(a, {67, 5, 3})),
         padded(dst_of(tensor(a, {67, 5, 3})), 2, 1));
     if (!sum) add("{64, 4, 1, 1} eps 1e-2", tensor(a, {64, 4}), dst_of(tensor(a, {64, 4})), 1e-2f);
