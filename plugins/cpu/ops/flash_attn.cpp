@@ -125,80 +125,245 @@ void widen_row(const char* row, int64_t n, float* out) {
     for (; i < n; ++i) out[i] = E::at(row, i);
 }
 
-// The rows of keys [j0, j0 + n) of t (kv head hk): in place for F32, else widened once into
-// `scratch` for all the query rows of the chunk.
-template <typename E>
-void key_block_rows(const sy_tensor& t, int64_t j0, int64_t n, int64_t hk, bool widen,
-                    std::vector<float>& scratch, const char** rows) {
-    const int64_t width = t.ne[0];
-    if (!widen) {
-        for (int64_t j = 0; j < n; ++j) rows[j] = row_at(t, j0 + j, hk, 0);
-        return;
+// Query rows of kv head hk: pointers to their Q rows, and how many keys each may see.
+struct ChunkRows {
+    const float* q[kRowsPerChunk];
+    int64_t limit[kRowsPerChunk];
+    int64_t last;  // keys [key0, last) are visible to some row
+
+    ChunkRows(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_t row0,
+              int64_t rows, int64_t key0, int64_t key1)
+        : last(key0) {
+        const int64_t T = a.q.ne[1], G = a.q.ne[2] / a.k.ne[2];
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t row = row0 + r;  // t fastest, then the group's heads
+            const int64_t t = row % T, h = hk * G + row / T;
+            q[r] = q_rows.row(t, h, 0);
+            limit[r] = std::min(key1, a.causal ? a.offset + t + 1 : key1);
+            last = std::max(last, limit[r]);
+        }
     }
-    scratch.resize(size_t(kKeyBlock * width));
-    for (int64_t j = 0; j < n; ++j) {
-        widen_row<E>(row_at(t, j0 + j, hk, 0), width, scratch.data() + j * width);
-        rows[j] = reinterpret_cast<const char*>(scratch.data() + j * width);
+};
+
+// One query row against keys [key0, key1), a block of keys at a time: each K and V element is
+// read once, in place (widened in registers).
+template <typename EK, typename EV>
+void attend_row(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_t row0,
+                int64_t key0, int64_t key1, RowState& s) {
+    const int64_t D = a.q.ne[0], Dv = a.v.ne[0];
+    const ChunkRows chunk(a, q_rows, hk, row0, 1, key0, key1);
+    const float* q = chunk.q[0];
+    float scores[kKeyBlock];
+    for (int64_t j0 = key0; j0 < chunk.limit[0]; j0 += kKeyBlock) {
+        const int64_t n = std::min(kKeyBlock, chunk.limit[0] - j0);
+        float block_max = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < n; ++j) {
+            scores[j] = a.scale * dot<EK>(q, row_at(a.k, j0 + j, hk, 0), D);
+            block_max = std::max(block_max, scores[j]);
+        }
+        const float new_max = std::max(s.max, block_max);
+        float c =
+            s.max == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(s.max - new_max);
+        s.sum *= c;
+        for (int64_t j = 0; j < n; ++j) {
+            const float p = std::exp(scores[j] - new_max);
+            s.sum += p;
+            scale_add<EV>(s.acc, c, p, row_at(a.v, j0 + j, hk, 0), Dv);
+            c = 1.0f;
+        }
+        s.max = new_max;
     }
 }
 
-// Query rows [row0, row0 + rows) of kv head hk against keys [key0, key1), a block of keys at a
-// time for all rows: the block's K and V rows are read (Q8_0 ones widened to F32) once per
-// chunk and stay in cache for its rows.
+// Keys per step of the score tiles and value vectors per step of the value tiles: 4 x 4
+// accumulators with AVX-512's 32 registers, 4 x 2 with 16.
+constexpr int kScoreKeys = simd::kLanes == 16 ? 4 : 2;
+constexpr int kValueVectors = simd::kLanes == 16 ? 4 : 2;
+
+// out[r][c] = q[r] . k[c] over D values, for R query rows and C keys (rows k_stride floats apart):
+// each step loads C key vectors and R query vectors for R x C FMAs.
+template <int R, int C>
+inline void score_tile(const float* const* q, const float* k, int64_t k_stride, int64_t D,
+                       float* out, int64_t out_stride) {
+    simd::F32x acc[R][C];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) acc[r][c] = simd::zero();
+    int64_t i = 0;
+    for (; i + simd::kLanes <= D; i += simd::kLanes) {
+        simd::F32x kv[C];
+        for (int c = 0; c < C; ++c) kv[c] = simd::load(k + c * k_stride + i);
+        for (int r = 0; r < R; ++r) {
+            const simd::F32x qv = simd::load(q[r] + i);
+            for (int c = 0; c < C; ++c) acc[r][c] = simd::fma(qv, kv[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) {
+            float v = simd::reduce_add(acc[r][c]);
+            for (int64_t t = i; t < D; ++t) v += q[r][t] * k[c * k_stride + t];
+            out[r * out_stride + c] = v;
+        }
+}
+
+// o[r][0, W kLanes) = o[r] * scale[r] + sum_j p[r][j] v[j] over n keys, for R rows: each step
+// loads W value vectors and broadcasts R weights for R x W FMAs.
+template <int R, int W>
+inline void value_tile(float* const* o, int64_t col, const float* scale, const float* p,
+                       int64_t p_stride, const float* v, int64_t v_stride, int64_t n) {
+    simd::F32x acc[R][W];
+    for (int r = 0; r < R; ++r)
+        for (int w = 0; w < W; ++w)
+            acc[r][w] = simd::mul(simd::load(o[r] + col + w * simd::kLanes), simd::splat(scale[r]));
+    for (int64_t j = 0; j < n; ++j) {
+        simd::F32x vv[W];
+        for (int w = 0; w < W; ++w) vv[w] = simd::load(v + j * v_stride + col + w * simd::kLanes);
+        for (int r = 0; r < R; ++r) {
+            const simd::F32x pv = simd::splat(p[r * p_stride + j]);
+            for (int w = 0; w < W; ++w) acc[r][w] = simd::fma(pv, vv[w], acc[r][w]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int w = 0; w < W; ++w) simd::store(o[r] + col + w * simd::kLanes, acc[r][w]);
+}
+
+// Several query rows of one kv head against keys [key0, key1) (the heads of an MLA latent, or
+// of a GQA group, and the tokens of a ubatch). Per block of keys, the K and V rows are widened
+// to F32 once (used in place when F32; when V lies inside each K row, as the MLA latent does,
+// its values are taken from the widened K), then the block is a small matrix product twice:
+// scores = Q K^T in register tiles, an online softmax per row, and O = O c + P V in register
+// tiles. Each K and V value loaded feeds several rows' FMAs.
+template <typename EK, typename EV>
+void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_t row0,
+                 int64_t rows, int64_t key0, int64_t key1, RowState* state) {
+    constexpr float kNoKey = -std::numeric_limits<float>::infinity();
+    const int64_t D = a.q.ne[0], Dv = a.v.ne[0];
+    const ChunkRows chunk(a, q_rows, hk, row0, rows, key0, key1);
+    // V inside each K row (same rows, same type): its offset in elements (whole blocks).
+    const char* k0 = row_at(a.k, 0, hk, 0);
+    const char* v0 = row_at(a.v, 0, hk, 0);
+    const sy_dtype_traits info = sy_dtype_info(a.k.type);
+    const int64_t v_offset = v0 >= k0 && (v0 - k0) % info.type_size == 0
+                                 ? (v0 - k0) / info.type_size * info.block_size
+                                 : -1;
+    const bool v_in_k = std::is_same_v<EK, EV> && a.k.type == a.v.type && a.k.nb[1] == a.v.nb[1] &&
+                        v_offset >= 0 && v_offset + Dv <= D;
+    constexpr bool kWidenK = !std::is_same_v<EK, Elems<SY_TYPE_F32>>;
+    const bool widen_v = !std::is_same_v<EV, Elems<SY_TYPE_F32>> && !v_in_k;
+    thread_local std::vector<float> k_scratch, v_scratch;
+    if (kWidenK) k_scratch.resize(size_t(kKeyBlock * D));
+    if (widen_v) v_scratch.resize(size_t(kKeyBlock * Dv));
+
+    float scores[kRowsPerChunk][kKeyBlock];
+    float scale[kRowsPerChunk];
+    float* out[kRowsPerChunk];
+    for (int64_t r = 0; r < rows; ++r) out[r] = state[r].acc;
+    for (int64_t j0 = key0; j0 < chunk.last; j0 += kKeyBlock) {
+        const int64_t n = std::min(kKeyBlock, chunk.last - j0);
+        // The block's K rows (k_stride floats apart) and V rows as F32.
+        const float* k;
+        int64_t k_stride;
+        if (kWidenK) {
+            for (int64_t j = 0; j < n; ++j)
+                widen_row<EK>(row_at(a.k, j0 + j, hk, 0), D, k_scratch.data() + j * D);
+            k = k_scratch.data();
+            k_stride = D;
+        } else {
+            k = reinterpret_cast<const float*>(row_at(a.k, j0, hk, 0));
+            k_stride = a.k.nb[1] / 4;
+        }
+        const float* v;
+        int64_t v_stride;
+        if (v_in_k) {
+            v = k + v_offset;  // v_in_k
+            v_stride = k_stride;
+        } else if (widen_v) {
+            for (int64_t j = 0; j < n; ++j)
+                widen_row<EV>(row_at(a.v, j0 + j, hk, 0), Dv, v_scratch.data() + j * Dv);
+            v = v_scratch.data();
+            v_stride = Dv;
+        } else {
+            v = reinterpret_cast<const float*>(row_at(a.v, j0, hk, 0));
+            v_stride = a.v.nb[1] / 4;
+        }
+
+        // Scores, 4 rows x kScoreKeys keys per tile.
+        int64_t r = 0;
+        for (; r + 4 <= rows; r += 4) {
+            int64_t j = 0;
+            for (; j + kScoreKeys <= n; j += kScoreKeys)
+                score_tile<4, kScoreKeys>(chunk.q + r, k + j * k_stride, k_stride, D, &scores[r][j],
+                                          kKeyBlock);
+            for (; j < n; ++j)
+                score_tile<4, 1>(chunk.q + r, k + j * k_stride, k_stride, D, &scores[r][j],
+                                 kKeyBlock);
+        }
+        for (; r < rows; ++r) {
+            int64_t j = 0;
+            for (; j + kScoreKeys <= n; j += kScoreKeys)
+                score_tile<1, kScoreKeys>(chunk.q + r, k + j * k_stride, k_stride, D, &scores[r][j],
+                                          kKeyBlock);
+            for (; j < n; ++j)
+                score_tile<1, 1>(chunk.q + r, k + j * k_stride, k_stride, D, &scores[r][j],
+                                 kKeyBlock);
+        }
+
+        // Online softmax: scores become weights against each row's new maximum; scale[r]
+        // rescales what the row has so far. Keys past a row's limit weigh 0.
+        for (r = 0; r < rows; ++r) {
+            RowState& s = state[r];
+            const int64_t visible = std::clamp<int64_t>(chunk.limit[r] - j0, 0, n);
+            float* row = scores[r];
+            float block_max = kNoKey;
+            for (int64_t j = 0; j < visible; ++j) {
+                row[j] *= a.scale;
+                block_max = std::max(block_max, row[j]);
+            }
+            if (visible == 0 || block_max == kNoKey) {  // nothing (finite) to add from this block
+                std::fill(row, row + n, 0.0f);
+                scale[r] = 1.0f;
+                continue;
+            }
+            const float new_max = std::max(s.max, block_max);
+            scale[r] = s.max == kNoKey ? 0.0f : std::exp(s.max - new_max);
+            s.sum = s.sum * scale[r] + simd::exp_shifted(row, row, visible, new_max);
+            std::fill(row + visible, row + n, 0.0f);
+            s.max = new_max;
+        }
+
+        // Values: 4 rows x kValueVectors vectors per tile, then single vectors and a scalar tail.
+        for (r = 0; r < rows; r += 4) {
+            const int64_t rn = std::min<int64_t>(4, rows - r);
+            int64_t col = 0;
+            if (rn == 4) {
+                for (; col + kValueVectors * simd::kLanes <= Dv;
+                     col += kValueVectors * simd::kLanes)
+                    value_tile<4, kValueVectors>(out + r, col, scale + r, scores[r], kKeyBlock, v,
+                                                 v_stride, n);
+                for (; col + simd::kLanes <= Dv; col += simd::kLanes)
+                    value_tile<4, 1>(out + r, col, scale + r, scores[r], kKeyBlock, v, v_stride, n);
+            } else {
+                for (int64_t i = 0; i < rn; ++i)
+                    for (int64_t c = 0; c + simd::kLanes <= Dv; c += simd::kLanes)
+                        value_tile<1, 1>(out + r + i, c, scale + r + i, scores[r + i], kKeyBlock, v,
+                                         v_stride, n);
+                col = Dv / simd::kLanes * simd::kLanes;
+            }
+            for (int64_t i = 0; i < rn; ++i)
+                for (int64_t c = col; c < Dv; ++c) {
+                    float acc = out[r + i][c] * scale[r + i];
+                    for (int64_t j = 0; j < n; ++j) acc += scores[r + i][j] * v[j * v_stride + c];
+                    out[r + i][c] = acc;
+                }
+        }
+    }
+}
+
+// Query rows [row0, row0 + rows) of kv head hk against keys [key0, key1).
 template <typename EK, typename EV>
 void attend(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_t row0,
             int64_t rows, int64_t key0, int64_t key1, RowState* state) {
-    using F32 = Elems<SY_TYPE_F32>;
-    const int64_t D = a.q.ne[0], T = a.q.ne[1], Dv = a.v.ne[0];
-    const int64_t G = a.q.ne[2] / a.k.ne[2];
-    const float* qr[kRowsPerChunk];
-    int64_t limit[kRowsPerChunk];
-    int64_t last = key0;
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t row = row0 + r;  // t fastest, then the group's heads
-        const int64_t t = row % T, h = hk * G + row / T;
-        qr[r] = q_rows.row(t, h, 0);
-        limit[r] = std::min(key1, a.causal ? a.offset + t + 1 : key1);
-        last = std::max(last, limit[r]);
-    }
-    // Q8_0 rows are widened once for the chunk's rows (decoding a block per load costs more than
-    // reading F32 twice); F16/BF16 widen in registers as they are read (half the bytes).
-    const bool widen_k = std::is_same_v<EK, Elems<SY_TYPE_Q8_0>> && rows > 1;
-    const bool widen_v = std::is_same_v<EV, Elems<SY_TYPE_Q8_0>> && rows > 1;
-    thread_local std::vector<float> k_scratch, v_scratch;
-    const char* k_rows[kKeyBlock];
-    const char* v_rows[kKeyBlock];
-    float scores[kKeyBlock];
-    for (int64_t j0 = key0; j0 < last; j0 += kKeyBlock) {
-        const int64_t n_block = std::min(kKeyBlock, last - j0);
-        key_block_rows<EK>(a.k, j0, n_block, hk, widen_k, k_scratch, k_rows);
-        key_block_rows<EV>(a.v, j0, n_block, hk, widen_v, v_scratch, v_rows);
-        for (int64_t r = 0; r < rows; ++r) {
-            const int64_t n = std::min(n_block, limit[r] - j0);
-            if (n <= 0) continue;
-            RowState& s = state[r];
-            float block_max = -std::numeric_limits<float>::infinity();
-            for (int64_t j = 0; j < n; ++j) {
-                scores[j] = a.scale * (widen_k ? dot<F32>(qr[r], k_rows[j], D)
-                                               : dot<EK>(qr[r], k_rows[j], D));
-                block_max = std::max(block_max, scores[j]);
-            }
-            const float new_max = std::max(s.max, block_max);
-            float c =
-                s.max == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(s.max - new_max);
-            s.sum *= c;
-            for (int64_t j = 0; j < n; ++j) {
-                const float p = std::exp(scores[j] - new_max);
-                s.sum += p;
-                if (widen_v)
-                    scale_add<F32>(s.acc, c, p, v_rows[j], Dv);
-                else
-                    scale_add<EV>(s.acc, c, p, v_rows[j], Dv);
-                c = 1.0f;
-            }
-            s.max = new_max;
-        }
-    }
+    if (rows == 1) return attend_row<EK, EV>(a, q_rows, hk, row0, key0, key1, state[0]);
+    attend_rows<EK, EV>(a, q_rows, hk, row0, rows, key0, key1, state);
 }
 
 using AttendFn = void (*)(const Attention&, const ActivationRows&, int64_t, int64_t, int64_t,
@@ -248,7 +413,12 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
     // With one key range a task's rows are complete and go straight to dst; otherwise each
     // task leaves kRowsPerChunk rows of (max, sum, Dv values) to be merged.
     const int64_t stride = Dv + 2;
-    std::vector<float> partial(ranges > 1 ? size_t(base * ranges * kRowsPerChunk * stride) : 0);
+    // Every slot a task uses is initialized by it, so the buffer is reused without clearing. (A
+    // reference: the tasks must see this thread's buffer, not their own thread_local one.)
+    thread_local std::vector<float> partial_storage;
+    std::vector<float>& partial = partial_storage;
+    if (ranges > 1)
+        partial.resize(std::max(partial.size(), size_t(base * ranges * kRowsPerChunk * stride)));
     pool.parallel_for(base * ranges, [&](int64_t task) {
         const int64_t range = task % ranges, chunk = (task / ranges) % row_chunks,
                       hk = task / (ranges * row_chunks);
@@ -277,33 +447,31 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
         }
     });
     if (ranges == 1) return;
-    // Merge the key ranges of each query row and normalize.
-    pool.parallel_for(base, [&](int64_t task) {
+    // Merge the key ranges of each query row and normalize, a row per task.
+    pool.parallel_for(base * kRowsPerChunk, [&](int64_t row_task) {
+        const int64_t task = row_task / kRowsPerChunk, r = row_task % kRowsPerChunk;
         const int64_t chunk = task % row_chunks, hk = task / row_chunks;
         const int64_t row0 = chunk * kRowsPerChunk;
-        const int64_t rows = std::min(kRowsPerChunk, rows_per_head - row0);
-        for (int64_t r = 0; r < rows; ++r) {
-            const int64_t row = row0 + r;
-            float m = -std::numeric_limits<float>::infinity();
-            for (int64_t g = 0; g < ranges; ++g)
-                m = std::max(m,
-                             partial[size_t(((task * ranges + g) * kRowsPerChunk + r) * stride)]);
-            thread_local std::vector<float> out;
-            out.assign(size_t(Dv), 0.0f);
-            float sum = 0.0f;
-            if (m != -std::numeric_limits<float>::infinity()) {
-                for (int64_t g = 0; g < ranges; ++g) {
-                    const float* s =
-                        partial.data() + ((task * ranges + g) * kRowsPerChunk + r) * stride;
-                    if (s[1] == 0.0f) continue;
-                    const float c = std::exp(s[0] - m);
-                    sum += s[1] * c;
-                    scale_add<Elems<SY_TYPE_F32>>(out.data(), 1.0f, c,
-                                                  reinterpret_cast<const char*>(s + 2), Dv);
-                }
+        if (r >= std::min(kRowsPerChunk, rows_per_head - row0)) return;
+        const int64_t row = row0 + r;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t g = 0; g < ranges; ++g)
+            m = std::max(m, partial[size_t(((task * ranges + g) * kRowsPerChunk + r) * stride)]);
+        thread_local std::vector<float> out;
+        out.assign(size_t(Dv), 0.0f);
+        float sum = 0.0f;
+        if (m != -std::numeric_limits<float>::infinity()) {
+            for (int64_t g = 0; g < ranges; ++g) {
+                const float* s =
+                    partial.data() + ((task * ranges + g) * kRowsPerChunk + r) * stride;
+                if (s[1] == 0.0f) continue;
+                const float c = std::exp(s[0] - m);
+                sum += s[1] * c;
+                scale_add<Elems<SY_TYPE_F32>>(out.data(), 1.0f, c,
+                                              reinterpret_cast<const char*>(s + 2), Dv);
             }
-            store_row(a.dst, row % T, hk * (H / Hk) + row / T, out.data(), sum);
         }
+        store_row(a.dst, row % T, hk * (H / Hk) + row / T, out.data(), sum);
     });
 }
 
