@@ -378,8 +378,27 @@ class GraphBuilder {
         });
     }
 
+    // The dense FFN (leading layers, shared experts). With the fused MoE op, up, gate, SiLU and
+    // multiply are that op on a single "expert" that every token uses (id 0): one job over both
+    // matrices instead of two products, a SiLU and a multiply.
     Tensor* swiglu(Tensor* y, const WeightRef& gate, const WeightRef& up, const WeightRef& down) {
-        Tensor* par = g_.mul(g_.silu(g_.mul_mat(w(gate), y)), g_.mul_mat(w(up), y));
+        Tensor* g = w(gate);
+        Tensor* u = w(up);
+        Tensor* par;
+        if (fused_moe_) {
+            const int64_t K = g->ne(0), N = g->ne(1);
+            static const int32_t kExpertZero = 0;
+            Tensor* zero = g_.input("expert_zero", SY_TYPE_I32, {1});
+            zero->set_data(const_cast<int32_t*>(&kExpertZero));
+            Tensor* ids = g_.view(zero, {1, T_}, strides_of(4, 0), 0);
+            par = g_.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+                           {g_.reshape(u, {K, N, 1}), g_.reshape(g, {K, N, 1}),
+                            g_.reshape(y, {K, 1, T_}), ids},
+                           SY_TYPE_F32, {N, 1, T_});
+            par = g_.reshape(par, {N, T_});
+        } else {
+            par = g_.mul(g_.silu(g_.mul_mat(g, y)), g_.mul_mat(u, y));
+        }
         return g_.mul_mat(w(down), par);
     }
 
