@@ -83,7 +83,7 @@ void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
     const sy_tensor& a = *node.src[0];
     const sy_tensor& dst = *node.dst;
     if (a.ne[0] == 0) return fill_with_zeros(dst);
-    const QuantKernel qk = quant_kernel(a.type);
+    const QuantKernel qk = quant_kernel(a.type, a.ne[0]);
     if (qk.dot != nullptr) return mul_mat_quantized(pool, node, qk);
     const ActivationRows b(pool, *node.src[1]);
     for_each_tile(pool, a, b, dst,

@@ -91,7 +91,7 @@ void zero_dropped(const sy_tensor& dst, const std::vector<Slot>& dropped) {
 class ExpertProduct {
   public:
     ExpertProduct(ThreadPool& pool, const sy_tensor& w, const sy_tensor& x)
-        : qk_(quant_kernel(w.type)), U1_(x.ne[1]) {
+        : qk_(quant_kernel(w.type, w.ne[0])), U1_(x.ne[1]) {
         if (qk_.dot != nullptr)
             xq_.emplace(pool, x, qk_);
         else

@@ -70,8 +70,10 @@ struct QuantKernel {
     int64_t act_row_bytes(int64_t K) const { return (K + act_group - 1) / act_group * act_bytes; }
 };
 
-// The kernel for a weight type, or {nullptr, ...} for a type without one.
-QuantKernel quant_kernel(int32_t weight_type);
+// The kernel for a weight type and rows of K values, or {nullptr, ...} for a type without one.
+// The wide 8-block kernels need K >= 256 to pay off: shorter rows (the per-head attn_k_b of MLA,
+// K = 128) are one partial step each, and the per-block kernels ran them twice as fast.
+QuantKernel quant_kernel(int32_t weight_type, int64_t K);
 
 // n (a multiple of 32 / 256) floats into n / 32 ActQ8x32 or n / 256 sy_block_q8_K.
 void quantize_act_q8x32(const float* x, ActQ8x32* y, int64_t n);
@@ -110,15 +112,15 @@ void vec_dot_q6_K(int64_t, const void*, const void* const*, int, float*);
 
 // Defines vec_dot_<name> from a template `name##_cols<C>` of the same signature, expanding the
 // run-time column count (1..kMaxDotCols) into the template argument.
-#define SY_CPU_DEFINE_VEC_DOT(name)                                                          \
-    void vec_dot_##name(int64_t blocks, const void* w, const void* const* act, int cols,     \
-                        float* out) {                                                        \
-        switch (cols) {                                                                      \
-            case 1: name##_cols<1>(blocks, w, act, out); break;                              \
-            case 2: name##_cols<2>(blocks, w, act, out); break;                              \
-            case 3: name##_cols<3>(blocks, w, act, out); break;                              \
-            default: name##_cols<4>(blocks, w, act, out); break;                             \
-        }                                                                                    \
+#define SY_CPU_DEFINE_VEC_DOT(name)                                                      \
+    void vec_dot_##name(int64_t blocks, const void* w, const void* const* act, int cols, \
+                        float* out) {                                                    \
+        switch (cols) {                                                                  \
+            case 1: name##_cols<1>(blocks, w, act, out); break;                          \
+            case 2: name##_cols<2>(blocks, w, act, out); break;                          \
+            case 3: name##_cols<3>(blocks, w, act, out); break;                          \
+            default: name##_cols<4>(blocks, w, act, out); break;                         \
+        }                                                                                \
     }
 
 }  // namespace SY_CPU_SIMD_ISA
