@@ -378,22 +378,26 @@ class GraphBuilder {
         });
     }
 
-    // The dense FFN (leading layers, shared experts). With the fused MoE op, up, gate, SiLU and
-    // multiply are that op on a single "expert" that every token uses (id 0): one job over both
-    // matrices instead of two products, a SiLU and a multiply.
+    // Expert ids {1, T} that are all 0: one I32 zero seen T times (stride 0).
+    Tensor* expert_zero_ids() {
+        static const int32_t kZero = 0;
+        Tensor* zero = g_.input("expert_zero", SY_TYPE_I32, {1});
+        zero->set_data(const_cast<int32_t*>(&kZero));
+        return g_.view(zero, {1, T_}, strides_of(4, 0), 0);
+    }
+
+    // The dense FFN (leading layers, shared experts). With the fused MoE op (whose up and gate
+    // share a type), up, gate, SiLU and multiply are that op on a single "expert" that every
+    // token uses: one job over both matrices instead of two products, a SiLU and a multiply.
     Tensor* swiglu(Tensor* y, const WeightRef& gate, const WeightRef& up, const WeightRef& down) {
         Tensor* g = w(gate);
         Tensor* u = w(up);
         Tensor* par;
-        if (fused_moe_) {
+        if (fused_moe_ && g->type() == u->type()) {
             const int64_t K = g->ne(0), N = g->ne(1);
-            static const int32_t kExpertZero = 0;
-            Tensor* zero = g_.input("expert_zero", SY_TYPE_I32, {1});
-            zero->set_data(const_cast<int32_t*>(&kExpertZero));
-            Tensor* ids = g_.view(zero, {1, T_}, strides_of(4, 0), 0);
             par = g_.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
                            {g_.reshape(u, {K, N, 1}), g_.reshape(g, {K, N, 1}),
-                            g_.reshape(y, {K, 1, T_}), ids},
+                            g_.reshape(y, {K, 1, T_}), expert_zero_ids()},
                            SY_TYPE_F32, {N, 1, T_});
             par = g_.reshape(par, {N, T_});
         } else {

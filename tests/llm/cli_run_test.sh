@@ -34,6 +34,12 @@ cmp -s "$tmp/out0" "$tmp/amb" || fail "-amb 1 generated other tokens"
 grep -q "compute buffer: .*-amb 1)" "$tmp/e" || fail "-amb not in the compute buffer line: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -amb -3 >"$tmp/o" 2>"$tmp/e" && fail "-amb -3 accepted"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -fa maybe >"$tmp/o" 2>"$tmp/e" && fail "-fa maybe accepted"
+# Gate and up of the dense FFN and the shared experts in different types: the fused MoE op
+# (one type for both) is used for the routed experts only, and the file runs.
+"$sy" quantize "$tmp/tiny.gguf" "$tmp/mixed.gguf" f32 --rule 'ffn_up(_shexp)?\.weight=f16' \
+    >/dev/null 2>"$tmp/e" || fail "quantize with a rule: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/mixed.gguf" -p "$prompt" -n 8 --temp 0 --ignore-eos -fmoe 1 >"$tmp/o" 2>"$tmp/e" ||
+  fail "gate f32 / up f16 with --fused-moe 1: $(cat "$tmp/e")"
 # --no-mmap: the weights read into memory give the same tokens.
 "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 0 -ctk f32 -ctv f32 \
     --no-mmap --tokens >"$tmp/nommap" 2>"$tmp/e" || fail "run --no-mmap: $(cat "$tmp/e")"

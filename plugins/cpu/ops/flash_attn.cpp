@@ -3,8 +3,9 @@
 // folded into each query row's output at once; the full score matrix never exists.
 //
 // A task's query rows share one kv head and take the keys a block of 32 at a time, so each
-// block is read once for all of them: F32/F16/BF16 in place (widened in registers), Q8_0
-// widened to F32 once per block when the task has several rows (in place for one).
+// block is read once for all of them: with several rows it is widened to F32 once (F32 rows
+// used in place) and both products run in register tiles; a single row reads K and V in place
+// (widened in registers).
 // Work is split three ways: by kv head, by chunks of query rows that share it (the query heads
 // of a group and all tokens), and, when that leaves threads idle (generation: one token, one
 // shared latent "head"), by ranges of keys whose partial results (max, sum, weighted values) are
@@ -231,7 +232,8 @@ inline void value_tile(float* const* o, int64_t col, const float* scale, const f
 // to F32 once (used in place when F32; when V lies inside each K row, as the MLA latent does,
 // its values are taken from the widened K), then the block is a small matrix product twice:
 // scores = Q K^T in register tiles, an online softmax per row, and O = O c + P V in register
-// tiles. Each K and V value loaded feeds several rows' FMAs.
+// tiles. Each K and V value loaded feeds several rows' FMAs. A row's keys past its causal limit
+// (tokens of this ubatch that other rows see) enter the value tiles with weight 0.
 template <typename EK, typename EV>
 void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, int64_t row0,
                  int64_t rows, int64_t key0, int64_t key1, RowState* state) {
@@ -239,18 +241,19 @@ void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, i
     const int64_t D = a.q.ne[0], Dv = a.v.ne[0];
     const ChunkRows chunk(a, q_rows, hk, row0, rows, key0, key1);
     // V inside each K row (same rows, same type): its offset in elements (whole blocks).
-    const char* k0 = row_at(a.k, 0, hk, 0);
-    const char* v0 = row_at(a.v, 0, hk, 0);
+    const auto k0 = reinterpret_cast<uintptr_t>(row_at(a.k, 0, hk, 0));
+    const auto v0 = reinterpret_cast<uintptr_t>(row_at(a.v, 0, hk, 0));
     const sy_dtype_traits info = sy_dtype_info(a.k.type);
-    const int64_t v_offset = v0 >= k0 && (v0 - k0) % info.type_size == 0
-                                 ? (v0 - k0) / info.type_size * info.block_size
+    const int64_t v_offset = v0 >= k0 && (v0 - k0) % uint64_t(info.type_size) == 0
+                                 ? int64_t((v0 - k0) / uint64_t(info.type_size)) * info.block_size
                                  : -1;
     const bool v_in_k = std::is_same_v<EK, EV> && a.k.type == a.v.type && a.k.nb[1] == a.v.nb[1] &&
                         v_offset >= 0 && v_offset + Dv <= D;
-    constexpr bool kWidenK = !std::is_same_v<EK, Elems<SY_TYPE_F32>>;
-    const bool widen_v = !std::is_same_v<EV, Elems<SY_TYPE_F32>> && !v_in_k;
+    // F32 rows are used in place when their stride is whole floats.
+    const bool widen_k = !std::is_same_v<EK, Elems<SY_TYPE_F32>> || a.k.nb[1] % 4 != 0;
+    const bool widen_v = (!std::is_same_v<EV, Elems<SY_TYPE_F32>> || a.v.nb[1] % 4 != 0) && !v_in_k;
     thread_local std::vector<float> k_scratch, v_scratch;
-    if (kWidenK) k_scratch.resize(size_t(kKeyBlock * D));
+    if (widen_k) k_scratch.resize(size_t(kKeyBlock * D));
     if (widen_v) v_scratch.resize(size_t(kKeyBlock * Dv));
 
     float scores[kRowsPerChunk][kKeyBlock];
@@ -262,7 +265,7 @@ void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, i
         // The block's K rows (k_stride floats apart) and V rows as F32.
         const float* k;
         int64_t k_stride;
-        if (kWidenK) {
+        if (widen_k) {
             for (int64_t j = 0; j < n; ++j)
                 widen_row<EK>(row_at(a.k, j0 + j, hk, 0), D, k_scratch.data() + j * D);
             k = k_scratch.data();
@@ -274,7 +277,7 @@ void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, i
         const float* v;
         int64_t v_stride;
         if (v_in_k) {
-            v = k + v_offset;  // v_in_k
+            v = k + v_offset;
             v_stride = k_stride;
         } else if (widen_v) {
             for (int64_t j = 0; j < n; ++j)

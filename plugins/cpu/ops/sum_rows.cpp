@@ -1,4 +1,6 @@
 // SUM_ROWS: dst {1, R, B2, B3} = sum over ne0 of src0 (ops.h).
+#include <algorithm>
+
 #include "ops/ops.hpp"
 #include "ops/row_loops.hpp"
 
@@ -9,15 +11,14 @@ namespace {
 // sums the k expert outputs of a MoE layer): kLanes rows at a time, one vector load per element
 // index, instead of a strided walk along each row.
 bool sums_across_rows(const sy_tensor& src) {
-    return src.type == SY_TYPE_F32 && src.nb[1] == 4 && src.ne[0] > 0;
+    return src.type == SY_TYPE_F32 && src.nb[1] == 4 && src.ne[0] > 0 && src.ne[1] > 0;
 }
 
 void sum_across_rows(ThreadPool& pool, const sy_tensor& src, const sy_tensor& dst) {
     const int64_t R = src.ne[1], ne0 = src.ne[0];
     const int64_t chunks = (R + simd::kLanes - 1) / simd::kLanes;
-    const int64_t work = chunks * ne0 * simd::kLanes;
     pool.parallel_ranges(
-        src.ne[2] * src.ne[3] * chunks, kMinElementsPerTask / (work / chunks) + 1,
+        src.ne[2] * src.ne[3] * chunks, kMinElementsPerTask / (ne0 * simd::kLanes) + 1,
         [&](int64_t c0, int64_t c1) {
             for (int64_t c = c0; c < c1; ++c) {
                 const int64_t chunk = c % chunks, slice = c / chunks;

@@ -64,23 +64,34 @@ std::vector<Case> attention_cases(const char* named_op, const Types& t) {
         out.push_back(std::move(c));
     }
     if (sy_dtype_info(kt).block_size == 1 && (mla || sy_dtype_info(vt).block_size == 1)) {
-        // Widths that are no multiple of any vector width, and several rows per kv head that are
-        // no multiple of 4: the edges of kernels that tile rows, keys and values.
-        const int64_t D2 = 37, Dv2 = 19, R2 = 5, T2 = 3, H2 = 6, N2 = 45;
-        std::vector<SourceSpec> src = {data(tensor(SY_TYPE_F32, {mla ? R2 + Dv2 : D2, T2, H2})),
-                                       data(tensor(kt, {mla ? R2 + Dv2 : D2, N2, mla ? 1 : 2}))};
-        if (!mla) src.push_back(data(tensor(vt, {Dv2, N2, 2})));
-        const TensorSpec dst = tensor(SY_TYPE_F32, {Dv2, T2, H2});
-        Case c = mla ? named_case(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION,
-                                  "odd widths, T 3 H 6 after 42 cached", std::move(src), dst)
-                     : named_case(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION,
-                                  "odd widths, T 3 H 6 on 2 kv heads after 42 cached",
-                                  std::move(src), dst);
-        c.fparams[0] = 0.5f;
-        c.iparams[0] = 1;
-        c.iparams[1] = N2 - T2;
-        c.iparams[2] = mla ? int32_t(R2) : 0;
-        out.push_back(std::move(c));
+        // Widths that are no multiple of 8 or 16 (attn.mla: rope 6 + latent 19), with several
+        // rows per kv head that are no multiple of 4: the edges of kernels that tile rows, keys
+        // and values. A prompt of 40 tokens after 5 cached (rows of one chunk see different
+        // numbers of keys; early rows none of the second block) and a generation step against
+        // 200 keys (split into key ranges that are merged).
+        const int64_t D2 = 37, Dv2 = 19, R2 = 6;
+        const struct {
+            const char* variant;
+            int64_t T, H, N;
+        } odd[] = {{"odd widths, prompt T 40 H 3 after 5 cached", 40, 3, 45},
+                   {"odd widths, generation N 200 H 6", 1, 6, 200}};
+        for (const auto& o : odd) {
+            const int64_t kv_heads = mla || o.T == 1 ? 1 : 3;
+            std::vector<SourceSpec> src = {
+                data(tensor(SY_TYPE_F32, {mla ? R2 + Dv2 : D2, o.T, o.H})),
+                data(tensor(kt, {mla ? R2 + Dv2 : D2, o.N, kv_heads}))};
+            if (!mla) src.push_back(data(tensor(vt, {Dv2, o.N, kv_heads})));
+            const TensorSpec dst = tensor(SY_TYPE_F32, {Dv2, o.T, o.H});
+            Case c = mla ? named_case(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, o.variant,
+                                      std::move(src), dst)
+                         : named_case(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, o.variant,
+                                      std::move(src), dst);
+            c.fparams[0] = 0.5f;
+            c.iparams[0] = 1;
+            c.iparams[1] = int32_t(o.N - o.T);
+            c.iparams[2] = mla ? int32_t(R2) : 0;
+            out.push_back(std::move(c));
+        }
     }
     if (!mla && sy_dtype_info(kt).block_size == 1) {
         // K stored transposed (elements of a key not adjacent), padded dst rows.
