@@ -227,6 +227,24 @@ inline void value_tile(float* const* o, int64_t col, const float* scale, const f
         for (int w = 0; w < W; ++w) simd::store(o[r] + col + w * simd::kLanes, acc[r][w]);
 }
 
+// Rows of a key block as F32, `stride` floats apart.
+struct F32Rows {
+    const float* data;
+    int64_t stride;
+};
+
+// Rows [j0, j0 + n) of t (kv head hk): widened into `scratch` (kKeyBlock rows of t.ne[0]), or
+// the F32 rows in place.
+template <typename E>
+F32Rows block_as_f32(const sy_tensor& t, int64_t j0, int64_t n, int64_t hk, bool widen,
+                     std::vector<float>& scratch) {
+    if (!widen) return {reinterpret_cast<const float*>(row_at(t, j0, hk, 0)), t.nb[1] / 4};
+    const int64_t width = t.ne[0];
+    for (int64_t j = 0; j < n; ++j)
+        widen_row<E>(row_at(t, j0 + j, hk, 0), width, scratch.data() + j * width);
+    return {scratch.data(), width};
+}
+
 // Several query rows of one kv head against keys [key0, key1) (the heads of an MLA latent, or
 // of a GQA group, and the tokens of a ubatch). Per block of keys, the K and V rows are widened
 // to F32 once (used in place when F32; when V lies inside each K row, as the MLA latent does,
@@ -262,32 +280,13 @@ void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, i
     for (int64_t r = 0; r < rows; ++r) out[r] = state[r].acc;
     for (int64_t j0 = key0; j0 < chunk.last; j0 += kKeyBlock) {
         const int64_t n = std::min(kKeyBlock, chunk.last - j0);
-        // The block's K rows (k_stride floats apart) and V rows as F32.
-        const float* k;
-        int64_t k_stride;
-        if (widen_k) {
-            for (int64_t j = 0; j < n; ++j)
-                widen_row<EK>(row_at(a.k, j0 + j, hk, 0), D, k_scratch.data() + j * D);
-            k = k_scratch.data();
-            k_stride = D;
-        } else {
-            k = reinterpret_cast<const float*>(row_at(a.k, j0, hk, 0));
-            k_stride = a.k.nb[1] / 4;
-        }
-        const float* v;
-        int64_t v_stride;
-        if (v_in_k) {
-            v = k + v_offset;
-            v_stride = k_stride;
-        } else if (widen_v) {
-            for (int64_t j = 0; j < n; ++j)
-                widen_row<EV>(row_at(a.v, j0 + j, hk, 0), Dv, v_scratch.data() + j * Dv);
-            v = v_scratch.data();
-            v_stride = Dv;
-        } else {
-            v = reinterpret_cast<const float*>(row_at(a.v, j0, hk, 0));
-            v_stride = a.v.nb[1] / 4;
-        }
+        // The block's K and V rows as F32.
+        const F32Rows kb = block_as_f32<EK>(a.k, j0, n, hk, widen_k, k_scratch);
+        const F32Rows vb = v_in_k ? F32Rows{kb.data + v_offset, kb.stride}
+                                  : block_as_f32<EV>(a.v, j0, n, hk, widen_v, v_scratch);
+        const float* k = kb.data;
+        const float* v = vb.data;
+        const int64_t k_stride = kb.stride, v_stride = vb.stride;
 
         // Scores, 4 rows x kScoreKeys keys per tile.
         int64_t r = 0;

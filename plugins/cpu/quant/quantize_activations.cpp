@@ -1,8 +1,6 @@
 // Activation quantization of the quantized matrix products (quant_kernels.hpp): per block
 // d = max|x| / 127 and q = round(x / d), so |q| <= 127 (dot_ss needs -128 excluded) and the
 // error per value is at most d / 2. Scales stay f32 (the ggml formats round Q8_0's to f16).
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "quant/quant_kernels.hpp"
