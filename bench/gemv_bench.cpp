@@ -2,7 +2,7 @@
 // device plugin such as libswitchyard-cuda.so with --plugin).
 //
 //   switchyard-gemv-bench [--plugin PATH] [-t THREADS] [--bandwidth GBps] [-k K] [-n N]
-//                         [--reps R] [--gemm-rows M] [--types q4_0,q8_0,...]
+//                         [--reps R] [--gemm-rows M] [--types q4_0,q8_0,...] [--experts E:U]
 //
 // The plugin is loaded with plain dlopen: PATH, or the best-scoring libswitchyard-cpu-*.so of the
 // build tree. For each type, two weight matrices of K x N (default 4096 x 16384, larger than any
@@ -17,6 +17,9 @@
 // and results in its own buffers, at least 1 GiB of weight copies (beyond any GPU cache), and
 // each compute() call runs one GEMV per copy, so that the time per GEMV does not include the
 // call's synchronization; the reference bandwidth then defaults to the device's own figure.
+//
+// --experts E:U times the routed-expert products of one generated token instead (host-memory
+// plugins): see run_experts.
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -33,6 +36,7 @@
 #include <vector>
 
 #include "switchyard/dtype.h"
+#include "switchyard/named_ops.h"
 #include "switchyard/ops.h"
 #include "switchyard/sdk.hpp"
 
@@ -44,6 +48,7 @@ struct Options {
     double bandwidth = 0;
     int64_t K = 4096, N = 16384, gemm_rows = 512;
     int reps = 20;
+    int64_t experts = 0, experts_used = 0;  // --experts E:U (0: plain MUL_MAT)
     std::vector<std::string> types = {"f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",   "q5_1",
                                       "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs"};
 };
@@ -51,7 +56,8 @@ struct Options {
 void usage() {
     std::fprintf(stderr,
                  "usage: switchyard-gemv-bench [--plugin PATH] [-t THREADS] [--bandwidth GBps]\n"
-                 "       [-k K] [-n N] [--reps R] [--gemm-rows M] [--types a,b,...]\n");
+                 "       [-k K] [-n N] [--reps R] [--gemm-rows M] [--types a,b,...]\n"
+                 "       [--experts E:U]\n");
     std::exit(2);
 }
 
@@ -75,7 +81,13 @@ Options parse(int argc, char** argv) {
             o.N = std::atoll(value().c_str());
         else if (a == "--reps")
             o.reps = std::max(1, std::atoi(value().c_str()));
-        else if (a == "--gemm-rows")
+        else if (a == "--experts") {
+            const std::string v = value();
+            if (std::sscanf(v.c_str(), "%lld:%lld", (long long*)&o.experts,
+                            (long long*)&o.experts_used) != 2 ||
+                o.experts < 1 || o.experts_used < 1 || o.experts_used > o.experts)
+                usage();
+        } else if (a == "--gemm-rows")
             o.gemm_rows = std::atoll(value().c_str());
         else if (a == "--types") {
             o.types.clear();
@@ -179,6 +191,77 @@ double now_ms() {
         .count();
 }
 
+// --experts E:U: the routed-expert products of one token, as MoE generation runs them: two expert
+// tensors (up and gate) of K x N x E, U distinct experts drawn at random for each run, timed as
+// MUL_MAT_ID (the up product alone) and as moe.fused_up_gate (both products and the activation).
+// GB/s counts the selected experts' bytes only. Several copies of the tensors span twice the
+// last-level cache, so the experts come from memory.
+void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const std::string& name,
+                 std::mt19937& rng, void* x_data, void* y_data, double bandwidth) {
+    const int64_t expert_bytes = sy::sdk::row_bytes(type, o.K) * o.N;
+    const int64_t tensor_bytes = expert_bytes * o.experts;
+    const long llc = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
+    const int copies = int(std::clamp<int64_t>(2 * int64_t(llc) / (2 * tensor_bytes) + 1, 1, 16));
+    std::vector<uint8_t> host_weights(static_cast<size_t>(tensor_bytes));
+    fill_weights(type, host_weights.data(), tensor_bytes, rng);
+    std::vector<void*> tensors;  // up, gate, up, gate ...
+    for (int i = 0; i < 2 * copies; ++i) {
+        tensors.push_back(host_alloc(nullptr, size_t(tensor_bytes), 64));
+        std::memcpy(tensors.back(), host_weights.data(), size_t(tensor_bytes));
+    }
+    std::vector<int32_t> ids(static_cast<size_t>(o.experts));
+    for (size_t e = 0; e < ids.size(); ++e) ids[e] = int32_t(e);
+    auto run = [&](int copy, bool fused) {
+        std::shuffle(ids.begin(), ids.end(), rng);
+        sy_tensor up = sy::sdk::make_tensor(type, o.K, o.N, o.experts, 1, tensors[2 * copy]);
+        sy_tensor gate = sy::sdk::make_tensor(type, o.K, o.N, o.experts, 1, tensors[2 * copy + 1]);
+        sy_tensor x = sy::sdk::make_tensor(SY_TYPE_F32, o.K, 1, 1, 1, x_data);
+        sy_tensor sel = sy::sdk::make_tensor(SY_TYPE_I32, o.experts_used, 1, 1, 1, ids.data());
+        sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, o.N, o.experts_used, 1, 1, y_data);
+        sy_node n = sy::sdk::make_node(fused ? SY_OP_NAMED : SY_OP_MUL_MAT_ID, &d);
+        if (fused) {
+            n.named_op = SY_NAMED_MOE_FUSED_UP_GATE;
+            n.named_op_version = SY_NAMED_MOE_FUSED_UP_GATE_VERSION;
+            n.n_src = 4;
+            n.src[0] = &up;
+            n.src[1] = &gate;
+            n.src[2] = &x;
+            n.src[3] = &sel;
+        } else {
+            n.n_src = 3;
+            n.src[0] = &up;
+            n.src[1] = &x;
+            n.src[2] = &sel;
+        }
+        const sy_node* nodes[] = {&n};
+        const double t0 = now_ms();
+        const sy_status st = api.compute(api.ctx, 0, nodes, 1);
+        if (st.code != SY_OK) {
+            std::fprintf(stderr, "%s experts: %s\n", name.c_str(),
+                         st.message ? st.message : "error");
+            std::exit(1);
+        }
+        return now_ms() - t0;
+    };
+    for (const bool fused : {false, true}) {
+        for (int i = 0; i < copies; ++i) run(i, fused);  // warm-up
+        std::vector<double> times;
+        for (int i = 0; i < o.reps; ++i) times.push_back(run(i % copies, fused));
+        std::sort(times.begin(), times.end());
+        const double best = times.front(), median = times[times.size() / 2];
+        const double bytes = double(expert_bytes * o.experts_used) * (fused ? 2 : 1);
+        char share[32] = "-";
+        if (bandwidth > 0)
+            std::snprintf(share, sizeof share, "%.0f%%",
+                          100.0 * bytes / (median * 1e6) / bandwidth);
+        std::printf("%-7s %-17s %8.1f %9.4f %9.4f %8.1f %8.1f %8s\n", name.c_str(),
+                    fused ? "moe.fused_up_gate" : "mul_mat_id", bytes / (1 << 20), best, median,
+                    bytes / (best * 1e6), bytes / (median * 1e6), share);
+        std::fflush(stdout);
+    }
+    for (void* p : tensors) host_free(nullptr, p);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,8 +318,17 @@ int main(int argc, char** argv) {
         std::printf("device %s: %s\n", props.name, props.description);
         if (bandwidth <= 0) bandwidth = props.memory_bandwidth / 1e9;
     }
-    std::printf("%-7s %9s %9s %9s %8s %9s %12s\n", "type", "MiB", "best ms", "med ms", "GB/s",
-                "% of bw", "GEMM GFLOP/s");
+    if (o.experts > 0 && device) {
+        std::fprintf(stderr, "--experts runs on host-memory (CPU) plugins only\n");
+        return 1;
+    }
+    if (o.experts > 0)
+        std::printf("%lld experts, %lld used per token\n%-7s %-17s %8s %9s %9s %8s %8s %8s\n",
+                    (long long)o.experts, (long long)o.experts_used, "type", "op", "MiB", "best ms",
+                    "med ms", "best GB/s", "med GB/s", "% of bw");
+    else
+        std::printf("%-7s %9s %9s %9s %8s %9s %12s\n", "type", "MiB", "best ms", "med ms", "GB/s",
+                    "% of bw", "GEMM GFLOP/s");
 
     // Memory for the operands: host memory, or buffers of a device plugin (freed at exit).
     std::vector<sy_buffer> buffers;
@@ -272,13 +364,18 @@ int main(int argc, char** argv) {
     std::vector<float> x_host(size_t(o.K * std::max<int64_t>(1, o.gemm_rows)));
     for (float& v : x_host) v = float(int(rng() % 2001) - 1000) * 1e-3f;
     const auto [x_data, x_buffer] = place(x_host.data(), x_host.size() * sizeof(float));
-    const size_t y_bytes = size_t(o.N * std::max<int64_t>(1, o.gemm_rows)) * sizeof(float);
+    const size_t y_bytes =
+        size_t(o.N * std::max({int64_t(1), o.gemm_rows, o.experts_used})) * sizeof(float);
     const auto [y_data, y_buffer] = place(nullptr, y_bytes);
 
     for (const std::string& name : o.types) {
         const int32_t type = type_id(name);
         if (type < 0 || o.K % sy_dtype_info(type).block_size != 0) {
             std::printf("%-7s (unknown type or K not a multiple of its block)\n", name.c_str());
+            continue;
+        }
+        if (o.experts > 0) {
+            run_experts(api, o, type, name, rng, x_data, y_data, bandwidth);
             continue;
         }
         const int64_t bytes = sy::sdk::row_bytes(type, o.K) * o.N;
@@ -336,7 +433,7 @@ int main(int argc, char** argv) {
         }
         char share[32] = "-";
         if (bandwidth > 0) std::snprintf(share, sizeof share, "%.0f%%", 100.0 * gbps / bandwidth);
-        std::printf("%-7s %9.1f %9.2f %9.2f %8.1f %9s %12.1f\n", name.c_str(),
+        std::printf("%-7s %9.1f %9.3f %9.3f %8.1f %9s %12.1f\n", name.c_str(),
                     double(bytes) / (1 << 20), best, median, gbps, share, gflops);
         std::fflush(stdout);
         for (const auto& w : weights) release(w.first);

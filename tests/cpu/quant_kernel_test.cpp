@@ -230,6 +230,46 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
     }
 }
 
+// A GEMV (one activation row) takes the kernels' several-rows form where a kernel has one
+// (rows in groups of 4, then 1 to 3); a product with two activation rows the one-row form. With
+// the same activation twice, every output must match the GEMV's bit for bit, for row counts that
+// leave each remainder and weight rows further apart than their bytes (a view of wider rows).
+TEST(QuantKernels, GemvMatchesTwoColumnProductBitForBit) {
+    std::mt19937 rng(4321);
+    for (const auto& cpu : cpu_plugins()) {
+        const sy_plugin_api& api = cpu.plugin_api();
+        for (int32_t type : kTypes)
+            for (int64_t K : {int64_t(512), int64_t(1280)})
+                for (int64_t N : {6, 37, 39}) {
+                    const int64_t row_bytes = sy::sdk::row_bytes(type, K), stride = row_bytes + 64;
+                    std::vector<uint8_t> wq(size_t(N * stride), 0xEE);
+                    const std::vector<uint8_t> rows = random_blocks(type, K * N, rng);
+                    for (int64_t n = 0; n < N; ++n)
+                        std::memcpy(&wq[size_t(n * stride)], &rows[size_t(n * row_bytes)],
+                                    size_t(row_bytes));
+                    std::vector<float> x = random_floats(K, rng);
+                    x.insert(x.end(), x.begin(), x.end());  // the same row twice
+                    std::vector<float> gemv(size_t(N), NAN), twice(size_t(2 * N), NAN);
+                    sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, wq.data());
+                    a.nb[1] = stride;
+                    a.nb[2] = a.nb[3] = stride * N;
+                    sy_tensor b1 = sy::sdk::make_tensor(SY_TYPE_F32, K, 1, 1, 1, x.data());
+                    sy_tensor b2 = sy::sdk::make_tensor(SY_TYPE_F32, K, 2, 1, 1, x.data());
+                    sy_tensor d1 = sy::sdk::make_tensor(SY_TYPE_F32, N, 1, 1, 1, gemv.data());
+                    sy_tensor d2 = sy::sdk::make_tensor(SY_TYPE_F32, N, 2, 1, 1, twice.data());
+                    ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d1, {&a, &b1})).code, SY_OK);
+                    ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d2, {&a, &b2})).code, SY_OK);
+                    for (int64_t n = 0; n < N; ++n)
+                        for (int64_t m = 0; m < 2; ++m)
+                            ASSERT_EQ(std::memcmp(&gemv[size_t(n)], &twice[size_t(m * N + n)], 4),
+                                      0)
+                                << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
+                                << " N=" << N << " row " << n << ": " << gemv[size_t(n)] << " vs "
+                                << twice[size_t(m * N + n)];
+                }
+    }
+}
+
 // Weights broadcast over a batch dimension (A2 = 1, B2 = 2) and a strided (transposed) src1.
 TEST(QuantKernels, MulMatBroadcastAndStridedActivations) {
     std::mt19937 rng(99);

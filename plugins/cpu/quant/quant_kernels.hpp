@@ -59,6 +59,11 @@ using VecDotFn = void (*)(int64_t blocks, const void* w, const void* const* act,
 // One row of n floats (n a multiple of the weight block) into the kernel's activation format.
 using QuantizeActFn = void (*)(const float* x, void* y, int64_t n);
 constexpr int kMaxDotCols = 4;
+// Dot products of `rows` (1..kMaxDotRows) weight rows, row_stride bytes apart, with one quantized
+// activation row; out[r] = the dot product of row r. Bit for bit what VecDotFn gives per row.
+using VecDotRowsFn = void (*)(int64_t blocks, const void* w, int64_t row_stride, const void* act,
+                              int rows, float* out);
+constexpr int kMaxDotRows = 4;
 
 struct QuantKernel {
     VecDotFn dot;
@@ -66,6 +71,7 @@ struct QuantKernel {
     int64_t weight_block;  // elements per weight block: 32 or 256
     int64_t act_group;     // elements per activation unit: 32 (ActQ8x32), 256 (Q8_K, ActQ8G8)
     int64_t act_bytes;     // bytes per activation unit
+    VecDotRowsFn dot_rows = nullptr;  // where the kernel has a several-row form (GEMV)
 
     int64_t act_row_bytes(int64_t K) const { return (K + act_group - 1) / act_group * act_bytes; }
 };
@@ -121,6 +127,18 @@ void vec_dot_q6_K(int64_t, const void*, const void* const*, int, float*);
             case 3: name##_cols<3>(blocks, w, act, out); break;                          \
             default: name##_cols<4>(blocks, w, act, out); break;                         \
         }                                                                                \
+    }
+
+// Defines vec_dot_rows_<name> from a template `name##_rows<R>` (VecDotRowsFn).
+#define SY_CPU_DEFINE_VEC_DOT_ROWS(name)                                                         \
+    void vec_dot_rows_##name(int64_t blocks, const void* w, int64_t row_stride, const void* act, \
+                             int rows, float* out) {                                             \
+        switch (rows) {                                                                          \
+            case 1: name##_rows<1>(blocks, w, row_stride, act, out); break;                      \
+            case 2: name##_rows<2>(blocks, w, row_stride, act, out); break;                      \
+            case 3: name##_rows<3>(blocks, w, row_stride, act, out); break;                      \
+            default: name##_rows<4>(blocks, w, row_stride, act, out); break;                     \
+        }                                                                                        \
     }
 
 }  // namespace SY_CPU_SIMD_ISA

@@ -8,6 +8,12 @@
 // vpdpbusd multiplies unsigned by signed bytes: weights are made unsigned with an offset o
 // (Q8_0: q + 128; Q4_0: its nibble, q - 8 + 8; IQ4_NL: table value + 128), and the offset's share
 // o * d_w * d_a * sum q_a is subtracted per block from ActQ8G8::s (= d_a * sum q_a).
+//
+// Each type has a step decoder (weights of 8 blocks -> unsigned vectors and scales) and an
+// accumulator (one decoded step against one activation group), shared by the two forms: one
+// weight row against up to 4 activation rows (_cols), and up to 4 weight rows against one
+// activation row (_rows, for GEMV), which apply the same operations in the same order per
+// (row, column) and so give the same bits.
 #include "quant/int8_simd.hpp"
 #include "quant/quant_kernels.hpp"
 
@@ -96,51 +102,84 @@ constexpr Bytes64 kQ8ScaleIndexHi =
 constexpr Lanes16 kQ8LaneBlocks[4] = {lane_blocks(0, 8), lane_blocks(2, 8), lane_blocks(4, 8),
                                       lane_blocks(6, 8)};
 
+// The constant vectors of the Q8_0 kernels, loaded once per call.
+struct Q8Tables {
+    __m512i qs_index[4] = {load(kQ8QsIndex[0]), load(kQ8QsIndex[1]), load(kQ8QsIndex[2]),
+                           load(kQ8QsIndex[3])};
+    __m512i d_index_lo = load(kQ8ScaleIndexLo), d_index_hi = load(kQ8ScaleIndexHi);
+    __m512i lane_block[4] = {load(kQ8LaneBlocks[0]), load(kQ8LaneBlocks[1]), load(kQ8LaneBlocks[2]),
+                             load(kQ8LaneBlocks[3])};
+    __m512i flip = _mm512_set1_epi8(char(0x80));
+};
+
+// One step (8 blocks) of a Q8_0 row decoded: the weights + 128, two blocks per vector, and the
+// blocks' f32 scales.
+struct Q8Step {
+    __m512i u[4];
+    __m256 dw;
+};
+
+template <bool kWhole>
+inline Q8Step q8_step(const Q8Tables& t, const uint8_t* p, int64_t left) {
+    const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
+                  z2 = load64<kWhole>(p + 128, left - 128),
+                  z3 = load64<kWhole>(p + 192, left - 192),
+                  z4 = load64<false>(p + 256, std::min<int64_t>(left - 256, 16));
+    const __m128i d16 = _mm512_castsi512_si128(
+        _mm512_or_si512(_mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1),
+                        _mm512_maskz_permutex2var_epi8(0xFF00, z2, t.d_index_hi, z3)));
+    return {{_mm512_xor_si512(_mm512_permutex2var_epi8(z0, t.qs_index[0], z1), t.flip),
+             _mm512_xor_si512(_mm512_permutex2var_epi8(z1, t.qs_index[1], z2), t.flip),
+             _mm512_xor_si512(_mm512_permutex2var_epi8(z2, t.qs_index[2], z3), t.flip),
+             _mm512_xor_si512(_mm512_permutex2var_epi8(z3, t.qs_index[3], z4), t.flip)},
+            _mm256_cvtph_ps(d16)};
+}
+
+// acc += the step's block dot products with activation group ag, scaled; off += d_w * ag.s.
+inline void q8_accumulate(const Q8Tables& t, const Q8Step& w, const ActQ8G8& ag, __m512& acc,
+                          __m256& off) {
+    const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, _mm256_loadu_ps(ag.d)));
+    for (int k = 0; k < 4; ++k) {
+        const __m512i dot =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], _mm512_loadu_si512(ag.qs + 64 * k));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(t.lane_block[k], d16x),
+                              acc);
+    }
+    off = _mm256_fmadd_ps(w.dw, _mm256_loadu_ps(ag.s), off);
+}
+
 template <int C>
 void q8_0_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const uint8_t* x = static_cast<const uint8_t*>(w);
     const int64_t row_bytes = blocks * int64_t(sizeof(sy_block_q8_0));
-    const __m512i qs_index[4] = {load(kQ8QsIndex[0]), load(kQ8QsIndex[1]), load(kQ8QsIndex[2]),
-                                 load(kQ8QsIndex[3])};
-    const __m512i d_index_lo = load(kQ8ScaleIndexLo), d_index_hi = load(kQ8ScaleIndexHi);
-    const __m512i lane_block[4] = {load(kQ8LaneBlocks[0]), load(kQ8LaneBlocks[1]),
-                                   load(kQ8LaneBlocks[2]), load(kQ8LaneBlocks[3])};
-    const __m512i flip = _mm512_set1_epi8(char(0x80));
-
+    const Q8Tables t;
     const ActQ8G8* a[C];
     for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
     ColumnSums<C> sums;
     for_each_group(blocks, [&](int64_t g, auto whole) {
-        constexpr bool kWhole = decltype(whole)::value;
         const uint8_t* p = x + 272 * g;
-        const int64_t left = row_bytes - 272 * g;
         i8::prefetch_ahead(p, 272);
-        const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
-                      z2 = load64<kWhole>(p + 128, left - 128),
-                      z3 = load64<kWhole>(p + 192, left - 192),
-                      z4 = load64<false>(p + 256, std::min<int64_t>(left - 256, 16));
-        const __m512i u[4] = {
-            _mm512_xor_si512(_mm512_permutex2var_epi8(z0, qs_index[0], z1), flip),
-            _mm512_xor_si512(_mm512_permutex2var_epi8(z1, qs_index[1], z2), flip),
-            _mm512_xor_si512(_mm512_permutex2var_epi8(z2, qs_index[2], z3), flip),
-            _mm512_xor_si512(_mm512_permutex2var_epi8(z3, qs_index[3], z4), flip),
-        };
-        const __m128i d16 = _mm512_castsi512_si128(_mm512_or_si512(
-            _mm512_maskz_permutex2var_epi8(0x00FF, z0, d_index_lo, z1),
-            _mm512_maskz_permutex2var_epi8(0xFF00, z2, d_index_hi, z3)));
-        const __m256 dw = _mm256_cvtph_ps(d16);
-        for (int c = 0; c < C; ++c) {
-            const ActQ8G8& ag = a[c][g];
-            const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(ag.d));
-            const __m512 d16x = _mm512_castps256_ps512(d);
-            for (int k = 0; k < 4; ++k) {
-                const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[k],
-                                                        _mm512_loadu_si512(ag.qs + 64 * k));
-                sums.acc[c] =
-                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                                    _mm512_permutexvar_ps(lane_block[k], d16x), sums.acc[c]);
-            }
-            sums.off[c] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(ag.s), sums.off[c]);
+        const Q8Step s = q8_step<decltype(whole)::value>(t, p, row_bytes - 272 * g);
+        for (int c = 0; c < C; ++c) q8_accumulate(t, s, a[c][g], sums.acc[c], sums.off[c]);
+    });
+    sums.store(128.0f, out);
+}
+
+// R rows against one activation row (as nibble_groups_rows).
+template <int R>
+void q8_0_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
+                      float* out) {
+    const uint8_t* x = static_cast<const uint8_t*>(w);
+    const int64_t row_bytes = blocks * int64_t(sizeof(sy_block_q8_0));
+    const Q8Tables t;
+    const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
+    ColumnSums<R> sums;
+    for_each_group(blocks, [&](int64_t g, auto whole) {
+        i8::prefetch_ahead(x + R * 272 * g, R * 272);
+        for (int r = 0; r < R; ++r) {
+            const Q8Step s = q8_step<decltype(whole)::value>(t, x + r * row_stride + 272 * g,
+                                                             row_bytes - 272 * g);
+            q8_accumulate(t, s, a[g], sums.acc[r], sums.off[r]);
         }
     });
     sums.store(128.0f, out);
@@ -151,90 +190,158 @@ void q8_0_groups_cols(int64_t blocks, const void* w, const void* const* act, flo
 // qs of blocks 0-3 from bytes [0, 128), of blocks 4-7 (at 74 + 18 j) from [64, 192).
 constexpr Bytes64 kNibbleQsIndexLo = bytes64([](int k) { return 2 + 18 * (k / 16) + k % 16; });
 constexpr Bytes64 kNibbleQsIndexHi = bytes64([](int k) { return 10 + 18 * (k / 16) + k % 16; });
-constexpr Bytes64 kNibbleScaleIndex = bytes64([](int k) { return k < 16 ? 18 * (k / 2) + k % 2 : 0; });
+constexpr Bytes64 kNibbleScaleIndex =
+    bytes64([](int k) { return k < 16 ? 18 * (k / 2) + k % 2 : 0; });
 constexpr Lanes16 kNibbleLaneBlocksLo = lane_blocks(0, 4), kNibbleLaneBlocksHi = lane_blocks(4, 4);
 
-// to_unsigned(nibbles) -> unsigned weights; `offset` is what they exceed the true values by.
+// The constant vectors of the nibble kernels, loaded once per call.
+struct NibbleTables {
+    __m512i qs_index_lo = load(kNibbleQsIndexLo), qs_index_hi = load(kNibbleQsIndexHi);
+    __m512i d_index = load(kNibbleScaleIndex);
+    __m512i lane_lo = load(kNibbleLaneBlocksLo), lane_hi = load(kNibbleLaneBlocksHi);
+    __m512i low4 = _mm512_set1_epi8(0x0F);
+};
+
+// One step (8 blocks) of a weight row decoded: unsigned weights u in the nibble order of
+// ActQ8G8 and the blocks' f32 scales.
+struct NibbleStep {
+    __m512i u[4];
+    __m256 dw;
+};
+
+// to_unsigned(nibbles) -> unsigned weights.
+template <bool kWhole, typename ToUnsigned>
+inline NibbleStep nibble_step(const NibbleTables& t, const uint8_t* p, int64_t left,
+                              ToUnsigned to_unsigned) {
+    const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
+                  z2 = load64<false>(p + 128, std::min<int64_t>(left - 128, 16));
+    const __m512i q_lo = _mm512_permutex2var_epi8(z0, t.qs_index_lo, z1);
+    const __m512i q_hi = _mm512_permutex2var_epi8(z1, t.qs_index_hi, z2);
+    // Low nibbles are elements 0-15 of each block, high nibbles 16-31.
+    return {{to_unsigned(_mm512_and_si512(q_lo, t.low4)),
+             to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_lo, 4), t.low4)),
+             to_unsigned(_mm512_and_si512(q_hi, t.low4)),
+             to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_hi, 4), t.low4))},
+            _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, t.d_index, z1)))};
+}
+
+// acc += the step's block dot products with activation group ag, scaled; off += d_w * ag.s.
+inline void nibble_accumulate(const NibbleTables& t, const NibbleStep& w, const ActQ8G8& ag,
+                              __m512& acc, __m256& off) {
+    const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, _mm256_loadu_ps(ag.d)));
+    __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], _mm512_loadu_si512(ag.qs));
+    dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], _mm512_loadu_si512(ag.qs + 64));
+    __m512i dot_hi =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], _mm512_loadu_si512(ag.qs + 128));
+    dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], _mm512_loadu_si512(ag.qs + 192));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(t.lane_lo, d16x), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(t.lane_hi, d16x), acc);
+    off = _mm256_fmadd_ps(w.dw, _mm256_loadu_ps(ag.s), off);
+}
+
+// One weight row against C activation rows; `offset` is what the unsigned weights exceed the
+// true values by.
 template <int C, typename ToUnsigned>
 inline void nibble_groups(int64_t blocks, const void* w, const void* const* act, float* out,
                           ToUnsigned to_unsigned, float offset) {
     const uint8_t* x = static_cast<const uint8_t*>(w);
     const int64_t row_bytes = blocks * 18;
-    const __m512i qs_index_lo = load(kNibbleQsIndexLo), qs_index_hi = load(kNibbleQsIndexHi);
-    const __m512i d_index = load(kNibbleScaleIndex);
-    const __m512i lane_lo = load(kNibbleLaneBlocksLo), lane_hi = load(kNibbleLaneBlocksHi);
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-
+    const NibbleTables t;
     const ActQ8G8* a[C];
     for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
     ColumnSums<C> sums;
     for_each_group(blocks, [&](int64_t g, auto whole) {
-        constexpr bool kWhole = decltype(whole)::value;
         const uint8_t* p = x + 144 * g;
-        const int64_t left = row_bytes - 144 * g;
         i8::prefetch_ahead(p, 144);
-        const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
-                      z2 = load64<false>(p + 128, std::min<int64_t>(left - 128, 16));
-        const __m512i q_lo = _mm512_permutex2var_epi8(z0, qs_index_lo, z1);
-        const __m512i q_hi = _mm512_permutex2var_epi8(z1, qs_index_hi, z2);
-        // Low nibbles are elements 0-15 of each block, high nibbles 16-31.
-        const __m512i u[4] = {
-            to_unsigned(_mm512_and_si512(q_lo, low4)),
-            to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_lo, 4), low4)),
-            to_unsigned(_mm512_and_si512(q_hi, low4)),
-            to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_hi, 4), low4)),
-        };
-        const __m256 dw = _mm256_cvtph_ps(
-            _mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, d_index, z1)));
-        for (int c = 0; c < C; ++c) {
-            const ActQ8G8& ag = a[c][g];
-            const __m512 d16x =
-                _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(ag.d)));
-            __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0],
-                                                 _mm512_loadu_si512(ag.qs));
-            dot_lo = _mm512_dpbusd_epi32(dot_lo, u[1], _mm512_loadu_si512(ag.qs + 64));
-            __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2],
-                                                 _mm512_loadu_si512(ag.qs + 128));
-            dot_hi = _mm512_dpbusd_epi32(dot_hi, u[3], _mm512_loadu_si512(ag.qs + 192));
-            sums.acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo),
-                                          _mm512_permutexvar_ps(lane_lo, d16x), sums.acc[c]);
-            sums.acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi),
-                                          _mm512_permutexvar_ps(lane_hi, d16x), sums.acc[c]);
-            sums.off[c] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(ag.s), sums.off[c]);
+        const NibbleStep s =
+            nibble_step<decltype(whole)::value>(t, p, row_bytes - 144 * g, to_unsigned);
+        for (int c = 0; c < C; ++c) nibble_accumulate(t, s, a[c][g], sums.acc[c], sums.off[c]);
+    });
+    sums.store(offset, out);
+}
+
+// R weight rows (row_stride bytes apart) against one activation row: the activation loads and
+// the per-call setup are shared, which GEMV (one activation row) cannot otherwise share.
+template <int R, typename ToUnsigned>
+inline void nibble_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
+                               float* out, ToUnsigned to_unsigned, float offset) {
+    const uint8_t* x = static_cast<const uint8_t*>(w);
+    const int64_t row_bytes = blocks * 18;
+    const NibbleTables t;
+    const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
+    ColumnSums<R> sums;  // one accumulator per row
+    for_each_group(blocks, [&](int64_t g, auto whole) {
+        // The rows are read side by side; the prefetch sweeps their span at the same pace, as
+        // if they were one long row (the usual case: consecutive rows, row_stride = row_bytes).
+        i8::prefetch_ahead(x + R * 144 * g, R * 144);
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = x + r * row_stride + 144 * g;
+            const NibbleStep s =
+                nibble_step<decltype(whole)::value>(t, p, row_bytes - 144 * g, to_unsigned);
+            nibble_accumulate(t, s, a[g], sums.acc[r], sums.off[r]);
         }
     });
     sums.store(offset, out);
 }
 
+constexpr auto kQ4Unsigned = [](__m512i q) { return q; };
+
 template <int C>
 void q4_0_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    nibble_groups<C>(blocks, w, act, out, [](__m512i q) { return q; }, 8.0f);
+    nibble_groups<C>(blocks, w, act, out, kQ4Unsigned, 8.0f);
+}
+
+template <int R>
+void q4_0_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
+                      float* out) {
+    nibble_groups_rows<R>(blocks, w, row_stride, act, out, kQ4Unsigned, 8.0f);
+}
+
+// IQ4_NL's values + 128, in every 16-byte lane for vpshufb (the SDK's table is not constexpr;
+// this initializer is plain scalar code, run on first use).
+inline __m512i iq4_nl_unsigned_table() {
+    static const Bytes64 unsigned_values =
+        bytes64([](int k) { return sy_kvalues_iq4nl[k % 16] + 128; });
+    return load(unsigned_values);
 }
 
 template <int C>
 void iq4_nl_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    // IQ4_NL's values + 128, in every 16-byte lane for vpshufb (the SDK's table is not constexpr;
-    // this initializer is plain scalar code).
-    static const Bytes64 unsigned_values =
-        bytes64([](int k) { return sy_kvalues_iq4nl[k % 16] + 128; });
-    const __m512i table = load(unsigned_values);
+    const __m512i table = iq4_nl_unsigned_table();
     nibble_groups<C>(
-        blocks, w, act, out, [table](__m512i q) { return _mm512_shuffle_epi8(table, q); },
-        128.0f);
+        blocks, w, act, out, [table](__m512i q) { return _mm512_shuffle_epi8(table, q); }, 128.0f);
+}
+
+template <int R>
+void iq4_nl_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
+                        float* out) {
+    const __m512i table = iq4_nl_unsigned_table();
+    nibble_groups_rows<R>(
+        blocks, w, row_stride, act, out,
+        [table](__m512i q) { return _mm512_shuffle_epi8(table, q); }, 128.0f);
 }
 
 SY_CPU_DEFINE_VEC_DOT(q8_0_groups)
+SY_CPU_DEFINE_VEC_DOT_ROWS(q8_0_groups)
 SY_CPU_DEFINE_VEC_DOT(q4_0_groups)
+SY_CPU_DEFINE_VEC_DOT_ROWS(q4_0_groups)
 SY_CPU_DEFINE_VEC_DOT(iq4_nl_groups)
+SY_CPU_DEFINE_VEC_DOT_ROWS(iq4_nl_groups)
 
 }  // namespace
 
 QuantKernel group_kernel(int32_t weight_type) {
     constexpr int64_t g8 = sizeof(ActQ8G8);
     switch (weight_type) {
-        case SY_TYPE_Q8_0: return {vec_dot_q8_0_groups, quantize_act_g8_natural, 32, 256, g8};
-        case SY_TYPE_Q4_0: return {vec_dot_q4_0_groups, quantize_act_g8_nibbles, 32, 256, g8};
-        case SY_TYPE_IQ4_NL: return {vec_dot_iq4_nl_groups, quantize_act_g8_nibbles, 32, 256, g8};
+        case SY_TYPE_Q8_0:
+            return {vec_dot_q8_0_groups,     quantize_act_g8_natural, 32, 256, g8,
+                    vec_dot_rows_q8_0_groups};
+        case SY_TYPE_Q4_0:
+            return {vec_dot_q4_0_groups,     quantize_act_g8_nibbles, 32, 256, g8,
+                    vec_dot_rows_q4_0_groups};
+        case SY_TYPE_IQ4_NL:
+            return {vec_dot_iq4_nl_groups,     quantize_act_g8_nibbles, 32, 256, g8,
+                    vec_dot_rows_iq4_nl_groups};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
