@@ -83,10 +83,15 @@ Options parse(int argc, char** argv) {
             o.reps = std::max(1, std::atoi(value().c_str()));
         else if (a == "--experts") {
             const std::string v = value();
-            if (std::sscanf(v.c_str(), "%lld:%lld", (long long*)&o.experts,
-                            (long long*)&o.experts_used) != 2 ||
-                o.experts < 1 || o.experts_used < 1 || o.experts_used > o.experts)
+            long long e = 0, u = 0;
+            int used = 0;
+            if (std::sscanf(v.c_str(), "%9lld:%9lld%n", &e, &u, &used) != 2 ||
+                used != int(v.size()) || e < 1 || u < 1 || u > e) {
+                std::fprintf(stderr, "--experts %s: expected E:U with 1 <= U <= E\n", v.c_str());
                 usage();
+            }
+            o.experts = e;
+            o.experts_used = u;
         } else if (a == "--gemm-rows")
             o.gemm_rows = std::atoll(value().c_str());
         else if (a == "--types") {
@@ -192,16 +197,18 @@ double now_ms() {
 }
 
 // --experts E:U: the routed-expert products of one token, as MoE generation runs them: two expert
-// tensors (up and gate) of K x N x E, U distinct experts drawn at random for each run, timed as
-// MUL_MAT_ID (the up product alone) and as moe.fused_up_gate (both products and the activation).
-// GB/s counts the selected experts' bytes only. Several copies of the tensors span twice the
-// last-level cache, so the experts come from memory.
+// tensors (up and gate) of K x N x E, U distinct experts per run, timed as MUL_MAT_ID (the up
+// product alone) and as moe.fused_up_gate (both products and the activation). GB/s counts the
+// chosen experts' bytes only. Runs rotate over copies of the tensors spanning the last-level
+// cache, and each copy deals its experts from its own shuffled deck (reshuffled when dealt out),
+// so an expert of a copy is rarely read again before about E / U runs of that copy: the runs
+// read their experts from memory, as a generated token does.
 void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const std::string& name,
                  std::mt19937& rng, void* x_data, void* y_data, double bandwidth) {
     const int64_t expert_bytes = sy::sdk::row_bytes(type, o.K) * o.N;
     const int64_t tensor_bytes = expert_bytes * o.experts;
     const long llc = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
-    const int copies = int(std::clamp<int64_t>(2 * int64_t(llc) / (2 * tensor_bytes) + 1, 1, 16));
+    const int copies = int(std::clamp<int64_t>(int64_t(llc) / tensor_bytes + 1, 1, 16));
     std::vector<uint8_t> host_weights(static_cast<size_t>(tensor_bytes));
     fill_weights(type, host_weights.data(), tensor_bytes, rng);
     std::vector<void*> tensors;  // up, gate, up, gate ...
@@ -209,10 +216,24 @@ void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const
         tensors.push_back(host_alloc(nullptr, size_t(tensor_bytes), 64));
         std::memcpy(tensors.back(), host_weights.data(), size_t(tensor_bytes));
     }
-    std::vector<int32_t> ids(static_cast<size_t>(o.experts));
-    for (size_t e = 0; e < ids.size(); ++e) ids[e] = int32_t(e);
+    struct Deck {
+        std::vector<int32_t> ids;
+        size_t next = 0;
+    };
+    std::vector<Deck> decks(static_cast<size_t>(copies));
+    for (Deck& d : decks) {
+        for (int32_t e = 0; e < int32_t(o.experts); ++e) d.ids.push_back(e);
+        d.next = d.ids.size();  // shuffled on first use
+    }
+    std::vector<int32_t> ids(static_cast<size_t>(o.experts_used));
     auto run = [&](int copy, bool fused) {
-        std::shuffle(ids.begin(), ids.end(), rng);
+        Deck& deck = decks[size_t(copy)];
+        if (deck.next + ids.size() > deck.ids.size()) {
+            std::shuffle(deck.ids.begin(), deck.ids.end(), rng);
+            deck.next = 0;
+        }
+        std::copy_n(deck.ids.begin() + std::ptrdiff_t(deck.next), ids.size(), ids.begin());
+        deck.next += ids.size();
         sy_tensor up = sy::sdk::make_tensor(type, o.K, o.N, o.experts, 1, tensors[2 * copy]);
         sy_tensor gate = sy::sdk::make_tensor(type, o.K, o.N, o.experts, 1, tensors[2 * copy + 1]);
         sy_tensor x = sy::sdk::make_tensor(SY_TYPE_F32, o.K, 1, 1, 1, x_data);

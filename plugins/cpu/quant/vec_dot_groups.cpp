@@ -86,6 +86,18 @@ inline void for_each_group(int64_t blocks, Step step) {
     if (blocks % 8) step(whole, std::false_type{});
 }
 
+// One activation group's vectors, loaded once per step: the several-rows forms use them for
+// every row.
+struct ActGroup {
+    __m512i qs[4];
+    __m256 d, s;
+    explicit ActGroup(const ActQ8G8& ag)
+        : qs{_mm512_loadu_si512(ag.qs), _mm512_loadu_si512(ag.qs + 64),
+             _mm512_loadu_si512(ag.qs + 128), _mm512_loadu_si512(ag.qs + 192)},
+          d(_mm256_loadu_ps(ag.d)),
+          s(_mm256_loadu_ps(ag.s)) {}
+};
+
 // ---- Q8_0: 34-byte blocks, 272 bytes per step -------------------------------------------------
 
 // qs of blocks 2k, 2k+1 from bytes [64k, 64k + 128): block 2k starts at 2 + 68k - 64k.
@@ -135,17 +147,16 @@ inline Q8Step q8_step(const Q8Tables& t, const uint8_t* p, int64_t left) {
             _mm256_cvtph_ps(d16)};
 }
 
-// acc += the step's block dot products with activation group ag, scaled; off += d_w * ag.s.
-inline void q8_accumulate(const Q8Tables& t, const Q8Step& w, const ActQ8G8& ag, __m512& acc,
+// acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
+inline void q8_accumulate(const Q8Tables& t, const Q8Step& w, const ActGroup& a, __m512& acc,
                           __m256& off) {
-    const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, _mm256_loadu_ps(ag.d)));
+    const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
     for (int k = 0; k < 4; ++k) {
-        const __m512i dot =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], _mm512_loadu_si512(ag.qs + 64 * k));
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], a.qs[k]);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(t.lane_block[k], d16x),
                               acc);
     }
-    off = _mm256_fmadd_ps(w.dw, _mm256_loadu_ps(ag.s), off);
+    off = _mm256_fmadd_ps(w.dw, a.s, off);
 }
 
 template <int C>
@@ -160,7 +171,8 @@ void q8_0_groups_cols(int64_t blocks, const void* w, const void* const* act, flo
         const uint8_t* p = x + 272 * g;
         i8::prefetch_ahead(p, 272);
         const Q8Step s = q8_step<decltype(whole)::value>(t, p, row_bytes - 272 * g);
-        for (int c = 0; c < C; ++c) q8_accumulate(t, s, a[c][g], sums.acc[c], sums.off[c]);
+        for (int c = 0; c < C; ++c)
+            q8_accumulate(t, s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
     });
     sums.store(128.0f, out);
 }
@@ -176,10 +188,11 @@ void q8_0_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const v
     ColumnSums<R> sums;
     for_each_group(blocks, [&](int64_t g, auto whole) {
         i8::prefetch_ahead(x + R * 272 * g, R * 272);
+        const ActGroup ag(a[g]);
         for (int r = 0; r < R; ++r) {
             const Q8Step s = q8_step<decltype(whole)::value>(t, x + r * row_stride + 272 * g,
                                                              row_bytes - 272 * g);
-            q8_accumulate(t, s, a[g], sums.acc[r], sums.off[r]);
+            q8_accumulate(t, s, ag, sums.acc[r], sums.off[r]);
         }
     });
     sums.store(128.0f, out);
@@ -225,18 +238,17 @@ inline NibbleStep nibble_step(const NibbleTables& t, const uint8_t* p, int64_t l
             _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, t.d_index, z1)))};
 }
 
-// acc += the step's block dot products with activation group ag, scaled; off += d_w * ag.s.
-inline void nibble_accumulate(const NibbleTables& t, const NibbleStep& w, const ActQ8G8& ag,
+// acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
+inline void nibble_accumulate(const NibbleTables& t, const NibbleStep& w, const ActGroup& a,
                               __m512& acc, __m256& off) {
-    const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, _mm256_loadu_ps(ag.d)));
-    __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], _mm512_loadu_si512(ag.qs));
-    dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], _mm512_loadu_si512(ag.qs + 64));
-    __m512i dot_hi =
-        _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], _mm512_loadu_si512(ag.qs + 128));
-    dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], _mm512_loadu_si512(ag.qs + 192));
+    const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
+    __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], a.qs[0]);
+    dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], a.qs[1]);
+    __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
+    dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(t.lane_lo, d16x), acc);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(t.lane_hi, d16x), acc);
-    off = _mm256_fmadd_ps(w.dw, _mm256_loadu_ps(ag.s), off);
+    off = _mm256_fmadd_ps(w.dw, a.s, off);
 }
 
 // One weight row against C activation rows; `offset` is what the unsigned weights exceed the
@@ -255,13 +267,14 @@ inline void nibble_groups(int64_t blocks, const void* w, const void* const* act,
         i8::prefetch_ahead(p, 144);
         const NibbleStep s =
             nibble_step<decltype(whole)::value>(t, p, row_bytes - 144 * g, to_unsigned);
-        for (int c = 0; c < C; ++c) nibble_accumulate(t, s, a[c][g], sums.acc[c], sums.off[c]);
+        for (int c = 0; c < C; ++c)
+            nibble_accumulate(t, s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
     });
     sums.store(offset, out);
 }
 
-// R weight rows (row_stride bytes apart) against one activation row: the activation loads and
-// the per-call setup are shared, which GEMV (one activation row) cannot otherwise share.
+// R weight rows (row_stride bytes apart) against one activation row: each step's activation
+// vectors and the per-call setup serve all R rows (GEMV has no other columns to share them).
 template <int R, typename ToUnsigned>
 inline void nibble_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
                                float* out, ToUnsigned to_unsigned, float offset) {
@@ -269,16 +282,17 @@ inline void nibble_groups_rows(int64_t blocks, const void* w, int64_t row_stride
     const int64_t row_bytes = blocks * 18;
     const NibbleTables t;
     const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
-    ColumnSums<R> sums;  // one accumulator per row
+    ColumnSums<R> sums;  // here one accumulator per weight row
     for_each_group(blocks, [&](int64_t g, auto whole) {
         // The rows are read side by side; the prefetch sweeps their span at the same pace, as
         // if they were one long row (the usual case: consecutive rows, row_stride = row_bytes).
         i8::prefetch_ahead(x + R * 144 * g, R * 144);
+        const ActGroup ag(a[g]);
         for (int r = 0; r < R; ++r) {
             const uint8_t* p = x + r * row_stride + 144 * g;
             const NibbleStep s =
                 nibble_step<decltype(whole)::value>(t, p, row_bytes - 144 * g, to_unsigned);
-            nibble_accumulate(t, s, a[g], sums.acc[r], sums.off[r]);
+            nibble_accumulate(t, s, ag, sums.acc[r], sums.off[r]);
         }
     });
     sums.store(offset, out);
@@ -331,17 +345,19 @@ SY_CPU_DEFINE_VEC_DOT_ROWS(iq4_nl_groups)
 }  // namespace
 
 QuantKernel group_kernel(int32_t weight_type) {
-    constexpr int64_t g8 = sizeof(ActQ8G8);
+    const auto kernel = [](VecDotFn dot, VecDotRowsFn rows, QuantizeActFn quantize) {
+        QuantKernel k{dot, quantize, 32, 256, sizeof(ActQ8G8)};
+        k.dot_rows = rows;
+        return k;
+    };
     switch (weight_type) {
         case SY_TYPE_Q8_0:
-            return {vec_dot_q8_0_groups,     quantize_act_g8_natural, 32, 256, g8,
-                    vec_dot_rows_q8_0_groups};
+            return kernel(vec_dot_q8_0_groups, vec_dot_rows_q8_0_groups, quantize_act_g8_natural);
         case SY_TYPE_Q4_0:
-            return {vec_dot_q4_0_groups,     quantize_act_g8_nibbles, 32, 256, g8,
-                    vec_dot_rows_q4_0_groups};
+            return kernel(vec_dot_q4_0_groups, vec_dot_rows_q4_0_groups, quantize_act_g8_nibbles);
         case SY_TYPE_IQ4_NL:
-            return {vec_dot_iq4_nl_groups,     quantize_act_g8_nibbles, 32, 256, g8,
-                    vec_dot_rows_iq4_nl_groups};
+            return kernel(vec_dot_iq4_nl_groups, vec_dot_rows_iq4_nl_groups,
+                          quantize_act_g8_nibbles);
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
