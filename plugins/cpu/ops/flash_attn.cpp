@@ -206,6 +206,17 @@ inline void score_tile(const float* const* q, const float* k, int64_t k_stride, 
         }
 }
 
+// Scores of R query rows against n keys (rows k_stride floats apart): tiles of kScoreKeys keys,
+// then single keys; out row r is out_stride floats after row r - 1.
+template <int R>
+inline void score_rows(const float* const* q, const float* k, int64_t k_stride, int64_t D,
+                       int64_t n, float* out, int64_t out_stride) {
+    int64_t j = 0;
+    for (; j + kScoreKeys <= n; j += kScoreKeys)
+        score_tile<R, kScoreKeys>(q, k + j * k_stride, k_stride, D, out + j, out_stride);
+    for (; j < n; ++j) score_tile<R, 1>(q, k + j * k_stride, k_stride, D, out + j, out_stride);
+}
+
 // o[r][0, W kLanes) = o[r] * scale[r] + sum_j p[r][j] v[j] over n keys, for R rows: each step
 // loads W value vectors and broadcasts R weights for R x W FMAs.
 template <int R, int W>
@@ -290,24 +301,10 @@ void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, i
 
         // Scores, 4 rows x kScoreKeys keys per tile.
         int64_t r = 0;
-        for (; r + 4 <= rows; r += 4) {
-            int64_t j = 0;
-            for (; j + kScoreKeys <= n; j += kScoreKeys)
-                score_tile<4, kScoreKeys>(chunk.q + r, k + j * k_stride, k_stride, D, &scores[r][j],
-                                          kKeyBlock);
-            for (; j < n; ++j)
-                score_tile<4, 1>(chunk.q + r, k + j * k_stride, k_stride, D, &scores[r][j],
-                                 kKeyBlock);
-        }
-        for (; r < rows; ++r) {
-            int64_t j = 0;
-            for (; j + kScoreKeys <= n; j += kScoreKeys)
-                score_tile<1, kScoreKeys>(chunk.q + r, k + j * k_stride, k_stride, D, &scores[r][j],
-                                          kKeyBlock);
-            for (; j < n; ++j)
-                score_tile<1, 1>(chunk.q + r, k + j * k_stride, k_stride, D, &scores[r][j],
-                                 kKeyBlock);
-        }
+        for (; r + 4 <= rows; r += 4)
+            score_rows<4>(chunk.q + r, k, k_stride, D, n, &scores[r][0], kKeyBlock);
+        for (; r < rows; ++r)
+            score_rows<1>(chunk.q + r, k, k_stride, D, n, &scores[r][0], kKeyBlock);
 
         // Online softmax: scores become weights against each row's new maximum; scale[r]
         // rescales what the row has so far. Keys past a row's limit weigh 0.
