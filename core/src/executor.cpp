@@ -1,6 +1,7 @@
 #include "switchyard/core/executor.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "switchyard/core/error.hpp"
@@ -237,8 +238,11 @@ void Executor::compute(const Graph& graph, std::span<const int32_t> order) {
     pointers.reserve(nodes_.size());
     for (const sy_node& n : nodes_) pointers.push_back(&n);
     try {
+        const auto start = std::chrono::steady_clock::now();
         plugin_.compute(device_, pointers);
         plugin_.synchronize(device_);
+        report_.backend_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } catch (const Error& e) {
         // Say which node the backend cannot run, when it tells us.
         for (size_t i = 0; i < nodes_.size(); ++i) {

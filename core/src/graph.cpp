@@ -200,12 +200,14 @@ std::string Graph::shape_signature(std::span<const int32_t> order) const {
     append_raw(sig, tensors_.size());
     for (const auto& t : tensors_) {
         append_raw(sig, static_cast<int32_t>(t->kind()));
+        append_raw(sig, t->base()->id());
+        append_raw(sig, t->is_output());
+        // A view takes its memory from its root: its shape and offset are bound per run, so the
+        // cache views of successive decode steps (one token longer each) leave the key alone.
+        if (t->base() != t.get()) continue;
         append_raw(sig, static_cast<int32_t>(t->type()));
         append_raw(sig, t->shape().ne);
         append_raw(sig, t->strides());
-        append_raw(sig, t->base()->id());
-        append_raw(sig, t->offset());
-        append_raw(sig, t->is_output());
     }
     append_raw(sig, order.size());
     for (int32_t i : order) {

@@ -577,6 +577,8 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         const auto t2 = Clock::now();
         stats_.graph_build_seconds += std::chrono::duration<double>(t1 - t0).count();
         stats_.compute_seconds += std::chrono::duration<double>(t2 - t1).count();
+        stats_.plan_bind_seconds +=
+            std::max(0.0, std::chrono::duration<double>(t2 - t1).count() - report.backend_seconds);
         stats_.graphs += 1;
         stats_.compute_buffer_bytes =
             std::max(stats_.compute_buffer_bytes, report.compute_buffer_bytes);

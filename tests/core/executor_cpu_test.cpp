@@ -183,6 +183,36 @@ TEST_F(ExecutorOnCpu, BlockMatchesNaiveComputationAndReusesThePlan) {
     EXPECT_THROW(exec.read<float>(*bg->q), Error) << "bg is not the graph run last";
 }
 
+// Decode steps read a cache view one row longer each time: the plan is reused (views are bound
+// per run) and every step still reads exactly its rows.
+TEST_F(ExecutorOnCpu, GrowingCacheViewsReuseThePlan) {
+    constexpr int64_t kRows = 4, kCapacity = 16;
+    std::vector<float> cache(kRows * kCapacity), x(kCapacity);
+    for (size_t i = 0; i < cache.size(); ++i) cache[i] = 0.01f * float(i % 37) - 0.15f;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(i) - 0.5f;
+    Executor exec(*plugin_, 0);
+    for (int64_t n_kv = 3; n_kv <= 6; ++n_kv) {
+        Graph g;
+        Tensor* c = g.input("cache", SY_TYPE_F32, {kCapacity, kRows});
+        c->set_data(cache.data());
+        Tensor* x_all = g.input("x", SY_TYPE_F32, {kCapacity, 1});
+        x_all->set_data(x.data());
+        Tensor* xs = g.view(x_all, {n_kv, 1}, {4, 4 * kCapacity}, 0);
+        Tensor* rows = g.view(c, {n_kv, kRows}, {4, 4 * kCapacity}, 0);
+        Tensor* out = g.silu(g.mul_mat(rows, xs));  // {kRows, 1} whatever n_kv is
+        g.mark_output(out);
+        EXPECT_EQ(exec.run(g).plan_reused, n_kv > 3) << "n_kv " << n_kv;
+        std::vector<float> want(kRows);
+        for (int64_t r = 0; r < kRows; ++r) {
+            double dot = 0;
+            for (int64_t j = 0; j < n_kv; ++j) dot += double(cache[r * kCapacity + j]) * x[j];
+            want[r] = float(dot / (1 + std::exp(-dot)));
+        }
+        expect_near(exec.read<float>(*out), want);
+    }
+    EXPECT_EQ(exec.cached_plans(), 1u);
+}
+
 TEST_F(ExecutorOnCpu, MissingInputDataIsNamed) {
     Graph g;
     Tensor* x = g.input("inp_embd", SY_TYPE_F32, {8});

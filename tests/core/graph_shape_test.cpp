@@ -242,5 +242,24 @@ TEST(GraphShapes, ShapeSignatureTracksShapesNotData) {
     EXPECT_NE(a.serial(), b.serial());
 }
 
+// A decode step reads one more cached row than the last: a view of an outside tensor that grows
+// leaves the signature (and so the memory plan) alone; a planned intermediate that grows does not.
+TEST(GraphShapes, ShapeSignatureIgnoresViewShapes) {
+    auto build = [](Graph& g, int64_t n_kv, bool copy) {
+        Tensor* cache = g.input("cache", SY_TYPE_F32, {64, 8});
+        Tensor* rows = g.view(cache, {n_kv, 8}, {4, 256}, 0);
+        if (copy) rows = g.cont(rows);  // a planned {n_kv, 8}
+        Tensor* x = g.input("x", SY_TYPE_F32, {64});
+        g.mark_output(g.mul_mat(rows, g.view(x, {n_kv}, {4, 256}, 0)));  // {8} whatever n_kv is
+    };
+    Graph a, b, c, d;
+    build(a, 3, false);
+    build(b, 4, false);
+    build(c, 3, true);
+    build(d, 4, true);
+    EXPECT_EQ(a.shape_signature(a.all_nodes()), b.shape_signature(b.all_nodes()));
+    EXPECT_NE(c.shape_signature(c.all_nodes()), d.shape_signature(d.all_nodes()));
+}
+
 }  // namespace
 }  // namespace sy

@@ -229,8 +229,12 @@ int run_run(const RunOptions& o) {
     std::fprintf(stderr, "weights read per generated token: %.1f MiB (%.2f GB/s at %.2f t/s)\n",
                  mib(model.weight_bytes_per_token()),
                  double(model.weight_bytes_per_token()) * tg / 1e9, tg);
-    std::fprintf(stderr, "host graph building: %.1f%% of evaluation time (%lld graphs)\n",
-                 100.0 * st.graph_build_seconds / (st.graph_build_seconds + st.compute_seconds),
+    const double eval_s = st.graph_build_seconds + st.compute_seconds;
+    std::fprintf(stderr,
+                 "host overhead: %.1f%% of evaluation time (graph building %.1f%%, planning and "
+                 "binding %.1f%%; %lld graphs)\n",
+                 100.0 * (st.graph_build_seconds + st.plan_bind_seconds) / eval_s,
+                 100.0 * st.graph_build_seconds / eval_s, 100.0 * st.plan_bind_seconds / eval_s,
                  static_cast<long long>(st.graphs));
     std::fprintf(stderr, "KV cache: %.2f MiB, compute buffer: %.2f MiB\n",
                  mib(session.cache().bytes()), mib(st.compute_buffer_bytes));

@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "switchyard/named_ops.h"
@@ -585,17 +586,20 @@ sy_status validate_node(const sy_node* node, DataChecks checks, const Backend& b
         return sdk::error(SY_ERR_UNSUPPORTED, "op id %d is not an op the %s plugin knows", node->op,
                           backend.name);
     if (node->dst == nullptr) return errors.fail("dst is NULL");
-    const std::string label = errors.label();
-    if (sy_status s = validate_tensor(node->dst, "dst", label.c_str(), checks, backend.host_memory);
-        s.code)
+    // This runs for every node of every compute call: the label and role strings are formatted
+    // only for a tensor that fails, by checking it a second time with them.
+    const auto check_tensor = [&](const sy_tensor* t, const char* role) {
+        sy_status s = validate_tensor(t, role, "", checks, backend.host_memory);
+        if (s.code) s = validate_tensor(t, role, errors.label().c_str(), checks, backend.host_memory);
         return s;
+    };
+    static constexpr const char* kSrcRoles[] = {"src0", "src1", "src2", "src3",
+                                                "src4", "src5", "src6", "src7"};
+    static_assert(std::size(kSrcRoles) >= SY_MAX_SRC);
+    if (sy_status s = check_tensor(node->dst, "dst"); s.code) return s;
     for (int i = 0; i < SY_MAX_SRC; ++i) {
         if (!node->src[i]) continue;
-        const std::string role = "src" + std::to_string(i);
-        if (sy_status s = validate_tensor(node->src[i], role.c_str(), label.c_str(), checks,
-                                          backend.host_memory);
-            s.code)
-            return s;
+        if (sy_status s = check_tensor(node->src[i], kSrcRoles[i]); s.code) return s;
     }
     if (find_capability(*node, backend.rows, backend.row_count) == nullptr)
         return errors.fail("no kernel for %s (the capability table lists what is accepted)",

@@ -140,9 +140,10 @@ class Graph {
     uint64_t serial() const { return serial_; }
     bool owns(const Tensor* t) const;
 
-    // Everything about `order` that a memory plan depends on: tensors' kinds, types, shapes,
-    // strides, view offsets, outputs, and each node's op and tensors. Equal signatures (from
-    // graphs built the same way again, e.g. every decode step) can reuse one plan.
+    // Everything about `order` that a memory plan depends on: tensors' kinds, roots and
+    // outputs, the roots' types, shapes and strides, and each node's op and tensors (not the
+    // views' shapes and offsets: a view's memory is its root's). Equal signatures (from graphs
+    // built the same way again, e.g. every decode step) can reuse one plan.
     std::string shape_signature(std::span<const int32_t> order) const;
 
   private:
