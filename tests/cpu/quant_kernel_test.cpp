@@ -194,9 +194,11 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
         // 512: whole steps of 8 blocks; 1408 (DeepSeek's expert width, 44 blocks) and 1280 (5
-        // super-blocks): whole steps and a partial one.
-        for (int64_t K : {int64_t(512), sy_dtype_info(type).block_size == 32 ? int64_t(1408)
-                                                                              : int64_t(1280)}) {
+        // super-blocks): whole steps and a partial one; 192 and 96 (6 and 3 blocks): a partial
+        // step alone, more or less than half of one.
+        for (int64_t K : sy_dtype_info(type).block_size == 32
+                             ? std::vector<int64_t>{512, 1408, 192, 96}
+                             : std::vector<int64_t>{512, 1280}) {
             const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
             const std::vector<float> w = dequantize_matrix(type, wq, K, N);
             ErrorStats stats;

@@ -77,13 +77,20 @@ inline __m512i load(const Lanes16& t) {
     return _mm512_load_si512(t.v);
 }
 
-// Runs step(g, whole) for the `groups` steps of 8 blocks of a row of `blocks`: whole is
-// std::true_type where the step's bytes all lie inside the row, so that its loads need no masks.
+// How much of a step (8 blocks) lies inside the row: all of it (loads need no masks), part of
+// it (masked loads), or at most its lower 4 blocks (masked, and the upper half is not decoded at
+// all: the tail of K = 1408, DeepSeek's expert width, and all of K = 128, its per-head key width).
+enum class Part { kWhole, kMasked, kLowHalf };
+template <Part P>
+using PartTag = std::integral_constant<Part, P>;
+
+// Runs step(g, part) for the steps of 8 blocks of a row of `blocks`, part a PartTag.
 template <typename Step>
 inline void for_each_group(int64_t blocks, Step step) {
     const int64_t whole = blocks / 8;
-    for (int64_t g = 0; g < whole; ++g) step(g, std::true_type{});
-    if (blocks % 8) step(whole, std::false_type{});
+    for (int64_t g = 0; g < whole; ++g) step(g, PartTag<Part::kWhole>{});
+    if (blocks % 8 > 4) step(whole, PartTag<Part::kMasked>{});
+    else if (blocks % 8 > 0) step(whole, PartTag<Part::kLowHalf>{});
 }
 
 // Software prefetch for R rows read side by side, kPrefetchAhead bytes ahead in all (the reason
@@ -175,11 +182,20 @@ struct Q8Step {
     __m256 dw;
 };
 
-template <bool kWhole>
+template <Part P>
 inline Q8Step q8_step(const Q8Tables& t, const uint8_t* p, int64_t left) {
+    constexpr bool kWhole = P == Part::kWhole;
     const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
-                  z2 = load64<kWhole>(p + 128, left - 128),
-                  z3 = load64<kWhole>(p + 192, left - 192),
+                  z2 = load64<kWhole>(p + 128, std::min<int64_t>(left - 128, 64));
+    if constexpr (P == Part::kLowHalf) {  // blocks 0-3: bytes [0, 136)
+        const __m128i d16 = _mm512_castsi512_si128(
+            _mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1));
+        return {{_mm512_xor_si512(_mm512_permutex2var_epi8(z0, t.qs_index[0], z1), t.flip),
+                 _mm512_xor_si512(_mm512_permutex2var_epi8(z1, t.qs_index[1], z2), t.flip),
+                 _mm512_setzero_si512(), _mm512_setzero_si512()},
+                _mm256_cvtph_ps(d16)};
+    }
+    const __m512i z3 = load64<kWhole>(p + 192, left - 192),
                   z4 = load64<false>(p + 256, std::min<int64_t>(left - 256, 16));
     const __m128i d16 = _mm512_castsi512_si128(
         _mm512_or_si512(_mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1),
@@ -192,10 +208,13 @@ inline Q8Step q8_step(const Q8Tables& t, const uint8_t* p, int64_t left) {
 }
 
 // acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
+// Part::kLowHalf skips the upper blocks, which are zero (adding their zero products would leave
+// the same bits).
+template <Part P>
 inline void q8_accumulate(const Q8Tables& t, const Q8Step& w, const ActGroup& a, __m512& acc,
                           __m256& off) {
     const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < (P == Part::kLowHalf ? 2 : 4); ++k) {
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], a.qs[k]);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(t.lane_block[k], d16x),
                               acc);
@@ -211,12 +230,13 @@ void q8_0_groups_cols(int64_t blocks, const void* w, const void* const* act, flo
     const ActQ8G8* a[C];
     for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
     ColumnSums<C> sums;
-    for_each_group(blocks, [&](int64_t g, auto whole) {
+    for_each_group(blocks, [&](int64_t g, auto part) {
+        constexpr Part P = decltype(part)::value;
         const uint8_t* p = x + 272 * g;
         i8::prefetch_ahead(p, 272);
-        const Q8Step s = q8_step<decltype(whole)::value>(t, p, row_bytes - 272 * g);
+        const Q8Step s = q8_step<P>(t, p, row_bytes - 272 * g);
         for (int c = 0; c < C; ++c)
-            q8_accumulate(t, s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
+            q8_accumulate<P>(t, s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
     });
     sums.store(128.0f, out);
 }
@@ -231,13 +251,13 @@ void q8_0_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const v
     const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
     ColumnSums<R> sums;
     RowsPrefetch<R> prefetch(x, row_stride, row_bytes);
-    for_each_group(blocks, [&](int64_t g, auto whole) {
+    for_each_group(blocks, [&](int64_t g, auto part) {
+        constexpr Part P = decltype(part)::value;
         prefetch.step(272);
         const ActGroup ag(a[g]);
         for (int r = 0; r < R; ++r) {
-            const Q8Step s = q8_step<decltype(whole)::value>(t, x + r * row_stride + 272 * g,
-                                                             row_bytes - 272 * g);
-            q8_accumulate(t, s, ag, sums.acc[r], sums.off[r]);
+            const Q8Step s = q8_step<P>(t, x + r * row_stride + 272 * g, row_bytes - 272 * g);
+            q8_accumulate<P>(t, s, ag, sums.acc[r], sums.off[r]);
         }
     });
     sums.store(128.0f, out);
@@ -268,31 +288,42 @@ struct NibbleStep {
 };
 
 // to_unsigned(nibbles) -> unsigned weights.
-template <bool kWhole, typename ToUnsigned>
+template <Part P, typename ToUnsigned>
 inline NibbleStep nibble_step(const NibbleTables& t, const uint8_t* p, int64_t left,
                               ToUnsigned to_unsigned) {
-    const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
-                  z2 = load64<false>(p + 128, std::min<int64_t>(left - 128, 16));
+    constexpr bool kWhole = P == Part::kWhole;
+    const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64);
     const __m512i q_lo = _mm512_permutex2var_epi8(z0, t.qs_index_lo, z1);
-    const __m512i q_hi = _mm512_permutex2var_epi8(z1, t.qs_index_hi, z2);
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, t.d_index, z1)));
     // Low nibbles are elements 0-15 of each block, high nibbles 16-31.
-    return {{to_unsigned(_mm512_and_si512(q_lo, t.low4)),
-             to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_lo, 4), t.low4)),
-             to_unsigned(_mm512_and_si512(q_hi, t.low4)),
+    const __m512i u0 = to_unsigned(_mm512_and_si512(q_lo, t.low4)),
+                  u1 = to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_lo, 4), t.low4));
+    if constexpr (P == Part::kLowHalf) {  // blocks 0-3: bytes [0, 72)
+        return {{u0, u1, _mm512_setzero_si512(), _mm512_setzero_si512()}, dw};
+    }
+    const __m512i z2 = load64<false>(p + 128, std::min<int64_t>(left - 128, 16));
+    const __m512i q_hi = _mm512_permutex2var_epi8(z1, t.qs_index_hi, z2);
+    return {{u0, u1, to_unsigned(_mm512_and_si512(q_hi, t.low4)),
              to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_hi, 4), t.low4))},
-            _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, t.d_index, z1)))};
+            dw};
 }
 
 // acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
+// Part::kLowHalf skips the upper blocks (as q8_accumulate).
+template <Part P>
 inline void nibble_accumulate(const NibbleTables& t, const NibbleStep& w, const ActGroup& a,
                               __m512& acc, __m256& off) {
     const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
     __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], a.qs[0]);
     dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], a.qs[1]);
-    __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
-    dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(t.lane_lo, d16x), acc);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(t.lane_hi, d16x), acc);
+    if constexpr (P != Part::kLowHalf) {
+        __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
+        dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(t.lane_hi, d16x),
+                              acc);
+    }
     off = _mm256_fmadd_ps(w.dw, a.s, off);
 }
 
@@ -307,13 +338,13 @@ inline void nibble_groups(int64_t blocks, const void* w, const void* const* act,
     const ActQ8G8* a[C];
     for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
     ColumnSums<C> sums;
-    for_each_group(blocks, [&](int64_t g, auto whole) {
+    for_each_group(blocks, [&](int64_t g, auto part) {
+        constexpr Part P = decltype(part)::value;
         const uint8_t* p = x + 144 * g;
         i8::prefetch_ahead(p, 144);
-        const NibbleStep s =
-            nibble_step<decltype(whole)::value>(t, p, row_bytes - 144 * g, to_unsigned);
+        const NibbleStep s = nibble_step<P>(t, p, row_bytes - 144 * g, to_unsigned);
         for (int c = 0; c < C; ++c)
-            nibble_accumulate(t, s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
+            nibble_accumulate<P>(t, s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
     });
     sums.store(offset, out);
 }
@@ -329,14 +360,14 @@ inline void nibble_groups_rows(int64_t blocks, const void* w, int64_t row_stride
     const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
     ColumnSums<R> sums;  // here one accumulator per weight row
     RowsPrefetch<R> prefetch(x, row_stride, row_bytes);
-    for_each_group(blocks, [&](int64_t g, auto whole) {
+    for_each_group(blocks, [&](int64_t g, auto part) {
+        constexpr Part P = decltype(part)::value;
         prefetch.step(144);
         const ActGroup ag(a[g]);
         for (int r = 0; r < R; ++r) {
             const uint8_t* p = x + r * row_stride + 144 * g;
-            const NibbleStep s =
-                nibble_step<decltype(whole)::value>(t, p, row_bytes - 144 * g, to_unsigned);
-            nibble_accumulate(t, s, ag, sums.acc[r], sums.off[r]);
+            const NibbleStep s = nibble_step<P>(t, p, row_bytes - 144 * g, to_unsigned);
+            nibble_accumulate<P>(t, s, ag, sums.acc[r], sums.off[r]);
         }
     });
     sums.store(offset, out);
