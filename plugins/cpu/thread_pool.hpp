@@ -57,10 +57,11 @@ class ThreadPool {
         });
     }
 
-    // How long an idle thread spins before it sleeps: longer than the host's work between two
-    // decode steps (sampling, building and binding the next graph: 0.15-0.25 ms on the mini
-    // model), so that the first job of a token does not wait for a sleeping worker (that cost
-    // the first GEMV of a token 60-80 us with 0.2 ms).
+    // How long an idle thread spins before it sleeps: on the mini model longer than the host's
+    // work between two decode steps (sampling, building and binding the next graph: 0.15-0.25
+    // ms), so that the first job of a token does not wait for a sleeping worker (that cost the
+    // first GEMV of a token 60-80 us with 0.2 ms). Not measured on a full-size model, whose
+    // graphs take longer to build.
     static constexpr std::chrono::microseconds kSpin{1000};
 
   private:

@@ -183,11 +183,12 @@ TEST_F(ExecutorOnCpu, BlockMatchesNaiveComputationAndReusesThePlan) {
     EXPECT_THROW(exec.read<float>(*bg->q), Error) << "bg is not the graph run last";
 }
 
-// Decode steps read a cache view one row longer each time: the plan is reused (views are bound
-// per run) and every step still reads exactly its rows.
+// Decode steps read a cache view one row longer each time and write their row at a new offset:
+// the plan is reused (views are bound per run, whatever their shape and offset, of outside and
+// of planned tensors alike) and every step still reads and writes exactly its rows.
 TEST_F(ExecutorOnCpu, GrowingCacheViewsReuseThePlan) {
     constexpr int64_t kRows = 4, kCapacity = 16;
-    std::vector<float> cache(kRows * kCapacity), x(kCapacity);
+    std::vector<float> cache(kRows * kCapacity), x(kCapacity), written(kRows * kCapacity, 0.0f);
     for (size_t i = 0; i < cache.size(); ++i) cache[i] = 0.01f * float(i % 37) - 0.15f;
     for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(i) - 0.5f;
     Executor exec(*plugin_, 0);
@@ -197,10 +198,17 @@ TEST_F(ExecutorOnCpu, GrowingCacheViewsReuseThePlan) {
         c->set_data(cache.data());
         Tensor* x_all = g.input("x", SY_TYPE_F32, {kCapacity, 1});
         x_all->set_data(x.data());
+        Tensor* log = g.input("written", SY_TYPE_F32, {kRows * kCapacity});
+        log->set_data(written.data());
         Tensor* xs = g.view(x_all, {n_kv, 1}, {4, 4 * kCapacity}, 0);
         Tensor* rows = g.view(c, {n_kv, kRows}, {4, 4 * kCapacity}, 0);
         Tensor* out = g.silu(g.mul_mat(rows, xs));  // {kRows, 1} whatever n_kv is
         g.mark_output(out);
+        // This step's row of `written`, and one element of the planned `out`, both at offsets
+        // that move with the step.
+        g.cpy(out, g.view(log, {kRows}, {4, 4 * kRows}, uint64_t(n_kv * kRows * 4)));
+        Tensor* picked = g.cont(g.view(out, {1}, {4, 4}, uint64_t(n_kv % kRows) * 4));
+        g.mark_output(picked);
         EXPECT_EQ(exec.run(g).plan_reused, n_kv > 3) << "n_kv " << n_kv;
         std::vector<float> want(kRows);
         for (int64_t r = 0; r < kRows; ++r) {
@@ -209,7 +217,14 @@ TEST_F(ExecutorOnCpu, GrowingCacheViewsReuseThePlan) {
             want[r] = float(dot / (1 + std::exp(-dot)));
         }
         expect_near(exec.read<float>(*out), want);
+        expect_near(exec.read<float>(*picked), {want[size_t(n_kv % kRows)]});
+        expect_near(std::vector<float>(written.begin() + n_kv * kRows,
+                                       written.begin() + (n_kv + 1) * kRows),
+                    want);
     }
+    for (int64_t i = 0; i < 3 * kRows; ++i) EXPECT_EQ(written[size_t(i)], 0.0f) << i;
+    for (int64_t i = 7 * kRows; i < kRows * kCapacity; ++i)
+        EXPECT_EQ(written[size_t(i)], 0.0f) << i;
     EXPECT_EQ(exec.cached_plans(), 1u);
 }
 

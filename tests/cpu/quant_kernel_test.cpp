@@ -186,6 +186,16 @@ struct ErrorStats {
     double relative() const { return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2); }
 };
 
+// Row lengths for a weight type. 32-element blocks (8 per step of the AVX-512 group kernels,
+// which take K >= 256): 512 whole steps; 448 (14 blocks) a masked partial step of 6; 1408
+// (DeepSeek's expert width, 44 blocks) and 288 (9) a step of 4 and of 1 (lower half only);
+// 4096: rows over 2 KiB, whose 4-row GEMV prefetch runs a stream per row. Super-block types:
+// 512 and 1280 (5 super-blocks).
+std::vector<int64_t> row_lengths(int32_t type) {
+    if (sy_dtype_info(type).block_size == 32) return {512, 448, 1408, 288, 4096};
+    return {512, 1280};
+}
+
 TEST(QuantKernels, MulMatMatchesDequantizedReference) {
     ASSERT_FALSE(cpu_plugins().empty());
     std::mt19937 rng(1234);
@@ -193,42 +203,38 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
-        // 512: whole steps of 8 blocks; 1408 (DeepSeek's expert width, 44 blocks) and 1280 (5
-        // super-blocks): whole steps and a partial one; 192 and 96 (6 and 3 blocks): a partial
-        // step alone, more or less than half of one.
-        for (int64_t K : sy_dtype_info(type).block_size == 32
-                             ? std::vector<int64_t>{512, 1408, 192, 96}
-                             : std::vector<int64_t>{512, 1280}) {
-            const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
-            const std::vector<float> w = dequantize_matrix(type, wq, K, N);
-            ErrorStats stats;
-            for (int64_t M : {1, 3, 17}) {
-                const std::vector<float> x = random_floats(K * M, rng);
-                std::vector<float> out(size_t(N * M), NAN);
-                sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, (void*)wq.data(), "w");
-                sy_tensor b = sy::sdk::make_tensor(SY_TYPE_F32, K, M, 1, 1, (void*)x.data(), "x");
-                sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, N, M, 1, 1, out.data(), "y");
-                const sy_node node = make_node(SY_OP_MUL_MAT, &d, {&a, &b});
-                int32_t supported = 0;
-                ASSERT_EQ(api.supports(api.ctx, 0, &node, &supported).code, SY_OK);
-                ASSERT_EQ(supported, 1) << cpu.variant << " " << sy_dtype_info(type).name;
-                const sy_status st = run(api, node);
-                ASSERT_EQ(st.code, SY_OK) << (st.message ? st.message : "");
-                for (int64_t m = 0; m < M; ++m)
-                    for (int64_t n = 0; n < N; ++n) {
-                        const Expected e =
-                            reference_dot(&w[size_t(n * K)], &x[size_t(m * K)], K, act_block(type));
-                        const double got = out[size_t(m * N + n)];
-                        stats.add(got, e.value);
-                        ASSERT_NEAR(got, e.value, e.bound)
-                            << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
-                            << " M=" << M << " row " << n << " col " << m;
-                    }
+            for (int64_t K : row_lengths(type)) {
+                const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
+                const std::vector<float> w = dequantize_matrix(type, wq, K, N);
+                ErrorStats stats;
+                for (int64_t M : {1, 3, 17}) {
+                    const std::vector<float> x = random_floats(K * M, rng);
+                    std::vector<float> out(size_t(N * M), NAN);
+                    sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, (void*)wq.data(), "w");
+                    sy_tensor b =
+                        sy::sdk::make_tensor(SY_TYPE_F32, K, M, 1, 1, (void*)x.data(), "x");
+                    sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, N, M, 1, 1, out.data(), "y");
+                    const sy_node node = make_node(SY_OP_MUL_MAT, &d, {&a, &b});
+                    int32_t supported = 0;
+                    ASSERT_EQ(api.supports(api.ctx, 0, &node, &supported).code, SY_OK);
+                    ASSERT_EQ(supported, 1) << cpu.variant << " " << sy_dtype_info(type).name;
+                    const sy_status st = run(api, node);
+                    ASSERT_EQ(st.code, SY_OK) << (st.message ? st.message : "");
+                    for (int64_t m = 0; m < M; ++m)
+                        for (int64_t n = 0; n < N; ++n) {
+                            const Expected e = reference_dot(&w[size_t(n * K)], &x[size_t(m * K)],
+                                                             K, act_block(type));
+                            const double got = out[size_t(m * N + n)];
+                            stats.add(got, e.value);
+                            ASSERT_NEAR(got, e.value, e.bound)
+                                << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
+                                << " M=" << M << " row " << n << " col " << m;
+                        }
+                }
+                std::printf("[ info ] %-8s %-7s K %-5lld mul_mat relative RMS error %.2e\n",
+                            cpu.variant.c_str(), sy_dtype_info(type).name, (long long)K,
+                            stats.relative());
             }
-            std::printf("[ info ] %-8s %-7s K %-5lld mul_mat relative RMS error %.2e\n",
-                        cpu.variant.c_str(), sy_dtype_info(type).name, (long long)K,
-                        stats.relative());
-        }
     }
 }
 
@@ -242,9 +248,7 @@ TEST(QuantKernels, GemvMatchesTwoColumnProductBitForBit) {
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
-            // 512: whole steps only; 1408 (44 blocks) and 1280 (5 super-blocks): a partial step.
-            for (int64_t K : {int64_t(512), sy_dtype_info(type).block_size == 32 ? int64_t(1408)
-                                                                                 : int64_t(1280)})
+            for (int64_t K : row_lengths(type))
                 for (int64_t N : {6, 37, 39}) {
                     // Padding of 0xFF (an f16 NaN wherever a scale would be read): a read past a
                     // row's end shows. The buffer ends with the last row, for the sanitizers.

@@ -231,8 +231,9 @@ int run_run(const RunOptions& o) {
                  double(model.weight_bytes_per_token()) * tg / 1e9, tg);
     const double eval_s = st.graph_build_seconds + st.compute_seconds;
     std::fprintf(stderr,
-                 "host overhead: %.1f%% of evaluation time (graph building %.1f%%, planning and "
-                 "binding %.1f%%; %lld graphs)\n",
+                 "host overhead: %.1f%% of evaluation time (graph building %.1f%%, planning, "
+                 "binding and staging %.1f%%; %lld graphs; the backend's own checks count as "
+                 "compute)\n",
                  100.0 * (st.graph_build_seconds + st.plan_bind_seconds) / eval_s,
                  100.0 * st.graph_build_seconds / eval_s, 100.0 * st.plan_bind_seconds / eval_s,
                  static_cast<long long>(st.graphs));

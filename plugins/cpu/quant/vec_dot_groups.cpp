@@ -22,6 +22,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cassert>
 #include <type_traits>
 
 #include "quant/column_sums512.hpp"
@@ -79,7 +80,7 @@ inline __m512i load(const Lanes16& t) {
 
 // How much of a step (8 blocks) lies inside the row: all of it (loads need no masks), part of
 // it (masked loads), or at most its lower 4 blocks (masked, and the upper half is not decoded at
-// all: the tail of K = 1408, DeepSeek's expert width, and all of K = 128, its per-head key width).
+// all: the tail of K = 1408, DeepSeek's expert width).
 enum class Part { kWhole, kMasked, kLowHalf };
 template <Part P>
 using PartTag = std::integral_constant<Part, P>;
@@ -89,8 +90,10 @@ template <typename Step>
 inline void for_each_group(int64_t blocks, Step step) {
     const int64_t whole = blocks / 8;
     for (int64_t g = 0; g < whole; ++g) step(g, PartTag<Part::kWhole>{});
-    if (blocks % 8 > 4) step(whole, PartTag<Part::kMasked>{});
-    else if (blocks % 8 > 0) step(whole, PartTag<Part::kLowHalf>{});
+    if (blocks % 8 > 4)
+        step(whole, PartTag<Part::kMasked>{});
+    else if (blocks % 8 > 0)
+        step(whole, PartTag<Part::kLowHalf>{});
 }
 
 // Software prefetch for R rows read side by side, kPrefetchAhead bytes ahead in all (the reason
@@ -105,8 +108,11 @@ template <int R>
 class RowsPrefetch {
   public:
     RowsPrefetch(const uint8_t* x, int64_t row_stride, int64_t row_bytes)
-        : at_(x), stride_(row_stride), row_bytes_(row_bytes),
+        : at_(x),
+          stride_(row_stride),
+          row_bytes_(row_bytes),
           sweep_(R * row_stride <= i8::kPrefetchAhead) {
+        assert(row_bytes > 0);  // K >= 256 here (quant_kernel)
         if (sweep_) {
             at_ += i8::kPrefetchAhead;
         } else {
@@ -116,22 +122,29 @@ class RowsPrefetch {
     // Prefetches what the next `bytes` of each row need, then moves on.
     void step(int64_t bytes) {
         if (sweep_) {
-            for (int64_t o = 0; o < R * bytes; o += 64) __builtin_prefetch(at_ + o, 0, 3);
+            fetch(at_, R * bytes);
             at_ += R * bytes;
             return;
         }
-        for (int r = 0; r < R; ++r)
-            for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(at_ + r * stride_ + o, 0, 3);
+        // A stream that reaches its row's end goes on at the start of row r + R.
+        const int64_t here = std::min(bytes, row_bytes_ - offset_);
+        for (int r = 0; r < R; ++r) {
+            fetch(at_ + r * stride_, here);
+            if (here < bytes) fetch(at_ + r * stride_ + (R * stride_ - offset_), bytes - here);
+        }
         advance(bytes);
     }
 
   private:
+    static void fetch(const uint8_t* p, int64_t bytes) {
+        for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+    }
     void advance(int64_t bytes) {
         at_ += bytes;
         offset_ += bytes;
         for (; offset_ >= row_bytes_; offset_ -= row_bytes_) at_ += R * stride_ - row_bytes_;
     }
-    const uint8_t* at_;  // the sweep, or row 0's stream (row r's is r * stride_ further)
+    const uint8_t* at_;   // the sweep, or row 0's stream (row r's is r * stride_ further)
     int64_t offset_ = 0;  // the streams' offset inside their rows
     const int64_t stride_, row_bytes_;
     const bool sweep_;
@@ -188,8 +201,8 @@ inline Q8Step q8_step(const Q8Tables& t, const uint8_t* p, int64_t left) {
     const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
                   z2 = load64<kWhole>(p + 128, std::min<int64_t>(left - 128, 64));
     if constexpr (P == Part::kLowHalf) {  // blocks 0-3: bytes [0, 136)
-        const __m128i d16 = _mm512_castsi512_si128(
-            _mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1));
+        const __m128i d16 =
+            _mm512_castsi512_si128(_mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1));
         return {{_mm512_xor_si512(_mm512_permutex2var_epi8(z0, t.qs_index[0], z1), t.flip),
                  _mm512_xor_si512(_mm512_permutex2var_epi8(z1, t.qs_index[1], z2), t.flip),
                  _mm512_setzero_si512(), _mm512_setzero_si512()},

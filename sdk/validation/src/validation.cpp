@@ -590,7 +590,8 @@ sy_status validate_node(const sy_node* node, DataChecks checks, const Backend& b
     // only for a tensor that fails, by checking it a second time with them.
     const auto check_tensor = [&](const sy_tensor* t, const char* role) {
         sy_status s = validate_tensor(t, role, "", checks, backend.host_memory);
-        if (s.code) s = validate_tensor(t, role, errors.label().c_str(), checks, backend.host_memory);
+        if (s.code)
+            s = validate_tensor(t, role, errors.label().c_str(), checks, backend.host_memory);
         return s;
     };
     static constexpr const char* kSrcRoles[] = {"src0", "src1", "src2", "src3",

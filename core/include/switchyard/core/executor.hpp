@@ -32,8 +32,9 @@ struct RunReport {
     uint64_t naive_bytes = 0;           // what it would need without reuse
     uint64_t staged_bytes = 0;          // weight and input bytes uploaded by this run
     size_t nodes = 0;
-    double backend_seconds = 0;  // inside the plugin's compute and synchronize calls; the rest of
-                                 // run() is the host's planning, binding and staging
+    double backend_seconds = 0;  // inside the plugin's compute and synchronize calls (its own
+                                 // node checks included); the rest of run() is the host's:
+                                 // planning, source checks, buffer growth, binding, staging
 };
 
 // Throws Error naming the first node of `graph` that the plugin's device does not support

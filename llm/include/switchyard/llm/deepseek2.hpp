@@ -208,7 +208,7 @@ struct EvalStats {
     uint64_t compute_buffer_bytes = 0;  // largest compute buffer of the session so far
     double graph_build_seconds = 0;     // building graphs (host overhead)
     double plan_bind_seconds = 0;       // executor runs outside the backend: planning, binding,
-                                        // staging (host overhead)
+                                        // staging, buffer growth (host overhead)
     double compute_seconds = 0;         // executor runs, the backend's compute included
     int64_t graphs = 0;
 };
