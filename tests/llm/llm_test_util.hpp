@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,9 +18,12 @@ class ScratchDir {
   public:
     ScratchDir() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ =
-            std::filesystem::temp_directory_path() / ("sy-llm-" + std::to_string(getpid()) + "-" +
-                                                      info->test_suite_name() + "-" + info->name());
+        // Parameterized tests have '/' in their names ("Modes/Deepseek2Reference"): one folder,
+        // not a nest whose outer levels would outlive it.
+        std::string name = std::string("sy-llm-") + std::to_string(getpid()) + "-" +
+                           info->test_suite_name() + "-" + info->name();
+        std::replace(name.begin(), name.end(), '/', '_');
+        path_ = std::filesystem::temp_directory_path() / name;
         std::filesystem::remove_all(path_);
         std::filesystem::create_directories(path_);
     }
