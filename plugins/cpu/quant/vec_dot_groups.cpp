@@ -162,6 +162,52 @@ struct ActGroup {
           s(_mm256_loadu_ps(ag.s)) {}
 };
 
+// The two forms over a codec (Q8Codec, NibbleCodec: kStepBytes per 8 blocks, step<P>() decodes
+// one, accumulate<P>() adds one decoded step against an activation group): one weight row
+// against C activation rows, and R weight rows (row_stride bytes apart) against one activation
+// row, whose step activation vectors and per-call setup then serve all R rows (GEMV has no other
+// columns to share them). Both apply the same operations in the same order per output.
+template <int C, typename Codec>
+inline void groups_cols(const Codec& k, int64_t blocks, const void* w, const void* const* act,
+                        float* out) {
+    constexpr int64_t S = Codec::kStepBytes;
+    const uint8_t* x = static_cast<const uint8_t*>(w);
+    const int64_t row_bytes = blocks * (S / 8);
+    const ActQ8G8* a[C];
+    for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
+    ColumnSums<C> sums;
+    for_each_group(blocks, [&](int64_t g, auto part) {
+        constexpr Part P = decltype(part)::value;
+        const uint8_t* p = x + S * g;
+        i8::prefetch_ahead(p, S);
+        const auto s = k.template step<P>(p, row_bytes - S * g);
+        for (int c = 0; c < C; ++c)
+            k.template accumulate<P>(s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
+    });
+    sums.store(k.offset, out);
+}
+
+template <int R, typename Codec>
+inline void groups_rows(const Codec& k, int64_t blocks, const void* w, int64_t row_stride,
+                        const void* act, float* out) {
+    constexpr int64_t S = Codec::kStepBytes;
+    const uint8_t* x = static_cast<const uint8_t*>(w);
+    const int64_t row_bytes = blocks * (S / 8);
+    const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
+    ColumnSums<R> sums;  // here one accumulator per weight row
+    RowsPrefetch<R> prefetch(x, row_stride, row_bytes);
+    for_each_group(blocks, [&](int64_t g, auto part) {
+        constexpr Part P = decltype(part)::value;
+        prefetch.step(S);
+        const ActGroup ag(a[g]);
+        for (int r = 0; r < R; ++r) {
+            const auto s = k.template step<P>(x + r * row_stride + S * g, row_bytes - S * g);
+            k.template accumulate<P>(s, ag, sums.acc[r], sums.off[r]);
+        }
+    });
+    sums.store(k.offset, out);
+}
+
 // ---- Q8_0: 34-byte blocks, 272 bytes per step -------------------------------------------------
 
 // qs of blocks 2k, 2k+1 from bytes [64k, 64k + 128): block 2k starts at 2 + 68k - 64k.
@@ -195,85 +241,61 @@ struct Q8Step {
     __m256 dw;
 };
 
-template <Part P>
-inline Q8Step q8_step(const Q8Tables& t, const uint8_t* p, int64_t left) {
-    constexpr bool kWhole = P == Part::kWhole;
-    const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
-                  z2 = load64<kWhole>(p + 128, std::min<int64_t>(left - 128, 64));
-    if constexpr (P == Part::kLowHalf) {  // blocks 0-3: bytes [0, 136)
-        const __m128i d16 =
-            _mm512_castsi512_si128(_mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1));
+// Q8_0's step decoder and accumulator, for the drivers groups_cols / groups_rows below.
+struct Q8Codec {
+    static constexpr int64_t kStepBytes = 272;
+    Q8Tables t;
+    float offset = 128.0f;  // what the unsigned weights exceed the true values by
+
+    template <Part P>
+    Q8Step step(const uint8_t* p, int64_t left) const {
+        constexpr bool kWhole = P == Part::kWhole;
+        const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64),
+                      z2 = load64<kWhole>(p + 128, std::min<int64_t>(left - 128, 64));
+        if constexpr (P == Part::kLowHalf) {  // blocks 0-3: bytes [0, 136)
+            const __m128i d16 = _mm512_castsi512_si128(
+                _mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1));
+            return {{_mm512_xor_si512(_mm512_permutex2var_epi8(z0, t.qs_index[0], z1), t.flip),
+                     _mm512_xor_si512(_mm512_permutex2var_epi8(z1, t.qs_index[1], z2), t.flip),
+                     _mm512_setzero_si512(), _mm512_setzero_si512()},
+                    _mm256_cvtph_ps(d16)};
+        }
+        const __m512i z3 = load64<kWhole>(p + 192, left - 192),
+                      z4 = load64<false>(p + 256, std::min<int64_t>(left - 256, 16));
+        const __m128i d16 = _mm512_castsi512_si128(
+            _mm512_or_si512(_mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1),
+                            _mm512_maskz_permutex2var_epi8(0xFF00, z2, t.d_index_hi, z3)));
         return {{_mm512_xor_si512(_mm512_permutex2var_epi8(z0, t.qs_index[0], z1), t.flip),
                  _mm512_xor_si512(_mm512_permutex2var_epi8(z1, t.qs_index[1], z2), t.flip),
-                 _mm512_setzero_si512(), _mm512_setzero_si512()},
+                 _mm512_xor_si512(_mm512_permutex2var_epi8(z2, t.qs_index[2], z3), t.flip),
+                 _mm512_xor_si512(_mm512_permutex2var_epi8(z3, t.qs_index[3], z4), t.flip)},
                 _mm256_cvtph_ps(d16)};
     }
-    const __m512i z3 = load64<kWhole>(p + 192, left - 192),
-                  z4 = load64<false>(p + 256, std::min<int64_t>(left - 256, 16));
-    const __m128i d16 = _mm512_castsi512_si128(
-        _mm512_or_si512(_mm512_maskz_permutex2var_epi8(0x00FF, z0, t.d_index_lo, z1),
-                        _mm512_maskz_permutex2var_epi8(0xFF00, z2, t.d_index_hi, z3)));
-    return {{_mm512_xor_si512(_mm512_permutex2var_epi8(z0, t.qs_index[0], z1), t.flip),
-             _mm512_xor_si512(_mm512_permutex2var_epi8(z1, t.qs_index[1], z2), t.flip),
-             _mm512_xor_si512(_mm512_permutex2var_epi8(z2, t.qs_index[2], z3), t.flip),
-             _mm512_xor_si512(_mm512_permutex2var_epi8(z3, t.qs_index[3], z4), t.flip)},
-            _mm256_cvtph_ps(d16)};
-}
 
-// acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
-// Part::kLowHalf skips the upper blocks, which are zero (adding their zero products would leave
-// the same bits).
-template <Part P>
-inline void q8_accumulate(const Q8Tables& t, const Q8Step& w, const ActGroup& a, __m512& acc,
-                          __m256& off) {
-    const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
-    for (int k = 0; k < (P == Part::kLowHalf ? 2 : 4); ++k) {
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], a.qs[k]);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(t.lane_block[k], d16x),
-                              acc);
+    // acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
+    // Part::kLowHalf skips the upper blocks, which are zero (adding their zero products would leave
+    // the same bits).
+    template <Part P>
+    void accumulate(const Q8Step& w, const ActGroup& a, __m512& acc, __m256& off) const {
+        const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
+        for (int k = 0; k < (P == Part::kLowHalf ? 2 : 4); ++k) {
+            const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], a.qs[k]);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                                  _mm512_permutexvar_ps(t.lane_block[k], d16x), acc);
+        }
+        off = _mm256_fmadd_ps(w.dw, a.s, off);
     }
-    off = _mm256_fmadd_ps(w.dw, a.s, off);
-}
+};
 
 template <int C>
 void q8_0_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    const uint8_t* x = static_cast<const uint8_t*>(w);
-    const int64_t row_bytes = blocks * int64_t(sizeof(sy_block_q8_0));
-    const Q8Tables t;
-    const ActQ8G8* a[C];
-    for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
-    ColumnSums<C> sums;
-    for_each_group(blocks, [&](int64_t g, auto part) {
-        constexpr Part P = decltype(part)::value;
-        const uint8_t* p = x + 272 * g;
-        i8::prefetch_ahead(p, 272);
-        const Q8Step s = q8_step<P>(t, p, row_bytes - 272 * g);
-        for (int c = 0; c < C; ++c)
-            q8_accumulate<P>(t, s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
-    });
-    sums.store(128.0f, out);
+    groups_cols<C>(Q8Codec{}, blocks, w, act, out);
 }
 
-// R rows against one activation row (as nibble_groups_rows).
 template <int R>
 void q8_0_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
                       float* out) {
-    const uint8_t* x = static_cast<const uint8_t*>(w);
-    const int64_t row_bytes = blocks * int64_t(sizeof(sy_block_q8_0));
-    const Q8Tables t;
-    const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
-    ColumnSums<R> sums;
-    RowsPrefetch<R> prefetch(x, row_stride, row_bytes);
-    for_each_group(blocks, [&](int64_t g, auto part) {
-        constexpr Part P = decltype(part)::value;
-        prefetch.step(272);
-        const ActGroup ag(a[g]);
-        for (int r = 0; r < R; ++r) {
-            const Q8Step s = q8_step<P>(t, x + r * row_stride + 272 * g, row_bytes - 272 * g);
-            q8_accumulate<P>(t, s, ag, sums.acc[r], sums.off[r]);
-        }
-    });
-    sums.store(128.0f, out);
+    groups_rows<R>(Q8Codec{}, blocks, w, row_stride, act, out);
 }
 
 // ---- Q4_0 and IQ4_NL: 18-byte blocks, 144 bytes per step ----------------------------------------
@@ -300,127 +322,92 @@ struct NibbleStep {
     __m256 dw;
 };
 
-// to_unsigned(nibbles) -> unsigned weights.
-template <Part P, typename ToUnsigned>
-inline NibbleStep nibble_step(const NibbleTables& t, const uint8_t* p, int64_t left,
-                              ToUnsigned to_unsigned) {
-    constexpr bool kWhole = P == Part::kWhole;
-    const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64);
-    const __m512i q_lo = _mm512_permutex2var_epi8(z0, t.qs_index_lo, z1);
-    const __m256 dw =
-        _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, t.d_index, z1)));
-    // Low nibbles are elements 0-15 of each block, high nibbles 16-31.
-    const __m512i u0 = to_unsigned(_mm512_and_si512(q_lo, t.low4)),
-                  u1 = to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_lo, 4), t.low4));
-    if constexpr (P == Part::kLowHalf) {  // blocks 0-3: bytes [0, 72)
-        return {{u0, u1, _mm512_setzero_si512(), _mm512_setzero_si512()}, dw};
-    }
-    const __m512i z2 = load64<false>(p + 128, std::min<int64_t>(left - 128, 16));
-    const __m512i q_hi = _mm512_permutex2var_epi8(z1, t.qs_index_hi, z2);
-    return {{u0, u1, to_unsigned(_mm512_and_si512(q_hi, t.low4)),
-             to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_hi, 4), t.low4))},
-            dw};
-}
+// The step decoder and accumulator of the nibble types, for groups_cols / groups_rows.
+template <typename ToUnsigned>
+struct NibbleCodec {
+    static constexpr int64_t kStepBytes = 144;
+    NibbleTables t;
+    ToUnsigned to_unsigned;  // nibbles -> unsigned weights
+    float offset;            // what the unsigned weights exceed the true values by
 
-// acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
-// Part::kLowHalf skips the upper blocks (as q8_accumulate).
-template <Part P>
-inline void nibble_accumulate(const NibbleTables& t, const NibbleStep& w, const ActGroup& a,
-                              __m512& acc, __m256& off) {
-    const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
-    __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], a.qs[0]);
-    dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], a.qs[1]);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(t.lane_lo, d16x), acc);
-    if constexpr (P != Part::kLowHalf) {
-        __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
-        dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(t.lane_hi, d16x),
-                              acc);
-    }
-    off = _mm256_fmadd_ps(w.dw, a.s, off);
-}
-
-// One weight row against C activation rows; `offset` is what the unsigned weights exceed the
-// true values by.
-template <int C, typename ToUnsigned>
-inline void nibble_groups(int64_t blocks, const void* w, const void* const* act, float* out,
-                          ToUnsigned to_unsigned, float offset) {
-    const uint8_t* x = static_cast<const uint8_t*>(w);
-    const int64_t row_bytes = blocks * 18;
-    const NibbleTables t;
-    const ActQ8G8* a[C];
-    for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8G8*>(act[c]);
-    ColumnSums<C> sums;
-    for_each_group(blocks, [&](int64_t g, auto part) {
-        constexpr Part P = decltype(part)::value;
-        const uint8_t* p = x + 144 * g;
-        i8::prefetch_ahead(p, 144);
-        const NibbleStep s = nibble_step<P>(t, p, row_bytes - 144 * g, to_unsigned);
-        for (int c = 0; c < C; ++c)
-            nibble_accumulate<P>(t, s, ActGroup(a[c][g]), sums.acc[c], sums.off[c]);
-    });
-    sums.store(offset, out);
-}
-
-// R weight rows (row_stride bytes apart) against one activation row: each step's activation
-// vectors and the per-call setup serve all R rows (GEMV has no other columns to share them).
-template <int R, typename ToUnsigned>
-inline void nibble_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
-                               float* out, ToUnsigned to_unsigned, float offset) {
-    const uint8_t* x = static_cast<const uint8_t*>(w);
-    const int64_t row_bytes = blocks * 18;
-    const NibbleTables t;
-    const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
-    ColumnSums<R> sums;  // here one accumulator per weight row
-    RowsPrefetch<R> prefetch(x, row_stride, row_bytes);
-    for_each_group(blocks, [&](int64_t g, auto part) {
-        constexpr Part P = decltype(part)::value;
-        prefetch.step(144);
-        const ActGroup ag(a[g]);
-        for (int r = 0; r < R; ++r) {
-            const uint8_t* p = x + r * row_stride + 144 * g;
-            const NibbleStep s = nibble_step<P>(t, p, row_bytes - 144 * g, to_unsigned);
-            nibble_accumulate<P>(t, s, ag, sums.acc[r], sums.off[r]);
+    template <Part P>
+    NibbleStep step(const uint8_t* p, int64_t left) const {
+        constexpr bool kWhole = P == Part::kWhole;
+        const __m512i z0 = load64<kWhole>(p, left), z1 = load64<kWhole>(p + 64, left - 64);
+        const __m512i q_lo = _mm512_permutex2var_epi8(z0, t.qs_index_lo, z1);
+        const __m256 dw =
+            _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, t.d_index, z1)));
+        // Low nibbles are elements 0-15 of each block, high nibbles 16-31.
+        const __m512i u0 = to_unsigned(_mm512_and_si512(q_lo, t.low4)),
+                      u1 = to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_lo, 4), t.low4));
+        if constexpr (P == Part::kLowHalf) {  // blocks 0-3: bytes [0, 72)
+            return {{u0, u1, _mm512_setzero_si512(), _mm512_setzero_si512()}, dw};
         }
-    });
-    sums.store(offset, out);
+        const __m512i z2 = load64<false>(p + 128, std::min<int64_t>(left - 128, 16));
+        const __m512i q_hi = _mm512_permutex2var_epi8(z1, t.qs_index_hi, z2);
+        return {{u0, u1, to_unsigned(_mm512_and_si512(q_hi, t.low4)),
+                 to_unsigned(_mm512_and_si512(_mm512_srli_epi16(q_hi, 4), t.low4))},
+                dw};
+    }
+
+    // acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
+    // Part::kLowHalf skips the upper blocks (as Q8Codec's).
+    template <Part P>
+    void accumulate(const NibbleStep& w, const ActGroup& a, __m512& acc, __m256& off) const {
+        const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
+        __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], a.qs[0]);
+        dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], a.qs[1]);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(t.lane_lo, d16x),
+                              acc);
+        if constexpr (P != Part::kLowHalf) {
+            __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
+            dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi),
+                                  _mm512_permutexvar_ps(t.lane_hi, d16x), acc);
+        }
+        off = _mm256_fmadd_ps(w.dw, a.s, off);
+    }
+};
+
+template <typename ToUnsigned>
+NibbleCodec<ToUnsigned> nibble_codec(ToUnsigned to_unsigned, float offset) {
+    return {NibbleTables{}, to_unsigned, offset};
 }
 
-constexpr auto kQ4Unsigned = [](__m512i q) { return q; };
+// Q4_0's nibbles are its weights + 8 already.
+inline auto q4_0_codec() {
+    return nibble_codec([](__m512i q) { return q; }, 8.0f);
+}
+
+// IQ4_NL's values + 128, in every 16-byte lane for vpshufb (the SDK's table is not constexpr;
+// this initializer is plain scalar code, run on first use).
+inline auto iq4_nl_codec() {
+    static const Bytes64 unsigned_values =
+        bytes64([](int k) { return sy_kvalues_iq4nl[k % 16] + 128; });
+    const __m512i table = load(unsigned_values);
+    return nibble_codec([table](__m512i q) { return _mm512_shuffle_epi8(table, q); }, 128.0f);
+}
 
 template <int C>
 void q4_0_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    nibble_groups<C>(blocks, w, act, out, kQ4Unsigned, 8.0f);
+    groups_cols<C>(q4_0_codec(), blocks, w, act, out);
 }
 
 template <int R>
 void q4_0_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
                       float* out) {
-    nibble_groups_rows<R>(blocks, w, row_stride, act, out, kQ4Unsigned, 8.0f);
-}
-
-// IQ4_NL's values + 128, in every 16-byte lane for vpshufb (the SDK's table is not constexpr;
-// this initializer is plain scalar code, run on first use).
-inline __m512i iq4_nl_unsigned_table() {
-    static const Bytes64 unsigned_values =
-        bytes64([](int k) { return sy_kvalues_iq4nl[k % 16] + 128; });
-    return load(unsigned_values);
+    groups_rows<R>(q4_0_codec(), blocks, w, row_stride, act, out);
 }
 
 template <int C>
 void iq4_nl_groups_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    const __m512i table = iq4_nl_unsigned_table();
-    nibble_groups<C>(
-        blocks, w, act, out, [table](__m512i q) { return _mm512_shuffle_epi8(table, q); }, 128.0f);
+    groups_cols<C>(iq4_nl_codec(), blocks, w, act, out);
 }
 
 template <int R>
 void iq4_nl_groups_rows(int64_t blocks, const void* w, int64_t row_stride, const void* act,
                         float* out) {
-    const __m512i table = iq4_nl_unsigned_table();
-    nibble_groups_rows<R>(
-        blocks, w, row_stride, act, out,
-        [table](__m512i q) { return _mm512_shuffle_epi8(table, q); }, 128.0f);
+    groups_rows<R>(iq4_nl_codec(), blocks, w, row_stride, act, out);
 }
 
 SY_CPU_DEFINE_VEC_DOT(q8_0_groups)
