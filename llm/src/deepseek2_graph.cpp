@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/memory_planner.hpp"
 #include "switchyard/core/named_op_registry.hpp"
 #include "switchyard/llm/deepseek2.hpp"
 #include "switchyard/named_ops.h"
@@ -31,12 +32,13 @@ Strides strides_of(int64_t nb0, int64_t nb1, int64_t nb2 = 0, int64_t nb3 = 0) {
 // Builds one ubatch graph; every helper reads top to bottom like the math.
 class GraphBuilder {
   public:
-    GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache, bool fused_moe, bool flash,
-                 int64_t n_tokens, int64_t n_past)
+    GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache, const DeviceWeights* weights,
+                 bool fused_moe, bool flash, int64_t n_tokens, int64_t n_past)
         : m_(model),
           hp_(model.hparams()),
           o_(model.options()),
           cache_(cache),
+          weights_(weights),
           fused_moe_(fused_moe),
           flash_(flash),
           T_(n_tokens),
@@ -69,7 +71,12 @@ class GraphBuilder {
     // A weight of the model as a tensor of this graph (a view for strided weights).
     Tensor* w(const WeightRef& ref) {
         Tensor* t = g_.weight(ref.name, static_cast<sy_dtype>(ref.type), ref.base_shape);
-        t->set_data(const_cast<void*>(ref.data));
+        if (weights_ != nullptr && weights_->uploaded()) {
+            const auto [buffer, offset] = weights_->find(ref.data, ref.name);
+            t->set_data(*buffer, offset);
+        } else {
+            t->set_data(const_cast<void*>(ref.data));
+        }
         return ref.viewed ? g_.view(t, ref.shape, ref.strides, ref.offset) : t;
     }
 
@@ -105,15 +112,23 @@ class GraphBuilder {
         Tensor* t =
             g_.input("cache_k-" + std::to_string(il), static_cast<sy_dtype>(o_.cache_type_k),
                      {cache_.k_row_elements(), cache_.n_ctx()});
-        t->set_data(cache_.k(il));
+        place(t, cache_.k(il), cache_.k_buffer(il));
         return t;
     }
     Tensor* v_cache(uint32_t il) {  // transposed: {n_ctx, v_rows}
         Tensor* t =
             g_.input("cache_v-" + std::to_string(il), static_cast<sy_dtype>(o_.cache_type_v),
                      {cache_.n_ctx(), cache_.v_rows()});
-        t->set_data(cache_.v(il));
+        place(t, cache_.v(il), cache_.v_buffer(il));
         return t;
+    }
+    // A cache tensor's memory: the device buffer when the cache lives there.
+    static void place(Tensor* t, void* host, const Buffer* device) {
+        if (device != nullptr) {
+            t->set_data(*device, 0);
+        } else {
+            t->set_data(host);
+        }
     }
 
     // {D, H, T} -> {D, T, H}: the per-head batch layout of mul_mat.
@@ -238,7 +253,7 @@ class GraphBuilder {
             // V rows {H*vh, n_ctx} (the same bytes as the transposed layout), read in place.
             Tensor* vc = g_.input("cache_v-" + std::to_string(il),
                                   static_cast<sy_dtype>(o_.cache_type_v), {H * vh, n_ctx});
-            vc->set_data(cache_.v(il));
+            place(vc, cache_.v(il), cache_.v_buffer(il));
             const Strides vr = strides_of(v_nb0(), H * vb(vh), vb(vh), H * vb(vh) * n_ctx);
             g_.cpy(
                 g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
@@ -479,6 +494,7 @@ class GraphBuilder {
     const Deepseek2HParams& hp_;
     const Deepseek2Options& o_;
     Deepseek2Cache& cache_;
+    const DeviceWeights* weights_;  // null, or not uploaded yet: weights in host memory
     bool fused_moe_;
     bool flash_;
     int64_t T_, n_past_, n_kv_;
@@ -524,26 +540,69 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, 
       fused_moe_(choose_fused_moe(model.options(), plugin)),
       flash_(choose_flash(model.options(), plugin)),
       executor_(plugin, device),
-      cache_(model.hparams(), model.options()) {
+      cache_(model.hparams(), model.options(), &plugin, device) {
     // Every node of a generation step and of a full prompt ubatch (mla 3 differs between
     // them) must be one the backend supports, with this model's weight and cache types; at
     // the end of the context, where -amb splits the attention into steps.
     const int64_t ubatch = std::min(model.options().n_ubatch, cache_.n_ctx());
+    std::vector<UbatchGraph> graphs;
     for (int64_t t : {int64_t{1}, ubatch}) {
+        graphs.push_back(build(t, cache_.n_ctx() - t, false));
         try {
-            check_supported(plugin, device, build(t, cache_.n_ctx() - t, false).graph);
+            check_supported(plugin, device, graphs.back().graph);
         } catch (const Error& e) {
             throw Error(std::string(e.what()) + " (in the graph of " + std::to_string(t) +
                         (t == 1 ? " token" : " tokens") +
                         "; the weight types, -ctk/-ctv, -mla or -fa decide its nodes)");
         }
     }
+    // On a device with its own memory, these two graphs' weights (every weight any ubatch
+    // reads) are copied there once, by allocate().
+    if (cache_.on_device()) {
+        const Graph* g[] = {&graphs[0].graph, &graphs[1].graph};
+        weights_ = DeviceWeights(plugin, device, g);
+    }
+}
+
+void Deepseek2Session::allocate() {
+    if (cache_.on_device() && !weights_.uploaded()) weights_.upload();
+    cache_.allocate();
 }
 
 Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
                                                       bool all_logits) {
-    GraphBuilder b(model_, cache_, fused_moe_, flash_, n_tokens, n_past);
+    GraphBuilder b(model_, cache_, &weights_, fused_moe_, flash_, n_tokens, n_past);
     return b.build(all_logits);
+}
+
+DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Graph* const> graphs)
+    : plugin_(&plugin), device_(device) {
+    // The largest extent read from each host address (one weight may be seen as two shapes).
+    for (const Graph* g : graphs)
+        for (const auto& t : g->tensors()) {
+            if (t->kind() != TensorKind::weight || t->host_data() == nullptr) continue;
+            Range& r = ranges_.try_emplace(t->host_data(), Range{t->host_data(), 0, 0}).first->second;
+            r.bytes = std::max(r.bytes, static_cast<uint64_t>(t->bytes()));
+        }
+    for (auto& [host, r] : ranges_) {
+        r.offset = bytes_;
+        bytes_ += (r.bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+    }
+}
+
+void DeviceWeights::upload() {
+    if (uploaded() || bytes_ == 0) return;
+    Buffer buffer = plugin_->alloc(device_, bytes_);
+    for (const auto& [host, r] : ranges_) plugin_->set(buffer, r.offset, r.host, r.bytes);
+    buffer_ = std::move(buffer);
+}
+
+std::pair<const Buffer*, uint64_t> DeviceWeights::find(const void* host,
+                                                       const std::string& name) const {
+    const auto it = ranges_.find(host);
+    if (it == ranges_.end() || !buffer_)
+        throw Error("weight " + name + " has no copy on the device (not in the graphs checked when the session started)");
+    return {&buffer_, it->second.offset};
 }
 
 std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool all_logits) {
@@ -559,7 +618,7 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
             throw Error("token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                         " is outside the vocabulary of " + std::to_string(n_vocab));
 
-    cache_.allocate();
+    allocate();
     std::vector<float> logits;
     const int64_t ub = model_.options().n_ubatch;
     std::vector<int32_t> positions;
@@ -580,6 +639,7 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         stats_.plan_bind_seconds +=
             std::max(0.0, std::chrono::duration<double>(t2 - t1).count() - report.backend_seconds);
         stats_.graphs += 1;
+        stats_.staged_bytes += report.staged_bytes;
         stats_.compute_buffer_bytes =
             std::max(stats_.compute_buffer_bytes, report.compute_buffer_bytes);
         n_past_ += t;

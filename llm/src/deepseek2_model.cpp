@@ -510,8 +510,13 @@ uint64_t Deepseek2Cache::bytes_per_token(const Deepseek2HParams& hp, const Deeps
     return per_layer * hp.n_layer;
 }
 
-Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& o)
+Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& o,
+                               Plugin* plugin, int32_t device)
     : n_ctx_(o.n_ctx) {
+    if (plugin != nullptr && plugin->device_props(device).host_memory == 0) {
+        plugin_ = plugin;
+        device_ = device;
+    }
     if (n_ctx_ <= 0) throw Error("the KV cache needs a positive context length");
     const int64_t heads = hp.n_head;
     k_row_ = o.mla == 0 ? heads * hp.qk_head() : hp.latent_width();
@@ -525,6 +530,24 @@ Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Option
 
 void Deepseek2Cache::allocate() {
     if (allocated()) return;
+    if (plugin_ != nullptr) {
+        // Zeroed, as the host cache is (rows past the causal limit enter tiles with weight 0).
+        const std::vector<std::byte> zeros(std::min<size_t>(std::max(k_layer_bytes_, v_layer_bytes_), size_t(8) << 20));
+        const auto zeroed = [&](size_t bytes) {
+            Buffer b = plugin_->alloc(device_, bytes);
+            for (size_t at = 0; at < bytes; at += zeros.size())
+                plugin_->set(b, at, zeros.data(), std::min(zeros.size(), bytes - at));
+            return b;
+        };
+        std::vector<Buffer> k, v;
+        for (uint32_t il = 0; il < n_layer_; ++il) {
+            k.push_back(zeroed(k_layer_bytes_));
+            if (v_layer_bytes_ > 0) v.push_back(zeroed(v_layer_bytes_));
+        }
+        v_device_ = std::move(v);
+        k_device_ = std::move(k);
+        return;
+    }
     // Built aside and moved in, so a failed allocation leaves the cache unallocated.
     std::vector<std::vector<std::byte>> k(n_layer_), v(v_layer_bytes_ > 0 ? n_layer_ : 0);
     for (auto& layer : k) layer.assign(k_layer_bytes_, std::byte{0});

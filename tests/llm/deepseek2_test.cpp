@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -353,6 +354,58 @@ TEST(Deepseek2Runtime, PerplexityAgreesAcrossAttentionModes) {
             EXPECT_NEAR(ppl[size_t(mla)] / ppl[0], 1.0, tolerance)
                 << "mla " << mla << " type " << type << ": " << ppl[size_t(mla)] << " vs "
                 << ppl[0];
+    }
+}
+
+// The whole model on a device with its own memory (cpu-offhost: the CPU's kernels behind a
+// device that refuses tensors outside its buffers) gives the CPU's logits bit for bit, over a
+// prompt and the decode steps after it: the weights and the KV cache live in device buffers,
+// written in place, and a decode step uploads only its inputs (not the weights, not the cache).
+TEST(Deepseek2Runtime, WholeModelOnADeviceWithItsOwnMemory) {
+    static std::unique_ptr<Plugin> offhost = Plugin::load(SWITCHYARD_OFFHOST_PLUGIN);
+    ASSERT_EQ(offhost->device_props(0).host_memory, 0);
+    ScratchDir dir;
+    struct Run {
+        int mla;
+        KvLayout layout;
+        int32_t type, cache;
+        size_t prompt;
+    };
+    // 130 tokens: mla 3 decompresses the cached latents for the prompt (128 or more).
+    for (const Run& r : {Run{0, KvLayout::kv_b, SY_TYPE_F32, SY_TYPE_F16, 9},
+                         Run{1, KvLayout::kv_b, SY_TYPE_Q8_0, SY_TYPE_F32, 9},
+                         Run{2, KvLayout::split, SY_TYPE_F32, SY_TYPE_BF16, 9},
+                         Run{3, KvLayout::kv_b, SY_TYPE_Q4_0, SY_TYPE_F16, 130},
+                         Run{3, KvLayout::split, SY_TYPE_F32, SY_TYPE_F16, 9}}) {
+        SCOPED_TRACE(testing::Message() << "mla " << r.mla << " " << sy_dtype_info(r.type).name
+                                        << " cache " << sy_dtype_info(r.cache).name);
+        ModelSpec ms = spec(r.type, r.layout);
+        ms.name = "offhost-" + std::to_string(r.mla) + sy_dtype_info(r.type).name;
+        const auto path = make_model(dir, ms);
+        Deepseek2Options o;
+        o.mla = r.mla;
+        o.cache_type_k = o.cache_type_v = r.cache;
+        o.n_ctx = 256;
+        Deepseek2Model model(gguf::Reader::open(path), o);
+        Deepseek2Session host(model, plain_plugin()), device(model, *offhost);
+        EXPECT_FALSE(host.on_device());
+        ASSERT_TRUE(device.on_device());
+        EXPECT_GT(device.device_weight_bytes(), 0u);
+        EXPECT_LE(device.device_weight_bytes(), std::filesystem::file_size(path) * 2);
+
+        const auto tokens = prompt(r.prompt, int32_t(model.hparams().n_vocab));
+        const auto want = host.eval(tokens, true), got = device.eval(tokens, true);
+        ASSERT_EQ(want.size(), got.size());
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+        for (int32_t t : {5, 77, 300, 12}) {
+            const uint64_t staged = device.stats().staged_bytes;
+            const auto a = host.eval(std::span<const int32_t>(&t, 1));
+            const auto b = device.eval(std::span<const int32_t>(&t, 1));
+            ASSERT_EQ(a.size(), b.size());
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "token " << t;
+            // tokens, positions, the expert id table: bytes, not the weights or the cache
+            EXPECT_LT(device.stats().staged_bytes - staged, 4096u) << "token " << t;
+        }
     }
 }
 

@@ -4,6 +4,11 @@
 // graphs (fused MoE falls back to MUL_MAT_ID + SILU + MUL). Like the CUDA plugin, it also
 // copies float types only (no CPY to or from a block type): a q8_0 KV cache must be refused
 // on it before anything runs.
+//
+// Built with SWITCHYARD_TEST_OFFHOST it is "cpu-offhost": a device with its own memory, as a GPU
+// (host_memory 0), whose compute() refuses any tensor outside its buffers. A model on it must
+// keep its weights and KV cache in device buffers and upload only the step's inputs; its
+// results must be the CPU's own, bit for bit.
 #include <dlfcn.h>
 
 #include <vector>
@@ -49,11 +54,42 @@ sy_status supports(void* ctx, int32_t device, const sy_node* node, int32_t* supp
     return g_inner.supports(ctx, device, node, supported);
 }
 
+#ifdef SWITCHYARD_TEST_OFFHOST
+constexpr const char* kName = "cpu-offhost";
+
+sy_status device_props(void* ctx, int32_t device, sy_device_props* props) {
+    if (sy_status s = g_inner.device_props(ctx, device, props); s.code) return s;
+    props->kind = SY_DEVICE_ACCELERATOR;
+    props->host_memory = 0;
+    return sy::sdk::ok();
+}
+
+// Every tensor a node touches must be in one of this backend's buffers, as on a GPU.
+sy_status check_placement(const sy_node* node) {
+    const auto outside = [](const sy_tensor* t) { return t != nullptr && t->buffer == nullptr; };
+    if (outside(node->dst))
+        return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "cpu-offhost: dst of a %s node is in host memory",
+                              sy::sdk::op_name(node->op));
+    for (int32_t i = 0; i < node->n_src; ++i)
+        if (outside(node->src[i]))
+            return sy::sdk::error(SY_ERR_INVALID_ARGUMENT,
+                                  "cpu-offhost: src%d of a %s node is in host memory", i,
+                                  sy::sdk::op_name(node->op));
+    return sy::sdk::ok();
+}
+#else
+constexpr const char* kName = "cpu-plain";
+sy_status check_placement(const sy_node*) { return sy::sdk::ok(); }
+#endif
+
 sy_status compute(void* ctx, int32_t device, const sy_node* const* nodes, size_t count) {
-    for (size_t i = 0; i < count; ++i)
+    for (size_t i = 0; i < count; ++i) {
         if (nodes[i] != nullptr && nodes[i]->op == SY_OP_NAMED)
-            return sy::sdk::error(SY_ERR_UNSUPPORTED, "cpu-plain provides no named ops (%s)",
+            return sy::sdk::error(SY_ERR_UNSUPPORTED, "%s provides no named ops (%s)", kName,
                                   nodes[i]->named_op ? nodes[i]->named_op : "?");
+        if (nodes[i] != nullptr)
+            if (sy_status s = check_placement(nodes[i]); s.code) return s;
+    }
     return g_inner.compute(ctx, device, nodes, count);
 }
 
@@ -72,28 +108,31 @@ void shutdown(void* ctx) {
 }  // namespace
 
 extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
-    if (sy_status s = sy::sdk::check_host(host, api, "cpu-plain"); s.code) return s;
+    if (sy_status s = sy::sdk::check_host(host, api, kName); s.code) return s;
     if (g_library != nullptr)
-        return sy::sdk::error(SY_ERR_BACKEND, "cpu-plain: one instance at a time");
+        return sy::sdk::error(SY_ERR_BACKEND, "%s: one instance at a time", kName);
     g_library = dlopen(SWITCHYARD_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (g_library == nullptr) return sy::sdk::error(SY_ERR_BACKEND, "cpu-plain: %s", dlerror());
+    if (g_library == nullptr) return sy::sdk::error(SY_ERR_BACKEND, "%s: %s", kName, dlerror());
     auto init = reinterpret_cast<sy_plugin_init_fn>(dlsym(g_library, SY_PLUGIN_INIT_SYMBOL));
     g_inner = sy_plugin_api{};
     g_inner.struct_size = sizeof g_inner;
     if (sy_status s = init ? init(host, &g_inner)
-                           : sy::sdk::error(SY_ERR_BACKEND, "cpu-plain: no sy_plugin_init");
+                           : sy::sdk::error(SY_ERR_BACKEND, "%s: no sy_plugin_init", kName);
         s.code) {
         dlclose(g_library);
         g_library = nullptr;
         return s;
     }
     sy_plugin_api table = g_inner;
-    table.name = "cpu-plain";
+    table.name = kName;
     table.capabilities = capabilities;
     table.supports = supports;
     table.compute = compute;
     table.named_ops = named_ops;
     table.shutdown = shutdown;
+#ifdef SWITCHYARD_TEST_OFFHOST
+    table.device_props = device_props;
+#endif
     sy::sdk::publish_api(table, api);
     return sy::sdk::ok();
 }

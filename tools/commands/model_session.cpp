@@ -40,7 +40,12 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     plugins.add_to(app);
     app.add_option("-m,--model", model, "GGUF model file (first shard of a split model)")
         ->required();
-    app.add_option("--backend", backend, "Backend plugin that runs the model");
+    app.add_option("--backend", backend,
+                   "Backend plugin that runs the model (default: cpu; cuda with -ngl > 0)");
+    app.add_option("--n-gpu-layers", ngl,
+                   "Layers on the GPU: 0 none, at least n_layer + 1 (e.g. 99) the whole model "
+                   "(weights, KV cache and compute) on the device backend; -1 as if not given")
+        ->check(CLI::Range(-1, 1 << 20));
     app.add_option("-c,--ctx-size", ctx, ctx_help)->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
     app.add_option("--ubatch-size", ubatch, "Tokens per graph (physical batch)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
@@ -100,29 +105,54 @@ llm::Deepseek2Options ModelOptions::deepseek2_options() const {
     return mo;
 }
 
+std::string ModelOptions::backend_name() const {
+    if (!backend.empty()) return backend;
+    return ngl > 0 ? "cuda" : "cpu";
+}
+
 LoadedModel load_model(const ModelOptions& o) {
     const llm::Deepseek2Options mo = o.deepseek2_options();
     LoadedModel out;
     out.host = std::make_unique<PluginHost>();
     Config config = o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file);
     // Without a plugin list in the configuration, load just the backend that runs the model.
-    if (config.plugins.load.empty()) config.plugins.load.push_back(o.backend);
+    const std::string backend = o.backend_name();
+    if (config.plugins.load.empty()) config.plugins.load.push_back(backend);
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
         std::fprintf(stderr, "warning: %s\n", w.c_str());
-    out.plugin = out.host->find(o.backend);
+    out.plugin = out.host->find(backend);
     if (out.plugin == nullptr) {
         std::string why;
         for (const PluginFailure& f : out.host->failures())
             why += "\n  " + f.file + ": " + f.reason;
-        throw Error("backend '" + o.backend + "' is not loaded" + why);
+        throw Error("backend '" + backend + "' is not loaded" + why);
     }
+    if (out.plugin->device_count() < 1)
+        throw Error("backend '" + backend + "' has no device on this machine" +
+                    (o.ngl > 0 ? " (-ngl " + std::to_string(o.ngl) + " asks for a GPU)" : ""));
+    const bool on_host = out.plugin->device_props(0).host_memory != 0;
     out.model = std::make_unique<llm::Deepseek2Model>(
         gguf::Reader::open(o.model, o.no_mmap ? gguf::Residence::read : gguf::Residence::mapped),
         mo);
 
     const llm::Deepseek2HParams& hp = out.model->hparams();
     const llm::Deepseek2Options& opt = out.model->options();
+    // One backend runs the whole model: -ngl means all of it (llama.cpp counts the output layer
+    // as one more) or none of it; splitting layers between backends is the scheduler's job.
+    const auto all_layers = int(hp.n_layer) + 1;
+    if (o.ngl > 0 && o.ngl < all_layers)
+        throw Error(fmt::format(
+            "-ngl {}: this model has {} layers (with the output layer); putting only some of them "
+            "on the GPU is not supported yet: use -ngl {} or more (e.g. 99) for the whole model, "
+            "or -ngl 0",
+            o.ngl, all_layers, all_layers));
+    if (o.ngl > 0 && on_host)
+        throw Error("-ngl " + std::to_string(o.ngl) + ": backend '" + backend +
+                    "' computes on host memory (no GPU); leave --backend out for cuda");
+    if (o.ngl == 0 && !on_host)
+        throw Error("-ngl 0 keeps the model off the GPU, but --backend " + backend +
+                    " computes on its own device: leave one of them out");
     const uint64_t per_token = llm::Deepseek2Cache::bytes_per_token(hp, opt);
     const uint64_t kv_bytes = per_token * uint64_t(opt.n_ctx);
     std::fprintf(stderr,
@@ -132,7 +162,7 @@ LoadedModel load_model(const ModelOptions& o) {
                  llm::type_name(opt.cache_type_k).c_str(), llm::type_name(opt.cache_type_v).c_str(),
                  static_cast<unsigned long long>(per_token), double(per_token) / 1024.0,
                  mib(kv_bytes), static_cast<long long>(opt.n_ctx));
-    const uint64_t avail = llm::available_memory();
+    const uint64_t avail = on_host ? llm::available_memory() : 0;  // device: checked later
     if (avail > 0 && kv_bytes > avail)
         throw Error(fmt::format(
             "the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
@@ -154,16 +184,32 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
                  amb.c_str(), session.uses_fused_moe() ? ", fused MoE" : "",
                  session.uses_flash_attention() ? ", flash attention" : "");
     const uint64_t kv = session.cache().bytes();
-    const uint64_t avail = llm::available_memory();
     // -amb bounds the K.Q scores (no flash attention) and mla 3's decompressed prompts.
     const bool amb_helps = !session.uses_flash_attention() || opt.mla == 3;
-    if (avail > 0 && kv + plan.peak_bytes > avail)
-        throw Error(fmt::format(
-            "the KV cache ({:.0f} MiB) and the compute buffer ({:.0f} MiB) do not fit in the "
-            "{:.0f} MiB of available memory: lower -c (now {}) or -ub (now {}){}{}",
-            mib(kv), mib(plan.peak_bytes), mib(avail), opt.n_ctx, opt.n_ubatch,
-            amb_helps ? fmt::format(", or -amb (now {} MiB)", opt.attn_max_bytes >> 20) : "",
-            session.uses_flash_attention() ? "" : ", or turn on --flash-attn"));
+    const std::string lower = fmt::format(
+        "lower -c (now {}) or -ub (now {}){}{}", opt.n_ctx, opt.n_ubatch,
+        amb_helps ? fmt::format(", or -amb (now {} MiB)", opt.attn_max_bytes >> 20) : "",
+        session.uses_flash_attention() ? "" : ", or turn on --flash-attn");
+    if (session.on_device()) {
+        const sy_device_props props = loaded.plugin->device_props(0);
+        const uint64_t weights = session.device_weight_bytes();
+        std::fprintf(stderr, "on %s: weights %.2f MiB, KV cache %.2f MiB, compute buffer %.2f MiB; %.0f MiB free\n",
+                     props.name, mib(weights), mib(kv), mib(plan.peak_bytes), mib(props.memory_free));
+        if (weights + kv + plan.peak_bytes > props.memory_free)
+            throw Error(fmt::format(
+                "the weights ({:.0f} MiB), the KV cache ({:.0f} MiB) and the compute buffer "
+                "({:.0f} MiB) do not fit in the {:.0f} MiB free on {}: {}, or use a smaller "
+                "quantization",
+                mib(weights), mib(kv), mib(plan.peak_bytes), mib(props.memory_free), props.name,
+                lower));
+    } else {
+        const uint64_t avail = llm::available_memory();
+        if (avail > 0 && kv + plan.peak_bytes > avail)
+            throw Error(fmt::format(
+                "the KV cache ({:.0f} MiB) and the compute buffer ({:.0f} MiB) do not fit in the "
+                "{:.0f} MiB of available memory: {}",
+                mib(kv), mib(plan.peak_bytes), mib(avail), lower));
+    }
     session.allocate();
 }
 

@@ -15,7 +15,8 @@ namespace sy::tools {
 struct ModelOptions {
     PluginOptions plugins;
     std::string model;
-    std::string backend = "cpu";
+    std::string backend;  // empty: cpu, or cuda with -ngl
+    int ngl = -1;         // -ngl: -1 not given
     int mla = 3;
     int fused_moe = -1;
     std::string flash_attn = "auto";
@@ -28,12 +29,14 @@ struct ModelOptions {
     bool no_group_routing = false;
     bool no_mmap = false;
 
-    // Registers -m, --backend, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -amb, -ser,
+    // Registers -m, --backend, -ngl, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -amb, -ser,
     // --no-group-routing, --no-mmap and the plugin options; `ctx_help` describes -c's default for
     // this command.
     void add_to(CLI::App& app, const std::string& ctx_help);
     // The runtime options; throws sy::Error naming the flag whose value is wrong.
     llm::Deepseek2Options deepseek2_options() const;
+    // The backend that runs the model: --backend, else cuda with -ngl > 0, else cpu.
+    std::string backend_name() const;
 };
 
 // A backend plugin and a model on it, loaded and checked.
@@ -45,11 +48,13 @@ struct LoadedModel {
 
 // Loads the backend (with no plugin list in the configuration, only that one) and the model;
 // prints the model's shape and KV bytes per token and refuses a KV cache larger than the
-// available memory.
+// available memory, and an -ngl that asks for part of the model on a device or a device the
+// backend does not have.
 LoadedModel load_model(const ModelOptions& options);
 
 // Prints the worst-case compute buffer (a full ubatch at the end of the context), refuses a
-// KV cache + compute buffer that do not fit in the available memory, then allocates the cache.
+// KV cache + compute buffer (+ the weights, on a device with its own memory) that do not fit in
+// the memory they go to, then allocates the cache (and copies the weights to the device).
 void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& session);
 
 double mib(uint64_t bytes);

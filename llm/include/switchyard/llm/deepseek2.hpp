@@ -36,6 +36,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "switchyard/core/executor.hpp"
@@ -179,29 +181,66 @@ class Deepseek2Model {
 //   mla 1: K {qk_rope + kv_lora, n_ctx} ([k_rope | c_kv] rows), c_kv transposed {n_ctx, kv_lora};
 //   mla 2, 3: the K rows only.
 // The memory is allocated (and zeroed) by allocate(), so its size can be reported and checked
-// first; until then k() and v() are null.
+// first; until then k() and v() are null. Given a plugin device that does not compute on host
+// memory, the cache lives in that device's buffers instead (k_buffer(), v_buffer(); k() and
+// v() stay null): written in place by every step, never copied back and forth.
 class Deepseek2Cache {
   public:
-    Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& options);
+    Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& options,
+                   Plugin* plugin = nullptr, int32_t device = 0);
 
     // What the cache holds per token (all layers): the formulas of DEEPSEEK2.md section 8.
     static uint64_t bytes_per_token(const Deepseek2HParams& hp, const Deepseek2Options& options);
     uint64_t bytes() const;  // allocated or not
     void allocate();
-    bool allocated() const { return !k_.empty(); }
+    bool allocated() const { return !k_.empty() || !k_device_.empty(); }
+    bool on_device() const { return plugin_ != nullptr; }
     int64_t n_ctx() const { return n_ctx_; }
     int64_t k_row_elements() const { return k_row_; }  // elements of one token's K row
     int64_t v_rows() const { return v_rows_; }         // rows of the transposed V (0: none)
     void* k(uint32_t il) { return k_.empty() ? nullptr : k_[il].data(); }
     void* v(uint32_t il) { return v_.empty() ? nullptr : v_[il].data(); }
+    const Buffer* k_buffer(uint32_t il) const { return k_device_.empty() ? nullptr : &k_device_[il]; }
+    const Buffer* v_buffer(uint32_t il) const { return v_device_.empty() ? nullptr : &v_device_[il]; }
 
   private:
+    Plugin* plugin_ = nullptr;  // set when the cache lives on a device
+    int32_t device_ = 0;
     int64_t n_ctx_ = 0;
     int64_t k_row_ = 0;
     int64_t v_rows_ = 0;
     uint32_t n_layer_ = 0;
     size_t k_layer_bytes_ = 0, v_layer_bytes_ = 0;
     std::vector<std::vector<std::byte>> k_, v_;
+    std::vector<Buffer> k_device_, v_device_;
+};
+
+// The weights one session's graphs read, copied once into one buffer of a device that does not
+// compute on host memory (the whole model on a GPU): found by the host memory they come from.
+class DeviceWeights {
+  public:
+    DeviceWeights() = default;
+    // Collects the weights of `graphs` (each distinct host range once); uploads nothing yet.
+    DeviceWeights(Plugin& plugin, int32_t device, std::span<const Graph* const> graphs);
+    uint64_t bytes() const { return bytes_; }  // the device buffer's size
+    bool uploaded() const { return static_cast<bool>(buffer_); }
+    // Allocates the buffer and copies every weight into it (once).
+    void upload();
+    // Where the weight read from `host` lives on the device (upload() first); throws Error
+    // naming `name` when it was not collected.
+    std::pair<const Buffer*, uint64_t> find(const void* host, const std::string& name) const;
+
+  private:
+    struct Range {
+        const void* host;
+        uint64_t bytes;
+        uint64_t offset;
+    };
+    Plugin* plugin_ = nullptr;
+    int32_t device_ = 0;
+    std::unordered_map<const void*, Range> ranges_;
+    uint64_t bytes_ = 0;
+    Buffer buffer_;
 };
 
 struct EvalStats {
@@ -211,6 +250,7 @@ struct EvalStats {
                                         // staging, buffer growth (host overhead)
     double compute_seconds = 0;         // executor runs, the backend's compute included
     int64_t graphs = 0;
+    uint64_t staged_bytes = 0;  // host bytes the executor uploaded to the device (inputs)
 };
 
 // One conversation with a model: a KV cache and an executor on one backend device.
@@ -219,9 +259,13 @@ class Deepseek2Session {
     // Chooses the fused and flash ops and checks that the backend supports every node of a
     // generation step and of a full ubatch at the end of the context (throws sy::Error naming
     // the flag or the node otherwise); the KV cache is allocated by the first eval() or by
-    // allocate().
+    // allocate(). On a device that does not compute on host memory, the weights the graphs
+    // read and the KV cache live in that device's memory (uploaded by allocate()).
     Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, int32_t device = 0);
-    void allocate() { cache_.allocate(); }
+    void allocate();
+    // The model on the device: bytes of its weight copy there (0 on a host-memory device).
+    uint64_t device_weight_bytes() const { return weights_.bytes(); }
+    bool on_device() const { return cache_.on_device(); }
 
     // Runs `tokens` at positions n_past() .. n_past() + size - 1 (in ubatches) and appends them
     // to the cache. Returns the logits of every token (all_logits) or of the last one,
@@ -253,6 +297,7 @@ class Deepseek2Session {
     bool flash_ = false;
     Executor executor_;
     Deepseek2Cache cache_;
+    DeviceWeights weights_;
     int64_t n_past_ = 0;
     EvalStats stats_;
 };

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The CUDA plugin's checks and benchmarks on a GPU machine, from a Release build made elsewhere.
+#
+#   scripts/gpu-check.sh STAGE OUT [PART...]
+#
+# STAGE holds bin/ (switchyard, cuda_plugin_test, switchyard-conformance, switchyard-gemv-bench),
+# lib/switchyard/ (the plugins) and syslib/ (shared libraries the GPU machine may lack); make it
+# with `scripts/gpu-check.sh --stage build STAGE`. OUT receives the logs. PARTs (default: all):
+#   tests   cuda_plugin_test and the conformance kit on every capability row
+#   models  greedy tokens and logits of the tiny and mini presets, CPU against CUDA (-ngl 99),
+#           for several weight types, attention modes, cache types and -ser
+#   speed   generation (tg128) and prompt (pp512) on mini and lite fully on the GPU, and the
+#           GEMV/GEMM bench, with a device-to-device copy for the bandwidth ceiling
+set -u
+
+if [[ ${1:-} == --stage ]]; then
+  build=$2 stage=$3
+  mkdir -p "$stage/bin" "$stage/lib/switchyard" "$stage/syslib"
+  cp "$build"/bin/{switchyard,cuda_plugin_test,switchyard-conformance,switchyard-gemv-bench} "$stage/bin/"
+  cp "$build"/lib/switchyard/*.so "$stage/lib/switchyard/"
+  ldd "$stage/bin/switchyard" | awk '/(fmt|toml|icu)/ {print $3}' | xargs -r cp -L -t "$stage/syslib"
+  exit 0
+fi
+
+stage=$(realpath "$1") out=$2
+shift 2
+parts=${*:-tests models speed}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$stage/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SWITCHYARD_CUDA_PLUGIN="$stage/lib/switchyard/libswitchyard-cuda.so"
+sy="$stage/bin/switchyard"
+models=/tmp/sy-gpu-models
+mkdir -p "$models"
+summary="$out/summary.txt"
+say() { echo "$*" | tee -a "$summary"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee -a "$summary"
+say "cpu: $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) threads"
+
+# A model file, written once per run.
+model() {  # preset type
+  local f="$models/$1-$2.gguf"
+  [[ -f $f ]] || "$sy" make-model --preset "$1" --type "$2" -o "$f" >/dev/null 2>&1 || { echo "make-model $1 $2 failed" >&2; return 1; }
+  echo "$f"
+}
+
+if [[ $parts == *tests* ]]; then
+  "$stage/bin/cuda_plugin_test" >"$out/cuda_plugin_test.log" 2>&1
+  say "cuda_plugin_test: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/cuda_plugin_test.log" | tr '\n' ' ')"
+  "$stage/bin/switchyard-conformance" "$SWITCHYARD_CUDA_PLUGIN" >"$out/conformance.log" 2>&1
+  say "conformance: exit $? — $(tail -n 2 "$out/conformance.log" | tr '\n' ' ')"
+fi
+
+if [[ $parts == *models* ]]; then
+  prompt="The quick brown fox jumps over the lazy dog, and then"
+  # One comparison: the same greedy run on the CPU and on the GPU; tokens must match and the
+  # logits agree within tolerance.
+  compare() {  # label model extra-args...
+    local label=$1 m=$2
+    shift 2
+    local c="$out/cmp-$label"
+    timeout 150 "$sy" run -m "$m" -p "$prompt" -n 24 --temp 0 --ignore-eos --tokens --logits-out "$c-cpu.npy" --backend cpu "$@" >"$c-cpu.txt" 2>"$c-cpu.err"
+    local rc_cpu=$?
+    timeout 150 "$sy" run -m "$m" -p "$prompt" -n 24 --temp 0 --ignore-eos --tokens --logits-out "$c-gpu.npy" -ngl 99 "$@" >"$c-gpu.txt" 2>"$c-gpu.err"
+    local rc_gpu=$?
+    if ((rc_cpu != 0 || rc_gpu != 0)); then
+      say "$label: FAILED to run (cpu exit $rc_cpu, gpu exit $rc_gpu): $(tail -n 1 "$c-gpu.err")"
+      return
+    fi
+    local same=different
+    cmp -s "$c-cpu.txt" "$c-gpu.txt" && same=same
+    say "$label: tokens $same; $(python3 - "$c-cpu.npy" "$c-gpu.npy" <<'EOF'
+import sys, numpy as np
+a, b = np.load(sys.argv[1]).astype(np.float64), np.load(sys.argv[2]).astype(np.float64)
+if a.shape != b.shape:
+    print(f"logits shapes differ {a.shape} {b.shape}"); sys.exit()
+rel = np.linalg.norm(a - b, axis=1) / np.maximum(np.linalg.norm(a, axis=1), 1e-30)
+arg = (a.argmax(1) == b.argmax(1)).mean()
+print(f"logits {a.shape[0]} positions: max rel err {rel.max():.2e}, mean {rel.mean():.2e}, "
+      f"argmax agree {arg*100:.0f}%, nan {int(np.isnan(b).sum())}")
+EOF
+)"
+  }
+  for t in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs; do
+    compare "tiny-$t" "$(model tiny $t)"
+  done
+  tq8=$(model tiny q8_0)
+  for mla in 0 1 2; do compare "tiny-q8_0-mla$mla" "$tq8" --mla "$mla"; done
+  for ct in f32 bf16; do compare "tiny-q8_0-ctk-$ct" "$tq8" --cache-type-k "$ct" --cache-type-v "$ct"; done
+  compare "tiny-q8_0-mla0-ctk-f32" "$tq8" --mla 0 --cache-type-k f32 --cache-type-v f32
+  compare "tiny-q8_0-ser" "$tq8" --smart-expert-reduction 2,0.5
+  compare "tiny-q8_0-ser1" "$tq8" --smart-expert-reduction 1,1
+  compare "tiny-q8_0-ub4" "$tq8" --ubatch-size 4
+  compare "tiny-q8_0-amb" "$tq8" --attention-max-batch 1
+  split="$models/tiny-q8_0-split.gguf"
+  "$sy" make-model --preset tiny --type q8_0 --kv-layout split -o "$split" >/dev/null 2>&1
+  compare "tiny-q8_0-split" "$split"
+  compare "tiny-q8_0-split-mla0" "$split" --mla 0
+  for t in q8_0 q4_0 bf16; do compare "mini-$t" "$(model mini $t)"; done
+fi
+
+if [[ $parts == *speed* ]]; then
+  python3 - <<'EOF' 2>&1 | tee -a "$summary"
+import torch
+x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
+for _ in range(3): y.copy_(x)
+s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+ts = []
+for _ in range(20):
+    s.record(); y.copy_(x); e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
+ts.sort()
+print(f"device-to-device copy 1 GiB: best {2 * (1 << 30) / ts[0] / 1e6:.0f} GB/s, "
+      f"median {2 * (1 << 30) / ts[len(ts) // 2] / 1e6:.0f} GB/s (read + write)")
+EOF
+  "$stage/bin/switchyard-gemv-bench" --plugin "$SWITCHYARD_CUDA_PLUGIN" --reps 20 \
+    --types f32,bf16,f16,q8_0,q4_0,q4_K,q5_K,q6_K,iq4_nl >"$out/gemv.log" 2>&1
+  say "gemv-bench (4096 x 16384, exit $?):"; tail -n 14 "$out/gemv.log" | tee -a "$summary"
+  "$stage/bin/switchyard-gemv-bench" --plugin "$SWITCHYARD_CUDA_PLUGIN" --reps 20 \
+    --types q8_0,q4_0,q4_K --experts 64:6 -k 2048 -n 1408 >"$out/gemv-experts.log" 2>&1
+  say "gemv-bench experts 64:6 (2048 x 1408, exit $?):"; tail -n 6 "$out/gemv-experts.log" | tee -a "$summary"
+  head -c 880 README.md >"$models/prompt.txt"  # about 512 tokens of the synthetic vocabulary
+  for spec in mini:q4_0:cuda mini:q4_0:cpu mini:q8_0:cuda lite:q4_0:cuda; do
+    IFS=: read -r preset type be <<<"$spec"
+    m=$(model "$preset" "$type") || continue
+    {
+      log="$out/speed-$preset-$type-$be.log"
+      ngl=0
+      [[ $be == cuda ]] && ngl=99
+      timeout 200 "$sy" run -m "$m" -f "$models/prompt.txt" -n 128 --temp 0 --ignore-eos -ngl $ngl -c 1024 >/dev/null 2>"$log"
+      say "$preset $type on $be (exit $?): $(grep -E '^(prompt|generation|host overhead|on )' "$log" | tr -s ' ' | tr '\n' ';')"
+    }
+  done
+fi
+tar -C "$out" -czf /tmp/gpu-check-logs.tgz . && mv /tmp/gpu-check-logs.tgz "$out/"
+find "$out" -maxdepth 1 -type f ! -name summary.txt ! -name gpu-check-logs.tgz -delete
+echo "== summary"; cat "$summary"
