@@ -77,6 +77,7 @@ CudaBackend::~CudaBackend() {
         cudaSetDevice(d.ordinal);
         if (d.stream) cudaStreamSynchronize(d.stream);
         d.scratch.reset();
+        d.profile.reset();
         if (d.cublas) cublasDestroy(d.cublas);
         if (d.error_word) cudaFree(d.error_word);
         if (d.stream) cudaStreamDestroy(d.stream);
@@ -107,6 +108,7 @@ sy_status CudaBackend::init_device(Device& d) {
         return cuda_error(fn, "cudaMalloc (error word)", e);
     cudaMemset(d.error_word, 0, sizeof(int));
     d.scratch = std::make_unique<Scratch>(d.stream);
+    d.profile = std::make_unique<NodeProfile>();
     return sdk::ok();
 }
 
@@ -340,6 +342,9 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
         if (sy_status s = check_node_memory(d, *nodes[i]); s.code) return s;
     }
     cudaSetDevice(d.ordinal);
+    const bool profiling = d.profile->enabled();
+    const auto start = std::chrono::steady_clock::now();
+    if (profiling) d.profile->begin(d.stream, count);
     try {
         for (size_t i = 0; i < count; ++i) {
             const sy_node& node = *nodes[i];
@@ -349,12 +354,15 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
                 return sdk::error(SY_ERR_UNSUPPORTED, "op id %d has no cuda kernel", node.op);
             d.scratch->reset();
             const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word, int32_t(i + 1)};
+            if (profiling) d.profile->mark(node, i);
             launch(ctx, node);
         }
     } catch (const LaunchError& e) {
         cudaStreamSynchronize(d.stream);
         return sdk::error(SY_ERR_BACKEND, "compute on cuda device %d: %s", d.ordinal, e.what());
     }
+    if (profiling)
+        d.profile->end(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return synchronize_and_check(d, nodes);
 }
 

@@ -21,6 +21,7 @@
 
 #include "buffers.hpp"
 #include "ops/op_context.hpp"
+#include "profile.hpp"
 #include "switchyard/plugin.h"
 
 namespace sy::cuda {
@@ -45,6 +46,7 @@ struct Device {
     std::unique_ptr<Scratch> scratch;
     int* error_word = nullptr;  // device int: 0, or 1 + the index of the node that failed
     std::optional<LinkRates> link;
+    std::unique_ptr<NodeProfile> profile;  // SWITCHYARD_CUDA_PROFILE
 };
 
 class CudaBackend {
