@@ -35,6 +35,7 @@ struct RunOptions {
     std::string system_prompt;
     std::string chat_template;
     std::string logits_out;
+    bool no_warmup = false;
 
     // --chat, -sys and --chat-template each lay the prompt out as a conversation.
     bool chat_mode() const { return chat || !system_prompt.empty() || !chat_template.empty(); }
@@ -136,6 +137,20 @@ int run_run(const RunOptions& o) {
         std::fprintf(stderr, "prompt tokens: %s\n", ids.c_str());
     }
 
+    // Warm-up (as llama.cpp does): one ubatch of the prompt and one generation step, then an
+    // empty cache again, so that the first use of every kernel (a GPU loads its modules and
+    // picks its GEMM kernels then; mapped weights are paged in) is not timed as the prompt's.
+    double warmup_s = 0;
+    if (!o.no_warmup) {
+        const auto t_warm = Clock::now();
+        const size_t n = std::min(tokens.size(), size_t(opt.n_ubatch));
+        session.eval(std::span<const int32_t>(tokens.data(), n));
+        if (int64_t(n) < opt.n_ctx) session.eval(std::span<const int32_t>(tokens.data(), 1));
+        session.reset();
+        session.clear_stats();
+        warmup_s = seconds_since(t_warm);
+    }
+
     std::unique_ptr<NpyWriter> npy;
     if (!o.logits_out.empty()) npy = std::make_unique<NpyWriter>(o.logits_out, hp.n_vocab);
     llm::Sampler sampler(o.sampling);
@@ -219,6 +234,7 @@ int run_run(const RunOptions& o) {
     const size_t evaluated = generated.empty() ? 0 : generated.size() - 1;
     std::fprintf(stderr, "\nstopped: %s\n", stop_reason.c_str());
     std::fprintf(stderr, "load:       %8.3f s\n", load_s);
+    if (!o.no_warmup) std::fprintf(stderr, "warm-up:    %8.3f s\n", warmup_s);
     std::fprintf(stderr, "prompt:     %6zu tokens in %8.3f s = %9.2f t/s\n", tokens.size(),
                  prompt_s, double(tokens.size()) / prompt_s);
     std::fprintf(stderr,
@@ -259,6 +275,8 @@ Command add_run_command(CLI::App& app) {
     cmd->add_option("--repeat-last-n", o->sampling.repeat_last_n, "Tokens the penalty looks at");
     cmd->add_option("-s,--seed", o->sampling.seed, "Sampling seed");
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-text token");
+    cmd->add_flag("--no-warmup", o->no_warmup,
+                  "Time the prompt from a cold start (no warm-up ubatch and step first)");
     cmd->add_flag("--tokens", o->print_tokens, "Print token ids (prompt on stderr, output inline)");
     cmd->add_flag("--no-special", o->no_special, "Do not parse special tokens in the prompt");
     cmd->add_flag("--context-shift", o->context_shift,

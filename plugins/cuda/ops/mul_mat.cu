@@ -1,9 +1,13 @@
 // MUL_MAT: dst {N, M, B2, B3} = A {K, N, A2, A3} (rows) times B {K, M, B2, B3} (rows), weights
 // broadcast over dims 2-3.
 //
-// Two paths:
-//   * block-quantized A with at most kRowDotColumns columns (M * B2 * B3; token generation):
-//     B quantized to ActBlocks on the device, one warp per output element (rowdot.cu);
+// Three paths:
+//   * block-quantized A with at most kRowDotColumns columns per weight slice (M; token
+//     generation, also batched over heads): B quantized to ActBlocks on the device, one warp per
+//     output element (rowdot.cu);
+//   * float A of at most kRowDotFloatSliceBytes per slice with at most kRowDotFloatColumns
+//     columns (the attention's products with the cache at generation): a warp per row of A,
+//     all columns at once (rowdot.cu);
 //   * otherwise cuBLAS (cublasGemmEx, float32 accumulation, no TF32): float A in place (its rows
 //     are the columns of a K x N column-major matrix, lda = nb1 / element size), B packed to A's
 //     type; block-quantized A dequantized to F16 per weight slice first. dst is written in place
@@ -20,6 +24,7 @@ namespace sy::cuda {
 namespace {
 
 constexpr int64_t kRowDotColumns = 8;
+constexpr int64_t kRowDotFloatSliceBytes = int64_t(16) << 20;
 
 cudaDataType_t cuda_type(int32_t type) {
     switch (type) {
@@ -48,6 +53,16 @@ void mul_mat_rowdot(const OpContext& ctx, const sy_node& node) {
     cols.r2 = b.ne[2] / a.ne[2];
     cols.r3 = b.ne[3] / a.ne[3];
     launch_rowdot(ctx, a, x, cols, dst);
+}
+
+void mul_mat_float_rowdot(const OpContext& ctx, const sy_node& node) {
+    const TensorDesc a = desc_of(*node.src[0]);
+    const TensorDesc b = desc_of(*node.src[1]);
+    const TensorDesc dst = desc_of(*node.dst);
+    auto* x = static_cast<float*>(ctx.scratch->take(size_t(nelements(b)) * sizeof(float)));
+    convert_tensor(ctx, packed_desc(x, SY_TYPE_F32, b.ne), b);
+    launch_rowdot_float_columns(ctx, a, x, b.ne[1], b.ne[2], b.ne[3], b.ne[2] / a.ne[2],
+                                b.ne[3] / a.ne[3], dst);
 }
 
 void mul_mat_cublas(const OpContext& ctx, const sy_node& node) {
@@ -132,9 +147,24 @@ void launch_mul_mat(const OpContext& ctx, const sy_node& node) {
         check_launch("mul_mat (K = 0)");
         return;
     }
-    const int64_t columns = node.src[1]->ne[1] * node.src[1]->ne[2] * node.src[1]->ne[3];
-    if (sy_dtype_info(a.type).block_size > 1 && columns <= kRowDotColumns)
-        mul_mat_rowdot(ctx, node);
+    // Columns per weight slice: the tokens of a generation step (times the heads where the
+    // "weights" are the KV cache). Batched slices (per-head weights) launch once either way.
+    const sy_tensor& b = *node.src[1];
+    const int64_t M = b.ne[1];
+    if (sy_dtype_info(a.type).block_size > 1) {
+        if (M <= kRowDotColumns && b.ne[2] * b.ne[3] <= 65535)
+            mul_mat_rowdot(ctx, node);
+        else
+            mul_mat_cublas(ctx, node);
+        return;
+    }
+    // Float A with few columns and a small slice: mostly the attention's products with the KV
+    // cache, whose shape changes every token, so cuBLAS would choose a kernel for a new shape
+    // (host time) each time. Large float weights keep cuBLAS's bandwidth.
+    const int64_t slice_bytes = a.ne[1] * a.nb[1];
+    if (M <= kRowDotFloatColumns && slice_bytes <= kRowDotFloatSliceBytes &&
+        b.ne[2] * b.ne[3] <= 65535)
+        mul_mat_float_rowdot(ctx, node);
     else
         mul_mat_cublas(ctx, node);
 }

@@ -96,7 +96,51 @@ __global__ void rowdot_float_kernel(TensorDesc w, const float* x, RowDotColumns 
     }
 }
 
+// Float weights against up to kMaxColumns columns per weight slice: a warp per weight row reads
+// the row once (load_float over any strides) and keeps one sum per column. blockIdx.y is the
+// batch (b2, b3); x holds F32 rows m + M * (b2 + B2 * b3), K floats each.
+template <int MaxColumns>
+__global__ void rowdot_float_columns_kernel(TensorDesc w, const float* x, int64_t M, int64_t B2,
+                                            int64_t r2, int64_t r3, TensorDesc dst) {
+    const int lane = threadIdx.x % 32;
+    const int64_t n = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+    if (n >= w.ne[1]) return;
+    const int64_t K = w.ne[0];
+    const int64_t batch = blockIdx.y, b2 = batch % B2, b3 = batch / B2;
+    const char* row = w.data + (b2 / r2) * w.nb[2] + (b3 / r3) * w.nb[3] + n * w.nb[1];
+    const float* xb = x + batch * M * K;
+    float acc[MaxColumns] = {};
+    for (int64_t k = lane; k < K; k += 32) {
+        const float a = load_float(w.type, row + k * w.nb[0]);
+#pragma unroll
+        for (int m = 0; m < MaxColumns; ++m)
+            if (m < M) acc[m] += a * xb[m * K + k];
+    }
+    char* out = dst.data + n * dst.nb[0] + b2 * dst.nb[2] + b3 * dst.nb[3];
+#pragma unroll
+    for (int m = 0; m < MaxColumns; ++m) {
+        if (m >= M) break;
+        const float v = warp_sum(acc[m]);
+        if (lane == 0) *reinterpret_cast<float*>(out + m * dst.nb[1]) = v;
+    }
+}
+
 }  // namespace
+
+void launch_rowdot_float_columns(const OpContext& ctx, const TensorDesc& w, const float* x,
+                                 int64_t M, int64_t B2, int64_t B3, int64_t r2, int64_t r3,
+                                 const TensorDesc& dst) {
+    if (M > kRowDotFloatColumns) throw LaunchError("row dot: too many columns for one warp");
+    if (M == 0 || w.ne[1] == 0 || B2 * B3 == 0) return;
+    const dim3 grid(unsigned((w.ne[1] + kWarpsPerBlock - 1) / kWarpsPerBlock), unsigned(B2 * B3));
+    const dim3 block(32 * kWarpsPerBlock);
+    if (M <= 4)
+        rowdot_float_columns_kernel<4><<<grid, block, 0, ctx.stream>>>(w, x, M, B2, r2, r3, dst);
+    else
+        rowdot_float_columns_kernel<kRowDotFloatColumns>
+            <<<grid, block, 0, ctx.stream>>>(w, x, M, B2, r2, r3, dst);
+    check_launch("matrix product (float row dot)");
+}
 
 void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const void* x,
                    const RowDotColumns& cols, const TensorDesc& dst) {

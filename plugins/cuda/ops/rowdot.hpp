@@ -25,6 +25,14 @@ struct RowDotColumns {
     int64_t U, U1, E;
 };
 
+// MUL_MAT with float weights and at most kRowDotFloatColumns columns per weight slice (M; the
+// batches B2 x B3 broadcast weights by r2, r3): each weight row is read once for all M columns.
+// `x` holds the columns packed as F32, K floats each, in (m, b2, b3) order.
+constexpr int64_t kRowDotFloatColumns = 16;
+void launch_rowdot_float_columns(const OpContext& ctx, const TensorDesc& w, const float* x,
+                                 int64_t M, int64_t B2, int64_t B3, int64_t r2, int64_t r3,
+                                 const TensorDesc& dst);
+
 // dst[n, column] for every n < w.ne[1] and column. `x` holds packed activation rows: F32 (K
 // floats each) for float weights, ActBlock (K / 32 each) for block types.
 void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const void* x,

@@ -276,6 +276,7 @@ class Deepseek2Session {
     int64_t n_past() const { return n_past_; }
     int64_t n_ctx() const { return cache_.n_ctx(); }
     void reset() { n_past_ = 0; }
+    void clear_stats() { stats_ = EvalStats{}; }
     const Deepseek2Cache& cache() const { return cache_; }
     bool uses_fused_moe() const { return fused_moe_; }
     bool uses_flash_attention() const { return flash_; }
