@@ -64,22 +64,10 @@ __global__ void rowdot_blocks_kernel(TensorDesc w, const ActBlock* x, RowDotColu
         const auto* row = reinterpret_cast<const uint8_t*>(w.data + p.weight_offset + n * w.nb[1]);
         const ActBlock* xr = x + p.x_row * subs;
         float acc = 0.0f;
-        if constexpr (QuarterDecode<Type>::value) {
-            // Four lanes per block, eight blocks per warp step.
-            const int q = lane % 4;
-#pragma unroll 4
-            for (int64_t s = lane / 4; s < subs; s += 8) {
-                int lo, hi;
-                const float d = decode_quarter<Type>(row + s * BlockTraits<Type>::kBytes, q, lo, hi);
-                const ActBlock& xa = xr[s];
-                acc += d * xa.d * float(__dp4a(hi, xa.q[4 + q], __dp4a(lo, xa.q[q], 0)));
-            }
-        } else {
-            for (int64_t s = lane; s < subs; s += 32) {
-                Sub32 sub;
-                decode_row_sub<Type>(row, s, sub);
-                acc += dot_sub<Type>(sub, xr[s]);
-            }
+        for (int64_t s = lane; s < subs; s += 32) {
+            Sub32 sub;
+            decode_row_sub<Type>(row, s, sub);
+            acc += dot_sub<Type>(sub, xr[s]);
         }
         acc = warp_sum(acc);
         if (lane == 0) *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = acc;

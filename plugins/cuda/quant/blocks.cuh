@@ -297,36 +297,6 @@ __device__ inline void decode<SY_TYPE_Q3_K>(const uint8_t* b, int sub, Sub32& s)
     s.m[0] = s.m[1] = 0.0f;
 }
 
-// Quarter p (0..3) of a 32-value block with one scale and no offset: the ints q[p] (values
-// 4p .. 4p+3) and q[4 + p] (values 16 + 4p .. 16 + 4p + 3) of its Sub32, and the scale. Four
-// lanes share a block in the row dots, so a warp's loads cover eight neighbouring blocks.
-template <int Type>
-struct QuarterDecode : std::false_type {};
-template <>
-struct QuarterDecode<SY_TYPE_Q4_0> : std::true_type {};
-template <>
-struct QuarterDecode<SY_TYPE_Q8_0> : std::true_type {};
-template <>
-struct QuarterDecode<SY_TYPE_IQ4_NL> : std::true_type {};
-
-template <int Type>
-__device__ inline float decode_quarter(const uint8_t* b, int p, int& lo, int& hi) {
-    if constexpr (Type == SY_TYPE_Q8_0) {
-        lo = int(load_u32(b + 2 + 4 * p));
-        hi = int(load_u32(b + 18 + 4 * p));
-    } else {
-        const uint32_t w = load_u32(b + 2 + 4 * p);
-        if constexpr (Type == SY_TYPE_Q4_0) {
-            lo = int(__vsub4(w & 0x0F0F0F0Fu, 0x08080808u));
-            hi = int(__vsub4((w >> 4) & 0x0F0F0F0Fu, 0x08080808u));
-        } else {
-            lo = iq4_lookup(w & 0x0F0F0F0Fu);
-            hi = iq4_lookup((w >> 4) & 0x0F0F0F0Fu);
-        }
-    }
-    return load_half(b);
-}
-
 // Sub-block s of a row: its block and the sub-block within it.
 template <int Type>
 __device__ inline void decode_row_sub(const uint8_t* row, int64_t s, Sub32& out) {
