@@ -581,8 +581,11 @@ DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Gra
     for (const Graph* g : graphs)
         for (const auto& t : g->tensors()) {
             if (t->kind() != TensorKind::weight || t->host_data() == nullptr) continue;
-            Range& r = ranges_.try_emplace(t->host_data(), Range{t->host_data(), 0, 0}).first->second;
+            Range& r =
+                ranges_.try_emplace(t->host_data(), Range{t->host_data(), 0, 0}).first->second;
             r.bytes = std::max(r.bytes, static_cast<uint64_t>(t->bytes()));
+            largest_ =
+                std::max(largest_, static_cast<uint64_t>(t->shape().ne[0] * t->shape().ne[1]));
         }
     for (auto& [host, r] : ranges_) {
         r.offset = bytes_;
@@ -601,7 +604,9 @@ std::pair<const Buffer*, uint64_t> DeviceWeights::find(const void* host,
                                                        const std::string& name) const {
     const auto it = ranges_.find(host);
     if (it == ranges_.end() || !buffer_)
-        throw Error("weight " + name + " has no copy on the device (not in the graphs checked when the session started)");
+        throw Error(
+            "weight " + name +
+            " has no copy on the device (not in the graphs checked when the session started)");
     return {&buffer_, it->second.offset};
 }
 

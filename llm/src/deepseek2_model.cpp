@@ -532,7 +532,8 @@ void Deepseek2Cache::allocate() {
     if (allocated()) return;
     if (plugin_ != nullptr) {
         // Zeroed, as the host cache is (rows past the causal limit enter tiles with weight 0).
-        const std::vector<std::byte> zeros(std::min<size_t>(std::max(k_layer_bytes_, v_layer_bytes_), size_t(8) << 20));
+        const std::vector<std::byte> zeros(
+            std::min<size_t>(std::max(k_layer_bytes_, v_layer_bytes_), size_t(8) << 20));
         const auto zeroed = [&](size_t bytes) {
             Buffer b = plugin_->alloc(device_, bytes);
             for (size_t at = 0; at < bytes; at += zeros.size())

@@ -362,7 +362,8 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
         return sdk::error(SY_ERR_BACKEND, "compute on cuda device %d: %s", d.ordinal, e.what());
     }
     if (profiling)
-        d.profile->end(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        d.profile->end(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return synchronize_and_check(d, nodes);
 }
 

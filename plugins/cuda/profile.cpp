@@ -28,7 +28,8 @@ std::string key_of(const sy_node& node) {
     if (node.src[0]) key += std::string(" ") + sy_dtype_info(node.src[0]->type).name;
     if ((node.op == SY_OP_MUL_MAT || node.op == SY_OP_MUL_MAT_ID) && node.src[1]) {
         const sy_tensor& b = *node.src[1];
-        key += " K=" + std::to_string(b.ne[0]) + " cols=" + std::to_string(b.ne[1] * b.ne[2] * b.ne[3]);
+        key += " K=" + std::to_string(b.ne[0]) +
+               " cols=" + std::to_string(b.ne[1] * b.ne[2] * b.ne[3]);
     }
     return key;
 }
@@ -54,8 +55,9 @@ NodeProfile::~NodeProfile() {
                  calls_, all, host_seconds_ * 1e3);
     std::fprintf(stderr, "%10s %6s %8s %10s  %s\n", "ms", "%", "count", "us each", "node");
     for (const auto& [key, t] : rows)
-        std::fprintf(stderr, "%10.3f %6.1f %8ld %10.2f  %s\n", t.ms, 100.0 * t.ms / all, t.count,
-                     1e3 * t.ms / double(t.count), key.c_str());
+        std::fprintf(stderr, "%10.3f %6.1f %8ld %10.2f  %s\n", t.ms,
+                     all > 0 ? 100.0 * t.ms / all : 0.0, t.count, 1e3 * t.ms / double(t.count),
+                     key.c_str());
 }
 
 void NodeProfile::begin(cudaStream_t stream, size_t count) {
@@ -65,25 +67,25 @@ void NodeProfile::begin(cudaStream_t stream, size_t count) {
         cudaEventCreate(&e);
         events_.push_back(e);
     }
-    keys_.assign(count, std::string());
+    nodes_.assign(count, nullptr);
 }
 
 void NodeProfile::mark(const sy_node& node, size_t i) {
-    keys_[i] = key_of(node);
+    nodes_[i] = &node;
     cudaEventRecord(events_[i], stream_);
 }
 
 void NodeProfile::end(double host_seconds) {
-    const size_t n = keys_.size();
+    const size_t n = nodes_.size();
     cudaEventRecord(events_[n], stream_);
     cudaEventSynchronize(events_[n]);
     for (size_t i = 0; i < n; ++i) {
-        if (keys_[i].empty()) continue;
+        if (nodes_[i] == nullptr) continue;
         size_t next = i + 1;
-        while (next < n && keys_[next].empty()) ++next;
+        while (next < n && nodes_[next] == nullptr) ++next;
         float ms = 0;
         cudaEventElapsedTime(&ms, events_[i], events_[next]);
-        Total& t = totals_[keys_[i]];
+        Total& t = totals_[key_of(*nodes_[i])];
         t.ms += ms;
         t.count += 1;
     }

@@ -25,7 +25,8 @@ class NodeProfile {
 
     bool enabled() const { return enabled_; }
     // One compute() call: begin() before its launches, mark(i) before node i's, end() after
-    // the last (the stream is synchronized after it) with the host seconds the call took.
+    // the last, while the nodes are still valid (it waits for the stream), with the host seconds
+    // the launches took. Keys are built in end(), so the timed launches pay only for an event.
     void begin(cudaStream_t stream, size_t count);
     void mark(const sy_node& node, size_t i);
     void end(double host_seconds);
@@ -38,7 +39,7 @@ class NodeProfile {
     bool enabled_ = false;
     cudaStream_t stream_ = nullptr;
     std::vector<cudaEvent_t> events_;
-    std::vector<std::string> keys_;
+    std::vector<const sy_node*> nodes_;  // this call's, valid until end() (null: not launched)
     std::map<std::string, Total> totals_;
     double host_seconds_ = 0;
     long calls_ = 0;

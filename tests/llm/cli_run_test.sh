@@ -55,6 +55,20 @@ for bad in 1,x 1,0.5x 0,0.5 3,0.5 1,-1; do
   "$sy" run -m "$tmp/tiny.gguf" -p hi -ser $bad >"$tmp/o" 2>"$tmp/e" && fail "-ser $bad accepted"
   grep -q "ser" "$tmp/e" || fail "-ser $bad: message does not name it: $(cat "$tmp/e")"
 done
+# -ngl: part of the layers is refused (tiny: 3 layers + output = 4), as is a GPU count with a
+# backend that computes on host memory; -ngl 0 is the CPU; with 4 or more the cuda backend
+# runs it (on a machine without a GPU: a clear error naming the missing device or plugin).
+"$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ngl 2 >"$tmp/o" 2>"$tmp/e" && fail "-ngl 2 accepted"
+grep -q -E "ngl 2: this model has 4 layers|backend 'cuda' is not loaded" "$tmp/e" || fail "-ngl 2: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ngl 99 --backend cpu >"$tmp/o" 2>"$tmp/e" && fail "-ngl 99 --backend cpu accepted"
+grep -q "computes on host memory" "$tmp/e" || fail "-ngl 99 --backend cpu: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -ngl 0 -ctk f32 -ctv f32 \
+    --tokens >"$tmp/ngl0" 2>"$tmp/e" || fail "run -ngl 0: $(cat "$tmp/e")"
+cmp -s "$tmp/out3" "$tmp/ngl0" || fail "-ngl 0 generated other tokens than the CPU default"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  "$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ngl 99 >"$tmp/o" 2>"$tmp/e" && fail "-ngl 99 ran without a GPU"
+  grep -q -E "backend 'cuda' (has no device|is not loaded)" "$tmp/e" || fail "-ngl 99 without a GPU: $(cat "$tmp/e")"
+fi
 # KV bytes per token printed equal the formulas (tiny: 3 layers, 4 heads, K 32+16, V 32,
 # kv_lora 32, rope 16, 4-byte elements): mla 0 3*(4*48+4*32)*4, mla 1 3*(48+32)*4, mla 2/3 3*48*4.
 grep -q "mla 0, KV cache f32/f32: 3840 B" "$tmp/err0" || fail "mla 0 KV size: $(head -1 "$tmp/err0")"

@@ -370,13 +370,15 @@ TEST(Deepseek2Runtime, WholeModelOnADeviceWithItsOwnMemory) {
         KvLayout layout;
         int32_t type, cache;
         size_t prompt;
+        int64_t ubatch = 512;
     };
-    // 130 tokens: mla 3 decompresses the cached latents for the prompt (128 or more).
+    // 130 tokens: mla 3 decompresses the cached latents for the prompt (128 or more); ubatch 4:
+    // the prompt in three graphs, each reading what the one before wrote to the cache.
     for (const Run& r : {Run{0, KvLayout::kv_b, SY_TYPE_F32, SY_TYPE_F16, 9},
-                         Run{1, KvLayout::kv_b, SY_TYPE_Q8_0, SY_TYPE_F32, 9},
+                         Run{1, KvLayout::kv_b, SY_TYPE_Q8_0, SY_TYPE_F32, 9, 4},
                          Run{2, KvLayout::split, SY_TYPE_F32, SY_TYPE_BF16, 9},
                          Run{3, KvLayout::kv_b, SY_TYPE_Q4_0, SY_TYPE_F16, 130},
-                         Run{3, KvLayout::split, SY_TYPE_F32, SY_TYPE_F16, 9}}) {
+                         Run{3, KvLayout::split, SY_TYPE_F32, SY_TYPE_F16, 9, 4}}) {
         SCOPED_TRACE(testing::Message() << "mla " << r.mla << " " << sy_dtype_info(r.type).name
                                         << " cache " << sy_dtype_info(r.cache).name);
         ModelSpec ms = spec(r.type, r.layout);
@@ -386,6 +388,7 @@ TEST(Deepseek2Runtime, WholeModelOnADeviceWithItsOwnMemory) {
         o.mla = r.mla;
         o.cache_type_k = o.cache_type_v = r.cache;
         o.n_ctx = 256;
+        o.n_ubatch = r.ubatch;
         Deepseek2Model model(gguf::Reader::open(path), o);
         Deepseek2Session host(model, plain_plugin()), device(model, *offhost);
         EXPECT_FALSE(host.on_device());
@@ -397,12 +400,14 @@ TEST(Deepseek2Runtime, WholeModelOnADeviceWithItsOwnMemory) {
         const auto want = host.eval(tokens, true), got = device.eval(tokens, true);
         ASSERT_EQ(want.size(), got.size());
         EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+        EXPECT_LT(device.stats().staged_bytes, 64u * 1024);  // the prompt's inputs only
         for (int32_t t : {5, 77, 300, 12}) {
             const uint64_t staged = device.stats().staged_bytes;
             const auto a = host.eval(std::span<const int32_t>(&t, 1));
             const auto b = device.eval(std::span<const int32_t>(&t, 1));
             ASSERT_EQ(a.size(), b.size());
-            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "token " << t;
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+                << "token " << t;
             // tokens, positions, the expert id table: bytes, not the weights or the cache
             EXPECT_LT(device.stats().staged_bytes - staged, 4096u) << "token " << t;
         }

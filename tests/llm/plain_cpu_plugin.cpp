@@ -68,7 +68,8 @@ sy_status device_props(void* ctx, int32_t device, sy_device_props* props) {
 sy_status check_placement(const sy_node* node) {
     const auto outside = [](const sy_tensor* t) { return t != nullptr && t->buffer == nullptr; };
     if (outside(node->dst))
-        return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "cpu-offhost: dst of a %s node is in host memory",
+        return sy::sdk::error(SY_ERR_INVALID_ARGUMENT,
+                              "cpu-offhost: dst of a %s node is in host memory",
                               sy::sdk::op_name(node->op));
     for (int32_t i = 0; i < node->n_src; ++i)
         if (outside(node->src[i]))
@@ -79,7 +80,9 @@ sy_status check_placement(const sy_node* node) {
 }
 #else
 constexpr const char* kName = "cpu-plain";
-sy_status check_placement(const sy_node*) { return sy::sdk::ok(); }
+sy_status check_placement(const sy_node*) {
+    return sy::sdk::ok();
+}
 #endif
 
 sy_status compute(void* ctx, int32_t device, const sy_node* const* nodes, size_t count) {

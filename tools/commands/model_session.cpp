@@ -128,10 +128,7 @@ LoadedModel load_model(const ModelOptions& o) {
             why += "\n  " + f.file + ": " + f.reason;
         throw Error("backend '" + backend + "' is not loaded" + why);
     }
-    if (out.plugin->device_count() < 1)
-        throw Error("backend '" + backend + "' has no device on this machine" +
-                    (o.ngl > 0 ? " (-ngl " + std::to_string(o.ngl) + " asks for a GPU)" : ""));
-    const bool on_host = out.plugin->device_props(0).host_memory != 0;
+
     out.model = std::make_unique<llm::Deepseek2Model>(
         gguf::Reader::open(o.model, o.no_mmap ? gguf::Residence::read : gguf::Residence::mapped),
         mo);
@@ -147,6 +144,10 @@ LoadedModel load_model(const ModelOptions& o) {
             "on the GPU is not supported yet: use -ngl {} or more (e.g. 99) for the whole model, "
             "or -ngl 0",
             o.ngl, all_layers, all_layers));
+    if (out.plugin->device_count() < 1)
+        throw Error("backend '" + backend + "' has no device on this machine" +
+                    (o.ngl > 0 ? " (-ngl " + std::to_string(o.ngl) + " asks for a GPU)" : ""));
+    const bool on_host = out.plugin->device_props(0).host_memory != 0;
     if (o.ngl > 0 && on_host)
         throw Error("-ngl " + std::to_string(o.ngl) + ": backend '" + backend +
                     "' computes on host memory (no GPU); leave --backend out for cuda");
@@ -193,15 +194,26 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
     if (session.on_device()) {
         const sy_device_props props = loaded.plugin->device_props(0);
         const uint64_t weights = session.device_weight_bytes();
-        std::fprintf(stderr, "on %s: weights %.2f MiB, KV cache %.2f MiB, compute buffer %.2f MiB; %.0f MiB free\n",
-                     props.name, mib(weights), mib(kv), mib(plan.peak_bytes), mib(props.memory_free));
-        if (weights + kv + plan.peak_bytes > props.memory_free)
+        // The backend's own temporaries: a GPU's prompt products may expand the largest weight
+        // matrix to F16, plus room for its libraries' workspaces.
+        const uint64_t reserve = session.largest_weight_elements() * 2 + (uint64_t(256) << 20);
+        std::fprintf(stderr,
+                     "on %s: weights %.2f MiB, KV cache %.2f MiB, compute buffer %.2f MiB, "
+                     "reserve %.2f MiB; %.0f MiB free\n",
+                     props.name, mib(weights), mib(kv), mib(plan.peak_bytes), mib(reserve),
+                     mib(props.memory_free));
+        if (props.memory_free > 0 && weights + reserve > props.memory_free)
             throw Error(fmt::format(
-                "the weights ({:.0f} MiB), the KV cache ({:.0f} MiB) and the compute buffer "
-                "({:.0f} MiB) do not fit in the {:.0f} MiB free on {}: {}, or use a smaller "
-                "quantization",
-                mib(weights), mib(kv), mib(plan.peak_bytes), mib(props.memory_free), props.name,
-                lower));
+                "the weights ({:.0f} MiB) and the backend's reserve ({:.0f} MiB) do not fit in "
+                "the {:.0f} MiB free on {}: use a smaller quantization (or leave -ngl out)",
+                mib(weights), mib(reserve), mib(props.memory_free), props.name));
+        if (props.memory_free > 0 && weights + reserve + kv + plan.peak_bytes > props.memory_free)
+            throw Error(fmt::format(
+                "the weights ({:.0f} MiB), the backend's reserve ({:.0f} MiB), the KV cache "
+                "({:.0f} MiB) and the compute buffer ({:.0f} MiB) do not fit in the {:.0f} MiB "
+                "free on {}: {}",
+                mib(weights), mib(reserve), mib(kv), mib(plan.peak_bytes), mib(props.memory_free),
+                props.name, lower));
     } else {
         const uint64_t avail = llm::available_memory();
         if (avail > 0 && kv + plan.peak_bytes > avail)

@@ -137,14 +137,14 @@ int run_run(const RunOptions& o) {
         std::fprintf(stderr, "prompt tokens: %s\n", ids.c_str());
     }
 
-    // Warm-up (as llama.cpp does): one ubatch of the prompt and one generation step, then an
-    // empty cache again, so that the first use of every kernel (a GPU loads its modules and
-    // picks its GEMM kernels then; mapped weights are paged in) is not timed as the prompt's.
+    // Warm-up, then an empty cache again, so that first uses are not timed as the prompt's: a
+    // generation step (as llama.cpp's warm-up), and on a GPU also one prompt ubatch (its
+    // first use loads kernel modules and has cuBLAS choose kernels for the prompt's shapes).
     double warmup_s = 0;
     if (!o.no_warmup) {
         const auto t_warm = Clock::now();
-        const size_t n = std::min(tokens.size(), size_t(opt.n_ubatch));
-        session.eval(std::span<const int32_t>(tokens.data(), n));
+        const size_t n = session.on_device() ? std::min(tokens.size(), size_t(opt.n_ubatch)) : 0;
+        if (n > 1) session.eval(std::span<const int32_t>(tokens.data(), n));
         if (int64_t(n) < opt.n_ctx) session.eval(std::span<const int32_t>(tokens.data(), 1));
         session.reset();
         session.clear_stats();

@@ -131,6 +131,7 @@ void launch_rowdot_float_columns(const OpContext& ctx, const TensorDesc& w, cons
                                  int64_t M, int64_t B2, int64_t B3, int64_t r2, int64_t r3,
                                  const TensorDesc& dst) {
     if (M > kRowDotFloatColumns) throw LaunchError("row dot: too many columns for one warp");
+    if (B2 * B3 > 65535) throw LaunchError("row dot: more than 65535 weight slices");
     if (M == 0 || w.ne[1] == 0 || B2 * B3 == 0) return;
     const dim3 grid(unsigned((w.ne[1] + kWarpsPerBlock - 1) / kWarpsPerBlock), unsigned(B2 * B3));
     const dim3 block(32 * kWarpsPerBlock);

@@ -200,8 +200,12 @@ class Deepseek2Cache {
     int64_t v_rows() const { return v_rows_; }         // rows of the transposed V (0: none)
     void* k(uint32_t il) { return k_.empty() ? nullptr : k_[il].data(); }
     void* v(uint32_t il) { return v_.empty() ? nullptr : v_[il].data(); }
-    const Buffer* k_buffer(uint32_t il) const { return k_device_.empty() ? nullptr : &k_device_[il]; }
-    const Buffer* v_buffer(uint32_t il) const { return v_device_.empty() ? nullptr : &v_device_[il]; }
+    const Buffer* k_buffer(uint32_t il) const {
+        return k_device_.empty() ? nullptr : &k_device_[il];
+    }
+    const Buffer* v_buffer(uint32_t il) const {
+        return v_device_.empty() ? nullptr : &v_device_[il];
+    }
 
   private:
     Plugin* plugin_ = nullptr;  // set when the cache lives on a device
@@ -223,6 +227,8 @@ class DeviceWeights {
     // Collects the weights of `graphs` (each distinct host range once); uploads nothing yet.
     DeviceWeights(Plugin& plugin, int32_t device, std::span<const Graph* const> graphs);
     uint64_t bytes() const { return bytes_; }  // the device buffer's size
+    // Elements of the largest weight matrix (ne0 x ne1) among them.
+    uint64_t largest_matrix_elements() const { return largest_; }
     bool uploaded() const { return static_cast<bool>(buffer_); }
     // Allocates the buffer and copies every weight into it (once).
     void upload();
@@ -240,6 +246,7 @@ class DeviceWeights {
     int32_t device_ = 0;
     std::unordered_map<const void*, Range> ranges_;
     uint64_t bytes_ = 0;
+    uint64_t largest_ = 0;
     Buffer buffer_;
 };
 
@@ -265,6 +272,7 @@ class Deepseek2Session {
     void allocate();
     // The model on the device: bytes of its weight copy there (0 on a host-memory device).
     uint64_t device_weight_bytes() const { return weights_.bytes(); }
+    uint64_t largest_weight_elements() const { return weights_.largest_matrix_elements(); }
     bool on_device() const { return cache_.on_device(); }
 
     // Runs `tokens` at positions n_past() .. n_past() + size - 1 (in ubatches) and appends them
