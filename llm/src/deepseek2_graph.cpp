@@ -581,8 +581,7 @@ DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Gra
     for (const Graph* g : graphs)
         for (const auto& t : g->tensors()) {
             if (t->kind() != TensorKind::weight || t->host_data() == nullptr) continue;
-            Range& r =
-                ranges_.try_emplace(t->host_data(), Range{t->host_data(), 0, 0}).first->second;
+            Range& r = ranges_.try_emplace(t->host_data(), Range{0, 0}).first->second;
             r.bytes = std::max(r.bytes, static_cast<uint64_t>(t->bytes()));
             largest_ =
                 std::max(largest_, static_cast<uint64_t>(t->shape().ne[0] * t->shape().ne[1]));
@@ -596,7 +595,7 @@ DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Gra
 void DeviceWeights::upload() {
     if (uploaded() || bytes_ == 0) return;
     Buffer buffer = plugin_->alloc(device_, bytes_);
-    for (const auto& [host, r] : ranges_) plugin_->set(buffer, r.offset, r.host, r.bytes);
+    for (const auto& [host, r] : ranges_) plugin_->set(buffer, r.offset, host, r.bytes);
     buffer_ = std::move(buffer);
 }
 

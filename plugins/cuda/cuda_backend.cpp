@@ -343,8 +343,11 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
     }
     cudaSetDevice(d.ordinal);
     const bool profiling = d.profile->enabled();
-    const auto start = std::chrono::steady_clock::now();
-    if (profiling) d.profile->begin(d.stream, count);
+    std::chrono::steady_clock::time_point start;
+    if (profiling) {
+        start = std::chrono::steady_clock::now();
+        d.profile->begin(d.stream, count);
+    }
     try {
         for (size_t i = 0; i < count; ++i) {
             const sy_node& node = *nodes[i];

@@ -152,7 +152,7 @@ void launch_mul_mat(const OpContext& ctx, const sy_node& node) {
     const sy_tensor& b = *node.src[1];
     const int64_t M = b.ne[1];
     if (sy_dtype_info(a.type).block_size > 1) {
-        if (M <= kRowDotColumns && b.ne[2] * b.ne[3] <= 65535)
+        if (M <= kRowDotColumns)  // the row dots loop over any number of slices
             mul_mat_rowdot(ctx, node);
         else
             mul_mat_cublas(ctx, node);

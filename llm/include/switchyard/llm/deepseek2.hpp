@@ -238,13 +238,12 @@ class DeviceWeights {
 
   private:
     struct Range {
-        const void* host;
         uint64_t bytes;
         uint64_t offset;
     };
     Plugin* plugin_ = nullptr;
     int32_t device_ = 0;
-    std::unordered_map<const void*, Range> ranges_;
+    std::unordered_map<const void*, Range> ranges_;  // by host address
     uint64_t bytes_ = 0;
     uint64_t largest_ = 0;
     Buffer buffer_;
