@@ -276,7 +276,7 @@ Command add_run_command(CLI::App& app) {
     cmd->add_option("-s,--seed", o->sampling.seed, "Sampling seed");
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-text token");
     cmd->add_flag("--no-warmup", o->no_warmup,
-                  "Time the prompt from a cold start (no warm-up ubatch and step first)");
+                  "Time the prompt from a cold start (no warm-up step first, nor a prompt ubatch on a GPU)");
     cmd->add_flag("--tokens", o->print_tokens, "Print token ids (prompt on stderr, output inline)");
     cmd->add_flag("--no-special", o->no_special, "Do not parse special tokens in the prompt");
     cmd->add_flag("--context-shift", o->context_shift,
