@@ -187,12 +187,13 @@ struct ErrorStats {
 };
 
 // Row lengths for a weight type. 32-element blocks (8 per step of the AVX-512 group kernels,
-// which take K >= 256): 512 whole steps; 448 (14 blocks) a masked partial step of 6; 1408
-// (DeepSeek's expert width, 44 blocks) and 288 (9) a step of 4 and of 1 (lower half only);
-// 4096: rows over 2 KiB, whose 4-row GEMV prefetch runs a stream per row. Super-block types:
-// 512 and 1280 (5 super-blocks).
+// which take K >= 256 and K = 128): 512 whole steps; 448 (14 blocks) a masked partial step of 6;
+// 1408 (DeepSeek's expert width, 44 blocks) and 288 (9) a step of 4 and of 1 (lower half only);
+// 4096: rows over 2 KiB, whose 4-row GEMV prefetch runs a stream per row; 128 (MLA's attn_k_b)
+// half a step, or two adjacent rows per step in a GEMV; 96 a per-block kernel. Super-block
+// types: 512 and 1280 (5 super-blocks).
 std::vector<int64_t> row_lengths(int32_t type) {
-    if (sy_dtype_info(type).block_size == 32) return {512, 448, 1408, 288, 4096};
+    if (sy_dtype_info(type).block_size == 32) return {512, 448, 1408, 288, 4096, 128, 96};
     return {512, 1280};
 }
 
@@ -241,7 +242,8 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
 // A GEMV (one activation row) takes the kernels' several-rows form where a kernel has one
 // (rows in groups of 4, then 1 to 3); a product with two activation rows the one-row form. With
 // the same activation twice, every output must match the GEMV's bit for bit, for row counts that
-// leave each remainder and weight rows further apart than their bytes (a view of wider rows).
+// leave each remainder, with weight rows further apart than their bytes (a view of wider rows)
+// and back to back (where K = 128 pairs them).
 // (A variant without a several-rows kernel runs the one-row form both times.)
 TEST(QuantKernels, GemvMatchesTwoColumnProductBitForBit) {
     std::mt19937 rng(4321);
@@ -249,35 +251,37 @@ TEST(QuantKernels, GemvMatchesTwoColumnProductBitForBit) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
             for (int64_t K : row_lengths(type))
-                for (int64_t N : {6, 37, 39}) {
-                    // Padding of 0xFF (an f16 NaN wherever a scale would be read): a read past a
-                    // row's end shows. The buffer ends with the last row, for the sanitizers.
-                    const int64_t row_bytes = sy::sdk::row_bytes(type, K), stride = row_bytes + 64;
-                    std::vector<uint8_t> wq(size_t((N - 1) * stride + row_bytes), 0xFF);
-                    const std::vector<uint8_t> rows = random_blocks(type, K * N, rng);
-                    for (int64_t n = 0; n < N; ++n)
-                        std::memcpy(&wq[size_t(n * stride)], &rows[size_t(n * row_bytes)],
-                                    size_t(row_bytes));
-                    std::vector<float> x = random_floats(K, rng);
-                    x.insert(x.end(), x.begin(), x.end());  // the same row twice
-                    std::vector<float> gemv(size_t(N), NAN), twice(size_t(2 * N), NAN);
-                    sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, wq.data());
-                    a.nb[1] = stride;
-                    a.nb[2] = a.nb[3] = stride * N;
-                    sy_tensor b1 = sy::sdk::make_tensor(SY_TYPE_F32, K, 1, 1, 1, x.data());
-                    sy_tensor b2 = sy::sdk::make_tensor(SY_TYPE_F32, K, 2, 1, 1, x.data());
-                    sy_tensor d1 = sy::sdk::make_tensor(SY_TYPE_F32, N, 1, 1, 1, gemv.data());
-                    sy_tensor d2 = sy::sdk::make_tensor(SY_TYPE_F32, N, 2, 1, 1, twice.data());
-                    ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d1, {&a, &b1})).code, SY_OK);
-                    ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d2, {&a, &b2})).code, SY_OK);
-                    for (int64_t n = 0; n < N; ++n)
-                        for (int64_t m = 0; m < 2; ++m)
-                            ASSERT_EQ(std::memcmp(&gemv[size_t(n)], &twice[size_t(m * N + n)], 4),
-                                      0)
-                                << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
-                                << " N=" << N << " row " << n << ": " << gemv[size_t(n)] << " vs "
-                                << twice[size_t(m * N + n)];
-                }
+                for (int64_t N : {6, 37, 39})
+                    for (int64_t gap : {64, 0}) {
+                        // Padding of 0xFF (an f16 NaN wherever a scale would be read): a read past
+                        // a row's end shows. The buffer ends with the last row, for the sanitizers.
+                        const int64_t row_bytes = sy::sdk::row_bytes(type, K),
+                                      stride = row_bytes + gap;
+                        std::vector<uint8_t> wq(size_t((N - 1) * stride + row_bytes), 0xFF);
+                        const std::vector<uint8_t> rows = random_blocks(type, K * N, rng);
+                        for (int64_t n = 0; n < N; ++n)
+                            std::memcpy(&wq[size_t(n * stride)], &rows[size_t(n * row_bytes)],
+                                        size_t(row_bytes));
+                        std::vector<float> x = random_floats(K, rng);
+                        x.insert(x.end(), x.begin(), x.end());  // the same row twice
+                        std::vector<float> gemv(size_t(N), NAN), twice(size_t(2 * N), NAN);
+                        sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, wq.data());
+                        a.nb[1] = stride;
+                        a.nb[2] = a.nb[3] = stride * N;
+                        sy_tensor b1 = sy::sdk::make_tensor(SY_TYPE_F32, K, 1, 1, 1, x.data());
+                        sy_tensor b2 = sy::sdk::make_tensor(SY_TYPE_F32, K, 2, 1, 1, x.data());
+                        sy_tensor d1 = sy::sdk::make_tensor(SY_TYPE_F32, N, 1, 1, 1, gemv.data());
+                        sy_tensor d2 = sy::sdk::make_tensor(SY_TYPE_F32, N, 2, 1, 1, twice.data());
+                        ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d1, {&a, &b1})).code, SY_OK);
+                        ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d2, {&a, &b2})).code, SY_OK);
+                        for (int64_t n = 0; n < N; ++n)
+                            for (int64_t m = 0; m < 2; ++m)
+                                ASSERT_EQ(
+                                    std::memcmp(&gemv[size_t(n)], &twice[size_t(m * N + n)], 4), 0)
+                                    << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
+                                    << " N=" << N << " gap " << gap << " row " << n << ": "
+                                    << gemv[size_t(n)] << " vs " << twice[size_t(m * N + n)];
+                    }
     }
 }
 

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 #include <type_traits>
 
 #include "quant/column_sums512.hpp"
@@ -187,11 +188,42 @@ inline void groups_cols(const Codec& k, int64_t blocks, const void* w, const voi
     sums.store(k.offset, out);
 }
 
+// Rows of 4 blocks (K = 128: the per-head attn_k_b of MLA) that lie back to back fill one step
+// per two rows, against the activation's 4 blocks repeated as blocks 4-7: the lower half of the
+// step's products goes to the first row, the upper half to the second. Each row gets the
+// operations that its own Part::kLowHalf step in groups_cols would apply, in the same order, so
+// the same bits; a step per row would spend as much work on the empty upper half.
+template <int R, typename Codec>
+inline void pair_rows(const Codec& k, const uint8_t* x, const ActQ8G8& a, float* out) {
+    constexpr int64_t S = Codec::kStepBytes;
+    ActQ8G8 twice = a;
+    std::memcpy(twice.qs + 128, a.qs, 128);
+    std::memcpy(twice.d + 4, a.d, 4 * sizeof(float));
+    std::memcpy(twice.s + 4, a.s, 4 * sizeof(float));
+    const ActGroup ag(twice);
+    ColumnSums<R> sums;
+    int r = 0;
+    for (; r + 1 < R; r += 2) {
+        const auto step = k.template step<Part::kWhole>(x + S / 2 * r, S);
+        __m256 off = _mm256_setzero_ps();
+        k.accumulate_halves(step, ag, sums.acc[r], sums.acc[r + 1], off);
+        sums.off[r] = _mm256_maskz_mov_ps(0x0F, off);              // the first row's blocks
+        sums.off[r + 1] = _mm256_permute2f128_ps(off, off, 0x81);  // the second's, moved down
+    }
+    if (r < R) {  // an odd last row: its own half step
+        const auto step = k.template step<Part::kLowHalf>(x + S / 2 * r, S / 2);
+        k.template accumulate<Part::kLowHalf>(step, ActGroup(a), sums.acc[r], sums.off[r]);
+    }
+    sums.store(k.offset, out);
+}
+
 template <int R, typename Codec>
 inline void groups_rows(const Codec& k, int64_t blocks, const void* w, int64_t row_stride,
                         const void* act, float* out) {
     constexpr int64_t S = Codec::kStepBytes;
     const uint8_t* x = static_cast<const uint8_t*>(w);
+    if (blocks == 4 && row_stride == S / 2)
+        return pair_rows<R>(k, x, *static_cast<const ActQ8G8*>(act), out);
     const int64_t row_bytes = blocks * (S / 8);
     const ActQ8G8* a = static_cast<const ActQ8G8*>(act);
     ColumnSums<R> sums;  // here one accumulator per weight row
@@ -285,6 +317,20 @@ struct Q8Codec {
         }
         off = _mm256_fmadd_ps(w.dw, a.s, off);
     }
+
+    // accumulate<Part::kWhole>, with blocks 0-3 into acc_lo and blocks 4-7 into acc_hi
+    // (pair_rows).
+    void accumulate_halves(const Q8Step& w, const ActGroup& a, __m512& acc_lo, __m512& acc_hi,
+                           __m256& off) const {
+        const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
+        for (int k = 0; k < 4; ++k) {
+            __m512& acc = k < 2 ? acc_lo : acc_hi;
+            const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], a.qs[k]);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                                  _mm512_permutexvar_ps(t.lane_block[k], d16x), acc);
+        }
+        off = _mm256_fmadd_ps(w.dw, a.s, off);
+    }
 };
 
 template <int C>
@@ -365,6 +411,22 @@ struct NibbleCodec {
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi),
                                   _mm512_permutexvar_ps(t.lane_hi, d16x), acc);
         }
+        off = _mm256_fmadd_ps(w.dw, a.s, off);
+    }
+
+    // accumulate<Part::kWhole>, with blocks 0-3 into acc_lo and blocks 4-7 into acc_hi
+    // (pair_rows).
+    void accumulate_halves(const NibbleStep& w, const ActGroup& a, __m512& acc_lo, __m512& acc_hi,
+                           __m256& off) const {
+        const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
+        __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], a.qs[0]);
+        dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], a.qs[1]);
+        acc_lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(t.lane_lo, d16x),
+                                 acc_lo);
+        __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
+        dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
+        acc_hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(t.lane_hi, d16x),
+                                 acc_hi);
         off = _mm256_fmadd_ps(w.dw, a.s, off);
     }
 };
