@@ -36,7 +36,8 @@ struct ColumnSums {
         for (int c = 0; c < 4; ++c) {
             if (c < C) {
                 const __m256 lo = _mm512_castps512_ps256(acc[c]);
-                const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[c]), 1));
+                const __m256 hi =
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[c]), 1));
                 t[c] = _mm256_fnmadd_ps(o, off[c], _mm256_add_ps(lo, hi));
             } else {
                 t[c] = _mm256_setzero_ps();
