@@ -206,7 +206,7 @@ inline void pair_rows(const Codec& k, const uint8_t* x, const ActQ8G8& a, float*
     for (; r + 1 < R; r += 2) {
         const auto step = k.template step<Part::kWhole>(x + S / 2 * r, S);
         __m256 off = _mm256_setzero_ps();
-        k.accumulate_halves(step, ag, sums.acc[r], sums.acc[r + 1], off);
+        k.template accumulate<Part::kWhole>(step, ag, sums.acc[r], sums.acc[r + 1], off);
         sums.off[r] = _mm256_maskz_mov_ps(0x0F, off);              // the first row's blocks
         sums.off[r + 1] = _mm256_permute2f128_ps(off, off, 0x81);  // the second's, moved down
     }
@@ -304,32 +304,25 @@ struct Q8Codec {
                 _mm256_cvtph_ps(d16)};
     }
 
-    // acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
+    // acc_lo += the step's dot products of blocks 0-3 with activation group a, scaled, and
+    // acc_hi += those of blocks 4-7 (one accumulator for both, but in pair_rows); off += d_w * a.s.
     // Part::kLowHalf skips the upper blocks, which are zero (adding their zero products would leave
     // the same bits).
     template <Part P>
-    void accumulate(const Q8Step& w, const ActGroup& a, __m512& acc, __m256& off) const {
+    void accumulate(const Q8Step& w, const ActGroup& a, __m512& acc_lo, __m512& acc_hi,
+                    __m256& off) const {
         const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
         for (int k = 0; k < (P == Part::kLowHalf ? 2 : 4); ++k) {
-            const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], a.qs[k]);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                                  _mm512_permutexvar_ps(t.lane_block[k], d16x), acc);
-        }
-        off = _mm256_fmadd_ps(w.dw, a.s, off);
-    }
-
-    // accumulate<Part::kWhole>, with blocks 0-3 into acc_lo and blocks 4-7 into acc_hi
-    // (pair_rows).
-    void accumulate_halves(const Q8Step& w, const ActGroup& a, __m512& acc_lo, __m512& acc_hi,
-                           __m256& off) const {
-        const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
-        for (int k = 0; k < 4; ++k) {
             __m512& acc = k < 2 ? acc_lo : acc_hi;
             const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[k], a.qs[k]);
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
                                   _mm512_permutexvar_ps(t.lane_block[k], d16x), acc);
         }
         off = _mm256_fmadd_ps(w.dw, a.s, off);
+    }
+    template <Part P>
+    void accumulate(const Q8Step& w, const ActGroup& a, __m512& acc, __m256& off) const {
+        accumulate<P>(w, a, acc, acc, off);
     }
 };
 
@@ -396,38 +389,27 @@ struct NibbleCodec {
                 dw};
     }
 
-    // acc += the step's block dot products with activation group a, scaled; off += d_w * a.s.
-    // Part::kLowHalf skips the upper blocks (as Q8Codec's).
+    // As Q8Codec's: blocks 0-3 into acc_lo, blocks 4-7 into acc_hi; Part::kLowHalf skips the
+    // upper blocks.
     template <Part P>
-    void accumulate(const NibbleStep& w, const ActGroup& a, __m512& acc, __m256& off) const {
-        const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
-        __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], a.qs[0]);
-        dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], a.qs[1]);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(t.lane_lo, d16x),
-                              acc);
-        if constexpr (P != Part::kLowHalf) {
-            __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
-            dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi),
-                                  _mm512_permutexvar_ps(t.lane_hi, d16x), acc);
-        }
-        off = _mm256_fmadd_ps(w.dw, a.s, off);
-    }
-
-    // accumulate<Part::kWhole>, with blocks 0-3 into acc_lo and blocks 4-7 into acc_hi
-    // (pair_rows).
-    void accumulate_halves(const NibbleStep& w, const ActGroup& a, __m512& acc_lo, __m512& acc_hi,
-                           __m256& off) const {
+    void accumulate(const NibbleStep& w, const ActGroup& a, __m512& acc_lo, __m512& acc_hi,
+                    __m256& off) const {
         const __m512 d16x = _mm512_castps256_ps512(_mm256_mul_ps(w.dw, a.d));
         __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[0], a.qs[0]);
         dot_lo = _mm512_dpbusd_epi32(dot_lo, w.u[1], a.qs[1]);
         acc_lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(t.lane_lo, d16x),
                                  acc_lo);
-        __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
-        dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
-        acc_hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(t.lane_hi, d16x),
-                                 acc_hi);
+        if constexpr (P != Part::kLowHalf) {
+            __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[2], a.qs[2]);
+            dot_hi = _mm512_dpbusd_epi32(dot_hi, w.u[3], a.qs[3]);
+            acc_hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi),
+                                     _mm512_permutexvar_ps(t.lane_hi, d16x), acc_hi);
+        }
         off = _mm256_fmadd_ps(w.dw, a.s, off);
+    }
+    template <Part P>
+    void accumulate(const NibbleStep& w, const ActGroup& a, __m512& acc, __m256& off) const {
+        accumulate<P>(w, a, acc, acc, off);
     }
 };
 
