@@ -108,18 +108,135 @@ void read_plugins(const fs::path& file, const toml::table& table, PluginSettings
     }
 }
 
+const toml::table& table_at(const fs::path& file, const toml::node& node, const std::string& key) {
+    const toml::table* t = node.as_table();
+    if (!t) fail(file, node, "'" + key + "' must be a table, not " + type_name(node));
+    return *t;
+}
+
+std::string string_at(const fs::path& file, const toml::node& node, const std::string& key) {
+    const auto* s = node.as_string();
+    if (!s) fail(file, node, "'" + key + "' must be a string, not " + type_name(node));
+    return s->get();
+}
+
+// An array of tables ([[section.name]]) whose entries have only string keys from `known`;
+// calls add(entry's values by key, where the entry starts).
+template <typename Add>
+void read_entries(const fs::path& file, const toml::node& node, const std::string& key,
+                  std::initializer_list<const char*> known, Add add) {
+    const toml::array* array = node.as_array();
+    if (!array)
+        fail(file, node,
+             "'" + key + "' must be an array of tables ([[" + key + "]]), not " + type_name(node));
+    for (const toml::node& item : *array) {
+        const toml::table& entry = table_at(file, item, key + " entry");
+        std::vector<std::pair<std::string, std::string>> values;
+        for (const auto& [k, v] : entry) {
+            const std::string name(k.str());
+            if (std::find_if(known.begin(), known.end(),
+                             [&](const char* x) { return name == x; }) == known.end()) {
+                std::string list;
+                for (const char* x : known) list += (list.empty() ? "" : ", ") + std::string(x);
+                fail(file, v, "unknown key '" + name + "' in " + key + " (known: " + list + ")");
+            }
+            values.push_back({name, string_at(file, v, key + "." + name)});
+        }
+        add(values, where(file, item.source()), item);
+    }
+}
+
+std::string value_of(const std::vector<std::pair<std::string, std::string>>& values,
+                     std::string_view key) {
+    for (const auto& [k, v] : values)
+        if (k == key) return v;
+    return {};
+}
+
+void read_placement(const fs::path& file, const toml::table& table, PlacementPolicy& out) {
+    for (const auto& [key, node] : table) {
+        const std::string k(key.str());
+        if (k == "default") {
+            out.default_backend = string_at(file, node, "placement.default");
+        } else if (k == "rules") {
+            read_entries(
+                file, node, "placement.rules", {"match", "backend"},
+                [&](const auto& values, const std::string& at, const toml::node& item) {
+                    PlacementRule rule{value_of(values, "match"), value_of(values, "backend"), at};
+                    if (rule.match.empty() || rule.backend.empty())
+                        fail(file, item,
+                             "a placement rule needs both 'match' (a regex) and "
+                             "'backend'");
+                    out.rules.push_back(std::move(rule));
+                });
+        } else {
+            fail(file, node, "unknown key 'placement." + k + "' (known: default, rules)");
+        }
+    }
+}
+
+Phase phase_from(const fs::path& file, const toml::node& node, const std::string& text) {
+    if (text.empty() || text == "any") return Phase::any;
+    if (text == "prompt") return Phase::prompt;
+    if (text == "decode") return Phase::decode;
+    fail(file, node, "phase '" + text + "': expected prompt, decode or any");
+}
+
+void read_offload(const fs::path& file, const toml::table& table, OffloadPolicy& out) {
+    for (const auto& [key, node] : table) {
+        const std::string k(key.str());
+        if (k == "mode") {
+            const std::string mode = string_at(file, node, "offload.mode");
+            if (mode == "cost")
+                out.mode = OffloadMode::cost;
+            else if (mode == "never")
+                out.mode = OffloadMode::never;
+            else if (mode == "always")
+                out.mode = OffloadMode::always;
+            else
+                fail(file, node, "offload.mode '" + mode + "': expected cost, never or always");
+        } else if (k == "min_batch") {
+            const auto* i = node.as_integer();
+            if (!i || i->get() < 0) fail(file, node, "'offload.min_batch' must be an integer >= 0");
+            out.min_batch = i->get();
+        } else if (k == "ops") {
+            for (const auto& [op, value] : table_at(file, node, "offload.ops")) {
+                const auto* b = value.as_boolean();
+                if (!b)
+                    fail(file, value,
+                         "'offload.ops." + std::string(op.str()) + "' must be true or false");
+                out.ops.push_back({std::string(op.str()), b->get(), where(file, value.source())});
+            }
+        } else if (k == "pins") {
+            read_entries(file, node, "offload.pins", {"op", "match", "backend", "phase"},
+                         [&](const auto& values, const std::string& at, const toml::node& item) {
+                             OpPin pin{value_of(values, "op"), value_of(values, "match"),
+                                       value_of(values, "backend"),
+                                       phase_from(file, item, value_of(values, "phase")), at};
+                             if (pin.op.empty() || pin.backend.empty())
+                                 fail(file, item, "a pin needs both 'op' and 'backend'");
+                             out.pins.push_back(std::move(pin));
+                         });
+        } else {
+            fail(file, node, "unknown key 'offload." + k + "' (known: mode, min_batch, ops, pins)");
+        }
+    }
+}
+
 Config from_table(const toml::table& root, const fs::path& file) {
     Config config;
     config.file = file;
     for (const auto& [key, node] : root) {
         const std::string k(key.str());
         if (k == "plugins") {
-            const toml::table* t = node.as_table();
-            if (!t)
-                fail(file, node, "'plugins' must be a table, not " + std::string(type_name(node)));
-            read_plugins(file, *t, config.plugins);
+            read_plugins(file, table_at(file, node, "plugins"), config.plugins);
+        } else if (k == "placement") {
+            read_placement(file, table_at(file, node, "placement"), config.placement);
+        } else if (k == "offload") {
+            read_offload(file, table_at(file, node, "offload"), config.offload);
         } else {
-            fail(file, node, "unknown key '" + k + "' (known sections: plugins)");
+            fail(file, node,
+                 "unknown key '" + k + "' (known sections: plugins, placement, offload)");
         }
     }
     return config;

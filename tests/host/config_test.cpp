@@ -150,3 +150,89 @@ TEST(Config, UnknownPluginOptionIsRejectedWithItsLine) {
             << e.what() << "; cpu loaded: " << (host.find("cpu") != nullptr) << failures_of(host);
     }
 }
+
+TEST(Config, ReadsPlacementAndOffloadPolicy) {
+    const sy::Config c = sy::parse_config(R"(
+[placement]
+default = "cuda"
+[[placement.rules]]
+match = '\.ffn_(up|gate|down)_exps\.'
+backend = "cpu"
+[[placement.rules]]
+match = 'output'
+backend = "cpu"
+
+[offload]
+mode = "always"
+min_batch = 32
+[offload.ops]
+mul_mat_id = false
+"moe.fused_up_gate" = true
+[[offload.pins]]
+op = "attn.mla"
+match = 'blk\.0\.'
+backend = "cuda"
+phase = "decode"
+)",
+                                          "/etc/switchyard/test.toml");
+    EXPECT_EQ(c.placement.default_backend, "cuda");
+    ASSERT_EQ(c.placement.rules.size(), 2u);
+    EXPECT_EQ(c.placement.rules[0].match, "\\.ffn_(up|gate|down)_exps\\.");
+    EXPECT_EQ(c.placement.rules[0].backend, "cpu");
+    EXPECT_EQ(c.placement.rules[0].where, "/etc/switchyard/test.toml:4:1");
+    EXPECT_EQ(c.placement.rules[1].match, "output");
+    EXPECT_EQ(c.offload.mode, sy::OffloadMode::always);
+    EXPECT_EQ(c.offload.min_batch, 32);
+    ASSERT_EQ(c.offload.ops.size(), 2u);
+    for (const sy::OffloadSwitch& s : c.offload.ops)
+        EXPECT_EQ(s.allowed, s.op == "moe.fused_up_gate") << s.op;
+    ASSERT_EQ(c.offload.pins.size(), 1u);
+    EXPECT_EQ(c.offload.pins[0].op, "attn.mla");
+    EXPECT_EQ(c.offload.pins[0].match, "blk\\.0\\.");
+    EXPECT_EQ(c.offload.pins[0].backend, "cuda");
+    EXPECT_EQ(c.offload.pins[0].phase, sy::Phase::decode);
+}
+
+TEST(Config, PolicyErrorsNameTheKey) {
+    const std::string mode = error_of("[offload]\nmode = \"sometimes\"\n");
+    EXPECT_NE(mode.find("test.toml:2"), std::string::npos) << mode;
+    EXPECT_NE(mode.find("expected cost, never or always"), std::string::npos) << mode;
+    const std::string batch = error_of("[offload]\nmin_batch = -3\n");
+    EXPECT_NE(batch.find("'offload.min_batch' must be an integer >= 0"), std::string::npos)
+        << batch;
+    const std::string op = error_of("[offload.ops]\nmul_mat_id = 0\n");
+    EXPECT_NE(op.find("'offload.ops.mul_mat_id' must be true or false"), std::string::npos) << op;
+    const std::string rule = error_of("[[placement.rules]]\nmatch = 'exps'\n");
+    EXPECT_NE(rule.find("needs both 'match' (a regex) and 'backend'"), std::string::npos) << rule;
+    const std::string key =
+        error_of("[[placement.rules]]\nmatch = 'a'\nbackend = 'cpu'\nbakend = 'x'\n");
+    EXPECT_NE(key.find("unknown key 'bakend' in placement.rules"), std::string::npos) << key;
+    const std::string phase =
+        error_of("[[offload.pins]]\nop = 'mul_mat'\nbackend = 'cpu'\nphase = 'prefill'\n");
+    EXPECT_NE(phase.find("phase 'prefill': expected prompt, decode or any"), std::string::npos)
+        << phase;
+    const std::string section = error_of("[placement]\nfit = 1\n");
+    EXPECT_NE(section.find("unknown key 'placement.fit'"), std::string::npos) << section;
+}
+
+TEST(Config, CommandLinePolicyForms) {
+    const sy::PlacementRule r = sy::parse_override_tensor("a=b\\.(x|y)=cuda", "-ot #1");
+    EXPECT_EQ(r.match, "a=b\\.(x|y)") << "the last '=' splits";
+    EXPECT_EQ(r.backend, "cuda");
+    EXPECT_THROW(sy::parse_override_tensor("exps", "-ot #1"), sy::Error);
+    EXPECT_THROW(sy::parse_override_tensor("exps=", "-ot #1"), sy::Error);
+    const auto s =
+        sy::parse_offload_switches("mul_mat_id=0,moe.fused_up_gate=1", "--offload-policy");
+    ASSERT_EQ(s.size(), 2u);
+    EXPECT_FALSE(s[0].allowed);
+    EXPECT_EQ(s[1].op, "moe.fused_up_gate");
+    EXPECT_TRUE(s[1].allowed);
+    try {
+        sy::parse_offload_switches("mul_mat_id=2", "--offload-policy");
+        ADD_FAILURE() << "no error";
+    } catch (const sy::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("'mul_mat_id=2' is not OP=0 or OP=1"),
+                  std::string::npos)
+            << e.what();
+    }
+}

@@ -7,6 +7,7 @@
 //   load   = ["cpu"]                                     # names or paths; default: all found
 //   [plugins.cpu]                                        # options passed to that plugin
 //   threads = 8
+//   [placement] ... [offload] ...                        # policy.hpp
 #pragma once
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/policy.hpp"
 
 namespace sy {
 
@@ -40,6 +42,8 @@ struct PluginSettings {
 struct Config {
     std::filesystem::path file;  // empty when no file was given
     PluginSettings plugins;
+    PlacementPolicy placement;
+    OffloadPolicy offload;
 };
 
 // Reads and validates a configuration file. Throws ConfigError naming the file, the position

@@ -1,0 +1,75 @@
+// The placement and offload policy: where weights live and which ops may leave the host. Read
+// from the configuration file ([placement], [offload]; config.hpp) and from the command line
+// (-ot REGEX=BACKEND, --offload-policy op=0|1), the command line's entries taking precedence.
+//
+//   [placement]
+//   default = "cuda"                 # home of every weight no rule claims
+//   [[placement.rules]]              # in order; the first rule whose regex is found in a
+//   match   = '\.ffn_.*_exps\.'      # tensor's name gives its home
+//   backend = "cpu"
+//
+//   [offload]                        # ops whose weights live in host memory
+//   mode      = "cost"               # cost: cheapest backend wins | never | always
+//   min_batch = 32                   # fewer tokens than this: such ops stay on the host
+//   [offload.ops]                    # per op (label as in `switchyard plan`): may it leave
+//   mul_mat_id = false               # the host? (false: never; true: as mode says)
+//   [[offload.pins]]                 # an op (optionally: nodes whose result name matches, only
+//   op = "attn.mla"                  # in one phase) always runs on this backend
+//   backend = "cuda"
+//   phase = "decode"                 # prompt | decode | any (default)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sy {
+
+// Prompt processing (a ubatch of more than one token) or generation (one token per step).
+enum class Phase { any, prompt, decode };
+const char* phase_name(Phase phase);
+
+struct PlacementRule {
+    std::string match;    // ECMAScript regex, searched for in tensor names
+    std::string backend;  // backend name ("cpu", "cuda", ...)
+    std::string where;    // "policy.toml:12:1", "-ot #2": for messages
+};
+
+struct PlacementPolicy {
+    std::string default_backend;  // empty: the caller's default
+    std::vector<PlacementRule> rules;
+};
+
+enum class OffloadMode { cost, never, always };
+const char* offload_mode_name(OffloadMode mode);
+
+struct OffloadSwitch {
+    std::string op;  // "mul_mat_id", "moe.fused_up_gate"
+    bool allowed = true;
+    std::string where;
+};
+
+struct OpPin {
+    std::string op;     // op label without version: "mul_mat", "attn.mla"
+    std::string match;  // regex searched for in the node's result name; empty: every node
+    std::string backend;
+    Phase phase = Phase::any;
+    std::string where;
+};
+
+struct OffloadPolicy {
+    OffloadMode mode = OffloadMode::cost;
+    int64_t min_batch = 0;  // 0: no minimum
+    std::vector<OffloadSwitch> ops;
+    std::vector<OpPin> pins;
+};
+
+// -ot / --override-tensor: "REGEX=BACKEND" (the last '=' splits, so a regex may contain '=').
+// Throws Error naming `where` for text without a regex or a backend.
+PlacementRule parse_override_tensor(std::string_view text, std::string where);
+
+// --offload-policy: "op=0|1[,op=0|1...]". Throws Error naming `where` and the bad entry.
+std::vector<OffloadSwitch> parse_offload_switches(std::string_view text, std::string where);
+
+}  // namespace sy

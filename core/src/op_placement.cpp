@@ -1,0 +1,312 @@
+// A backend for every node: candidates from supports(), costs from estimate() or the roofline,
+// the offload policy on top (placement.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "node_abi.hpp"
+#include "switchyard/core/error.hpp"
+#include "switchyard/core/graph.hpp"
+#include "switchyard/core/placement.hpp"
+#include "switchyard/named_ops.h"
+
+namespace sy {
+namespace {
+
+// The label a policy names an op by: "mul_mat", "moe.fused_up_gate" (no schema version).
+std::string op_key(const Node& node) {
+    return node.op == SY_OP_NAMED ? node.named_op : node.label();
+}
+
+// Sources that are expert weights {K, N, E}, and the experts this node can touch.
+struct ExpertUse {
+    std::vector<const Tensor*> weights;
+    int64_t experts = 0, touched = 0;
+};
+
+ExpertUse expert_use(const Node& node) {
+    ExpertUse use;
+    const Tensor* ids = nullptr;
+    if (node.op == SY_OP_MUL_MAT_ID) {
+        use.weights = {node.src[0]};
+        ids = node.src[2];
+    } else if (node.op == SY_OP_NAMED && node.named_op == SY_NAMED_MOE_FUSED_UP_GATE &&
+               node.src.size() >= 4) {
+        use.weights = {node.src[0], node.src[1]};
+        ids = node.src[3];
+    } else {
+        return use;
+    }
+    use.experts = use.weights[0]->ne(2);
+    use.touched = std::min(use.experts, ids->ne(0) * ids->ne(1));
+    return use;
+}
+
+// Bytes of a source that a node reads: all of it, or the touched experts' share.
+uint64_t read_bytes(const Tensor& t, const ExpertUse& use) {
+    const auto bytes = static_cast<uint64_t>(t.base()->bytes());
+    const bool expert = std::find(use.weights.begin(), use.weights.end(), &t) != use.weights.end();
+    if (!expert || use.experts == 0) return bytes;
+    return bytes / static_cast<uint64_t>(use.experts) * static_cast<uint64_t>(use.touched);
+}
+
+// Floating-point operations of a node: 2 K N per product row for the matrix products, one per
+// result element otherwise.
+double node_flops(const Node& node, const ExpertUse& use) {
+    const Tensor& d = *node.dst;
+    if (node.op == SY_OP_MUL_MAT) {
+        const Tensor& a = *node.src[0];
+        return 2.0 * double(a.ne(0)) * double(d.elements());
+    }
+    if (use.experts > 0) {
+        const double k = double(use.weights[0]->ne(0));
+        return 2.0 * k * double(d.elements()) * double(use.weights.size());
+    }
+    return double(d.elements());
+}
+
+// The roofline default: max(flops / peak, bytes / memory bandwidth) + launch overhead.
+double roofline_ns(const BackendInfo& b, const Node& node, const ExpertUse& use) {
+    double bytes = double(node.dst->bytes());
+    for (const Tensor* s : node.src) bytes += double(read_bytes(*s, use));
+    const sy_dtype w = node.src.empty() ? SY_TYPE_F32 : node.src[0]->type();
+    const double peak = w == SY_TYPE_F32                          ? b.props.peak_flops_f32
+                        : (w == SY_TYPE_F16 || w == SY_TYPE_BF16) ? b.props.peak_flops_f16
+                                                                  : b.props.peak_flops_int8;
+    double ns = 0;
+    if (peak > 0) ns = std::max(ns, node_flops(node, use) / peak * 1e9);
+    if (b.props.memory_bandwidth > 0) ns = std::max(ns, bytes / b.props.memory_bandwidth * 1e9);
+    return ns + b.props.launch_overhead_ns;
+}
+
+// Nanoseconds to move `bytes` over one device's link to host memory.
+double link_ns(const BackendInfo& b, uint64_t bytes) {
+    const double bw = b.props.link_bandwidth > 0 ? b.props.link_bandwidth : 1e12;
+    return double(bytes) / bw * 1e9 + b.props.link_latency_ns;
+}
+
+class Placer {
+  public:
+    Placer(const Graph& graph, std::span<const BackendInfo> backends, const OffloadPolicy& policy,
+           const OpPlacementRequest& request)
+        : graph_(graph), backends_(backends), policy_(policy), request_(request) {
+        for (size_t i = 0; i < policy.pins.size(); ++i) {
+            const OpPin& pin = policy.pins[i];
+            const std::string at = fmt::format("offload pin {} ({})", i + 1, pin.where);
+            Pin p{&pin, find_backend(backends, pin.backend, at), std::nullopt};
+            if (!pin.match.empty()) {
+                try {
+                    p.re.emplace(pin.match, std::regex::ECMAScript);
+                } catch (const std::regex_error& e) {
+                    throw Error(fmt::format("{}: invalid regex '{}': {}", at, pin.match, e.what()));
+                }
+            }
+            for (const Pin& earlier : pins_) {
+                const OpPin& e = *earlier.pin;
+                if (e.op == pin.op && e.match == pin.match && e.phase == pin.phase &&
+                    e.backend != pin.backend)
+                    throw Error(
+                        fmt::format("{}: contradicts the pin at {}: {} is pinned to both "
+                                    "'{}' and '{}'; remove one",
+                                    at, e.where, pin.op, e.backend, pin.backend));
+            }
+            pins_.push_back(std::move(p));
+        }
+        for (const OffloadSwitch& s : policy.ops) switches_[s.op] = &s;
+    }
+
+    OpPlan run() {
+        OpPlan plan;
+        plan.phase = request_.phase;
+        plan.batch = request_.batch;
+        const std::vector<sy_tensor> descriptors = tensor_descriptors(graph_);
+        location_.assign(graph_.tensors().size(), kHostInput);
+        for (const auto& t : graph_.tensors())
+            if (t->kind() == TensorKind::weight && request_.weight_home)
+                location_[size_t(t->id())] = request_.weight_home(*t);
+        for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+            const auto index = static_cast<int32_t>(i);
+            NodePlacement placed = place(index, raw_node(graph_.nodes()[i], descriptors));
+            record_copies(index, placed.backend, plan.copies);
+            location_[size_t(graph_.nodes()[i].dst->base()->id())] = placed.backend;
+            if (plan.splits.empty() || plan.splits.back().backend != placed.backend)
+                plan.splits.push_back({placed.backend, index, index});
+            plan.splits.back().end = index + 1;
+            plan.nodes.push_back(std::move(placed));
+        }
+        return plan;
+    }
+
+  private:
+    struct Pin {
+        const OpPin* pin;
+        int32_t backend;
+        std::optional<std::regex> re;
+    };
+
+    bool readable(int32_t location, int32_t backend) const {
+        if (location == backend) return true;
+        const bool host_side = location == kHostInput || backends_[size_t(location)].host_memory();
+        return host_side && backends_[size_t(backend)].host_memory();
+    }
+
+    // Nanoseconds and bytes to bring `t` to `backend` (0 when readable there or already copied).
+    std::pair<double, uint64_t> transfer(const Tensor& t, const ExpertUse& use,
+                                         int32_t backend) const {
+        const int32_t id = t.base()->id();
+        const int32_t from = location_[size_t(id)];
+        if (readable(from, backend) || copied_.count({id, backend})) return {0.0, 0};
+        const uint64_t bytes = read_bytes(t, use);
+        double ns = 0;
+        if (from != kHostInput && !backends_[size_t(from)].host_memory())
+            ns += link_ns(backends_[size_t(from)], bytes);  // device -> host
+        if (!backends_[size_t(backend)].host_memory())
+            ns += link_ns(backends_[size_t(backend)], bytes);  // host -> device
+        return {ns, bytes};
+    }
+
+    // Why the offload policy rules out `backend` for a node that reads host-resident weights;
+    // empty when it does not.
+    std::string offload_exclusion(const std::string& op, int32_t backend) const {
+        if (backends_[size_t(backend)].host_memory()) return {};
+        if (policy_.mode == OffloadMode::never) return "offload.mode = never";
+        if (auto it = switches_.find(op); it != switches_.end() && !it->second->allowed)
+            return fmt::format("offload.ops.{} = false ({})", op, it->second->where);
+        if (policy_.min_batch > 0 && request_.batch < policy_.min_batch)
+            return fmt::format("batch {} < offload.min_batch {}", request_.batch,
+                               policy_.min_batch);
+        return {};
+    }
+
+    bool reads_host_weights(const Node& node) const {
+        for (const Tensor* s : node.src) {
+            if (s->base()->kind() != TensorKind::weight) continue;
+            const int32_t at = location_[size_t(s->base()->id())];
+            if (at == kHostInput || backends_[size_t(at)].host_memory()) return true;
+        }
+        return false;
+    }
+
+    const Pin* pin_for(const Node& node, const std::string& op) const {
+        for (const Pin& p : pins_) {
+            if (p.pin->op != op) continue;
+            if (p.pin->phase != Phase::any && p.pin->phase != request_.phase) continue;
+            if (p.re && !std::regex_search(node.dst->name(), *p.re)) continue;
+            return &p;
+        }
+        return nullptr;
+    }
+
+    NodePlacement place(int32_t index, const sy_node& raw) {
+        const Node& node = graph_.nodes()[size_t(index)];
+        const std::string op = op_key(node);
+        const ExpertUse use = expert_use(node);
+        NodePlacement out;
+        for (size_t b = 0; b < backends_.size(); ++b) {
+            const BackendInfo& backend = backends_[b];
+            if (!backend.supports || !backend.supports(raw)) continue;
+            CandidateCost c;
+            c.backend = static_cast<int32_t>(b);
+            std::optional<double> estimate;
+            if (backend.estimate) estimate = backend.estimate(raw);
+            c.from_plugin = estimate.has_value();
+            c.compute_ns = estimate ? *estimate : roofline_ns(backend, node, use);
+            for (const Tensor* s : node.src) {
+                const auto [ns, bytes] = transfer(*s, use, c.backend);
+                c.transfer_ns += ns;
+                c.transfer_bytes += bytes;
+            }
+            out.candidates.push_back(std::move(c));
+        }
+        if (out.candidates.empty())
+            throw Error("no loaded backend supports " + node_text(graph_, index));
+
+        if (const Pin* pin = pin_for(node, op)) {
+            const auto it =
+                std::find_if(out.candidates.begin(), out.candidates.end(),
+                             [&](const CandidateCost& c) { return c.backend == pin->backend; });
+            if (it == out.candidates.end())
+                throw Error(fmt::format("offload pin ({}): backend '{}' does not support {}",
+                                        pin->pin->where, pin->pin->backend,
+                                        node_text(graph_, index)));
+            for (CandidateCost& c : out.candidates)
+                if (c.backend != pin->backend) c.excluded = "pinned elsewhere";
+            out.backend = pin->backend;
+            out.reason = fmt::format("pin ({})", pin->pin->where);
+            return out;
+        }
+
+        if (reads_host_weights(node)) {
+            for (CandidateCost& c : out.candidates) c.excluded = offload_exclusion(op, c.backend);
+            const bool device_allowed =
+                std::any_of(out.candidates.begin(), out.candidates.end(), [&](const auto& c) {
+                    return c.excluded.empty() && !backends_[size_t(c.backend)].host_memory();
+                });
+            if (policy_.mode == OffloadMode::always && device_allowed)
+                for (CandidateCost& c : out.candidates)
+                    if (backends_[size_t(c.backend)].host_memory())
+                        c.excluded = "offload.mode = always";
+        }
+
+        const CandidateCost* best = nullptr;
+        int allowed = 0;
+        for (const CandidateCost& c : out.candidates) {
+            if (!c.excluded.empty()) continue;
+            ++allowed;
+            if (!best || c.total_ns() < best->total_ns()) best = &c;
+        }
+        if (!best) {
+            std::string why;
+            for (const CandidateCost& c : out.candidates)
+                why += fmt::format("; {}: {}", backends_[size_t(c.backend)].name, c.excluded);
+            throw Error("the offload policy leaves no backend for " + node_text(graph_, index) +
+                        why);
+        }
+        out.backend = best->backend;
+        out.reason = allowed == 1
+                         ? (out.candidates.size() == 1 ? "only candidate"
+                                                       : "only candidate the policy allows")
+                         : fmt::format("cheapest of {}", allowed);
+        return out;
+    }
+
+    void record_copies(int32_t index, int32_t backend, std::vector<TensorCopy>& copies) {
+        const Node& node = graph_.nodes()[size_t(index)];
+        const ExpertUse use = expert_use(node);
+        for (const Tensor* s : node.src) {
+            const int32_t id = s->base()->id();
+            if (readable(location_[size_t(id)], backend) || copied_.count({id, backend})) continue;
+            copied_.insert({id, backend});
+            copies.push_back({id, location_[size_t(id)], backend, index, read_bytes(*s, use)});
+        }
+    }
+
+    const Graph& graph_;
+    std::span<const BackendInfo> backends_;
+    const OffloadPolicy& policy_;
+    const OpPlacementRequest& request_;
+    std::vector<Pin> pins_;
+    std::map<std::string, const OffloadSwitch*> switches_;
+    std::vector<int32_t> location_;                 // per tensor id (bases only)
+    std::set<std::pair<int32_t, int32_t>> copied_;  // (tensor, backend) copies made
+};
+
+}  // namespace
+
+uint64_t OpPlan::copy_bytes() const {
+    uint64_t total = 0;
+    for (const TensorCopy& c : copies) total += c.bytes;
+    return total;
+}
+
+OpPlan place_ops(const Graph& graph, std::span<const BackendInfo> backends,
+                 const OffloadPolicy& policy, const OpPlacementRequest& request) {
+    if (backends.empty()) throw Error("placement: no backend is loaded");
+    return Placer(graph, backends, policy, request).run();
+}
+
+}  // namespace sy

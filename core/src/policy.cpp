@@ -1,0 +1,48 @@
+#include "switchyard/core/policy.hpp"
+
+#include "switchyard/core/error.hpp"
+
+namespace sy {
+
+const char* phase_name(Phase phase) {
+    switch (phase) {
+        case Phase::prompt: return "prompt";
+        case Phase::decode: return "decode";
+        default: return "any";
+    }
+}
+
+const char* offload_mode_name(OffloadMode mode) {
+    switch (mode) {
+        case OffloadMode::never: return "never";
+        case OffloadMode::always: return "always";
+        default: return "cost";
+    }
+}
+
+PlacementRule parse_override_tensor(std::string_view text, std::string where) {
+    const size_t eq = text.rfind('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
+        throw Error(where + ": '" + std::string(text) +
+                    "' is not REGEX=BACKEND (e.g. '\\.ffn_.*_exps\\.=cpu')");
+    return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)), std::move(where)};
+}
+
+std::vector<OffloadSwitch> parse_offload_switches(std::string_view text, std::string where) {
+    std::vector<OffloadSwitch> out;
+    while (!text.empty()) {
+        const size_t comma = text.find(',');
+        const std::string_view entry = text.substr(0, comma);
+        const size_t eq = entry.find('=');
+        const std::string_view value = eq == std::string_view::npos ? "" : entry.substr(eq + 1);
+        if (eq == 0 || eq == std::string_view::npos || (value != "0" && value != "1"))
+            throw Error(where + ": '" + std::string(entry) +
+                        "' is not OP=0 or OP=1 (e.g. mul_mat_id=0,moe.fused_up_gate=1)");
+        out.push_back({std::string(entry.substr(0, eq)), value == "1", where});
+        text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    }
+    if (out.empty()) throw Error(where + ": empty; expected OP=0|1[,OP=0|1...]");
+    return out;
+}
+
+}  // namespace sy
