@@ -125,9 +125,14 @@ class Placer {
         plan.batch = request_.batch;
         const std::vector<sy_tensor> descriptors = tensor_descriptors(graph_);
         location_.assign(graph_.tensors().size(), kHostInput);
-        for (const auto& t : graph_.tensors())
-            if (t->kind() == TensorKind::weight && request_.weight_home)
-                location_[size_t(t->id())] = request_.weight_home(*t);
+        for (const auto& t : graph_.tensors()) {
+            if (t->kind() != TensorKind::weight || !request_.weight_home) continue;
+            const int32_t home = request_.weight_home(*t);
+            if (home != kHostInput && (home < 0 || size_t(home) >= backends_.size()))
+                throw Error(fmt::format("placement: weight {} has home {}, not a backend index",
+                                        t->describe(), home));
+            location_[size_t(t->id())] = home;
+        }
         for (size_t i = 0; i < graph_.nodes().size(); ++i) {
             const auto index = static_cast<int32_t>(i);
             NodePlacement placed = place(index, raw_node(graph_.nodes()[i], descriptors));

@@ -283,6 +283,15 @@ TEST(OpPlacement, ThePluginsEstimateReplacesTheRoofline) {
     EXPECT_FALSE(plan.nodes[0].candidates[0].from_plugin) << "nullopt: the roofline";
 }
 
+TEST(OpPlacement, RefusesAWeightHomeThatIsNoBackend) {
+    const MoeGraph m(1);
+    const std::vector<BackendInfo> backends{host_cpu(), device(25e9)};
+    const std::string e = error_of([&] {
+        place_ops(m.g, backends, {}, {Phase::decode, 1, [](const Tensor&) { return 2; }});
+    });
+    EXPECT_TRUE(contains(e, "has home 2, not a backend index")) << e;
+}
+
 TEST(OpPlacement, CopiesAreReusedWithinAGraph) {
     Graph g;
     Tensor* x = g.input("inp", SY_TYPE_F32, {256, 4});
