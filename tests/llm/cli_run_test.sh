@@ -34,6 +34,12 @@ cmp -s "$tmp/out0" "$tmp/amb" || fail "-amb 1 generated other tokens"
 grep -q "compute buffer: .*-amb 1)" "$tmp/e" || fail "-amb not in the compute buffer line: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -amb -3 >"$tmp/o" 2>"$tmp/e" && fail "-amb -3 accepted"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -fa maybe >"$tmp/o" 2>"$tmp/e" && fail "-fa maybe accepted"
+# A placement policy is refused, not ignored, while a model runs on one backend.
+printf '[offload]\nmode = "never"\n' >"$tmp/policy.toml"
+"$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 --config "$tmp/policy.toml" >"$tmp/o" 2>"$tmp/e" \
+    && fail "a config with [offload] ran"
+grep -q "policy.toml: \[placement\] and \[offload\] are not applied yet" "$tmp/e" \
+    || fail "no message for the policy: $(cat "$tmp/e")"
 # Gate and up of the dense FFN and the shared experts in different types: the fused MoE op
 # (one type for both) is used for the routed experts only, and the file runs.
 "$sy" quantize "$tmp/tiny.gguf" "$tmp/mixed.gguf" f32 --rule 'ffn_up(_shexp)?\.weight=f16' \

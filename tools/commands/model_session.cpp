@@ -115,6 +115,14 @@ LoadedModel load_model(const ModelOptions& o) {
     LoadedModel out;
     out.host = std::make_unique<PluginHost>();
     Config config = o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file);
+    // The placement policy is read and checked (core/policy.hpp) but a model still runs on one
+    // backend: refuse it rather than ignore it.
+    if (!config.placement.default_backend.empty() || !config.placement.rules.empty() ||
+        config.offload.mode != OffloadMode::cost || config.offload.min_batch != 0 ||
+        !config.offload.ops.empty() || !config.offload.pins.empty())
+        throw Error(config.file.string() +
+                    ": [placement] and [offload] are not applied yet: a model runs on one backend "
+                    "(--backend, -ngl); remove those sections");
     // Without a plugin list in the configuration, load just the backend that runs the model.
     const std::string backend = o.backend_name();
     if (config.plugins.load.empty()) config.plugins.load.push_back(backend);

@@ -1,6 +1,7 @@
-// The placement and offload policy: where weights live and which ops may leave the host. Read
-// from the configuration file ([placement], [offload]; config.hpp) and from the command line
-// (-ot REGEX=BACKEND, --offload-policy op=0|1), the command line's entries taking precedence.
+// The placement and offload policy: where weights live and which ops may leave the host
+// (placement.hpp decides with it). Read from the configuration file ([placement], [offload];
+// config.hpp); the command-line forms -ot REGEX=BACKEND and --offload-policy op=0|1 are parsed
+// here, and their entries are meant to come before the file's (the first matching rule wins).
 //
 //   [placement]
 //   default = "cuda"                 # home of every weight no rule claims
