@@ -135,8 +135,9 @@ class Placer {
         }
         for (size_t i = 0; i < graph_.nodes().size(); ++i) {
             const auto index = static_cast<int32_t>(i);
-            NodePlacement placed = place(index, raw_node(graph_.nodes()[i], descriptors));
-            record_copies(index, placed.backend, plan.copies);
+            const ExpertUse use = expert_use(graph_.nodes()[i]);
+            NodePlacement placed = place(index, raw_node(graph_.nodes()[i], descriptors), use);
+            record_copies(index, use, placed.backend, plan.copies);
             location_[size_t(graph_.nodes()[i].dst->base()->id())] = placed.backend;
             if (plan.splits.empty() || plan.splits.back().backend != placed.backend)
                 plan.splits.push_back({placed.backend, index, index});
@@ -206,10 +207,9 @@ class Placer {
         return nullptr;
     }
 
-    NodePlacement place(int32_t index, const sy_node& raw) {
+    NodePlacement place(int32_t index, const sy_node& raw, const ExpertUse& use) {
         const Node& node = graph_.nodes()[size_t(index)];
         const std::string op = op_key(node);
-        const ExpertUse use = expert_use(node);
         NodePlacement out;
         for (size_t b = 0; b < backends_.size(); ++b) {
             const BackendInfo& backend = backends_[b];
@@ -279,14 +279,15 @@ class Placer {
         return out;
     }
 
-    void record_copies(int32_t index, int32_t backend, std::vector<TensorCopy>& copies) {
-        const Node& node = graph_.nodes()[size_t(index)];
-        const ExpertUse use = expert_use(node);
-        for (const Tensor* s : node.src) {
+    // The copies that the chosen backend needs (what transfer() counted for it), made once.
+    void record_copies(int32_t index, const ExpertUse& use, int32_t backend,
+                       std::vector<TensorCopy>& copies) {
+        for (const Tensor* s : graph_.nodes()[size_t(index)].src) {
+            const uint64_t bytes = transfer(*s, use, backend).second;
+            if (bytes == 0) continue;
             const int32_t id = s->base()->id();
-            if (readable(location_[size_t(id)], backend) || copied_.count({id, backend})) continue;
             copied_.insert({id, backend});
-            copies.push_back({id, location_[size_t(id)], backend, index, read_bytes(*s, use)});
+            copies.push_back({id, location_[size_t(id)], backend, index, bytes});
         }
     }
 

@@ -4,22 +4,6 @@
 
 namespace sy {
 
-const char* phase_name(Phase phase) {
-    switch (phase) {
-        case Phase::prompt: return "prompt";
-        case Phase::decode: return "decode";
-        default: return "any";
-    }
-}
-
-const char* offload_mode_name(OffloadMode mode) {
-    switch (mode) {
-        case OffloadMode::never: return "never";
-        case OffloadMode::always: return "always";
-        default: return "cost";
-    }
-}
-
 PlacementRule parse_override_tensor(std::string_view text, std::string where) {
     const size_t eq = text.rfind('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())

@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstring>
 #include <type_traits>
 
 #include "quant/column_sums512.hpp"
@@ -161,6 +160,16 @@ struct ActGroup {
              _mm512_loadu_si512(ag.qs + 128), _mm512_loadu_si512(ag.qs + 192)},
           d(_mm256_loadu_ps(ag.d)),
           s(_mm256_loadu_ps(ag.s)) {}
+
+    // Blocks 0-3 of ag, also as blocks 4-7 (pair_rows).
+    static ActGroup low_half_twice(const ActQ8G8& ag) {
+        return ActGroup(_mm512_loadu_si512(ag.qs), _mm512_loadu_si512(ag.qs + 64),
+                        _mm256_broadcast_ps(reinterpret_cast<const __m128*>(ag.d)),
+                        _mm256_broadcast_ps(reinterpret_cast<const __m128*>(ag.s)));
+    }
+
+  private:
+    ActGroup(__m512i q0, __m512i q1, __m256 d4, __m256 s4) : qs{q0, q1, q0, q1}, d(d4), s(s4) {}
 };
 
 // The two forms over a codec (Q8Codec, NibbleCodec: kStepBytes per 8 blocks, step<P>() decodes
@@ -196,11 +205,7 @@ inline void groups_cols(const Codec& k, int64_t blocks, const void* w, const voi
 template <int R, typename Codec>
 inline void pair_rows(const Codec& k, const uint8_t* x, const ActQ8G8& a, float* out) {
     constexpr int64_t S = Codec::kStepBytes;
-    ActQ8G8 twice = a;
-    std::memcpy(twice.qs + 128, a.qs, 128);
-    std::memcpy(twice.d + 4, a.d, 4 * sizeof(float));
-    std::memcpy(twice.s + 4, a.s, 4 * sizeof(float));
-    const ActGroup ag(twice);
+    const ActGroup ag = ActGroup::low_half_twice(a);
     ColumnSums<R> sums;
     int r = 0;
     for (; r + 1 < R; r += 2) {

@@ -29,7 +29,6 @@ namespace sy {
 
 // Prompt processing (a ubatch of more than one token) or generation (one token per step).
 enum class Phase { any, prompt, decode };
-const char* phase_name(Phase phase);
 
 struct PlacementRule {
     std::string match;    // ECMAScript regex, searched for in tensor names
@@ -43,7 +42,6 @@ struct PlacementPolicy {
 };
 
 enum class OffloadMode { cost, never, always };
-const char* offload_mode_name(OffloadMode mode);
 
 struct OffloadSwitch {
     std::string op;  // "mul_mat_id", "moe.fused_up_gate"
