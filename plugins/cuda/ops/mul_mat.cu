@@ -3,7 +3,7 @@
 //
 // Three paths:
 //   * block-quantized A with at most kRowDotColumns columns per weight slice (M; token
-//     generation, also batched over heads): B quantized to ActBlocks on the device, one warp per
+//     generation, also batched over heads): B quantized to 8-bit blocks on the device, one warp per
 //     output element (rowdot.cu);
 //   * float A of at most kRowDotFloatSliceBytes per slice with at most kRowDotFloatColumns
 //     columns (the attention's products with the cache at generation): a warp per row of A,
@@ -43,9 +43,7 @@ void mul_mat_rowdot(const OpContext& ctx, const sy_node& node) {
     const TensorDesc a = desc_of(*node.src[0]);
     const TensorDesc b = desc_of(*node.src[1]);
     const TensorDesc dst = desc_of(*node.dst);
-    auto* x = static_cast<ActBlock*>(ctx.scratch->take(size_t(nrows(b) * (b.ne[0] / 32)) *
-                                                       sizeof(ActBlock)));
-    quantize_activations(ctx, b, x);
+    const ActRows x = quantize_activations(ctx, b);
     RowDotColumns cols{};
     cols.count = nrows(b);
     cols.M = b.ne[1];

@@ -1,5 +1,5 @@
 // MUL_MAT_ID: dst[n, u, t] = sum_k W[k, n, ids[u, t]] * X[k, u % U1, t]. One warp per output
-// element (rowdot.cu): X rows packed to F32 (float weights) or quantized to ActBlocks (block
+// element (rowdot.cu): X rows packed to F32 (float weights) or quantized to 8-bit blocks (block
 // types) first; a SY_ID_NONE slot gets zeros, any other expert id outside [0, E) is reported
 // through the error word.
 #include "ops/ops.hpp"
@@ -16,17 +16,6 @@ void launch_mul_mat_id(const OpContext& ctx, const sy_node& node) {
     const TensorDesc ids = desc_of(*node.src[2]);
     const TensorDesc dst = desc_of(*node.dst);
     const int64_t K = w.ne[0];
-    const void* x_packed = nullptr;
-    if (sy_dtype_info(w.type).block_size > 1) {
-        auto* q = static_cast<ActBlock*>(
-            ctx.scratch->take(size_t(nrows(x) * (K / 32)) * sizeof(ActBlock)));
-        quantize_activations(ctx, x, q);
-        x_packed = q;
-    } else {
-        void* f = ctx.scratch->take(size_t(nrows(x) * K) * sizeof(float));
-        convert_tensor(ctx, packed_desc(f, SY_TYPE_F32, x.ne), x);
-        x_packed = f;
-    }
     RowDotColumns cols{};
     cols.count = ids.ne[0] * ids.ne[1];
     cols.by_expert = true;
@@ -34,7 +23,13 @@ void launch_mul_mat_id(const OpContext& ctx, const sy_node& node) {
     cols.U = ids.ne[0];
     cols.U1 = x.ne[1];
     cols.E = w.ne[2];
-    launch_rowdot(ctx, w, x_packed, cols, dst);
+    if (sy_dtype_info(w.type).block_size > 1) {
+        launch_rowdot(ctx, w, quantize_activations(ctx, x), cols, dst);
+    } else {
+        auto* f = static_cast<float*>(ctx.scratch->take(size_t(nrows(x) * K) * sizeof(float)));
+        convert_tensor(ctx, packed_desc(f, SY_TYPE_F32, x.ne), x);
+        launch_rowdot(ctx, w, f, cols, dst);
+    }
 }
 
 }  // namespace sy::cuda

@@ -1,3 +1,7 @@
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <climits>
 #include <cstdint>
 #include <type_traits>
 
@@ -18,20 +22,23 @@ struct ColumnPlace {
 };
 
 // nullopt-like: weight_offset < 0 means the slot has no product: its expert id is SY_ID_NONE
-// (out set: the slot's dst is zero) or out of range (out null; already reported).
+// (out set: the slot's dst is zero) or out of range (out null; already reported). A warp works
+// this out once per column for all its rows; the divisions are 32-bit (launch_rowdot checks that
+// the column counts fit), a 64-bit one being a long software routine on the GPU.
 __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColumns& c,
                                            const TensorDesc& dst, int64_t col, int* error_word,
                                            int error_code) {
     ColumnPlace p;
+    const auto c32 = uint32_t(col);
     if (!c.by_expert) {
-        const int64_t m = col % c.M, rest = col / c.M;
-        const int64_t b2 = rest % c.B2, b3 = rest / c.B2;
-        p.weight_offset = (b2 / c.r2) * w.nb[2] + (b3 / c.r3) * w.nb[3];
+        const uint32_t m = c32 % uint32_t(c.M), rest = c32 / uint32_t(c.M);
+        const uint32_t b2 = rest % uint32_t(c.B2), b3 = rest / uint32_t(c.B2);
+        p.weight_offset = int64_t(b2 / uint32_t(c.r2)) * w.nb[2] + int64_t(b3 / uint32_t(c.r3)) * w.nb[3];
         p.x_row = col;
         p.out = dst.data + m * dst.nb[1] + b2 * dst.nb[2] + b3 * dst.nb[3];
         return p;
     }
-    const int64_t u = col % c.U, t = col / c.U;
+    const uint32_t u = c32 % uint32_t(c.U), t = c32 / uint32_t(c.U);
     const int32_t e =
         *reinterpret_cast<const int32_t*>(c.ids.data + u * c.ids.nb[0] + t * c.ids.nb[1]);
     p.out = dst.data + u * dst.nb[1] + t * dst.nb[2];
@@ -46,7 +53,7 @@ __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColu
         return p;
     }
     p.weight_offset = e * w.nb[2];
-    p.x_row = u % c.U1 + c.U1 * t;
+    p.x_row = u % uint32_t(c.U1) + uint32_t(c.U1) * int64_t(t);
     return p;
 }
 
@@ -94,22 +101,32 @@ __device__ inline void store_step(uint8_t* dst, int lane, const typename Staging
     }
 }
 
+// Sub-blocks each lane has in flight outside the staged path: their loads are all issued before
+// the first product, so a warp keeps kUnroll * 32 blocks of its row on the way from memory.
+#ifndef SY_ROWDOT_UNROLL
+#define SY_ROWDOT_UNROLL 1
+#endif
+constexpr int kUnroll = SY_ROWDOT_UNROLL;
+
+#ifndef SY_ROWDOT_MINBLOCKS
+#define SY_ROWDOT_MINBLOCKS 8
+#endif
 template <int Type>
-__global__ void rowdot_blocks_kernel(TensorDesc w, const ActBlock* x, RowDotColumns cols,
-                                     TensorDesc dst, int* error_word, int error_code) {
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, SY_ROWDOT_MINBLOCKS) rowdot_blocks_kernel(TensorDesc w, ActRows x, RowDotColumns cols, TensorDesc dst,
+                                     int* error_word, int error_code) {
     const int lane = threadIdx.x % 32;
-    const int64_t n = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-    if (n >= w.ne[1]) return;
+    const int64_t first = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+    const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
     const int64_t subs = w.ne[0] / 32;
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
-        const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
+      const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
+      for (int64_t n = first; n < w.ne[1]; n += warps) {
         if (p.weight_offset < 0) {
             if (p.out != nullptr && lane == 0)
                 *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = 0.0f;
             continue;
         }
         const auto* row = reinterpret_cast<const uint8_t*>(w.data + p.weight_offset + n * w.nb[1]);
-        const ActBlock* xr = x + p.x_row * subs;
         float acc = 0.0f;
         int64_t staged = 0;  // sub-blocks done through shared memory
         if constexpr (StagedRows<Type>::value) {
@@ -126,41 +143,53 @@ __global__ void rowdot_blocks_kernel(TensorDesc w, const ActBlock* x, RowDotColu
                     if (step + 1 < steps) load_step<Type>(row + (step + 1) * S::kBytes, lane, regs);
                     Sub32 sub;
                     decode_row_sub<Type>(mine, lane, sub);
-                    acc += dot_sub<Type>(sub, xr[step * 32 + lane]);
+                    acc += dot_sub<Type>(sub, load_act(x, p.x_row, step * 32 + lane));
                     __syncwarp();
                 }
                 staged = steps * 32;
             }
         }
-        for (int64_t s = staged + lane; s < subs; s += 32) {
-            Sub32 sub;
-            decode_row_sub<Type>(row, s, sub);
-            acc += dot_sub<Type>(sub, xr[s]);
+        for (int64_t s0 = staged + lane; s0 < subs; s0 += 32 * kUnroll) {
+            Sub32 sub[kUnroll];
+            ActSub a[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u)
+                if (s0 + 32 * u < subs) {
+                    decode_row_sub<Type>(row, s0 + 32 * u, sub[u]);
+                    a[u] = load_act(x, p.x_row, s0 + 32 * u);
+                }
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u)
+                if (s0 + 32 * u < subs) acc += dot_sub<Type>(sub[u], a[u]);
         }
         acc = warp_sum(acc);
         if (lane == 0) *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = acc;
+      }
     }
 }
 
 __global__ void rowdot_float_kernel(TensorDesc w, const float* x, RowDotColumns cols,
                                     TensorDesc dst, int* error_word, int error_code) {
     const int lane = threadIdx.x % 32;
-    const int64_t n = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-    if (n >= w.ne[1]) return;
+    const int64_t first = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+    const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
     const int64_t K = w.ne[0];
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
         const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
-        if (p.weight_offset < 0) {
-            if (p.out != nullptr && lane == 0)
-                *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = 0.0f;
-            continue;
+        for (int64_t n = first; n < w.ne[1]; n += warps) {
+            if (p.weight_offset < 0) {
+                if (p.out != nullptr && lane == 0)
+                    *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = 0.0f;
+                continue;
+            }
+            const char* row = w.data + p.weight_offset + n * w.nb[1];
+            const float* xr = x + p.x_row * K;
+            float acc = 0.0f;
+            for (int64_t k = lane; k < K; k += 32)
+                acc += load_float(w.type, row + k * w.nb[0]) * xr[k];
+            acc = warp_sum(acc);
+            if (lane == 0) *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = acc;
         }
-        const char* row = w.data + p.weight_offset + n * w.nb[1];
-        const float* xr = x + p.x_row * K;
-        float acc = 0.0f;
-        for (int64_t k = lane; k < K; k += 32) acc += load_float(w.type, row + k * w.nb[0]) * xr[k];
-        acc = warp_sum(acc);
-        if (lane == 0) *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = acc;
     }
 }
 
@@ -211,23 +240,61 @@ void launch_rowdot_float_columns(const OpContext& ctx, const TensorDesc& w, cons
     check_launch("matrix product (float row dot)");
 }
 
-void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const void* x,
+namespace {
+
+// How many blocks of Kernel one SM of `device` holds at once, times its SMs; asked of the
+// runtime once per kernel and device.
+template <auto Kernel>
+int64_t resident_blocks(int device) {
+    static std::array<std::atomic<int64_t>, 64> cache{};
+    if (device < 0 || device >= int(cache.size())) device = 0;
+    int64_t n = cache[size_t(device)].load(std::memory_order_relaxed);
+    if (n == 0) {
+        int sms = 0, per_sm = 0;
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, 32 * kWarpsPerBlock, 0);
+        n = int64_t(std::max(sms, 1)) * std::max(per_sm, 1);
+        cache[size_t(device)].store(n, std::memory_order_relaxed);
+    }
+    return n;
+}
+
+// One block per kWarpsPerBlock weight rows, but no more blocks than fit on the device at once:
+// the warps then loop over the rows, so a warp works out its column's place once for several
+// rows and no partial last wave leaves SMs idle. Several columns share the resident blocks.
+template <auto Kernel>
+dim3 rowdot_grid(const TensorDesc& w, const RowDotColumns& cols) {
+    if (cols.count > INT32_MAX || cols.M > INT32_MAX || cols.B2 > INT32_MAX || cols.U > INT32_MAX)
+        throw LaunchError("row dot: more than 2^31 columns");
+    int device = 0;
+    cudaGetDevice(&device);
+    const int64_t per_rows = (w.ne[1] + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    const int64_t columns = std::min<int64_t>(cols.count, 65535);
+    const int64_t fit = (resident_blocks<Kernel>(device) + columns - 1) / columns;
+    return dim3(unsigned(std::max<int64_t>(1, std::min(per_rows, fit))), unsigned(columns));
+}
+
+}  // namespace
+
+void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const float* x,
                    const RowDotColumns& cols, const TensorDesc& dst) {
     if (cols.count == 0 || w.ne[1] == 0) return;
-    const dim3 grid(unsigned((w.ne[1] + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                    unsigned(cols.count < 65535 ? cols.count : 65535));
-    const dim3 block(32 * kWarpsPerBlock);
-    if (w.type == SY_TYPE_F32 || w.type == SY_TYPE_F16 || w.type == SY_TYPE_BF16) {
-        rowdot_float_kernel<<<grid, block, 0, ctx.stream>>>(w, static_cast<const float*>(x), cols,
-                                                            dst, ctx.error_word, ctx.error_code);
-    } else {
-        const bool known = with_block_type(w.type, [&](auto type_tag) {
-            constexpr int Type = decltype(type_tag)::value;
-            rowdot_blocks_kernel<Type><<<grid, block, 0, ctx.stream>>>(
-                w, static_cast<const ActBlock*>(x), cols, dst, ctx.error_word, ctx.error_code);
-        });
-        if (!known) throw LaunchError("matrix product: no decoder for this weight type");
-    }
+    rowdot_float_kernel<<<rowdot_grid<rowdot_float_kernel>(w, cols), 32 * kWarpsPerBlock, 0,
+                          ctx.stream>>>(
+        w, x, cols, dst, ctx.error_word, ctx.error_code);
+    check_launch("matrix product (float row dot)");
+}
+
+void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const ActRows& x,
+                   const RowDotColumns& cols, const TensorDesc& dst) {
+    if (cols.count == 0 || w.ne[1] == 0) return;
+    const bool known = with_block_type(w.type, [&](auto type_tag) {
+        constexpr int Type = decltype(type_tag)::value;
+        rowdot_blocks_kernel<Type><<<rowdot_grid<rowdot_blocks_kernel<Type>>(w, cols),
+                                     32 * kWarpsPerBlock, 0, ctx.stream>>>(
+            w, x, cols, dst, ctx.error_word, ctx.error_code);
+    });
+    if (!known) throw LaunchError("matrix product: no decoder for this weight type");
     check_launch("matrix product (row dot)");
 }
 

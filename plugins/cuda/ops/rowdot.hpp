@@ -1,6 +1,6 @@
 // Small-batch matrix products as one dot product per (weight row, column): a warp per output
 // element reads its weight row once, the lanes striding over the row (32 values per lane step for
-// block types, decoded with blocks.cuh against ActBlock activations; one element per lane step
+// block types, decoded with blocks.cuh against quantized activations (ActRows); one element per lane step
 // for float weights against F32 activations). Used for token generation (few columns) and for
 // the expert products, where every column may use a different expert.
 #pragma once
@@ -11,6 +11,8 @@
 #include "ops/tensor.cuh"
 
 namespace sy::cuda {
+
+struct ActRows;
 
 // Which weight slice, activation row and dst element column c uses.
 struct RowDotColumns {
@@ -33,9 +35,11 @@ void launch_rowdot_float_columns(const OpContext& ctx, const TensorDesc& w, cons
                                  int64_t M, int64_t B2, int64_t B3, int64_t r2, int64_t r3,
                                  const TensorDesc& dst);
 
-// dst[n, column] for every n < w.ne[1] and column. `x` holds packed activation rows: F32 (K
-// floats each) for float weights, ActBlock (K / 32 each) for block types.
-void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const void* x,
+// dst[n, column] for every n < w.ne[1] and column, from the activation rows: packed F32 (K
+// floats each) for float weights, quantized (quantize_activations) for block types.
+void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const float* x,
+                   const RowDotColumns& cols, const TensorDesc& dst);
+void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const ActRows& x,
                    const RowDotColumns& cols, const TensorDesc& dst);
 
 }  // namespace sy::cuda

@@ -1,16 +1,20 @@
 // GGUF weight blocks decoded on the device, 32 values at a time (layouts: quant_blocks.h).
 //
 // Every supported type reduces to one form per 32-value sub-block: int8 quants q[0..31] (packed
-// four to an int) and, for each half of 16 values, a scale d and an additive offset m:
-//     value[e] = d[e / 16] * q[e] + m[e / 16].
+// four to an int), a constant offset o of the type (BlockTraits::kOffset: 8 for Q4_0, 16 for
+// Q5_0, 32 for Q6_K, else 0) and, for each half of 16 values, a scale d and an additive offset m:
+//     value[e] = d[e / 16] * (q[e] - o) + m[e / 16].
+// The dot products take o out of the loop: sum (q - o) x = sum q x - o sum x, with the sums of
+// the activation quants computed once, when the activations are quantized.
 // The 32-blocks (Q4_0 ... IQ4_NL) have one d for both halves; Q2_K, Q3_K and Q6_K carry a scale
 // per 16 values; Q4_1, Q5_1, Q2_K, Q4_K and Q5_K have offsets (the K-quants' "- dmin * min" is
 // m = -(dmin * min)). Dot products then run on int8 with __dp4a against activations quantized to
-// ActBlock, and dequantization forms each value with the same float operations, in the same
+// ActRows, and dequantization forms each value with the same float operations, in the same
 // order, as switchyard_quants (so GET_ROWS to F32 is bit-exact).
 //
-// Block fields are read with 16-bit loads: every block size and field offset is even, but not
-// every one is a multiple of 4.
+// Block fields are read as aligned 32-bit words (load_words): every block size and field offset
+// is even, but not every one is a multiple of 4, so a field at an address 2 mod 4 is assembled
+// from the words around it with funnel shifts (one load per word instead of two 16-bit ones).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -28,79 +32,135 @@ struct Sub32 {
     float m[2];
 };
 
-// Activations quantized per 32 values: x[e] ~= d * q[e].
-struct ActBlock {
+// Activation rows quantized per 32 values (sub-block s of a row: x[32 s + e] ~= d[s] * q[e]),
+// laid out for wide, coalesced loads by a warp whose lanes take 32 consecutive sub-blocks: the
+// quants of sub-block s of row r are two 16-byte halves at
+//     q + r * row_bytes() + (s / 32) * 1024 + half * 512 + (s % 32) * 16,
+// so each half of a warp step is one contiguous 512-byte load; the scale and the sums of each
+// half's quants are a separate array of 16-byte ActMeta, meta[r * subs + s].
+struct alignas(16) ActMeta {
     float d;
-    int q[8];
+    int sum[2];  // sum of q[0..15], of q[16..31]
+    int unused;
 };
-static_assert(sizeof(ActBlock) == 36, "ActBlock is 36 bytes");
+
+struct ActRows {
+    int8_t* q;
+    ActMeta* meta;
+    int64_t subs;  // sub-blocks per row (ne0 / 32)
+
+    __host__ __device__ int64_t row_bytes() const { return (subs + 31) / 32 * 1024; }
+    // Bytes of the quants of `rows` rows; the ActMeta array follows them.
+    static int64_t quant_bytes(int64_t rows, int64_t subs) { return rows * ((subs + 31) / 32 * 1024); }
+    static int64_t bytes(int64_t rows, int64_t subs) {
+        return quant_bytes(rows, subs) + rows * subs * int64_t(sizeof(ActMeta));
+    }
+};
+
+// One quantized activation sub-block, as dot_sub takes it.
+struct ActSub {
+    int q[8];
+    ActMeta meta;
+};
+
+__device__ inline ActSub load_act(const ActRows& a, int64_t row, int64_t s) {
+    const int8_t* at = a.q + row * a.row_bytes() + (s / 32) * 1024 + (s % 32) * 16;
+    const int4 lo = __ldg(reinterpret_cast<const int4*>(at));
+    const int4 hi = __ldg(reinterpret_cast<const int4*>(at + 512));
+    const int4 m = __ldg(reinterpret_cast<const int4*>(a.meta + row * a.subs + s));
+    return ActSub{{lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w},
+                  {__int_as_float(m.x), {m.y, m.z}, m.w}};
+}
 
 template <int Type>
 struct BlockTraits;
 template <>
 struct BlockTraits<SY_TYPE_Q4_0> {
     static constexpr int kValues = 32, kBytes = 18;
+    static constexpr int kOffset = 8;
     static constexpr bool kHasMin = false;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q4_1> {
     static constexpr int kValues = 32, kBytes = 20;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = true;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q5_0> {
     static constexpr int kValues = 32, kBytes = 22;
+    static constexpr int kOffset = 16;
     static constexpr bool kHasMin = false;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q5_1> {
     static constexpr int kValues = 32, kBytes = 24;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = true;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q8_0> {
     static constexpr int kValues = 32, kBytes = 34;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = false;
 };
 template <>
 struct BlockTraits<SY_TYPE_IQ4_NL> {
     static constexpr int kValues = 32, kBytes = 18;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = false;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q2_K> {
     static constexpr int kValues = 256, kBytes = 84;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = true;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q3_K> {
     static constexpr int kValues = 256, kBytes = 110;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = false;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q4_K> {
     static constexpr int kValues = 256, kBytes = 144;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = true;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q5_K> {
     static constexpr int kValues = 256, kBytes = 176;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = true;
 };
 template <>
 struct BlockTraits<SY_TYPE_Q6_K> {
     static constexpr int kValues = 256, kBytes = 210;
+    static constexpr int kOffset = 32;
     static constexpr bool kHasMin = false;
 };
 template <>
 struct BlockTraits<SY_TYPE_IQ4_XS> {
     static constexpr int kValues = 256, kBytes = 136;
+    static constexpr int kOffset = 0;
     static constexpr bool kHasMin = false;
 };
 
-__device__ inline uint32_t load_u32(const uint8_t* p) {
-    const auto* h = reinterpret_cast<const uint16_t*>(p);
-    return uint32_t(h[0]) | (uint32_t(h[1]) << 16);
+// The N little-endian 32-bit words at p (an even address): aligned word loads, shifted into
+// place when p is 2 mod 4. The word after the last is read only then, and only its low half is
+// used (its high half lies in the same aligned word, so no load crosses an allocation's end).
+template <int N>
+__device__ inline void load_words(const uint8_t* p, uint32_t (&w)[N]) {
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    const auto* base = reinterpret_cast<const uint32_t*>(at & ~uintptr_t(3));
+    const uint32_t shift = uint32_t(at & 2) * 8;
+    uint32_t raw[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; ++i) raw[i] = base[i];
+    raw[N] = shift != 0 ? base[N] : 0u;
+#pragma unroll
+    for (int i = 0; i < N; ++i) w[i] = __funnelshift_r(raw[i], raw[i + 1], shift);
 }
 
 __device__ inline float load_half(const uint8_t* p) {
@@ -137,24 +197,30 @@ __device__ inline void decode(const uint8_t* b, int sub, Sub32& s);
 
 template <>
 __device__ inline void decode<SY_TYPE_Q8_0>(const uint8_t* b, int, Sub32& s) {
-    for (int j = 0; j < 8; ++j) s.q[j] = int(load_u32(b + 2 + 4 * j));
+    uint32_t w[8];
+    load_words(b + 2, w);
+    for (int j = 0; j < 8; ++j) s.q[j] = int(w[j]);
     set_scale(s, load_half(b));
 }
 
 template <>
 __device__ inline void decode<SY_TYPE_Q4_0>(const uint8_t* b, int, Sub32& s) {
+    uint32_t qs[4];
+    load_words(b + 2, qs);
     for (int j = 0; j < 4; ++j) {
-        const uint32_t w = load_u32(b + 2 + 4 * j);
-        s.q[j] = int(__vsub4(w & 0x0F0F0F0Fu, 0x08080808u));
-        s.q[4 + j] = int(__vsub4((w >> 4) & 0x0F0F0F0Fu, 0x08080808u));
+        const uint32_t w = qs[j];
+        s.q[j] = int(w & 0x0F0F0F0Fu);
+        s.q[4 + j] = int((w >> 4) & 0x0F0F0F0Fu);
     }
     set_scale(s, load_half(b));
 }
 
 template <>
 __device__ inline void decode<SY_TYPE_Q4_1>(const uint8_t* b, int, Sub32& s) {
+    uint32_t qs[4];
+    load_words(b + 4, qs);
     for (int j = 0; j < 4; ++j) {
-        const uint32_t w = load_u32(b + 4 + 4 * j);
+        const uint32_t w = qs[j];
         s.q[j] = int(w & 0x0F0F0F0Fu);
         s.q[4 + j] = int((w >> 4) & 0x0F0F0F0Fu);
     }
@@ -163,22 +229,26 @@ __device__ inline void decode<SY_TYPE_Q4_1>(const uint8_t* b, int, Sub32& s) {
 
 template <>
 __device__ inline void decode<SY_TYPE_Q5_0>(const uint8_t* b, int, Sub32& s) {
-    const uint32_t qh = load_u32(b + 2);
+    uint32_t words[5];  // qh, then the quants
+    load_words(b + 2, words);
+    const uint32_t qh = words[0];
     for (int j = 0; j < 4; ++j) {
-        const uint32_t w = load_u32(b + 6 + 4 * j);
+        const uint32_t w = words[1 + j];
         const uint32_t lo = (w & 0x0F0F0F0Fu) | spread_bit4((qh >> (4 * j)) & 0xF);
         const uint32_t hi = ((w >> 4) & 0x0F0F0F0Fu) | spread_bit4((qh >> (16 + 4 * j)) & 0xF);
-        s.q[j] = int(__vsub4(lo, 0x10101010u));
-        s.q[4 + j] = int(__vsub4(hi, 0x10101010u));
+        s.q[j] = int(lo);
+        s.q[4 + j] = int(hi);
     }
     set_scale(s, load_half(b));
 }
 
 template <>
 __device__ inline void decode<SY_TYPE_Q5_1>(const uint8_t* b, int, Sub32& s) {
-    const uint32_t qh = load_u32(b + 4);
+    uint32_t words[5];  // qh, then the quants
+    load_words(b + 4, words);
+    const uint32_t qh = words[0];
     for (int j = 0; j < 4; ++j) {
-        const uint32_t w = load_u32(b + 8 + 4 * j);
+        const uint32_t w = words[1 + j];
         s.q[j] = int((w & 0x0F0F0F0Fu) | spread_bit4((qh >> (4 * j)) & 0xF));
         s.q[4 + j] = int(((w >> 4) & 0x0F0F0F0Fu) | spread_bit4((qh >> (16 + 4 * j)) & 0xF));
     }
@@ -187,8 +257,10 @@ __device__ inline void decode<SY_TYPE_Q5_1>(const uint8_t* b, int, Sub32& s) {
 
 template <>
 __device__ inline void decode<SY_TYPE_IQ4_NL>(const uint8_t* b, int, Sub32& s) {
+    uint32_t qs[4];
+    load_words(b + 2, qs);
     for (int j = 0; j < 4; ++j) {
-        const uint32_t w = load_u32(b + 2 + 4 * j);
+        const uint32_t w = qs[j];
         s.q[j] = iq4_lookup(w & 0x0F0F0F0Fu);
         s.q[4 + j] = iq4_lookup((w >> 4) & 0x0F0F0F0Fu);
     }
@@ -200,9 +272,10 @@ __device__ inline void decode<SY_TYPE_IQ4_XS>(const uint8_t* b, int sub, Sub32& 
     const float d = load_half(b);
     const uint32_t scales_h = *reinterpret_cast<const uint16_t*>(b + 2);
     const int ls = ((b[4 + sub / 2] >> (4 * (sub % 2))) & 0xF) | (((scales_h >> (2 * sub)) & 3) << 4);
-    const uint8_t* qs = b + 8 + 16 * sub;
+    uint32_t qs[4];
+    load_words(b + 8 + 16 * sub, qs);
     for (int j = 0; j < 4; ++j) {
-        const uint32_t w = load_u32(qs + 4 * j);
+        const uint32_t w = qs[j];
         s.q[j] = iq4_lookup(w & 0x0F0F0F0Fu);
         s.q[4 + j] = iq4_lookup((w >> 4) & 0x0F0F0F0Fu);
     }
@@ -224,9 +297,10 @@ template <>
 __device__ inline void decode<SY_TYPE_Q4_K>(const uint8_t* b, int sub, Sub32& s) {
     int sc, mn;
     scale_min_k4(sub, b + 4, sc, mn);
-    const uint8_t* qs = b + 16 + 32 * (sub / 2);
+    uint32_t qs[8];
+    load_words(b + 16 + 32 * (sub / 2), qs);
     const int shift = 4 * (sub % 2);
-    for (int j = 0; j < 8; ++j) s.q[j] = int((load_u32(qs + 4 * j) >> shift) & 0x0F0F0F0Fu);
+    for (int j = 0; j < 8; ++j) s.q[j] = int((qs[j] >> shift) & 0x0F0F0F0Fu);
     set_scale(s, __fmul_rn(load_half(b), float(sc)), -__fmul_rn(load_half(b + 2), float(mn)));
 }
 
@@ -234,12 +308,13 @@ template <>
 __device__ inline void decode<SY_TYPE_Q5_K>(const uint8_t* b, int sub, Sub32& s) {
     int sc, mn;
     scale_min_k4(sub, b + 4, sc, mn);
-    const uint8_t* qh = b + 16;
-    const uint8_t* qs = b + 48 + 32 * (sub / 2);
+    uint32_t qh[8], qs[8];
+    load_words(b + 16, qh);
+    load_words(b + 48 + 32 * (sub / 2), qs);
     const int shift = 4 * (sub % 2);
     for (int j = 0; j < 8; ++j) {
-        const uint32_t lo = (load_u32(qs + 4 * j) >> shift) & 0x0F0F0F0Fu;
-        const uint32_t hi = (load_u32(qh + 4 * j) >> sub) & 0x01010101u;
+        const uint32_t lo = (qs[j] >> shift) & 0x0F0F0F0Fu;
+        const uint32_t hi = (qh[j] >> sub) & 0x01010101u;
         s.q[j] = int(lo | (hi << 4));
     }
     set_scale(s, __fmul_rn(load_half(b), float(sc)), -__fmul_rn(load_half(b + 2), float(mn)));
@@ -248,13 +323,14 @@ __device__ inline void decode<SY_TYPE_Q5_K>(const uint8_t* b, int sub, Sub32& s)
 template <>
 __device__ inline void decode<SY_TYPE_Q6_K>(const uint8_t* b, int sub, Sub32& s) {
     const int h = sub / 4, qq = sub % 4;
-    const uint8_t* ql = b + 64 * h + 32 * (qq & 1);
-    const uint8_t* qh = b + 128 + 32 * h;
+    uint32_t ql[8], qh[8];
+    load_words(b + 64 * h + 32 * (qq & 1), ql);
+    load_words(b + 128 + 32 * h, qh);
     const int shift = 4 * (qq >> 1);
     for (int j = 0; j < 8; ++j) {
-        const uint32_t lo = (load_u32(ql + 4 * j) >> shift) & 0x0F0F0F0Fu;
-        const uint32_t hi = ((load_u32(qh + 4 * j) >> (2 * qq)) & 0x03030303u) << 4;
-        s.q[j] = int(__vsub4(lo | hi, 0x20202020u));
+        const uint32_t lo = (ql[j] >> shift) & 0x0F0F0F0Fu;
+        const uint32_t hi = ((qh[j] >> (2 * qq)) & 0x03030303u) << 4;
+        s.q[j] = int(lo | hi);
     }
     const float d = load_half(b + 208);
     const auto* scales = reinterpret_cast<const int8_t*>(b + 192 + 8 * h + 2 * qq);
@@ -266,8 +342,9 @@ __device__ inline void decode<SY_TYPE_Q6_K>(const uint8_t* b, int sub, Sub32& s)
 template <>
 __device__ inline void decode<SY_TYPE_Q2_K>(const uint8_t* b, int sub, Sub32& s) {
     const int n = sub / 4, shift = 2 * (sub % 4);
-    const uint8_t* qs = b + 16 + 32 * n;
-    for (int j = 0; j < 8; ++j) s.q[j] = int((load_u32(qs + 4 * j) >> shift) & 0x03030303u);
+    uint32_t qs[8];
+    load_words(b + 16 + 32 * n, qs);
+    for (int j = 0; j < 8; ++j) s.q[j] = int((qs[j] >> shift) & 0x03030303u);
     const float d = load_half(b + 80), dmin = load_half(b + 82);
     for (int half = 0; half < 2; ++half) {
         const uint8_t sc = b[2 * sub + half];
@@ -285,10 +362,12 @@ __device__ inline int q3_K_scale(const uint8_t* scales, int j) {
 template <>
 __device__ inline void decode<SY_TYPE_Q3_K>(const uint8_t* b, int sub, Sub32& s) {
     const int n = sub / 4, j2 = sub % 4;
-    const uint8_t* qs = b + 32 + 32 * n;
+    uint32_t qs[8], hmask[8];
+    load_words(b + 32 + 32 * n, qs);
+    load_words(b, hmask);
     for (int j = 0; j < 8; ++j) {
-        const uint32_t lo = (load_u32(qs + 4 * j) >> (2 * j2)) & 0x03030303u;
-        const uint32_t hm = (load_u32(b + 4 * j) >> (4 * n + j2)) & 0x01010101u;
+        const uint32_t lo = (qs[j] >> (2 * j2)) & 0x03030303u;
+        const uint32_t hm = (hmask[j] >> (4 * n + j2)) & 0x01010101u;
         s.q[j] = int(__vsub4(lo, (hm ^ 0x01010101u) << 2));
     }
     const float d = load_half(b + 108);
@@ -304,29 +383,27 @@ __device__ inline void decode_row_sub(const uint8_t* row, int64_t s, Sub32& out)
     decode<Type>(row + (s / kSubs) * BlockTraits<Type>::kBytes, int(s % kSubs), out);
 }
 
-// sum_e value[e] * x[e] for one sub-block against one activation block.
+// sum_e value[e] * x[e] for one sub-block against one activation sub-block.
 template <int Type>
-__device__ inline float dot_sub(const Sub32& w, const ActBlock& x) {
-    const int lo = __dp4a(w.q[3], x.q[3], __dp4a(w.q[2], x.q[2],
-                          __dp4a(w.q[1], x.q[1], __dp4a(w.q[0], x.q[0], 0))));
-    const int hi = __dp4a(w.q[7], x.q[7], __dp4a(w.q[6], x.q[6],
-                          __dp4a(w.q[5], x.q[5], __dp4a(w.q[4], x.q[4], 0))));
-    float r = w.d[0] * float(lo) + w.d[1] * float(hi);
-    if constexpr (BlockTraits<Type>::kHasMin) {
-        constexpr int kOnes = 0x01010101;
-        const int xlo = __dp4a(kOnes, x.q[3], __dp4a(kOnes, x.q[2],
-                               __dp4a(kOnes, x.q[1], __dp4a(kOnes, x.q[0], 0))));
-        const int xhi = __dp4a(kOnes, x.q[7], __dp4a(kOnes, x.q[6],
-                               __dp4a(kOnes, x.q[5], __dp4a(kOnes, x.q[4], 0))));
-        r += w.m[0] * float(xlo) + w.m[1] * float(xhi);
+__device__ inline float dot_sub(const Sub32& w, const ActSub& x) {
+    using T = BlockTraits<Type>;
+    int lo = __dp4a(w.q[3], x.q[3], __dp4a(w.q[2], x.q[2],
+                    __dp4a(w.q[1], x.q[1], __dp4a(w.q[0], x.q[0], 0))));
+    int hi = __dp4a(w.q[7], x.q[7], __dp4a(w.q[6], x.q[6],
+                    __dp4a(w.q[5], x.q[5], __dp4a(w.q[4], x.q[4], 0))));
+    if constexpr (T::kOffset != 0) {
+        lo -= T::kOffset * x.meta.sum[0];
+        hi -= T::kOffset * x.meta.sum[1];
     }
-    return x.d * r;
+    float r = w.d[0] * float(lo) + w.d[1] * float(hi);
+    if constexpr (T::kHasMin) r += w.m[0] * float(x.meta.sum[0]) + w.m[1] * float(x.meta.sum[1]);
+    return x.meta.d * r;
 }
 
 // Value e (0..31) of a decoded sub-block, with switchyard_quants' rounding (no contraction).
 template <int Type>
 __device__ inline float sub_value(const Sub32& s, int e) {
-    const int q = int(int8_t(uint32_t(s.q[e / 4]) >> (8 * (e % 4))));
+    const int q = int(int8_t(uint32_t(s.q[e / 4]) >> (8 * (e % 4)))) - BlockTraits<Type>::kOffset;
     const float v = __fmul_rn(s.d[e / 16], float(q));
     if constexpr (BlockTraits<Type>::kHasMin) return __fadd_rn(v, s.m[e / 16]);
     return v;

@@ -8,11 +8,11 @@
 
 namespace sy::cuda {
 
-struct ActBlock;
+struct ActRows;
 
-// Rows of the F32 tensor x (flat over dims 1..3, i1 fastest; ne0 a multiple of 32) quantized to
-// ActBlocks: row r's ne0/32 blocks start at out + r * ne0/32.
-void quantize_activations(const OpContext& ctx, const TensorDesc& x, ActBlock* out);
+// Rows of the F32 tensor x (flat over dims 1..3, i1 fastest; ne0 a multiple of 32) quantized
+// into scratch memory, in the layout ActRows describes (blocks.cuh).
+ActRows quantize_activations(const OpContext& ctx, const TensorDesc& x);
 
 // `rows` rows of a block-quantized matrix (row r at base + r * row_stride bytes, k values each)
 // dequantized to packed F16 (out[r * k + i]).

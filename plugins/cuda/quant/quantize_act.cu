@@ -1,4 +1,4 @@
-// Activations to ActBlock: one warp per block of 32 values, d = max|x| / 127, q = round(x / d).
+// Activations to ActRows: one warp per sub-block of 32 values, d = max|x| / 127, q = round(x / d).
 #include "ops/ops.hpp"
 #include "ops/tensor.cuh"
 #include "quant/blocks.cuh"
@@ -7,20 +7,22 @@
 namespace sy::cuda {
 namespace {
 
-__global__ void quantize_activations_kernel(TensorDesc x, ActBlock* out, int64_t n_blocks) {
+__global__ void quantize_activations_kernel(TensorDesc x, ActRows out, int64_t n_blocks) {
     const int lane = threadIdx.x % 32;
-    const int64_t blocks_per_row = x.ne[0] / 32;
     const int64_t first = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     const int64_t stride = int64_t(gridDim.x) * blockDim.x / 32;
     for (int64_t b = first; b < n_blocks; b += stride) {
-        const int64_t r = b / blocks_per_row, i = (b % blocks_per_row) * 32 + lane;
-        const float v = *reinterpret_cast<const float*>(row_ptr(x, r) + i * x.nb[0]);
+        const int64_t r = b / out.subs, s = b % out.subs;
+        const float v = *reinterpret_cast<const float*>(row_ptr(x, r) + (s * 32 + lane) * x.nb[0]);
         const float amax = warp_max(fabsf(v));
         const float d = amax / 127.0f;
         const int q = d != 0.0f ? __float2int_rn(v / d) : 0;
-        ActBlock& blk = out[b];
-        reinterpret_cast<int8_t*>(blk.q)[lane] = int8_t(q);
-        if (lane == 0) blk.d = d;
+        out.q[r * out.row_bytes() + (s / 32) * 1024 + (lane / 16) * 512 + (s % 32) * 16 +
+              lane % 16] = int8_t(q);
+        int sum = q;  // over the lane's half (16 lanes)
+        for (int o = 8; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        const int other = __shfl_xor_sync(0xffffffffu, sum, 16);
+        if (lane == 0) out.meta[r * out.subs + s] = ActMeta{d, {sum, other}, 0};
     }
 }
 
@@ -40,12 +42,17 @@ __global__ void dequantize_f16_kernel(const char* base, int64_t row_stride, int6
 
 }  // namespace
 
-void quantize_activations(const OpContext& ctx, const TensorDesc& x, ActBlock* out) {
-    const int64_t n_blocks = nrows(x) * (x.ne[0] / 32);
-    if (n_blocks == 0) return;
+ActRows quantize_activations(const OpContext& ctx, const TensorDesc& x) {
+    const int64_t rows = nrows(x), subs = x.ne[0] / 32;
+    auto* bytes = static_cast<int8_t*>(ctx.scratch->take(size_t(ActRows::bytes(rows, subs))));
+    const ActRows out{bytes, reinterpret_cast<ActMeta*>(bytes + ActRows::quant_bytes(rows, subs)),
+                      subs};
+    const int64_t n_blocks = rows * subs;
+    if (n_blocks == 0) return out;
     quantize_activations_kernel<<<grid_for(n_blocks * 32), kThreads, 0, ctx.stream>>>(x, out,
                                                                                     n_blocks);
     check_launch("quantize activations");
+    return out;
 }
 
 void dequantize_rows_f16(const OpContext& ctx, int32_t type, const char* base, int64_t row_stride,
