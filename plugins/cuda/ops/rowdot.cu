@@ -33,7 +33,8 @@ __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColu
     if (!c.by_expert) {
         const uint32_t m = c32 % uint32_t(c.M), rest = c32 / uint32_t(c.M);
         const uint32_t b2 = rest % uint32_t(c.B2), b3 = rest / uint32_t(c.B2);
-        p.weight_offset = int64_t(b2 / uint32_t(c.r2)) * w.nb[2] + int64_t(b3 / uint32_t(c.r3)) * w.nb[3];
+        p.weight_offset =
+            int64_t(b2 / uint32_t(c.r2)) * w.nb[2] + int64_t(b3 / uint32_t(c.r3)) * w.nb[3];
         p.x_row = col;
         p.out = dst.data + m * dst.nb[1] + b2 * dst.nb[2] + b3 * dst.nb[3];
         return p;
@@ -75,7 +76,8 @@ struct Staging {
     static constexpr int kBytes = 32 / kSubsPerBlock * BlockTraits<Type>::kBytes;
     static constexpr int kWidth = kBytes % 16 == 0 ? 16 : kBytes % 8 == 0 ? 8 : 4;
     static constexpr int kLoads = (kBytes / kWidth + 31) / 32;  // per lane
-    using Vec = std::conditional_t<kWidth == 16, uint4, std::conditional_t<kWidth == 8, uint2, uint32_t>>;
+    using Vec =
+        std::conditional_t<kWidth == 16, uint4, std::conditional_t<kWidth == 8, uint2, uint32_t>>;
     static_assert(kBytes % kWidth == 0, "a step's bytes are whole loads");
 };
 
@@ -101,70 +103,62 @@ __device__ inline void store_step(uint8_t* dst, int lane, const typename Staging
     }
 }
 
-// Sub-blocks each lane has in flight outside the staged path: their loads are all issued before
-// the first product, so a warp keeps kUnroll * 32 blocks of its row on the way from memory.
-#ifndef SY_ROWDOT_UNROLL
-#define SY_ROWDOT_UNROLL 1
-#endif
-constexpr int kUnroll = SY_ROWDOT_UNROLL;
+// 8 blocks of 4 warps per SM (at most 64 registers a thread). Measured on an H100 (gemv-bench
+// 4096 x 16384, 2026-11-23, GB/s): without the cap Q4_K 1461-1483 (with it 1585-1605), Q6_K
+// 1658-1679 (1716-1742), the 32-value types within 2%. Slower for Q4_0/Q8_0: two or four blocks
+// per lane in flight (96-150 registers: 1227-1535), and rows copied to shared memory with
+// cp.async, in a ring across a warp's rows (1253-1364) or a row at a time (1650-1706).
+constexpr int kMinBlocksPerSM = 8;
 
-#ifndef SY_ROWDOT_MINBLOCKS
-#define SY_ROWDOT_MINBLOCKS 8
-#endif
 template <int Type>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock, SY_ROWDOT_MINBLOCKS) rowdot_blocks_kernel(TensorDesc w, ActRows x, RowDotColumns cols, TensorDesc dst,
-                                     int* error_word, int error_code) {
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, kMinBlocksPerSM)
+    rowdot_blocks_kernel(TensorDesc w, ActRows x, RowDotColumns cols, TensorDesc dst,
+                         int* error_word, int error_code) {
     const int lane = threadIdx.x % 32;
     const int64_t first = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
     const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
     const int64_t subs = w.ne[0] / 32;
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
-      const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
-      for (int64_t n = first; n < w.ne[1]; n += warps) {
-        if (p.weight_offset < 0) {
-            if (p.out != nullptr && lane == 0)
-                *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = 0.0f;
-            continue;
-        }
-        const auto* row = reinterpret_cast<const uint8_t*>(w.data + p.weight_offset + n * w.nb[1]);
-        float acc = 0.0f;
-        int64_t staged = 0;  // sub-blocks done through shared memory
-        if constexpr (StagedRows<Type>::value) {
-            using S = Staging<Type>;
-            __shared__ alignas(16) uint8_t stage[kWarpsPerBlock][S::kBytes];
-            if (reinterpret_cast<uintptr_t>(row) % S::kWidth == 0 && subs >= 32) {
-                const int64_t steps = subs / 32;
-                uint8_t* mine = stage[threadIdx.x / 32];
-                typename S::Vec regs[S::kLoads];
-                load_step<Type>(row, lane, regs);
-                for (int64_t step = 0; step < steps; ++step) {
-                    store_step<Type>(mine, lane, regs);
-                    __syncwarp();
-                    if (step + 1 < steps) load_step<Type>(row + (step + 1) * S::kBytes, lane, regs);
-                    Sub32 sub;
-                    decode_row_sub<Type>(mine, lane, sub);
-                    acc += dot_sub<Type>(sub, load_act(x, p.x_row, step * 32 + lane));
-                    __syncwarp();
-                }
-                staged = steps * 32;
+        const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
+        for (int64_t n = first; n < w.ne[1]; n += warps) {
+            if (p.weight_offset < 0) {
+                if (p.out != nullptr && lane == 0)
+                    *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = 0.0f;
+                continue;
             }
-        }
-        for (int64_t s0 = staged + lane; s0 < subs; s0 += 32 * kUnroll) {
-            Sub32 sub[kUnroll];
-            ActSub a[kUnroll];
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u)
-                if (s0 + 32 * u < subs) {
-                    decode_row_sub<Type>(row, s0 + 32 * u, sub[u]);
-                    a[u] = load_act(x, p.x_row, s0 + 32 * u);
+            const auto* row =
+                reinterpret_cast<const uint8_t*>(w.data + p.weight_offset + n * w.nb[1]);
+            float acc = 0.0f;
+            int64_t staged = 0;  // sub-blocks done through shared memory
+            if constexpr (StagedRows<Type>::value) {
+                using S = Staging<Type>;
+                __shared__ alignas(16) uint8_t stage[kWarpsPerBlock][S::kBytes];
+                if (reinterpret_cast<uintptr_t>(row) % S::kWidth == 0 && subs >= 32) {
+                    const int64_t steps = subs / 32;
+                    uint8_t* mine = stage[threadIdx.x / 32];
+                    typename S::Vec regs[S::kLoads];
+                    load_step<Type>(row, lane, regs);
+                    for (int64_t step = 0; step < steps; ++step) {
+                        store_step<Type>(mine, lane, regs);
+                        __syncwarp();
+                        if (step + 1 < steps)
+                            load_step<Type>(row + (step + 1) * S::kBytes, lane, regs);
+                        Sub32 sub;
+                        decode_row_sub<Type>(mine, lane, sub);
+                        acc += dot_sub<Type>(sub, load_act(x, p.x_row, step * 32 + lane));
+                        __syncwarp();
+                    }
+                    staged = steps * 32;
                 }
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u)
-                if (s0 + 32 * u < subs) acc += dot_sub<Type>(sub[u], a[u]);
+            }
+            for (int64_t s = staged + lane; s < subs; s += 32) {
+                Sub32 sub;
+                decode_row_sub<Type>(row, s, sub);
+                acc += dot_sub<Type>(sub, load_act(x, p.x_row, s));
+            }
+            acc = warp_sum(acc);
+            if (lane == 0) *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = acc;
         }
-        acc = warp_sum(acc);
-        if (lane == 0) *reinterpret_cast<float*>(p.out + n * dst.nb[0]) = acc;
-      }
     }
 }
 
@@ -280,8 +274,7 @@ void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const float* x,
                    const RowDotColumns& cols, const TensorDesc& dst) {
     if (cols.count == 0 || w.ne[1] == 0) return;
     rowdot_float_kernel<<<rowdot_grid<rowdot_float_kernel>(w, cols), 32 * kWarpsPerBlock, 0,
-                          ctx.stream>>>(
-        w, x, cols, dst, ctx.error_word, ctx.error_code);
+                          ctx.stream>>>(w, x, cols, dst, ctx.error_word, ctx.error_code);
     check_launch("matrix product (float row dot)");
 }
 
@@ -290,9 +283,9 @@ void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const ActRows& x,
     if (cols.count == 0 || w.ne[1] == 0) return;
     const bool known = with_block_type(w.type, [&](auto type_tag) {
         constexpr int Type = decltype(type_tag)::value;
-        rowdot_blocks_kernel<Type><<<rowdot_grid<rowdot_blocks_kernel<Type>>(w, cols),
-                                     32 * kWarpsPerBlock, 0, ctx.stream>>>(
-            w, x, cols, dst, ctx.error_word, ctx.error_code);
+        rowdot_blocks_kernel<Type>
+            <<<rowdot_grid<rowdot_blocks_kernel<Type>>(w, cols), 32 * kWarpsPerBlock, 0,
+               ctx.stream>>>(w, x, cols, dst, ctx.error_word, ctx.error_code);
     });
     if (!known) throw LaunchError("matrix product: no decoder for this weight type");
     check_launch("matrix product (row dot)");

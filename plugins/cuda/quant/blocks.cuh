@@ -51,7 +51,9 @@ struct ActRows {
 
     __host__ __device__ int64_t row_bytes() const { return (subs + 31) / 32 * 1024; }
     // Bytes of the quants of `rows` rows; the ActMeta array follows them.
-    static int64_t quant_bytes(int64_t rows, int64_t subs) { return rows * ((subs + 31) / 32 * 1024); }
+    static int64_t quant_bytes(int64_t rows, int64_t subs) {
+        return rows * ((subs + 31) / 32 * 1024);
+    }
     static int64_t bytes(int64_t rows, int64_t subs) {
         return quant_bytes(rows, subs) + rows * subs * int64_t(sizeof(ActMeta));
     }
@@ -271,7 +273,8 @@ template <>
 __device__ inline void decode<SY_TYPE_IQ4_XS>(const uint8_t* b, int sub, Sub32& s) {
     const float d = load_half(b);
     const uint32_t scales_h = *reinterpret_cast<const uint16_t*>(b + 2);
-    const int ls = ((b[4 + sub / 2] >> (4 * (sub % 2))) & 0xF) | (((scales_h >> (2 * sub)) & 3) << 4);
+    const int ls =
+        ((b[4 + sub / 2] >> (4 * (sub % 2))) & 0xF) | (((scales_h >> (2 * sub)) & 3) << 4);
     uint32_t qs[4];
     load_words(b + 8 + 16 * sub, qs);
     for (int j = 0; j < 4; ++j) {
@@ -387,10 +390,10 @@ __device__ inline void decode_row_sub(const uint8_t* row, int64_t s, Sub32& out)
 template <int Type>
 __device__ inline float dot_sub(const Sub32& w, const ActSub& x) {
     using T = BlockTraits<Type>;
-    int lo = __dp4a(w.q[3], x.q[3], __dp4a(w.q[2], x.q[2],
-                    __dp4a(w.q[1], x.q[1], __dp4a(w.q[0], x.q[0], 0))));
-    int hi = __dp4a(w.q[7], x.q[7], __dp4a(w.q[6], x.q[6],
-                    __dp4a(w.q[5], x.q[5], __dp4a(w.q[4], x.q[4], 0))));
+    int lo = __dp4a(w.q[3], x.q[3],
+                    __dp4a(w.q[2], x.q[2], __dp4a(w.q[1], x.q[1], __dp4a(w.q[0], x.q[0], 0))));
+    int hi = __dp4a(w.q[7], x.q[7],
+                    __dp4a(w.q[6], x.q[6], __dp4a(w.q[5], x.q[5], __dp4a(w.q[4], x.q[4], 0))));
     if constexpr (T::kOffset != 0) {
         lo -= T::kOffset * x.meta.sum[0];
         hi -= T::kOffset * x.meta.sum[1];

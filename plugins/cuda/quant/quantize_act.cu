@@ -27,8 +27,8 @@ __global__ void quantize_activations_kernel(TensorDesc x, ActRows out, int64_t n
 }
 
 template <int Type>
-__global__ void dequantize_f16_kernel(const char* base, int64_t row_stride, int64_t rows,
-                                      int64_t k, __half* out) {
+__global__ void dequantize_f16_kernel(const char* base, int64_t row_stride, int64_t rows, int64_t k,
+                                      __half* out) {
     const int64_t subs_per_row = k / 32;
     const int64_t n = rows * subs_per_row;
     for (int64_t w = global_thread(); w < n; w += grid_threads()) {
@@ -50,7 +50,7 @@ ActRows quantize_activations(const OpContext& ctx, const TensorDesc& x) {
     const int64_t n_blocks = rows * subs;
     if (n_blocks == 0) return out;
     quantize_activations_kernel<<<grid_for(n_blocks * 32), kThreads, 0, ctx.stream>>>(x, out,
-                                                                                    n_blocks);
+                                                                                      n_blocks);
     check_launch("quantize activations");
     return out;
 }
@@ -60,7 +60,7 @@ void dequantize_rows_f16(const OpContext& ctx, int32_t type, const char* base, i
     const int64_t n = rows * (k / 32);
     if (n == 0) return;
     const bool known = with_block_type(type, [&](auto type_tag) {
-            constexpr int Type = decltype(type_tag)::value;
+        constexpr int Type = decltype(type_tag)::value;
         dequantize_f16_kernel<Type><<<grid_for(n), kThreads, 0, ctx.stream>>>(
             base, row_stride, rows, k, static_cast<__half*>(out));
     });
