@@ -23,7 +23,7 @@ struct ColumnPlace {
 
 // nullopt-like: weight_offset < 0 means the slot has no product: its expert id is SY_ID_NONE
 // (out set: the slot's dst is zero) or out of range (out null; already reported). A warp works
-// this out once per column for all its rows; the divisions are 32-bit (launch_rowdot checks that
+// this out once per column for all its rows; the divisions are 32-bit (rowdot_grid checks that
 // the column counts fit), a 64-bit one being a long software routine on the GPU.
 __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColumns& c,
                                            const TensorDesc& dst, int64_t col, int* error_word,
