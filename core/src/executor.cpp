@@ -47,7 +47,26 @@ const RunReport& Executor::run(const Graph& graph) {
 }
 
 const RunReport& Executor::run(const Graph& graph, std::span<const int32_t> order) {
+    begin(graph, order, {});
+    bind({});
+    compute(0, order.size());
+    return report_;
+}
+
+void Executor::begin(const Graph& graph, std::span<const int32_t> order,
+                     std::span<const int32_t> imports) {
     report_ = RunReport{};
+    graph_ = &graph;
+    order_.assign(order.begin(), order.end());
+    imports_.assign(imports.begin(), imports.end());
+    import_of_.assign(graph.tensors().size(), -1);
+    for (size_t k = 0; k < imports_.size(); ++k) {
+        const auto id = static_cast<size_t>(imports_[k]);
+        if (id >= graph.tensors().size() || graph.tensors()[id]->is_view())
+            throw Error("executor: import " + std::to_string(imports_[k]) +
+                        " is not a base tensor of the graph");
+        import_of_[id] = static_cast<int32_t>(k);
+    }
     const CachedPlan& plan = plan_for(graph, order);
     check_sources(graph, order, plan);
     grow(plugin_, device_, compute_, plan.memory.peak_bytes);
@@ -55,15 +74,20 @@ const RunReport& Executor::run(const Graph& graph, std::span<const int32_t> orde
         grow(plugin_, device_, staging_, plan.staging_bytes);
         staged_plan_ = nullptr;  // a new buffer holds nothing yet
     }
-    bind(graph, order, plan);
-    staged_plan_ = &plan;
-    compute(graph, order);
+    plan_ = &plan;
     last_graph_serial_ = graph.serial();
     report_.compute_buffer_bytes = compute_.size();
     report_.planned_peak_bytes = plan.memory.peak_bytes;
     report_.naive_bytes = plan.memory.naive_bytes;
     report_.nodes = order.size();
-    return report_;
+}
+
+const void* Executor::planned_host_data(const Tensor& t) const {
+    if (!plan_ || t.graph_serial() != last_graph_serial_)
+        throw Error("tensor " + t.describe() + " is not from the graph this executor began");
+    const auto offset = plan_->memory.offset_of(t);
+    if (!offset || !compute_.host_visible()) return nullptr;
+    return at_offset(compute_.base(), *offset);
 }
 
 const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<const int32_t> order) {
@@ -72,6 +96,7 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
     for (const auto& t : graph.tensors()) {
         if (t->is_external()) key += t->device_buffer() ? 'd' : 'h';
     }
+    for (int32_t id : imports_) key += "i" + std::to_string(id);
     if (auto it = cache_.find(key); it != cache_.end()) {
         report_.plan_reused = true;
         return it->second;
@@ -91,7 +116,9 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
             for (const Tensor* t : touched) {
                 const Tensor* root = t->base();
                 const auto id = static_cast<size_t>(root->id());
-                if (!root->is_external() || root->device_buffer() || plan.staging_offset[id] >= 0) {
+                const bool imported = import_of_[id] >= 0;
+                if ((!root->is_external() && !imported) || root->device_buffer() ||
+                    plan.staging_offset[id] >= 0) {
                     continue;
                 }
                 plan.staging_offset[id] = static_cast<int64_t>(plan.staging_bytes);
@@ -112,6 +139,7 @@ void Executor::check_sources(const Graph& graph, std::span<const int32_t> order,
         touched.push_back(n.dst);
         for (const Tensor* t : touched) {
             const Tensor* root = t->base();
+            if (import_of_[static_cast<size_t>(root->id())] >= 0) continue;
             if (root->is_external()) {
                 if (!root->has_data()) {
                     throw Error(node_text(graph, index) + ": " + kind_name(root->kind()) + " " +
@@ -165,7 +193,29 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
     }
 }
 
-void Executor::bind(const Graph& graph, std::span<const int32_t> order, const CachedPlan& plan) {
+void Executor::bind_import(const Tensor& root, const CachedPlan& plan, const void* host) {
+    const auto id = static_cast<size_t>(root.id());
+    sy_tensor& d = bound_[id];
+    if (host_memory_) {
+        if (host == nullptr)
+            throw Error("executor: import " + root.describe() + " has no host memory to read");
+        d.data = const_cast<void*>(host);
+        return;
+    }
+    d.data = at_offset(staging_.base(), static_cast<uint64_t>(plan.staging_offset[id]));
+    d.buffer = staging_.get();
+    bound_buffer_[id] = &staging_;
+}
+
+void Executor::bind(std::span<const void* const> import_host) {
+    if (!plan_) throw Error("executor: bind() before begin()");
+    if (!import_host.empty() && import_host.size() != imports_.size())
+        throw Error("executor: bind() got " + std::to_string(import_host.size()) +
+                    " import addresses for " + std::to_string(imports_.size()) + " imports");
+    const Graph& graph = *graph_;
+    const std::span<const int32_t> order = order_;
+    const CachedPlan& plan = *plan_;
+
     const size_t n = graph.tensors().size();
     bound_.assign(n, sy_tensor{});
     bound_buffer_.assign(n, nullptr);
@@ -183,7 +233,9 @@ void Executor::bind(const Graph& graph, std::span<const int32_t> order, const Ca
         const auto id = static_cast<size_t>(root->id());
         if (bound_[id].struct_size != 0) continue;
         bound_[id] = root->descriptor();
-        if (root->is_external()) {
+        if (const int32_t k = import_of_[id]; k >= 0) {
+            bind_import(*root, plan, import_host.empty() ? nullptr : import_host[size_t(k)]);
+        } else if (root->is_external()) {
             bind_external(*root, plan);
         } else {
             bound_[id].data = at_offset(compute_.base(), *plan.memory.offset_of(*root));
@@ -207,29 +259,46 @@ void Executor::bind(const Graph& graph, std::span<const int32_t> order, const Ca
         const Node& node = graph.nodes()[static_cast<size_t>(index)];
         nodes_.push_back(raw_node(node, bound_));
     }
+    staged_plan_ = &plan;
 }
 
-void Executor::compute(const Graph& graph, std::span<const int32_t> order) {
+void Executor::compute(size_t first, size_t end) {
+    if (!plan_ || end > nodes_.size() || first > end)
+        throw Error("executor: compute(" + std::to_string(first) + ", " + std::to_string(end) +
+                    ") outside the bound sequence of " + std::to_string(nodes_.size()) + " nodes");
+    if (first == end) return;
     std::vector<const sy_node*> pointers;
-    pointers.reserve(nodes_.size());
-    for (const sy_node& n : nodes_) pointers.push_back(&n);
+    pointers.reserve(end - first);
+    for (size_t i = first; i < end; ++i) pointers.push_back(&nodes_[i]);
     try {
         const auto start = std::chrono::steady_clock::now();
         plugin_.compute(device_, pointers);
         plugin_.synchronize(device_);
-        report_.backend_seconds =
+        report_.backend_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } catch (const Error& e) {
         // Say which node the backend cannot run, when it tells us.
-        for (size_t i = 0; i < nodes_.size(); ++i) {
+        for (size_t i = first; i < end; ++i) {
             if (!plugin_.supports(device_, nodes_[i])) {
                 throw Error(std::string(e.what()) + "; backend '" + plugin_.name() + "' device " +
                             std::to_string(device_) + " does not support " +
-                            node_text(graph, order[i]));
+                            node_text(*graph_, order_[i]));
             }
         }
         throw;
     }
+}
+
+void Executor::upload(size_t import, const void* host) {
+    if (!plan_ || import >= imports_.size())
+        throw Error("executor: upload of import " + std::to_string(import) + " of " +
+                    std::to_string(imports_.size()));
+    if (host_memory_) return;  // bound to the host bytes themselves
+    const Tensor& root = *graph_->tensors()[static_cast<size_t>(imports_[import])];
+    const auto bytes = static_cast<uint64_t>(root.bytes());
+    plugin_.set(staging_, static_cast<uint64_t>(plan_->staging_offset[size_t(root.id())]), host,
+                bytes);
+    report_.staged_bytes += bytes;
 }
 
 const sy_tensor& Executor::bound(const Tensor& t) const {

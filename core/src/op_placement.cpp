@@ -126,11 +126,11 @@ class Placer {
         const std::vector<sy_tensor> descriptors = tensor_descriptors(graph_);
         location_.assign(graph_.tensors().size(), kHostInput);
         for (const auto& t : graph_.tensors()) {
-            if (t->kind() != TensorKind::weight || !request_.weight_home) continue;
-            const int32_t home = request_.weight_home(*t);
+            if (!t->is_external() || !request_.home) continue;
+            const int32_t home = request_.home(*t);
             if (home != kHostInput && (home < 0 || size_t(home) >= backends_.size()))
-                throw Error(fmt::format("placement: weight {} has home {}, not a backend index",
-                                        t->describe(), home));
+                throw Error(fmt::format("placement: {} {} has home {}, not a backend index",
+                                        kind_name(t->kind()), t->describe(), home));
             location_[size_t(t->id())] = home;
         }
         for (size_t i = 0; i < graph_.nodes().size(); ++i) {
@@ -138,7 +138,8 @@ class Placer {
             const ExpertUse use = expert_use(graph_.nodes()[i]);
             NodePlacement placed = place(index, raw_node(graph_.nodes()[i], descriptors), use);
             record_copies(index, use, placed.backend, plan.copies);
-            location_[size_t(graph_.nodes()[i].dst->base()->id())] = placed.backend;
+            const Tensor* written = graph_.nodes()[i].dst->base();
+            if (!written->is_external()) location_[size_t(written->id())] = placed.backend;
             if (plan.splits.empty() || plan.splits.back().backend != placed.backend)
                 plan.splits.push_back({placed.backend, index, index});
             plan.splits.back().end = index + 1;
@@ -153,6 +154,11 @@ class Placer {
         int32_t backend;
         std::optional<std::regex> re;
     };
+
+    std::string location_name(int32_t location) const {
+        return location == kHostInput ? std::string("host memory")
+                                      : "backend '" + backends_[size_t(location)].name + "'";
+    }
 
     bool readable(int32_t location, int32_t backend) const {
         if (location == backend) return true;
@@ -230,6 +236,15 @@ class Placer {
         if (out.candidates.empty())
             throw Error("no loaded backend supports " + node_text(graph_, index));
 
+        // Writing into external memory (a cache view): only where that memory is.
+        if (const Tensor* written = node.dst->base(); written->is_external()) {
+            const int32_t at = location_[size_t(written->id())];
+            for (CandidateCost& c : out.candidates)
+                if (!readable(at, c.backend))
+                    c.excluded = fmt::format("writes into {}, which lives in {}",
+                                             written->describe(), location_name(at));
+        }
+
         if (const Pin* pin = pin_for(node, op)) {
             const auto it =
                 std::find_if(out.candidates.begin(), out.candidates.end(),
@@ -238,6 +253,10 @@ class Placer {
                 throw Error(fmt::format("offload pin ({}): backend '{}' does not support {}",
                                         pin->pin->where, pin->pin->backend,
                                         node_text(graph_, index)));
+            if (!it->excluded.empty())
+                throw Error(fmt::format("offload pin ({}): {} cannot run on '{}': it {}",
+                                        pin->pin->where, node_text(graph_, index),
+                                        pin->pin->backend, it->excluded));
             for (CandidateCost& c : out.candidates)
                 if (c.backend != pin->backend) c.excluded = "pinned elsewhere";
             out.backend = pin->backend;
@@ -246,14 +265,15 @@ class Placer {
         }
 
         if (reads_host_weights(node)) {
-            for (CandidateCost& c : out.candidates) c.excluded = offload_exclusion(op, c.backend);
+            for (CandidateCost& c : out.candidates)
+                if (c.excluded.empty()) c.excluded = offload_exclusion(op, c.backend);
             const bool device_allowed =
                 std::any_of(out.candidates.begin(), out.candidates.end(), [&](const auto& c) {
                     return c.excluded.empty() && !backends_[size_t(c.backend)].host_memory();
                 });
             if (policy_.mode == OffloadMode::always && device_allowed)
                 for (CandidateCost& c : out.candidates)
-                    if (backends_[size_t(c.backend)].host_memory())
+                    if (c.excluded.empty() && backends_[size_t(c.backend)].host_memory())
                         c.excluded = "offload.mode = always";
         }
 

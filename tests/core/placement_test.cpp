@@ -66,9 +66,12 @@ struct MoeGraph {
         moe = g.mul_mat_id(experts, g.reshape(dense, {K, 1, tokens}), ids);
         g.mark_output(moe);
     }
-    // Experts on the host, everything else on the device.
+    // Inputs in host memory; expert weights on the host, the other weights on the device.
     std::function<int32_t(const Tensor&)> homes() const {
-        return [](const Tensor& t) { return contains(t.name(), "_exps") ? 0 : 1; };
+        return [](const Tensor& t) {
+            if (t.kind() == TensorKind::input) return kHostInput;
+            return contains(t.name(), "_exps") ? 0 : 1;
+        };
     }
 };
 

@@ -6,8 +6,9 @@
 // the plan or their host pointer changes). Plans are cached by the graph's shape signature, so
 // rebuilding the same graph every decode step reuses plan and buffers.
 //
-// The multi-backend scheduler will hand an Executor one split: a sequence of nodes whose
-// sources are weights, inputs, or results of earlier nodes of the same sequence.
+// The multi-backend scheduler (scheduler.hpp) gives one Executor all the nodes of a graph that
+// its backend runs, in steps (begin, bind, then compute one split after the other): results of
+// other backends' nodes come in as imports, whose bytes the scheduler provides.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +54,25 @@ class Executor {
     // a node earlier in `order`.
     const RunReport& run(const Graph& graph, std::span<const int32_t> order);
 
+    // The same in steps, for a sequence that reads tensors another executor provides (`imports`:
+    // ids of base tensors: results of nodes outside the sequence, or external tensors that live
+    // in another plugin's memory):
+    //   begin()   plans memory (a cached plan when the shapes repeat) and grows the buffers, so
+    //             that planned_host_data() is known;
+    //   bind()    binds every tensor: an import to `import_host[k]` on a device that computes on
+    //             host memory, to a slot of the staging buffer otherwise (filled by upload());
+    //   compute() runs positions [first, end) of `order` and waits for them; call it in order.
+    void begin(const Graph& graph, std::span<const int32_t> order,
+               std::span<const int32_t> imports);
+    void bind(std::span<const void* const> import_host);
+    void compute(size_t first, size_t end);
+    // After begin(): a host pointer to intermediate t's bytes when the compute buffer is host
+    // visible, else nullptr.
+    const void* planned_host_data(const Tensor& t) const;
+    // After bind(), on a device that does not compute on host memory: copies import k's bytes
+    // from `host` into its staging slot.
+    void upload(size_t import, const void* host);
+
     // After a run: a host pointer to t's element (0,0,0,0) when t lives in host-visible memory,
     // otherwise nullptr (use read).
     const void* host_data(const Tensor& t) const;
@@ -83,12 +103,18 @@ class Executor {
                        const CachedPlan& plan) const;
     static void grow(Plugin& plugin, int32_t device, Buffer& buffer, uint64_t size);
     void bind_external(const Tensor& root, const CachedPlan& plan);
-    void bind(const Graph& graph, std::span<const int32_t> order, const CachedPlan& plan);
-    void compute(const Graph& graph, std::span<const int32_t> order);
+    void bind_import(const Tensor& root, const CachedPlan& plan, const void* host);
     const sy_tensor& bound(const Tensor& t) const;
 
     Plugin& plugin_;
     int32_t device_;
+    // The sequence between begin() and its last compute().
+    const Graph* graph_ = nullptr;
+    std::vector<int32_t> order_;
+    std::vector<int32_t> imports_;
+    std::vector<int32_t> import_of_;  // per tensor id: index in imports_, or -1
+    const CachedPlan* plan_ = nullptr;
+
     bool host_memory_;
     Buffer compute_;
     Buffer staging_;

@@ -120,12 +120,15 @@ struct OpPlan {
 struct OpPlacementRequest {
     Phase phase = Phase::decode;
     int64_t batch = 1;  // tokens in the ubatch: offload.min_batch is compared with it
-    // Where each weight (a tensor of kind weight) lives: a backend index or kHostInput.
-    std::function<int32_t(const Tensor&)> weight_home;
+    // Where each external tensor (weights, inputs such as the KV cache) lives: a backend index
+    // or kHostInput; when empty, all of them are in plain host memory.
+    std::function<int32_t(const Tensor&)> home;
 };
 
-// Places every node of `graph` (in order). Throws Error naming the node when no backend
-// supports it or the policy leaves it none, and naming the pin for a pin that cannot hold.
+// Places every node of `graph` (in order). A node that writes into an external tensor (a KV
+// cache view) runs where that tensor lives: a host-memory backend for host memory, else its
+// device. Throws Error naming the node when no backend supports it or the policy leaves it
+// none, and naming the pin for a pin that cannot hold.
 OpPlan place_ops(const Graph& graph, std::span<const BackendInfo> backends,
                  const OffloadPolicy& policy, const OpPlacementRequest& request);
 

@@ -1,0 +1,106 @@
+// Runs a graph across several backends as an OpPlan (placement.hpp) places it: one Executor per
+// backend holds all the nodes that backend runs (one memory plan, so a backend's results live
+// in its own compute buffer until its last reader, wherever that reader runs), and the splits
+// run in graph order. A tensor that a node reads from another backend's memory is an import of
+// the reader's executor:
+//   - between backends that compute on host memory: the reader binds the writer's bytes in
+//     place (nothing moves);
+//   - from a device whose memory the host cannot read: fetched once per run into host memory
+//     owned by the scheduler (buffer get), when its first reader's split is about to run;
+//   - to a device that does not compute on host memory: uploaded into that executor's staging
+//     buffer (buffer set) before the first split of that backend that reads it.
+// Every move is counted in the report, as the plan predicts them (TensorCopy). Weights and
+// inputs in host memory that a device reads are staged by its executor as for a single backend
+// (weights once per plan, inputs every run); those bytes are reported apart.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "switchyard/core/executor.hpp"
+#include "switchyard/core/placement.hpp"
+
+namespace sy {
+
+class Graph;
+class Plugin;
+class Tensor;
+
+struct MovedTensor {
+    int32_t tensor = 0;  // id of the base tensor
+    int32_t from = 0;    // backend index that wrote it, or kHostInput (external memory)
+    int32_t to = 0;      // backend index that read it
+    uint64_t bytes = 0;  // bytes over the link: fetched + uploaded (0 when read in place)
+};
+
+struct ScheduleReport {
+    size_t splits = 0;
+    std::vector<MovedTensor> moves;  // tensors read across backends, in the order they moved
+    uint64_t link_bytes = 0;         // sum of moves' bytes
+    uint64_t staged_bytes = 0;       // weights and inputs staged by the executors
+    double backend_seconds = 0;      // inside the plugins' compute and synchronize calls
+    double copy_seconds = 0;         // fetching and uploading imports
+    bool plans_reused = false;       // every executor reused a cached memory plan
+    std::vector<uint64_t> compute_buffer_bytes;  // per backend (0: not used)
+};
+
+class Scheduler {
+  public:
+    struct Backend {
+        Plugin* plugin = nullptr;
+        int32_t device = 0;
+    };
+    // `backends` in the order of the BackendInfo list the plans were made with.
+    explicit Scheduler(std::vector<Backend> backends);
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+    ~Scheduler();
+
+    // Runs every node of `graph` where `plan` puts it. Throws Error for a plan that does not
+    // fit the graph (node count, a backend index out of range) and whatever the executors or
+    // plugins throw (naming the node).
+    const ScheduleReport& run(const Graph& graph, const OpPlan& plan);
+
+    // After a run: the bytes of a contiguous tensor written by the last run's graph, from the
+    // backend that wrote it.
+    void read(const Tensor& t, std::span<std::byte> dst) const;
+    template <typename T>
+    std::vector<T> read(const Tensor& t) const {
+        std::vector<T> out(static_cast<size_t>(t.bytes()) / sizeof(T));
+        read(t, std::as_writable_bytes(std::span<T>(out)));
+        return out;
+    }
+
+    const ScheduleReport& last_run() const { return report_; }
+
+  private:
+    struct Import {
+        int32_t tensor = 0;
+        int32_t from = kHostInput;   // writer backend, or kHostInput for an external tensor
+        const void* host = nullptr;  // where the bytes are (or will be) in host memory
+        bool fetch = false;          // host is a buffer of ours, filled by a buffer get
+        size_t first_position = 0;   // first position in the reader's order that reads it
+        bool done = false;           // moved in this run
+    };
+    struct Lane {  // one backend's share of the current graph
+        std::unique_ptr<Executor> executor;
+        std::vector<int32_t> order;   // its nodes, ascending
+        std::vector<Import> imports;  // in the order given to the executor
+    };
+
+    void collect(const Graph& graph, const OpPlan& plan);
+    void move_imports(const Graph& graph, int32_t backend, size_t first, size_t end);
+    std::byte* fetch_buffer(const Tensor& root);
+
+    std::vector<Backend> backends_;
+    std::vector<Lane> lanes_;                      // per backend
+    std::vector<int32_t> writer_;                  // per tensor id of the last graph: backend
+    std::vector<std::vector<std::byte>> fetched_;  // per tensor id: host copy of device bytes
+    std::vector<bool> fetched_now_;                // per tensor id: fetched in this run
+    ScheduleReport report_;
+};
+
+}  // namespace sy

@@ -1,0 +1,208 @@
+#include "switchyard/core/scheduler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "node_abi.hpp"
+#include "switchyard/core/error.hpp"
+#include "switchyard/core/graph.hpp"
+#include "switchyard/core/plugin_host.hpp"
+
+namespace sy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::vector<Backend> backends) : backends_(std::move(backends)) {
+    if (backends_.empty()) throw Error("scheduler: no backend");
+    for (size_t b = 0; b < backends_.size(); ++b)
+        if (backends_[b].plugin == nullptr)
+            throw Error("scheduler: backend " + std::to_string(b) + " has no plugin");
+    lanes_.resize(backends_.size());
+}
+
+Scheduler::~Scheduler() = default;
+
+const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
+    report_ = ScheduleReport{};
+    collect(graph, plan);
+
+    // Plan every lane first: the addresses of results in host-visible compute buffers are then
+    // known, and a reader on host memory binds them in place.
+    bool reused = true;
+    for (size_t b = 0; b < lanes_.size(); ++b) {
+        Lane& lane = lanes_[b];
+        if (lane.order.empty()) continue;
+        std::vector<int32_t> ids;
+        for (const Import& im : lane.imports) ids.push_back(im.tensor);
+        lane.executor->begin(graph, lane.order, ids);
+        reused = reused && lane.executor->last_run().plan_reused;
+    }
+    for (Lane& lane : lanes_)
+        for (Import& im : lane.imports) {
+            const Tensor& root = *graph.tensors()[size_t(im.tensor)];
+            im.host = nullptr;
+            im.fetch = false;
+            if (im.from == kHostInput) {  // an external tensor in another plugin's memory
+                im.fetch = true;
+            } else if (const void* p = lanes_[size_t(im.from)].executor->planned_host_data(root)) {
+                im.host = p;
+            } else {
+                im.fetch = true;
+            }
+            if (im.fetch) im.host = fetch_buffer(root);
+        }
+    for (Lane& lane : lanes_) {
+        if (lane.order.empty()) continue;
+        std::vector<const void*> hosts;
+        for (const Import& im : lane.imports) hosts.push_back(im.host);
+        lane.executor->bind(hosts);
+    }
+
+    for (const Split& split : plan.splits) {
+        Lane& lane = lanes_[size_t(split.backend)];
+        const auto first = static_cast<size_t>(
+            std::lower_bound(lane.order.begin(), lane.order.end(), split.first) -
+            lane.order.begin());
+        const size_t end = first + static_cast<size_t>(split.end - split.first);
+        move_imports(graph, split.backend, first, end);
+        lane.executor->compute(first, end);
+        ++report_.splits;
+    }
+
+    report_.plans_reused = reused;
+    report_.compute_buffer_bytes.assign(lanes_.size(), 0);
+    for (size_t b = 0; b < lanes_.size(); ++b) {
+        if (lanes_[b].order.empty()) continue;
+        const RunReport& r = lanes_[b].executor->last_run();
+        report_.backend_seconds += r.backend_seconds;
+        report_.compute_buffer_bytes[b] = r.compute_buffer_bytes;
+        report_.staged_bytes += r.staged_bytes;
+    }
+    // Upload bytes of imports are in the executors' staged bytes too: count them once.
+    for (const MovedTensor& m : report_.moves) {
+        report_.link_bytes += m.bytes;
+        if (!lanes_[size_t(m.to)].executor->computes_on_host_memory()) {
+            const auto bytes = static_cast<uint64_t>(graph.tensors()[size_t(m.tensor)]->bytes());
+            report_.staged_bytes -= std::min(report_.staged_bytes, bytes);
+        }
+    }
+    return report_;
+}
+
+// Which backend runs what, and what each backend reads from elsewhere.
+void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
+    const auto& nodes = graph.nodes();
+    if (plan.nodes.size() != nodes.size())
+        throw Error(fmt::format("scheduler: the plan places {} nodes, the graph has {}",
+                                plan.nodes.size(), nodes.size()));
+    for (Lane& lane : lanes_) {
+        lane.order.clear();
+        lane.imports.clear();
+    }
+    writer_.assign(graph.tensors().size(), kHostInput);
+    fetched_now_.assign(graph.tensors().size(), false);
+    if (fetched_.size() < graph.tensors().size()) fetched_.resize(graph.tensors().size());
+
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const int32_t b = plan.nodes[i].backend;
+        if (b < 0 || size_t(b) >= lanes_.size())
+            throw Error(fmt::format("scheduler: the plan puts {} on backend {}, of {} loaded",
+                                    node_text(graph, int32_t(i)), b, lanes_.size()));
+        Lane& lane = lanes_[size_t(b)];
+        const auto position = lane.order.size();
+        lane.order.push_back(int32_t(i));
+        const Plugin* plugin = backends_[size_t(b)].plugin;
+        for (const Tensor* s : nodes[i].src) {
+            const Tensor* root = s->base();
+            const auto id = size_t(root->id());
+            int32_t from = 0;
+            if (root->is_external()) {
+                const Buffer* buffer = root->device_buffer();
+                if (buffer == nullptr || buffer->owner() == plugin) continue;
+                from = kHostInput;
+            } else {
+                from = writer_[id];
+                if (from == b) continue;
+                if (from == kHostInput)
+                    throw Error(fmt::format("scheduler: {} reads {} before any node writes it",
+                                            node_text(graph, int32_t(i)), root->describe()));
+            }
+            const bool known =
+                std::any_of(lane.imports.begin(), lane.imports.end(),
+                            [&](const Import& im) { return im.tensor == root->id(); });
+            if (!known) lane.imports.push_back({root->id(), from, nullptr, false, position, false});
+        }
+        const Tensor* written = nodes[i].dst->base();
+        if (written->is_external()) continue;
+        int32_t& writer = writer_[size_t(written->id())];
+        if (writer != kHostInput && writer != b)
+            throw Error(fmt::format(
+                "scheduler: {} writes into {}, which backend {} wrote; a tensor is written on "
+                "one backend only",
+                node_text(graph, int32_t(i)), written->describe(), writer));
+        writer = b;
+    }
+    for (size_t b = 0; b < lanes_.size(); ++b)
+        if (!lanes_[b].order.empty() && !lanes_[b].executor)
+            lanes_[b].executor =
+                std::make_unique<Executor>(*backends_[b].plugin, backends_[b].device);
+}
+
+std::byte* Scheduler::fetch_buffer(const Tensor& root) {
+    std::vector<std::byte>& bytes = fetched_[size_t(root.id())];
+    const auto size = static_cast<size_t>(root.bytes()) + kTensorAlignment;
+    if (bytes.size() < size) bytes.assign(size, std::byte{0});
+    const auto address = reinterpret_cast<uintptr_t>(bytes.data());
+    return bytes.data() + ((kTensorAlignment - address % kTensorAlignment) % kTensorAlignment);
+}
+
+// Brings the imports first read at positions [first, end) of `backend`'s order to it.
+void Scheduler::move_imports(const Graph& graph, int32_t backend, size_t first, size_t end) {
+    Lane& lane = lanes_[size_t(backend)];
+    for (size_t k = 0; k < lane.imports.size(); ++k) {
+        Import& im = lane.imports[k];
+        if (im.done || im.first_position < first || im.first_position >= end) continue;
+        const auto start = Clock::now();
+        const Tensor& root = *graph.tensors()[size_t(im.tensor)];
+        const auto bytes = static_cast<uint64_t>(root.bytes());
+        MovedTensor moved{im.tensor, im.from, backend, 0};
+        if (im.fetch && !fetched_now_[size_t(im.tensor)]) {
+            auto* dst = static_cast<std::byte*>(const_cast<void*>(im.host));
+            if (im.from == kHostInput) {
+                const Buffer& buffer = *root.device_buffer();
+                buffer.owner()->get(buffer, root.device_offset(), dst, bytes);
+            } else {
+                lanes_[size_t(im.from)].executor->read(root, std::span<std::byte>(dst, bytes));
+            }
+            fetched_now_[size_t(im.tensor)] = true;
+            moved.bytes += bytes;
+        }
+        if (!lane.executor->computes_on_host_memory()) {
+            lane.executor->upload(k, im.host);
+            moved.bytes += bytes;
+        }
+        im.done = true;
+        report_.copy_seconds += seconds_since(start);
+        report_.moves.push_back(moved);
+    }
+}
+
+void Scheduler::read(const Tensor& t, std::span<std::byte> dst) const {
+    const Tensor* root = t.base();
+    const auto id = size_t(root->id());
+    if (id >= writer_.size() || writer_[id] == kHostInput)
+        throw Error("read: tensor " + t.describe() + " was not written by the last run");
+    lanes_[size_t(writer_[id])].executor->read(t, dst);
+}
+
+}  // namespace sy

@@ -1,0 +1,277 @@
+// The scheduler (scheduler.hpp) running plans of place_ops across the CPU plugin and the
+// simulated accelerator (sim_accelerator_plugin.cpp: the CPU's kernels behind memory the host
+// cannot read): results equal to the CPU alone, bit for bit; the bytes that cross the link equal
+// what the plan predicted and what the device counted; results stay in place between backends
+// that share host memory; each policy knob changes where nodes run.
+#include "switchyard/core/scheduler.hpp"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "switchyard/core/error.hpp"
+#include "switchyard/core/executor.hpp"
+#include "switchyard/core/graph.hpp"
+#include "switchyard/core/placement.hpp"
+#include "switchyard/core/plugin_host.hpp"
+
+namespace sy {
+namespace {
+
+Plugin& cpu() {
+    static std::unique_ptr<Plugin> plugin = Plugin::load(SWITCHYARD_CPU_PLUGIN);
+    return *plugin;
+}
+
+Plugin& sim() {
+    static std::unique_ptr<Plugin> plugin = Plugin::load(SWITCHYARD_SIM_PLUGIN);
+    return *plugin;
+}
+
+struct SimCounters {
+    uint64_t to_device = 0, to_host = 0, nodes = 0;
+};
+
+// Reads (and zeroes) the simulated device's counters.
+SimCounters take_counters() {
+    sim();
+    void* lib = dlopen(SWITCHYARD_SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+    EXPECT_NE(lib, nullptr);
+    using Fn = void (*)(uint64_t*, uint64_t*, uint64_t*, int);
+    auto fn = reinterpret_cast<Fn>(dlsym(lib, "sy_sim_counters"));
+    EXPECT_NE(fn, nullptr);
+    SimCounters c;
+    if (fn) fn(&c.to_device, &c.to_host, &c.nodes, 1);
+    if (lib) dlclose(lib);
+    return c;
+}
+
+// A small two-layer MLP over a batch: y = W2 silu(W1 x + b) * 0.5, then a sum of rows.
+struct Mlp {
+    static constexpr int64_t K = 64, H = 96, N = 32, T = 8;
+    std::vector<float> x, w1, b, w2;
+    Graph g;
+    Tensor* y = nullptr;
+    Tensor* s = nullptr;
+
+    Mlp() : x(K * T), w1(K * H), b(H), w2(H * N) {
+        for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 23) - 11) / 8.0f;
+        for (size_t i = 0; i < w1.size(); ++i) w1[i] = float(int(i * 5 % 19) - 9) / 32.0f;
+        for (size_t i = 0; i < b.size(); ++i) b[i] = float(int(i % 5) - 2) / 4.0f;
+        for (size_t i = 0; i < w2.size(); ++i) w2[i] = float(int(i * 3 % 17) - 8) / 32.0f;
+        Tensor* in = g.input("x", SY_TYPE_F32, {K, T});
+        Tensor* tw1 = g.weight("blk.0.ffn_up.weight", SY_TYPE_F32, {K, H});
+        Tensor* tb = g.weight("blk.0.ffn_up.bias", SY_TYPE_F32, {H});
+        Tensor* tw2 = g.weight("blk.0.ffn_down.weight", SY_TYPE_F32, {H, N});
+        in->set_data(x.data());
+        tw1->set_data(w1.data());
+        tb->set_data(b.data());
+        tw2->set_data(w2.data());
+        Tensor* h = g.silu(g.add(g.mul_mat(tw1, in)->set_name("up"), tb)->set_name("biased"));
+        y = g.scale(g.mul_mat(tw2, h->set_name("act"))->set_name("down"), 0.5f)->set_name("y");
+        s = g.sum_rows(y)->set_name("sums");
+        g.mark_output(y);
+        g.mark_output(s);
+    }
+};
+
+std::vector<BackendInfo> infos() {
+    return {backend_info(cpu(), 0), backend_info(sim(), 0)};
+}
+
+Scheduler scheduler() {
+    return Scheduler({{&cpu(), 0}, {&sim(), 0}});
+}
+
+OffloadPolicy pin(const char* op, const char* backend) {
+    OffloadPolicy p;
+    p.pins.push_back({op, "", backend, Phase::any, "test"});
+    return p;
+}
+
+// The node indices placed on `backend`.
+std::vector<int32_t> nodes_on(const OpPlan& plan, int32_t backend) {
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < plan.nodes.size(); ++i)
+        if (plan.nodes[i].backend == backend) out.push_back(int32_t(i));
+    return out;
+}
+
+struct CpuResult {
+    std::vector<float> y, s;
+};
+
+CpuResult on_cpu_alone() {
+    Mlp m;
+    Executor exec(cpu(), 0);
+    exec.run(m.g);
+    return {exec.read<float>(*m.y), exec.read<float>(*m.s)};
+}
+
+TEST(Scheduler, MatrixProductsOnTheDeviceTheRestOnTheCpu) {
+    const CpuResult want = on_cpu_alone();
+    Mlp m;
+    const auto backends = infos();
+    OffloadPolicy policy = pin("mul_mat", "sim");
+    for (const char* op : {"add", "silu", "scale", "sum_rows"})
+        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
+    const OpPlan plan = place_ops(m.g, backends, policy, {Phase::prompt, Mlp::T});
+    EXPECT_EQ(nodes_on(plan, 1), (std::vector<int32_t>{0, 3})) << "the two mul_mat nodes";
+    ASSERT_EQ(plan.splits.size(), 4u);  // sim, cpu, sim, cpu
+
+    Scheduler s = scheduler();
+    take_counters();
+    const ScheduleReport& r = s.run(m.g, plan);
+    const SimCounters moved = take_counters();
+    EXPECT_EQ(r.splits, 4u);
+    EXPECT_EQ(s.read<float>(*m.y), want.y) << "bit for bit the CPU's result";
+    EXPECT_EQ(s.read<float>(*m.s), want.s);
+
+    // What crossed the link: x, W1, W2 up (staged); up down; act up; down back.
+    const uint64_t f = 4;
+    EXPECT_EQ(r.staged_bytes, f * (Mlp::K * Mlp::T + Mlp::K * Mlp::H + Mlp::H * Mlp::N));
+    EXPECT_EQ(r.link_bytes, f * (Mlp::H * Mlp::T * 2 + Mlp::N * Mlp::T));
+    ASSERT_EQ(r.moves.size(), 3u);
+    EXPECT_EQ(r.moves[0].from, 1);
+    EXPECT_EQ(r.moves[0].to, 0);
+    EXPECT_EQ(r.moves[1].from, 0);
+    EXPECT_EQ(r.moves[1].to, 1);
+    // The plan predicted exactly these bytes, and the device counted them.
+    EXPECT_EQ(plan.copy_bytes(), r.staged_bytes + r.link_bytes);
+    EXPECT_EQ(moved.to_device + moved.to_host, r.staged_bytes + r.link_bytes);
+    EXPECT_EQ(moved.nodes, 2u);
+
+    // The same shapes again (a decode step): plans reused, only the input goes up again.
+    const ScheduleReport& again = s.run(m.g, plan);
+    EXPECT_TRUE(again.plans_reused);
+    EXPECT_EQ(again.staged_bytes, f * Mlp::K * Mlp::T);
+    EXPECT_EQ(s.read<float>(*m.y), want.y);
+}
+
+TEST(Scheduler, EverythingOnTheDevice) {
+    const CpuResult want = on_cpu_alone();
+    Mlp m;
+    OffloadPolicy policy;
+    policy.mode = OffloadMode::always;
+    for (const char* op : {"mul_mat", "add", "silu", "scale", "sum_rows"})
+        policy.pins.push_back({op, "", "sim", Phase::any, "test"});
+    const OpPlan plan = place_ops(m.g, infos(), policy, {Phase::prompt, Mlp::T});
+    ASSERT_EQ(plan.splits.size(), 1u);
+    Scheduler s = scheduler();
+    const ScheduleReport& r = s.run(m.g, plan);
+    EXPECT_TRUE(r.moves.empty());
+    EXPECT_EQ(r.compute_buffer_bytes[0], 0u) << "the CPU ran nothing";
+    EXPECT_EQ(s.read<float>(*m.y), want.y);
+    EXPECT_EQ(s.read<float>(*m.s), want.s);
+}
+
+// Two backends on host memory (two instances of the CPU plugin): a result crosses without a
+// copy, the reader binds the writer's bytes in place.
+TEST(Scheduler, HostMemoryBackendsShareResultsInPlace) {
+    const CpuResult want = on_cpu_alone();
+    static std::unique_ptr<Plugin> second = Plugin::load(SWITCHYARD_CPU_PLUGIN);
+    Mlp m;
+    std::vector<BackendInfo> backends = {backend_info(cpu(), 0), backend_info(*second, 0)};
+    backends[1].name = "cpu2";
+    // Two instances' estimates differ a little (each measures the machine): pin every op.
+    OffloadPolicy policy = pin("silu", "cpu2");
+    for (const char* op : {"mul_mat", "add", "scale", "sum_rows"})
+        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
+    const OpPlan plan = place_ops(m.g, backends, policy, {Phase::prompt, Mlp::T});
+    EXPECT_EQ(nodes_on(plan, 1), (std::vector<int32_t>{2}));
+    EXPECT_EQ(plan.copy_bytes(), 0u);
+    Scheduler s({{&cpu(), 0}, {second.get(), 0}});
+    const ScheduleReport& r = s.run(m.g, plan);
+    ASSERT_EQ(r.moves.size(), 2u);  // biased into cpu2, act back
+    for (const MovedTensor& mv : r.moves) EXPECT_EQ(mv.bytes, 0u);
+    EXPECT_EQ(r.link_bytes + r.staged_bytes, 0u);
+    EXPECT_EQ(s.read<float>(*m.y), want.y);
+}
+
+// The policy decides: never offload, a minimum batch, a per-op switch.
+TEST(Scheduler, PolicyKnobsMoveTheMatrixProducts) {
+    const CpuResult want = on_cpu_alone();
+    Mlp m;
+    const auto backends = infos();
+    OffloadPolicy always;
+    always.mode = OffloadMode::always;
+    const OpPlan offloaded = place_ops(m.g, backends, always, {Phase::prompt, Mlp::T});
+    EXPECT_EQ(offloaded.nodes[0].backend, 1) << offloaded.nodes[0].reason;
+    EXPECT_EQ(offloaded.nodes[3].backend, 1);
+
+    OffloadPolicy never = always;
+    never.mode = OffloadMode::never;
+    const OpPlan kept = place_ops(m.g, backends, never, {Phase::prompt, Mlp::T});
+    EXPECT_EQ(kept.nodes[0].backend, 0);
+    EXPECT_EQ(kept.nodes[0].candidates[1].excluded, "offload.mode = never");
+
+    OffloadPolicy batch = always;
+    batch.min_batch = 32;
+    const OpPlan small = place_ops(m.g, backends, batch, {Phase::prompt, Mlp::T});
+    EXPECT_EQ(small.nodes[0].backend, 0);
+    EXPECT_EQ(small.nodes[0].candidates[1].excluded, "batch 8 < offload.min_batch 32");
+
+    OffloadPolicy switched = always;
+    switched.ops.push_back({"mul_mat", false, "test"});
+    const OpPlan off = place_ops(m.g, backends, switched, {Phase::prompt, Mlp::T});
+    EXPECT_EQ(off.nodes[3].backend, 0);
+
+    for (const OpPlan* plan : {&offloaded, &kept, &small, &off}) {
+        Scheduler s = scheduler();
+        s.run(m.g, *plan);
+        EXPECT_EQ(s.read<float>(*m.y), want.y);
+    }
+}
+
+// A node that writes into external memory (a cache view) runs where that memory is.
+TEST(Scheduler, CacheWritesStayWithTheCache) {
+    std::vector<float> x(16, 1.5f), cache(32, 0.0f);
+    Graph g;
+    Tensor* in = g.input("x", SY_TYPE_F32, {16});
+    Tensor* kv = g.input("cache_k", SY_TYPE_F32, {32});
+    in->set_data(x.data());
+    kv->set_data(cache.data());
+    Tensor* y = g.scale(in, 2.0f)->set_name("k");
+    g.cpy(y, g.view(kv, {16}, {4, 64, 64, 64}, 16 * 4));
+    const auto backends = infos();
+    OffloadPolicy policy;
+    policy.pins.push_back({"scale", "", "sim", Phase::any, "test"});
+    const OpPlan plan = place_ops(g, backends, policy, {Phase::decode, 1});
+    EXPECT_EQ(plan.nodes[1].backend, 0) << plan.nodes[1].reason;
+    ASSERT_EQ(plan.nodes[1].candidates.size(), 2u);
+    EXPECT_NE(plan.nodes[1].candidates[1].excluded.find("writes into 'cache_k'"), std::string::npos)
+        << plan.nodes[1].candidates[1].excluded;
+    Scheduler s = scheduler();
+    s.run(g, plan);
+    for (size_t i = 0; i < 32; ++i) EXPECT_EQ(cache[i], i < 16 ? 0.0f : 3.0f) << i;
+
+    OffloadPolicy wrong;
+    wrong.pins.push_back({"cpy", "", "sim", Phase::any, "policy.toml:3:1"});
+    try {
+        place_ops(g, backends, wrong, {Phase::decode, 1});
+        FAIL() << "a pin that would write a host cache on the device must be refused";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("policy.toml:3:1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("writes into"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Scheduler, RefusesAPlanOfAnotherGraph) {
+    Mlp m;
+    const OpPlan plan = place_ops(m.g, infos(), {}, {Phase::prompt, Mlp::T});
+    Graph other;
+    Tensor* a = other.input("a", SY_TYPE_F32, {4});
+    other.scale(a, 2.0f);
+    Scheduler s = scheduler();
+    EXPECT_THROW(s.run(other, plan), Error);
+    OpPlan bad = plan;
+    bad.nodes[0].backend = 7;
+    EXPECT_THROW(s.run(m.g, bad), Error);
+}
+
+}  // namespace
+}  // namespace sy
