@@ -32,13 +32,17 @@ Strides strides_of(int64_t nb0, int64_t nb1, int64_t nb2 = 0, int64_t nb3 = 0) {
 // Builds one ubatch graph; every helper reads top to bottom like the math.
 class GraphBuilder {
   public:
-    GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache, const DeviceWeights* weights,
-                 bool fused_moe, bool flash, int64_t n_tokens, int64_t n_past)
+    // `weights`: the device copies of weights (those not there are read from host memory);
+    // `all_on_device`: every weight must have a copy there (one backend on a device).
+    GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache,
+                 std::span<const DeviceWeights> weights, bool all_on_device, bool fused_moe,
+                 bool flash, int64_t n_tokens, int64_t n_past)
         : m_(model),
           hp_(model.hparams()),
           o_(model.options()),
           cache_(cache),
           weights_(weights),
+          all_on_device_(all_on_device),
           fused_moe_(fused_moe),
           flash_(flash),
           T_(n_tokens),
@@ -71,12 +75,16 @@ class GraphBuilder {
     // A weight of the model as a tensor of this graph (a view for strided weights).
     Tensor* w(const WeightRef& ref) {
         Tensor* t = g_.weight(ref.name, static_cast<sy_dtype>(ref.type), ref.base_shape);
-        if (weights_ != nullptr && weights_->uploaded()) {
-            const auto [buffer, offset] = weights_->find(ref.data, ref.name);
-            t->set_data(*buffer, offset);
-        } else {
-            t->set_data(const_cast<void*>(ref.data));
+        t->set_data(const_cast<void*>(ref.data));
+        for (const DeviceWeights& dw : weights_) {
+            if (!dw.uploaded()) continue;
+            if (const auto found = dw.try_find(ref.data)) {
+                t->set_data(*found->first, found->second);
+                return ref.viewed ? g_.view(t, ref.shape, ref.strides, ref.offset) : t;
+            }
         }
+        if (all_on_device_ && !weights_.empty() && weights_[0].uploaded())
+            weights_[0].find(ref.data, ref.name);  // throws: not copied
         return ref.viewed ? g_.view(t, ref.shape, ref.strides, ref.offset) : t;
     }
 
@@ -494,7 +502,8 @@ class GraphBuilder {
     const Deepseek2HParams& hp_;
     const Deepseek2Options& o_;
     Deepseek2Cache& cache_;
-    const DeviceWeights* weights_;  // null, or not uploaded yet: weights in host memory
+    std::span<const DeviceWeights> weights_;  // not uploaded yet: weights in host memory
+    bool all_on_device_;
     bool fused_moe_;
     bool flash_;
     int64_t T_, n_past_, n_kv_;
@@ -534,53 +543,174 @@ bool choose_fused_moe(const Deepseek2Options& o, const Plugin& plugin) {
 
 }  // namespace
 
+namespace {
+
+SessionBackends one_backend(Plugin& plugin, int32_t device) {
+    SessionBackends b;
+    b.backends = {{&plugin, device}};
+    return b;
+}
+
+// The backend that holds the KV cache: placement.default_backend, else the first.
+size_t primary_backend(const SessionBackends& b) {
+    if (b.backends.empty()) throw Error("a session needs at least one backend");
+    std::string loaded;
+    for (const Scheduler::Backend& x : b.backends) {
+        if (x.plugin == nullptr) throw Error("a session backend has no plugin");
+        loaded += (loaded.empty() ? "" : ", ") + x.plugin->name();
+    }
+    if (b.placement.default_backend.empty()) return 0;
+    for (size_t i = 0; i < b.backends.size(); ++i)
+        if (b.backends[i].plugin->name() == b.placement.default_backend) return i;
+    throw Error("placement: the default backend '" + b.placement.default_backend +
+                "' is not loaded (loaded: " + loaded + ")");
+}
+
+}  // namespace
+
 Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, int32_t device)
+    : Deepseek2Session(model, one_backend(plugin, device), 0) {}
+
+Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBackends& backends)
+    : Deepseek2Session(model, backends, primary_backend(backends)) {}
+
+Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBackends& backends,
+                                   size_t primary)
     : model_(model),
-      plugin_(plugin),
-      fused_moe_(choose_fused_moe(model.options(), plugin)),
-      flash_(choose_flash(model.options(), plugin)),
-      executor_(plugin, device),
-      cache_(model.hparams(), model.options(), &plugin, device) {
+      backends_(backends),
+      primary_(primary),
+      plugin_(*backends.backends.at(primary).plugin),
+      device_(backends.backends.at(primary).device),
+      fused_moe_(choose_fused_moe(model.options(), plugin_)),
+      flash_(choose_flash(model.options(), plugin_)),
+      executor_(plugin_, device_),
+      cache_(model.hparams(), model.options(), &plugin_, device_) {
     // Every node of a generation step and of a full prompt ubatch (mla 3 differs between
-    // them) must be one the backend supports, with this model's weight and cache types; at
+    // them) must be one a backend supports, with this model's weight and cache types; at
     // the end of the context, where -amb splits the attention into steps.
     const int64_t ubatch = std::min(model.options().n_ubatch, cache_.n_ctx());
     std::vector<UbatchGraph> graphs;
-    for (int64_t t : {int64_t{1}, ubatch}) {
-        graphs.push_back(build(t, cache_.n_ctx() - t, false));
+    for (int64_t t : {int64_t{1}, ubatch}) graphs.push_back(build(t, cache_.n_ctx() - t, false));
+    const Graph* g[] = {&graphs[0].graph, &graphs[1].graph};
+    if (backends_.backends.size() == 1) {
+        check_graphs(graphs);
+        // On a device with its own memory, these two graphs' weights (every weight any ubatch
+        // reads) are copied there once, by allocate().
+        if (cache_.on_device()) weights_.emplace_back(plugin_, device_, g);
+        return;
+    }
+
+    for (const Scheduler::Backend& b : backends_.backends) {
+        infos_.push_back(backend_info(*b.plugin, b.device));
+        for (size_t i = 0; i + 1 < infos_.size(); ++i)
+            if (infos_[i].name == infos_.back().name)
+                throw Error("backend '" + infos_.back().name + "' is given twice");
+    }
+    // Every weight the graphs read, once, then its home.
+    std::vector<const void*> hosts;
+    std::unordered_map<const void*, size_t> index;
+    for (const Graph* graph : g)
+        for (const auto& t : graph->tensors()) {
+            if (t->kind() != TensorKind::weight || t->host_data() == nullptr) continue;
+            const auto bytes = static_cast<uint64_t>(t->bytes());
+            const auto [it, fresh] = index.try_emplace(t->host_data(), weight_infos_.size());
+            if (fresh) {
+                weight_infos_.push_back({t->name(), bytes});
+                hosts.push_back(t->host_data());
+            } else {
+                weight_infos_[it->second].bytes = std::max(weight_infos_[it->second].bytes, bytes);
+            }
+        }
+    weight_plan_ = place_weights(weight_infos_, backends_.placement, infos_, infos_[primary_].name);
+    for (size_t i = 0; i < hosts.size(); ++i)
+        weight_home_[hosts[i]] = weight_plan_.homes[i].backend;
+    for (size_t b = 0; b < infos_.size(); ++b) {
+        if (infos_[b].host_memory() || weight_plan_.bytes_per_backend[b] == 0) continue;
+        const auto homed_here = [this, b](const Tensor& t) {
+            const auto it = weight_home_.find(t.host_data());
+            return it != weight_home_.end() && it->second == int32_t(b);
+        };
+        weights_.emplace_back(*backends_.backends[b].plugin, backends_.backends[b].device, g,
+                              homed_here);
+    }
+    scheduler_ = std::make_unique<Scheduler>(backends_.backends);
+    check_graphs(graphs);
+}
+
+void Deepseek2Session::check_graphs(std::vector<UbatchGraph>& graphs) {
+    for (UbatchGraph& ug : graphs) {
+        const int64_t t = ug.tokens->ne(0);
         try {
-            check_supported(plugin, device, graphs.back().graph);
+            if (scheduler_)
+                place_ops(ug.graph, infos_, backends_.offload,
+                          {t > 1 ? Phase::prompt : Phase::decode, t,
+                           [this](const Tensor& x) { return home_of(x); }});
+            else
+                check_supported(plugin_, device_, ug.graph);
         } catch (const Error& e) {
             throw Error(std::string(e.what()) + " (in the graph of " + std::to_string(t) +
                         (t == 1 ? " token" : " tokens") +
                         "; the weight types, -ctk/-ctv, -mla or -fa decide its nodes)");
         }
     }
-    // On a device with its own memory, these two graphs' weights (every weight any ubatch
-    // reads) are copied there once, by allocate().
-    if (cache_.on_device()) {
-        const Graph* g[] = {&graphs[0].graph, &graphs[1].graph};
-        weights_ = DeviceWeights(plugin, device, g);
-    }
+}
+
+uint64_t Deepseek2Session::device_weight_bytes() const {
+    uint64_t total = 0;
+    for (const DeviceWeights& w : weights_) total += w.bytes();
+    return total;
+}
+
+uint64_t Deepseek2Session::largest_weight_elements() const {
+    uint64_t largest = 0;
+    for (const DeviceWeights& w : weights_)
+        largest = std::max(largest, w.largest_matrix_elements());
+    return largest;
 }
 
 void Deepseek2Session::allocate() {
-    if (cache_.on_device() && !weights_.uploaded()) weights_.upload();
+    for (DeviceWeights& w : weights_)
+        if (!w.uploaded()) w.upload();
     cache_.allocate();
 }
 
 Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
                                                       bool all_logits) {
-    GraphBuilder b(model_, cache_, &weights_, fused_moe_, flash_, n_tokens, n_past);
+    GraphBuilder b(model_, cache_, weights_, !scheduler_, fused_moe_, flash_, n_tokens, n_past);
     return b.build(all_logits);
 }
 
-DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Graph* const> graphs)
+// A backend index for memory in a plugin's buffer (the weights and the cache on devices), else
+// host memory.
+int32_t Deepseek2Session::home_of(const Tensor& t) const {
+    if (const Buffer* buffer = t.device_buffer())
+        for (size_t b = 0; b < backends_.backends.size(); ++b)
+            if (backends_.backends[b].plugin == buffer->owner()) return int32_t(b);
+    return kHostInput;
+}
+
+const OpPlan& Deepseek2Session::plan(const Graph& graph, int64_t n_tokens) {
+    if (!scheduler_) throw Error("plan: the session runs on one backend");
+    const std::vector<int32_t> all = graph.all_nodes();
+    std::string key = (n_tokens > 1 ? "p" : "d") + graph.shape_signature(all);
+    for (const auto& t : graph.tensors())
+        if (t->is_external()) key += std::to_string(home_of(*t)) + ",";
+    if (const auto it = plans_.find(key); it != plans_.end()) return it->second;
+    if (plans_.size() >= 16) plans_.clear();  // many shapes: start again
+    OpPlan p = place_ops(graph, infos_, backends_.offload,
+                         {n_tokens > 1 ? Phase::prompt : Phase::decode, n_tokens,
+                          [this](const Tensor& x) { return home_of(x); }});
+    return plans_.emplace(std::move(key), std::move(p)).first->second;
+}
+
+DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Graph* const> graphs,
+                             const std::function<bool(const Tensor&)>& include)
     : plugin_(&plugin), device_(device) {
     // The largest extent read from each host address (one weight may be seen as two shapes).
     for (const Graph* g : graphs)
         for (const auto& t : g->tensors()) {
             if (t->kind() != TensorKind::weight || t->host_data() == nullptr) continue;
+            if (include && !include(*t)) continue;
             Range& r = ranges_.try_emplace(t->host_data(), Range{0, 0}).first->second;
             r.bytes = std::max(r.bytes, static_cast<uint64_t>(t->bytes()));
             largest_ =
@@ -607,6 +737,12 @@ std::pair<const Buffer*, uint64_t> DeviceWeights::find(const void* host,
             "weight " + name +
             " has no copy on the device (not in the graphs checked when the session started)");
     return {&buffer_, it->second.offset};
+}
+
+std::optional<std::pair<const Buffer*, uint64_t>> DeviceWeights::try_find(const void* host) const {
+    const auto it = ranges_.find(host);
+    if (it == ranges_.end() || !buffer_) return std::nullopt;
+    return std::make_pair(&buffer_, it->second.offset);
 }
 
 std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool all_logits) {
@@ -636,19 +772,31 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         ug.tokens->set_data(const_cast<int32_t*>(tokens.data() + start));
         ug.positions->set_data(positions.data());
         const auto t1 = Clock::now();
-        const RunReport& report = executor_.run(ug.graph);
+        double backend_seconds = 0;
+        uint64_t staged = 0, compute_buffer = 0;
+        if (scheduler_) {
+            const ScheduleReport& r = scheduler_->run(ug.graph, plan(ug.graph, t));
+            backend_seconds = r.backend_seconds;
+            staged = r.staged_bytes + r.link_bytes;
+            for (uint64_t b : r.compute_buffer_bytes) compute_buffer += b;
+        } else {
+            const RunReport& r = executor_.run(ug.graph);
+            backend_seconds = r.backend_seconds;
+            staged = r.staged_bytes;
+            compute_buffer = r.compute_buffer_bytes;
+        }
         const auto t2 = Clock::now();
         stats_.graph_build_seconds += std::chrono::duration<double>(t1 - t0).count();
         stats_.compute_seconds += std::chrono::duration<double>(t2 - t1).count();
         stats_.plan_bind_seconds +=
-            std::max(0.0, std::chrono::duration<double>(t2 - t1).count() - report.backend_seconds);
+            std::max(0.0, std::chrono::duration<double>(t2 - t1).count() - backend_seconds);
         stats_.graphs += 1;
-        stats_.staged_bytes += report.staged_bytes;
-        stats_.compute_buffer_bytes =
-            std::max(stats_.compute_buffer_bytes, report.compute_buffer_bytes);
+        stats_.staged_bytes += staged;
+        stats_.compute_buffer_bytes = std::max(stats_.compute_buffer_bytes, compute_buffer);
         n_past_ += t;
         if (all_logits || last) {
-            const std::vector<float> part = executor_.read<float>(*ug.logits);
+            const std::vector<float> part = scheduler_ ? scheduler_->read<float>(*ug.logits)
+                                                       : executor_.read<float>(*ug.logits);
             logits.insert(logits.end(), part.begin(), part.end());
         }
     }

@@ -414,6 +414,78 @@ TEST(Deepseek2Runtime, WholeModelOnADeviceWithItsOwnMemory) {
     }
 }
 
+// Several backends: the simulated accelerator (the CPU's kernels behind memory the host cannot
+// read) holds the KV cache and every weight but the routed experts, which stay in host memory
+// and run on the CPU (the offload switches keep them there); the scheduler runs each graph in
+// splits. The logits are the CPU's alone, bit for bit, over a prompt and the decode steps after
+// it, and what crosses the link per decode step is activations, not weights or the cache.
+TEST(Deepseek2Runtime, ExpertsOnTheHostTheRestOnASimulatedDevice) {
+    static std::unique_ptr<Plugin> sim = Plugin::load(SWITCHYARD_SIM_PLUGIN);
+    ScratchDir dir;
+    for (int mla : {2, 3}) {
+        SCOPED_TRACE(testing::Message() << "mla " << mla);
+        ModelSpec ms = spec(SY_TYPE_Q8_0);
+        ms.name = "hybrid-" + std::to_string(mla);
+        const auto path = make_model(dir, ms);
+        Deepseek2Options o;
+        o.mla = mla;
+        o.n_ctx = 256;
+        Deepseek2Model model(gguf::Reader::open(path), o);
+        SessionBackends hybrid;
+        hybrid.backends = {{&cpu_plugin(), 0}, {sim.get(), 0}};
+        hybrid.placement.default_backend = "sim";
+        hybrid.placement.rules = {{R"(\.ffn_(up|gate|down)_exps\.)", "cpu", "-ot #1"}};
+        hybrid.offload.ops = {{"moe.fused_up_gate", false, "test"}, {"mul_mat_id", false, "test"}};
+        Deepseek2Session host(model, cpu_plugin()), split(model, hybrid);
+        ASSERT_TRUE(split.multi_backend());
+        EXPECT_TRUE(split.on_device()) << "the cache lives on the default backend";
+        EXPECT_GT(split.device_weight_bytes(), 0u);
+        // Every routed expert tensor is at home on the CPU, by the rule; the rest on sim.
+        const WeightPlan& homes = split.weight_plan();
+        size_t experts = 0;
+        for (size_t i = 0; i < homes.homes.size(); ++i) {
+            const bool expert = split.weights()[i].name.find("_exps.") != std::string::npos;
+            experts += expert;
+            EXPECT_EQ(homes.homes[i].backend, expert ? 0 : 1) << split.weights()[i].name;
+        }
+        EXPECT_EQ(experts, 3u * (model.hparams().n_layer - model.hparams().n_dense_lead));
+
+        const auto tokens = prompt(9, int32_t(model.hparams().n_vocab));
+        const auto want = host.eval(tokens, true), got = split.eval(tokens, true);
+        ASSERT_EQ(want.size(), got.size());
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+        for (int32_t t : {5, 77, 300}) {
+            const uint64_t staged = split.stats().staged_bytes;
+            const auto a = host.eval(std::span<const int32_t>(&t, 1));
+            const auto b = split.eval(std::span<const int32_t>(&t, 1));
+            ASSERT_EQ(a.size(), b.size());
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+                << "token " << t;
+            const ScheduleReport& r = *split.last_schedule();
+            EXPECT_TRUE(r.plans_reused || t == 5) << "the same decode shapes plan once";
+            EXPECT_GT(r.splits, 2u);
+            EXPECT_GT(r.link_bytes, 0u) << "activations to and from the experts";
+            // What crossed the link is what the plan predicted (it places by those costs).
+            Deepseek2Session::UbatchGraph step = split.build(1, split.n_past() - 1, false);
+            EXPECT_EQ(split.stats().staged_bytes - staged, split.plan(step.graph, 1).copy_bytes())
+                << "token " << t;
+        }
+        // The routed experts' products ran on the CPU in every graph.
+        Deepseek2Session::UbatchGraph ug = split.build(1, split.n_past(), false);
+        const OpPlan& plan = split.plan(ug.graph, 1);
+        int on_cpu = 0;
+        for (size_t i = 0; i < plan.nodes.size(); ++i) {
+            const Node& n = ug.graph.nodes()[i];
+            const bool routed = n.src[0]->name().find("_exps.") != std::string::npos;
+            if (routed && (n.op == SY_OP_MUL_MAT_ID || n.named_op == "moe.fused_up_gate")) {
+                EXPECT_EQ(plan.nodes[i].backend, 0) << plan.nodes[i].reason;
+                ++on_cpu;
+            }
+        }
+        EXPECT_GT(on_cpu, 0);
+    }
+}
+
 // A prompt split into ubatches gives the same last logits as one ubatch.
 TEST(Deepseek2Runtime, UbatchesMatchOneBatch) {
     ScratchDir dir;

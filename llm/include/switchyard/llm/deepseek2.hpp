@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,7 +43,10 @@
 
 #include "switchyard/core/executor.hpp"
 #include "switchyard/core/graph.hpp"
+#include "switchyard/core/placement.hpp"
 #include "switchyard/core/plugin_host.hpp"
+#include "switchyard/core/policy.hpp"
+#include "switchyard/core/scheduler.hpp"
 #include "switchyard/llm/gguf.hpp"
 
 namespace sy::llm {
@@ -224,8 +228,10 @@ class Deepseek2Cache {
 class DeviceWeights {
   public:
     DeviceWeights() = default;
-    // Collects the weights of `graphs` (each distinct host range once); uploads nothing yet.
-    DeviceWeights(Plugin& plugin, int32_t device, std::span<const Graph* const> graphs);
+    // Collects the weights of `graphs` (each distinct host range once; only those `include`
+    // accepts when given); uploads nothing yet.
+    DeviceWeights(Plugin& plugin, int32_t device, std::span<const Graph* const> graphs,
+                  const std::function<bool(const Tensor&)>& include = {});
     uint64_t bytes() const { return bytes_; }  // the device buffer's size
     // Elements of the largest weight matrix (ne0 x ne1) among them.
     uint64_t largest_matrix_elements() const { return largest_; }
@@ -235,6 +241,8 @@ class DeviceWeights {
     // Where the weight read from `host` lives on the device (upload() first); throws Error
     // naming `name` when it was not collected.
     std::pair<const Buffer*, uint64_t> find(const void* host, const std::string& name) const;
+    // The same, or nullopt when the weight read from `host` is not here.
+    std::optional<std::pair<const Buffer*, uint64_t>> try_find(const void* host) const;
 
   private:
     struct Range {
@@ -259,7 +267,15 @@ struct EvalStats {
     uint64_t staged_bytes = 0;  // host bytes the executor uploaded to the device (inputs)
 };
 
-// One conversation with a model: a KV cache and an executor on one backend device.
+// The backends a session may use, and the policy that places weights and nodes on them.
+struct SessionBackends {
+    std::vector<Scheduler::Backend> backends;  // plugin devices; names must differ
+    PlacementPolicy placement;  // default_backend (else the first backend) holds the KV cache
+    OffloadPolicy offload;
+};
+
+// One conversation with a model: a KV cache and an executor on one backend device, or a
+// scheduler over several (SessionBackends).
 class Deepseek2Session {
   public:
     // Chooses the fused and flash ops and checks that the backend supports every node of a
@@ -268,10 +284,17 @@ class Deepseek2Session {
     // allocate(). On a device that does not compute on host memory, the weights the graphs
     // read and the KV cache live in that device's memory (uploaded by allocate()).
     Deepseek2Session(const Deepseek2Model& model, Plugin& plugin, int32_t device = 0);
+    // Several backends: each weight gets a home from the placement rules (weights homed on a
+    // device with its own memory are copied there by allocate(); host ones stay where they
+    // are), the KV cache lives on the default backend, which also decides fused MoE and flash
+    // attention; every graph's nodes are placed by place_ops (cost hints + the offload policy,
+    // plans cached per graph shape) and run by a Scheduler. Throws sy::Error for an unknown
+    // backend or rule, weights that do not fit, or a node no backend supports.
+    Deepseek2Session(const Deepseek2Model& model, const SessionBackends& backends);
     void allocate();
     // The model on the device: bytes of its weight copy there (0 on a host-memory device).
-    uint64_t device_weight_bytes() const { return weights_.bytes(); }
-    uint64_t largest_weight_elements() const { return weights_.largest_matrix_elements(); }
+    uint64_t device_weight_bytes() const;
+    uint64_t largest_weight_elements() const;
     bool on_device() const { return cache_.on_device(); }
 
     // Runs `tokens` at positions n_past() .. n_past() + size - 1 (in ubatches) and appends them
@@ -298,14 +321,38 @@ class Deepseek2Session {
     };
     UbatchGraph build(int64_t n_tokens, int64_t n_past, bool all_logits);
 
+    // With several backends: what they are, where each weight lives and why, and the node
+    // placement of a graph this session built (cached per shape, as eval() uses it).
+    bool multi_backend() const { return scheduler_ != nullptr; }
+    std::span<const BackendInfo> backend_infos() const { return infos_; }
+    const WeightPlan& weight_plan() const { return weight_plan_; }
+    std::span<const WeightInfo> weights() const { return weight_infos_; }
+    const OpPlan& plan(const Graph& graph, int64_t n_tokens);
+    const ScheduleReport* last_schedule() const {
+        return scheduler_ ? &scheduler_->last_run() : nullptr;
+    }
+
   private:
+    Deepseek2Session(const Deepseek2Model& model, const SessionBackends& backends, size_t primary);
+    void check_graphs(std::vector<UbatchGraph>& graphs);
+    int32_t home_of(const Tensor& t) const;
+
     const Deepseek2Model& model_;
-    Plugin& plugin_;
+    SessionBackends backends_;
+    size_t primary_ = 0;
+    Plugin& plugin_;  // the primary backend's
+    int32_t device_ = 0;
     bool fused_moe_ = false;
     bool flash_ = false;
-    Executor executor_;
+    Executor executor_;  // one backend
     Deepseek2Cache cache_;
-    DeviceWeights weights_;
+    std::vector<DeviceWeights> weights_;  // per device with its own memory that holds weights
+    std::vector<BackendInfo> infos_;      // several backends
+    std::vector<WeightInfo> weight_infos_;
+    WeightPlan weight_plan_;
+    std::unordered_map<const void*, int32_t> weight_home_;  // by host address
+    std::unordered_map<std::string, OpPlan> plans_;         // by phase + shape signature
+    std::unique_ptr<Scheduler> scheduler_;
     int64_t n_past_ = 0;
     EvalStats stats_;
 };
