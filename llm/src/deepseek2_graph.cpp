@@ -592,21 +592,14 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
     std::vector<UbatchGraph> graphs;
     for (int64_t t : {int64_t{1}, ubatch}) graphs.push_back(build(t, cache_.n_ctx() - t, false));
     const Graph* g[] = {&graphs[0].graph, &graphs[1].graph};
-    if (backends_.backends.size() == 1) {
-        check_graphs(graphs);
-        // On a device with its own memory, these two graphs' weights (every weight any ubatch
-        // reads) are copied there once, by allocate().
-        if (cache_.on_device()) weights_.emplace_back(plugin_, device_, g);
-        return;
-    }
-
     for (const Scheduler::Backend& b : backends_.backends) {
         infos_.push_back(backend_info(*b.plugin, b.device));
         for (size_t i = 0; i + 1 < infos_.size(); ++i)
             if (infos_[i].name == infos_.back().name)
                 throw Error("backend '" + infos_.back().name + "' is given twice");
     }
-    // Every weight the graphs read, once, then its home.
+    // Every weight the graphs read, once, then its home (with one backend: the rules are
+    // checked and the total reported).
     std::vector<const void*> hosts;
     std::unordered_map<const void*, size_t> index;
     for (const Graph* graph : g)
@@ -624,6 +617,13 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
     weight_plan_ = place_weights(weight_infos_, backends_.placement, infos_, infos_[primary_].name);
     for (size_t i = 0; i < hosts.size(); ++i)
         weight_home_[hosts[i]] = weight_plan_.homes[i].backend;
+    if (backends_.backends.size() == 1) {
+        check_graphs(graphs);
+        // On a device with its own memory, these two graphs' weights (every weight any ubatch
+        // reads) are copied there once, by allocate().
+        if (cache_.on_device()) weights_.emplace_back(plugin_, device_, g);
+        return;
+    }
     for (size_t b = 0; b < infos_.size(); ++b) {
         if (infos_[b].host_memory() || weight_plan_.bytes_per_backend[b] == 0) continue;
         const auto homed_here = [this, b](const Tensor& t) {

@@ -34,12 +34,27 @@ cmp -s "$tmp/out0" "$tmp/amb" || fail "-amb 1 generated other tokens"
 grep -q "compute buffer: .*-amb 1)" "$tmp/e" || fail "-amb not in the compute buffer line: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -amb -3 >"$tmp/o" 2>"$tmp/e" && fail "-amb -3 accepted"
 "$sy" run -m "$tmp/tiny.gguf" -p hi -fa maybe >"$tmp/o" 2>"$tmp/e" && fail "-fa maybe accepted"
-# A placement policy is refused, not ignored, while a model runs on one backend.
-printf '[offload]\nmode = "never"\n' >"$tmp/policy.toml"
-"$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 --config "$tmp/policy.toml" >"$tmp/o" 2>"$tmp/e" \
-    && fail "a config with [offload] ran"
-grep -q "policy.toml: \[placement\] and \[offload\] are not applied yet" "$tmp/e" \
-    || fail "no message for the policy: $(cat "$tmp/e")"
+# Placement across backends: with the simulated accelerator (the CPU's kernels behind memory
+# the host cannot read) as the default backend and the routed experts on the cpu (--cpu-moe and
+# the offload switches, or the same from a config file), the same greedy tokens as the CPU alone;
+# the weight totals per backend are printed; a rule naming a backend that is not loaded is refused.
+sim=${2:-}
+if [ -n "$sim" ]; then
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+      --tokens --plugin "$sim" --backend sim --cpu-moe --offload-policy mul_mat_id=0,moe.fused_up_gate=0 \
+      >"$tmp/hybrid" 2>"$tmp/e" || fail "run on cpu + sim: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/hybrid" || fail "cpu + sim generated other tokens than the cpu alone"
+  grep -q "weights: sim .* MiB (.* tensors), cpu .* MiB" "$tmp/e" || fail "no weight totals: $(cat "$tmp/e")"
+  printf '[plugins]\nload = ["cpu"]\n[placement]\ndefault = "sim"\n[[placement.rules]]\nmatch = '"'"'_exps\\.'"'"'\nbackend = "cpu"\n[offload.ops]\nmul_mat_id = false\n"moe.fused_up_gate" = false\n' >"$tmp/policy.toml"
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+      --tokens --plugin "$sim" --config "$tmp/policy.toml" >"$tmp/hybrid2" 2>"$tmp/e" \
+      || fail "run with a placement config: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/hybrid2" || fail "the placement config generated other tokens"
+fi
+"$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ot 'exps=nowhere' >"$tmp/o" 2>"$tmp/e" \
+    && fail "a rule naming an unloaded backend ran"
+grep -q "placement rule 1 (-ot #1): backend 'nowhere' is not loaded" "$tmp/e" \
+    || fail "no message for the rule: $(cat "$tmp/e")"
 # Gate and up of the dense FFN and the shared experts in different types: the fused MoE op
 # (one type for both) is used for the routed experts only, and the file runs.
 "$sy" quantize "$tmp/tiny.gguf" "$tmp/mixed.gguf" f32 --rule 'ffn_up(_shexp)?\.weight=f16' \

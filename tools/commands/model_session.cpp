@@ -73,6 +73,16 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                  "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
     app.add_flag("--no-mmap", no_mmap,
                  "Read the weights into memory (huge pages) instead of mapping the file");
+    app.add_option("--override-tensor", override_tensor,
+                   "REGEX=BACKEND: weights whose name matches live on BACKEND (repeatable, first "
+                   "match wins; before the config's [[placement.rules]])");
+    app.add_flag("--cpu-moe", cpu_moe, "All routed experts' weights on the cpu backend");
+    app.add_option("--n-cpu-moe", n_cpu_moe,
+                   "The routed experts' weights of the first N layers on the cpu backend")
+        ->check(CLI::Range(0, 1 << 20));
+    app.add_option("--offload-policy", offload_policy,
+                   "op=0|1,...: whether nodes of an op that read host-resident weights may run on "
+                   "a device (e.g. mul_mat_id=0,moe.fused_up_gate=1)");
 }
 
 llm::Deepseek2Options ModelOptions::deepseek2_options() const {
@@ -115,17 +125,38 @@ LoadedModel load_model(const ModelOptions& o) {
     LoadedModel out;
     out.host = std::make_unique<PluginHost>();
     Config config = o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file);
-    // The placement policy is read and checked (core/policy.hpp) but a model still runs on one
-    // backend: refuse it rather than ignore it.
-    if (!config.placement.default_backend.empty() || !config.placement.rules.empty() ||
+    // The command line's placement rules come before the file's (the first match wins), its
+    // offload switches after them (the last word on an op wins).
+    std::vector<PlacementRule> rules;
+    for (size_t i = 0; i < o.override_tensor.size(); ++i)
+        rules.push_back(parse_override_tensor(o.override_tensor[i], fmt::format("-ot #{}", i + 1)));
+    if (o.cpu_moe) rules.push_back({R"(\.ffn_(up|gate|down)_exps\.)", "cpu", "--cpu-moe"});
+    if (o.n_cpu_moe > 0) {
+        std::string layers;
+        for (int i = 0; i < o.n_cpu_moe; ++i) layers += (i ? "|" : "") + std::to_string(i);
+        rules.push_back({R"(^blk\.()" + layers + R"()\.ffn_(up|gate|down)_exps\.)", "cpu",
+                         fmt::format("--n-cpu-moe {}", o.n_cpu_moe)});
+    }
+    rules.insert(rules.end(), config.placement.rules.begin(), config.placement.rules.end());
+    config.placement.rules = std::move(rules);
+    if (!o.offload_policy.empty()) {
+        auto switches = parse_offload_switches(o.offload_policy, "--offload-policy");
+        config.offload.ops.insert(config.offload.ops.end(), switches.begin(), switches.end());
+    }
+    const bool several =
+        !config.placement.default_backend.empty() || !config.placement.rules.empty() ||
         config.offload.mode != OffloadMode::cost || config.offload.min_batch != 0 ||
-        !config.offload.ops.empty() || !config.offload.pins.empty())
-        throw Error(config.file.string() +
-                    ": [placement] and [offload] are not applied yet: a model runs on one backend "
-                    "(--backend, -ngl); remove those sections");
-    // Without a plugin list in the configuration, load just the backend that runs the model.
-    const std::string backend = o.backend_name();
-    if (config.plugins.load.empty()) config.plugins.load.push_back(backend);
+        !config.offload.ops.empty() || !config.offload.pins.empty();
+    // The default backend: [placement] default, else --backend / -ngl.
+    const std::string backend = !config.placement.default_backend.empty() && o.backend.empty()
+                                    ? config.placement.default_backend
+                                    : o.backend_name();
+    // Without a plugin list in the configuration, load just the backend that runs the model
+    // (and the cpu, which placement rules name).
+    if (config.plugins.load.empty()) {
+        config.plugins.load.push_back(backend);
+        if (several && backend != "cpu") config.plugins.load.push_back("cpu");
+    }
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
         std::fprintf(stderr, "warning: %s\n", w.c_str());
@@ -135,6 +166,16 @@ LoadedModel load_model(const ModelOptions& o) {
         for (const PluginFailure& f : out.host->failures())
             why += "\n  " + f.file + ": " + f.reason;
         throw Error("backend '" + backend + "' is not loaded" + why);
+    }
+
+    if (several) {
+        llm::SessionBackends b;
+        b.placement = config.placement;
+        b.placement.default_backend = backend;
+        b.offload = config.offload;
+        for (const auto& p : out.host->plugins())
+            if (p->device_count() > 0) b.backends.push_back({p.get(), 0});
+        out.several = std::move(b);
     }
 
     out.model = std::make_unique<llm::Deepseek2Model>(
@@ -178,6 +219,23 @@ LoadedModel load_model(const ModelOptions& o) {
             "available memory: lower -c (now {}) or use -ctk q8_0 (and -ctv q8_0 with --mla 0)",
             mib(kv_bytes), mib(avail), opt.n_ctx));
     return out;
+}
+
+std::unique_ptr<llm::Deepseek2Session> LoadedModel::make_session() const {
+    if (!several) return std::make_unique<llm::Deepseek2Session>(*model, *plugin);
+    auto session = std::make_unique<llm::Deepseek2Session>(*model, *several);
+    const WeightPlan& plan = session->weight_plan();
+    const auto infos = session->backend_infos();
+    std::string line;
+    for (size_t b = 0; b < infos.size(); ++b) {
+        size_t count = 0;
+        for (const WeightPlan::Home& h : plan.homes) count += h.backend == int32_t(b);
+        line += fmt::format("{}{} {:.2f} MiB ({} tensors)", line.empty() ? "" : ", ", infos[b].name,
+                            mib(plan.bytes_per_backend[b]), count);
+    }
+    std::fprintf(stderr, "weights: %s\n", line.c_str());
+    for (const std::string& w : plan.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    return session;
 }
 
 void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& session) {

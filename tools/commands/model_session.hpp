@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "commands/commands.hpp"
 #include "switchyard/core/plugin_host.hpp"
@@ -28,6 +30,12 @@ struct ModelOptions {
     std::string ser;
     bool no_group_routing = false;
     bool no_mmap = false;
+    // Placement across backends (with the config's [placement] and [offload]; the command line
+    // comes first / wins).
+    std::vector<std::string> override_tensor;  // -ot REGEX=BACKEND, in order
+    bool cpu_moe = false;                      // --cpu-moe
+    int n_cpu_moe = 0;                         // --n-cpu-moe N
+    std::string offload_policy;                // --offload-policy op=0|1,...
 
     // Registers -m, --backend, -ngl, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -amb, -ser,
     // --no-group-routing, --no-mmap and the plugin options; `ctx_help` describes -c's default for
@@ -39,11 +47,16 @@ struct ModelOptions {
     std::string backend_name() const;
 };
 
-// A backend plugin and a model on it, loaded and checked.
+// A backend plugin and a model on it, loaded and checked; with a placement policy, every
+// loaded backend that has a device, for a session over several.
 struct LoadedModel {
     std::unique_ptr<PluginHost> host;
-    Plugin* plugin = nullptr;
+    Plugin* plugin = nullptr;  // the default backend: KV cache, fused/flash choice
     std::unique_ptr<llm::Deepseek2Model> model;
+    std::optional<llm::SessionBackends> several;
+
+    // A session on the one backend, or over several (prints where the weights went).
+    std::unique_ptr<llm::Deepseek2Session> make_session() const;
 };
 
 // Loads the backend (with no plugin list in the configuration, only that one) and the model;

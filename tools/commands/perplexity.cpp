@@ -29,7 +29,8 @@ int run_perplexity(PerplexityOptions o) {
 
     const LoadedModel loaded = load_model(o.model);
     const llm::Deepseek2Model& model = *loaded.model;
-    llm::Deepseek2Session session(model, *loaded.plugin);
+    const std::unique_ptr<llm::Deepseek2Session> owned = loaded.make_session();
+    llm::Deepseek2Session& session = *owned;
     check_session_memory(loaded, session);
     const llm::Tokenizer tok = llm::Tokenizer::from_gguf(model.file());
 

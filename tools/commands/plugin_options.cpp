@@ -10,7 +10,8 @@ std::vector<std::string> expand_llama_flags(int argc, char** argv) {
         {"-fmoe", "--fused-moe"},          {"-ctk", "--cache-type-k"},
         {"-ctv", "--cache-type-v"},        {"-ser", "--smart-expert-reduction"},
         {"-amb", "--attention-max-batch"}, {"-fa", "--flash-attn"},
-        {"-sys", "--system-prompt"},       {"-ngl", "--n-gpu-layers"}};
+        {"-sys", "--system-prompt"},       {"-ngl", "--n-gpu-layers"},
+        {"-ot", "--override-tensor"}};
     std::vector<std::string> args;
     for (int i = 1; i < argc; ++i) {
         const auto it = kLong.find(argv[i]);

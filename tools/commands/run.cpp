@@ -121,7 +121,8 @@ int run_run(const RunOptions& o) {
     const llm::Tokenizer tok = llm::Tokenizer::from_gguf(model.file());
     const llm::Deepseek2HParams& hp = model.hparams();
     const llm::Deepseek2Options& opt = model.options();
-    llm::Deepseek2Session session(model, *loaded.plugin);
+    const std::unique_ptr<llm::Deepseek2Session> owned = loaded.make_session();
+    llm::Deepseek2Session& session = *owned;
     check_session_memory(loaded, session);
     const double load_s = seconds_since(t_load);
 
