@@ -298,7 +298,6 @@ void Executor::upload(size_t import, const void* host) {
     const auto bytes = static_cast<uint64_t>(root.bytes());
     plugin_.set(staging_, static_cast<uint64_t>(plan_->staging_offset[size_t(root.id())]), host,
                 bytes);
-    report_.staged_bytes += bytes;
 }
 
 const sy_tensor& Executor::bound(const Tensor& t) const {

@@ -88,14 +88,6 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
         report_.compute_buffer_bytes[b] = r.compute_buffer_bytes;
         report_.staged_bytes += r.staged_bytes;
     }
-    // Upload bytes of imports are in the executors' staged bytes too: count them once.
-    for (const MovedTensor& m : report_.moves) {
-        report_.link_bytes += m.bytes;
-        if (!lanes_[size_t(m.to)].executor->computes_on_host_memory()) {
-            const auto bytes = static_cast<uint64_t>(graph.tensors()[size_t(m.tensor)]->bytes());
-            report_.staged_bytes -= std::min(report_.staged_bytes, bytes);
-        }
-    }
     return report_;
 }
 
@@ -193,6 +185,7 @@ void Scheduler::move_imports(const Graph& graph, int32_t backend, size_t first, 
         }
         im.done = true;
         report_.copy_seconds += seconds_since(start);
+        report_.link_bytes += moved.bytes;
         report_.moves.push_back(moved);
     }
 }

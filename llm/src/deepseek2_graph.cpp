@@ -75,17 +75,21 @@ class GraphBuilder {
     // A weight of the model as a tensor of this graph (a view for strided weights).
     Tensor* w(const WeightRef& ref) {
         Tensor* t = g_.weight(ref.name, static_cast<sy_dtype>(ref.type), ref.base_shape);
-        t->set_data(const_cast<void*>(ref.data));
-        for (const DeviceWeights& dw : weights_) {
-            if (!dw.uploaded()) continue;
-            if (const auto found = dw.try_find(ref.data)) {
-                t->set_data(*found->first, found->second);
-                return ref.viewed ? g_.view(t, ref.shape, ref.strides, ref.offset) : t;
-            }
-        }
-        if (all_on_device_ && !weights_.empty() && weights_[0].uploaded())
-            weights_[0].find(ref.data, ref.name);  // throws: not copied
+        if (const auto copy = device_copy(ref))
+            t->set_data(*copy->first, copy->second);
+        else
+            t->set_data(const_cast<void*>(ref.data));
         return ref.viewed ? g_.view(t, ref.shape, ref.strides, ref.offset) : t;
+    }
+
+    // Where a device holds the weight, or nullopt for host memory (throws Error when every
+    // weight must be on the device and this one is not).
+    std::optional<std::pair<const Buffer*, uint64_t>> device_copy(const WeightRef& ref) const {
+        for (const DeviceWeights& dw : weights_)
+            if (const auto found = dw.try_find(ref.data)) return found;
+        if (all_on_device_ && !weights_.empty() && weights_[0].uploaded())
+            return weights_[0].find(ref.data, ref.name);  // throws: not copied
+        return std::nullopt;
     }
 
     Tensor* norm(Tensor* x, const WeightRef& gain) {
@@ -540,10 +544,6 @@ bool choose_fused_moe(const Deepseek2Options& o, const Plugin& plugin) {
                     std::to_string(SY_NAMED_MOE_FUSED_UP_GATE_VERSION));
     return o.fused_moe != 0 && provided;
 }
-
-}  // namespace
-
-namespace {
 
 SessionBackends one_backend(Plugin& plugin, int32_t device) {
     SessionBackends b;

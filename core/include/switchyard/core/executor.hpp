@@ -70,7 +70,7 @@ class Executor {
     // visible, else nullptr.
     const void* planned_host_data(const Tensor& t) const;
     // After bind(), on a device that does not compute on host memory: copies import k's bytes
-    // from `host` into its staging slot.
+    // from `host` into its staging slot (not counted in staged_bytes: the caller counts them).
     void upload(size_t import, const void* host);
 
     // After a run: a host pointer to t's element (0,0,0,0) when t lives in host-visible memory,
