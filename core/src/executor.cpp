@@ -7,6 +7,7 @@
 #include "node_abi.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/graph.hpp"
+#include "switchyard/core/profile.hpp"
 
 namespace sy {
 
@@ -272,8 +273,22 @@ void Executor::compute(size_t first, size_t end) {
     for (size_t i = first; i < end; ++i) pointers.push_back(&nodes_[i]);
     try {
         const auto start = std::chrono::steady_clock::now();
-        plugin_.compute(device_, pointers);
-        plugin_.synchronize(device_);
+        if (profile_) {
+            const std::string backend =
+                device_ == 0 ? plugin_.name() : plugin_.name() + ":" + std::to_string(device_);
+            for (size_t i = first; i < end; ++i) {
+                const auto node_start = std::chrono::steady_clock::now();
+                plugin_.compute(device_, std::span<const sy_node* const>(&pointers[i - first], 1));
+                plugin_.synchronize(device_);
+                profile_->add_node(
+                    backend, *graph_, order_[i],
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - node_start)
+                        .count());
+            }
+        } else {
+            plugin_.compute(device_, pointers);
+            plugin_.synchronize(device_);
+        }
         report_.backend_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } catch (const Error& e) {

@@ -10,6 +10,7 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/graph.hpp"
 #include "switchyard/core/plugin_host.hpp"
+#include "switchyard/core/profile.hpp"
 
 namespace sy {
 namespace {
@@ -145,9 +146,17 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
         writer = b;
     }
     for (size_t b = 0; b < lanes_.size(); ++b)
-        if (!lanes_[b].order.empty() && !lanes_[b].executor)
+        if (!lanes_[b].order.empty() && !lanes_[b].executor) {
             lanes_[b].executor =
                 std::make_unique<Executor>(*backends_[b].plugin, backends_[b].device);
+            lanes_[b].executor->set_profile(profile_);
+        }
+}
+
+void Scheduler::set_profile(Profile* profile) {
+    profile_ = profile;
+    for (Lane& lane : lanes_)
+        if (lane.executor) lane.executor->set_profile(profile);
 }
 
 std::byte* Scheduler::fetch_buffer(const Tensor& root) {
@@ -184,7 +193,9 @@ void Scheduler::move_imports(const Graph& graph, int32_t backend, size_t first, 
             moved.bytes += bytes;
         }
         im.done = true;
-        report_.copy_seconds += seconds_since(start);
+        const double seconds = seconds_since(start);
+        report_.copy_seconds += seconds;
+        if (profile_) profile_->add_copy(seconds, moved.bytes);
         report_.link_bytes += moved.bytes;
         report_.moves.push_back(moved);
     }

@@ -289,9 +289,11 @@ class GraphBuilder {
         Tensor* qr = heads_as_batch(q_pe);
         return by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
             Tensor* kq =
-                g_.add(g_.mul_mat(narrow(k_nope, 2, h0, n), narrow(qn, 2, h0, n)),
-                       g_.mul_mat(narrow(k_rope, 2, h0, n), narrow(qr, 2, h0, n)));  // {n_kv, T, n}
-            return g_.mul_mat(narrow(v_t, 2, h0, n), softmax_scores(kq));            // {vh, T, n}
+                g_.add(g_.mul_mat(narrow(k_nope, 2, h0, n), narrow(qn, 2, h0, n))->set_name("kq"),
+                       g_.mul_mat(narrow(k_rope, 2, h0, n), narrow(qr, 2, h0, n))
+                           ->set_name("kq_rope"));  // {n_kv, T, n}
+            return g_.mul_mat(narrow(v_t, 2, h0, n), softmax_scores(kq))
+                ->set_name("kqv");  // {vh, T, n}
         });
     }
 
@@ -359,9 +361,9 @@ class GraphBuilder {
         Tensor* k_pe_rows = cached_k_pe(kc);
         Tensor* qr = heads_as_batch(q_pe);
         Tensor* o_lat = by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
-            Tensor* kq = g_.add(g_.mul_mat(c_rows, narrow(q_lat, 2, h0, n)),
-                                g_.mul_mat(k_pe_rows, narrow(qr, 2, h0, n)));  // {n_kv, T, n}
-            return g_.mul_mat(c_t, softmax_scores(kq));                        // {kvl, T, n}
+            Tensor* kq = g_.add(g_.mul_mat(c_rows, narrow(q_lat, 2, h0, n))->set_name("kq"),
+                                g_.mul_mat(k_pe_rows, narrow(qr, 2, h0, n))->set_name("kq_rope"));
+            return g_.mul_mat(c_t, softmax_scores(kq))->set_name("kqv");  // {kvl, T, n}
         });
         return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
     }
@@ -399,9 +401,11 @@ class GraphBuilder {
                 Tensor* q = g_.concat(narrow(qn, 2, h0, n), narrow(qr, 2, h0, n), 0);
                 return flash(q, k, v);
             }
-            Tensor* kq = g_.add(g_.mul_mat(k_nope, narrow(qn, 2, h0, n)),
-                                g_.mul_mat(cached_k_pe(kc), narrow(qr, 2, h0, n)));
-            return g_.mul_mat(g_.cont(g_.transpose(v)), softmax_scores(kq));  // {vh, T, n}
+            Tensor* kq =
+                g_.add(g_.mul_mat(k_nope, narrow(qn, 2, h0, n))->set_name("kq"),
+                       g_.mul_mat(cached_k_pe(kc), narrow(qr, 2, h0, n))->set_name("kq_rope"));
+            return g_.mul_mat(g_.cont(g_.transpose(v)), softmax_scores(kq))
+                ->set_name("kqv");  // {vh, T, n}
         });
     }
 
@@ -745,6 +749,12 @@ std::optional<std::pair<const Buffer*, uint64_t>> DeviceWeights::try_find(const 
     return std::make_pair(&buffer_, it->second.offset);
 }
 
+void Deepseek2Session::set_profile(Profile* profile) {
+    profile_ = profile;
+    executor_.set_profile(profile);
+    if (scheduler_) scheduler_->set_profile(profile);
+}
+
 std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool all_logits) {
     const int64_t n = static_cast<int64_t>(tokens.size());
     const uint32_t n_vocab = model_.hparams().n_vocab;
@@ -766,6 +776,8 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         const int64_t t = std::min(ub, n - start);
         const bool last = start + t == n;
         const auto t0 = Clock::now();
+        if (profile_)
+            profile_->begin_graph(t > 1 ? Profile::Phase::prompt : Profile::Phase::decode, t);
         UbatchGraph ug = build(t, n_past_, all_logits);
         positions.resize(size_t(t));
         std::iota(positions.begin(), positions.end(), static_cast<int32_t>(n_past_));
@@ -790,6 +802,9 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         stats_.compute_seconds += std::chrono::duration<double>(t2 - t1).count();
         stats_.plan_bind_seconds +=
             std::max(0.0, std::chrono::duration<double>(t2 - t1).count() - backend_seconds);
+        if (profile_)
+            profile_->end_graph(std::chrono::duration<double>(t1 - t0).count(),
+                                std::chrono::duration<double>(t2 - t1).count());
         stats_.graphs += 1;
         stats_.staged_bytes += staged;
         stats_.compute_buffer_bytes = std::max(stats_.compute_buffer_bytes, compute_buffer);

@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iomanip>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <vector>
 
 #include "switchyard/core/error.hpp"
@@ -18,6 +20,7 @@
 #include "switchyard/core/graph.hpp"
 #include "switchyard/core/placement.hpp"
 #include "switchyard/core/plugin_host.hpp"
+#include "switchyard/core/profile.hpp"
 
 namespace sy {
 namespace {
@@ -258,6 +261,65 @@ TEST(Scheduler, CacheWritesStayWithTheCache) {
         EXPECT_NE(std::string(e.what()).find("policy.toml:3:1"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("writes into"), std::string::npos) << e.what();
     }
+}
+
+TEST(Profile, KindsDropLayersAndSuffixes) {
+    EXPECT_EQ(Profile::kind_of("blk.12.ffn_down_exps.weight"), "ffn_down_exps");
+    EXPECT_EQ(Profile::kind_of("blk.0.attn_k_b.weight (derived)"), "attn_k_b (derived)");
+    EXPECT_EQ(Profile::kind_of("kq-3"), "kq");
+    EXPECT_EQ(Profile::kind_of("l_out-"), "l_out-");
+    EXPECT_EQ(Profile::kind_of("output.weight"), "output");
+    EXPECT_EQ(Profile::kind_of(""), "");
+}
+
+// Every node run once per graph is counted once, on the backend that ran it; products are
+// grouped by weight; the copies are the report's.
+TEST(Profile, CountsEveryNodeWhereItRanAndTheCopies) {
+    const CpuResult want = on_cpu_alone();
+    Mlp m;
+    OffloadPolicy policy = pin("mul_mat", "sim");
+    for (const char* op : {"add", "silu", "scale", "sum_rows"})
+        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
+    const OpPlan plan = place_ops(m.g, infos(), policy, {Phase::prompt, Mlp::T});
+    Scheduler s = scheduler();
+    Profile profile;
+    s.set_profile(&profile);
+    uint64_t link = 0;
+    for (int run = 0; run < 3; ++run) {
+        profile.begin_graph(Profile::Phase::prompt, Mlp::T);
+        link += s.run(m.g, plan).link_bytes;
+        profile.end_graph(0.0, 1.0);
+    }
+    EXPECT_EQ(s.read<float>(*m.y), want.y) << "one node at a time gives the same bits";
+    const std::string text = profile.format();
+    EXPECT_NE(text.find("profile, prompt batches: 3 graphs, 24 tokens"), std::string::npos) << text;
+    EXPECT_EQ(text.find("decode steps"), std::string::npos) << text;
+    // The table rows: name, calls, ...
+    const auto calls = [&](const std::string& section, const std::string& row) {
+        const size_t at = text.find(section);
+        if (at == std::string::npos) return std::string("no section");
+        size_t end = text.find("\n  ", at);  // the next line indented by two: next section
+        while (end != std::string::npos && text.compare(end, 5, "\n    ") == 0)
+            end = text.find("\n  ", end + 1);
+        const std::string body = text.substr(at, end - at);
+        const size_t line = body.find("\n    " + row + " ");
+        if (line == std::string::npos) return std::string("no row");
+        std::istringstream in(body.substr(line + 5 + row.size()));
+        std::string count;
+        in >> count;
+        return count;
+    };
+    EXPECT_EQ(calls("backend sim:", "mul_mat"), "6") << text;
+    EXPECT_EQ(calls("backend sim:", "ffn_up"), "3") << text;
+    EXPECT_EQ(calls("backend sim:", "ffn_down"), "3") << text;
+    EXPECT_EQ(calls("backend cpu:", "silu"), "3") << text;
+    EXPECT_EQ(calls("backend cpu:", "mul_mat"), "no row") << text;
+    EXPECT_GT(link, 0u);
+    std::ostringstream kib;
+    kib << std::fixed << std::setprecision(1) << double(link) / 1024 << " KiB";
+    EXPECT_NE(text.find("copies between backends: "), std::string::npos) << text;
+    EXPECT_NE(text.find(kib.str()), std::string::npos) << "the copies' bytes: " << link << "\n"
+                                                       << text;
 }
 
 TEST(Scheduler, RefusesAPlanOfAnotherGraph) {

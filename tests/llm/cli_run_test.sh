@@ -50,6 +50,18 @@ if [ -n "$sim" ]; then
       --tokens --plugin "$sim" --config "$tmp/policy.toml" >"$tmp/hybrid2" 2>"$tmp/e" \
       || fail "run with a placement config: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid2" || fail "the placement config generated other tokens"
+  # --profile: the same tokens; per backend its ops (the routed experts' mul_mat_id on the cpu,
+  # one per MoE layer and step), the copies between the backends.
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+      --tokens --plugin "$sim" --config "$tmp/policy.toml" --profile >"$tmp/prof" 2>"$tmp/e" \
+      || fail "run --profile: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/prof" || fail "--profile generated other tokens"
+  grep -q "profile, decode steps: 31 graphs, 31 tokens" "$tmp/e" || fail "no decode profile: $(cat "$tmp/e")"
+  grep -q "profile, prompt batches: 1 graphs" "$tmp/e" || fail "no prompt profile: $(cat "$tmp/e")"
+  sed -n '/decode steps/,$p' "$tmp/e" | sed -n '/backend cpu:/,/backend sim:/p' \
+      | grep -Eq "^ +ffn_up_exps\+ffn_gate_exps +62 " || fail "no routed expert products on the cpu: $(cat "$tmp/e")"
+  grep -Eq "copies between backends: [0-9.]+ ms \([0-9.]+%\), [0-9.]+ KiB" "$tmp/e" \
+      || fail "no copies in the profile: $(cat "$tmp/e")"
 fi
 "$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ot 'exps=nowhere' >"$tmp/o" 2>"$tmp/e" \
     && fail "a rule naming an unloaded backend ran"

@@ -10,6 +10,7 @@
 
 #include "commands/model_session.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/profile.hpp"
 #include "switchyard/llm/chat_template.hpp"
 #include "switchyard/llm/deepseek2.hpp"
 #include "switchyard/llm/sampler.hpp"
@@ -36,6 +37,7 @@ struct RunOptions {
     std::string chat_template;
     std::string logits_out;
     bool no_warmup = false;
+    bool profile = false;
 
     // --chat, -sys and --chat-template each lay the prompt out as a conversation.
     bool chat_mode() const { return chat || !system_prompt.empty() || !chat_template.empty(); }
@@ -151,6 +153,8 @@ int run_run(const RunOptions& o) {
         session.clear_stats();
         warmup_s = seconds_since(t_warm);
     }
+    Profile profile;
+    if (o.profile) session.set_profile(&profile);
 
     std::unique_ptr<NpyWriter> npy;
     if (!o.logits_out.empty()) npy = std::make_unique<NpyWriter>(o.logits_out, hp.n_vocab);
@@ -256,6 +260,7 @@ int run_run(const RunOptions& o) {
                  static_cast<long long>(st.graphs));
     std::fprintf(stderr, "KV cache: %.2f MiB, compute buffer: %.2f MiB\n",
                  mib(session.cache().bytes()), mib(st.compute_buffer_bytes));
+    if (o.profile) std::fputs(profile.format().c_str(), stderr);
     return 0;
 }
 
@@ -278,6 +283,9 @@ Command add_run_command(CLI::App& app) {
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-text token");
     cmd->add_flag("--no-warmup", o->no_warmup,
                   "Time the prompt from a cold start (no warm-up step first, nor a prompt ubatch on a GPU)");
+    cmd->add_flag("--profile", o->profile,
+                  "Time every op (run one at a time) and print, per backend, ops and matrix "
+                  "products by weight sorted by time, copies and the host's share");
     cmd->add_flag("--tokens", o->print_tokens, "Print token ids (prompt on stderr, output inline)");
     cmd->add_flag("--no-special", o->no_special, "Do not parse special tokens in the prompt");
     cmd->add_flag("--context-shift", o->context_shift,

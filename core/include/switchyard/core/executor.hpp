@@ -25,6 +25,7 @@
 namespace sy {
 
 class Graph;
+class Profile;
 
 struct RunReport {
     bool plan_reused = false;           // the plan came from the cache (same shape signature)
@@ -86,6 +87,9 @@ class Executor {
         return out;
     }
 
+    // With a profile (profile.hpp), compute() runs and times one node at a time; nullptr stops.
+    void set_profile(Profile* profile) { profile_ = profile; }
+
     bool computes_on_host_memory() const { return host_memory_; }
     uint64_t compute_buffer_size() const { return compute_.size(); }
     size_t cached_plans() const { return cache_.size(); }
@@ -126,6 +130,7 @@ class Executor {
     std::vector<sy_node> nodes_;
     uint64_t last_graph_serial_ = 0;
     RunReport report_;
+    Profile* profile_ = nullptr;
 };
 
 }  // namespace sy

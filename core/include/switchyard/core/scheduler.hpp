@@ -27,6 +27,7 @@ namespace sy {
 
 class Graph;
 class Plugin;
+class Profile;
 class Tensor;
 
 struct MovedTensor {
@@ -76,6 +77,9 @@ class Scheduler {
 
     const ScheduleReport& last_run() const { return report_; }
 
+    // Times every node (Executor::set_profile) and every copy into `profile`; nullptr stops.
+    void set_profile(Profile* profile);
+
   private:
     struct Import {
         int32_t tensor = 0;
@@ -101,6 +105,7 @@ class Scheduler {
     std::vector<std::vector<std::byte>> fetched_;  // per tensor id: host copy of device bytes
     std::vector<bool> fetched_now_;                // per tensor id: fetched in this run
     ScheduleReport report_;
+    Profile* profile_ = nullptr;
 };
 
 }  // namespace sy

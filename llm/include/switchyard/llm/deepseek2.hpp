@@ -46,6 +46,7 @@
 #include "switchyard/core/placement.hpp"
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/core/policy.hpp"
+#include "switchyard/core/profile.hpp"
 #include "switchyard/core/scheduler.hpp"
 #include "switchyard/llm/gguf.hpp"
 
@@ -311,6 +312,9 @@ class Deepseek2Session {
     bool uses_fused_moe() const { return fused_moe_; }
     bool uses_flash_attention() const { return flash_; }
     const EvalStats& stats() const { return stats_; }
+    // Times every node, copy and graph of the following evals into `profile` (profile.hpp):
+    // the nodes then run one at a time. nullptr stops.
+    void set_profile(Profile* profile);
 
     // The graph of one ubatch (exposed for `switchyard plan` and tests): `tokens` at n_past.
     struct UbatchGraph {
@@ -355,6 +359,7 @@ class Deepseek2Session {
     std::unique_ptr<Scheduler> scheduler_;
     int64_t n_past_ = 0;
     EvalStats stats_;
+    Profile* profile_ = nullptr;
 };
 
 }  // namespace sy::llm
