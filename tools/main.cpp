@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     sy::tools::Command quantize = sy::tools::add_quantize_command(app);
     sy::tools::Command run = sy::tools::add_run_command(app);
     sy::tools::Command perplexity = sy::tools::add_perplexity_command(app);
+    sy::tools::Command plan = sy::tools::add_plan_command(app);
 
     try {
         std::vector<std::string> args = sy::tools::expand_llama_flags(argc, argv);
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("quantize")) return quantize();
         if (app.got_subcommand("run")) return run();
         if (app.got_subcommand("perplexity")) return perplexity();
+        if (app.got_subcommand("plan")) return plan();
     } catch (const sy::Error& e) {
         std::fprintf(stderr, "switchyard: error: %s\n", e.what());
         return 1;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <regex>
@@ -119,11 +120,34 @@ class Placer {
         for (const OffloadSwitch& s : policy.ops) switches_[s.op] = &s;
     }
 
+    // Greedy, node by node in graph order (each the cheapest allowed candidate given where its
+    // sources are); then the refinement below, which counts what greedy cannot see (the copies
+    // of a node's result to its readers); then the plan of the refined choice, with each node's
+    // candidates and the copies as that choice makes them.
     OpPlan run() {
+        const std::vector<sy_tensor> descriptors = tensor_descriptors(graph_);
+        OpPlan greedy = pass(descriptors, {});
+        std::vector<int32_t> chosen;
+        for (const NodePlacement& n : greedy.nodes) chosen.push_back(n.backend);
+        if (backends_.size() < 2 || !refine(greedy, chosen)) return greedy;
+        OpPlan plan = pass(descriptors, chosen);
+        for (size_t i = 0; i < plan.nodes.size(); ++i)
+            if (greedy.nodes[i].backend != chosen[i])
+                plan.nodes[i].reason = fmt::format(
+                    "{} with the copies of its result counted (alone: {}, {})",
+                    backends_[size_t(chosen[i])].name,
+                    backends_[size_t(greedy.nodes[i].backend)].name, greedy.nodes[i].reason);
+        return plan;
+    }
+
+  private:
+    // One pass over the nodes in order: each gets `forced[i]` when given, else the cheapest
+    // allowed candidate.
+    OpPlan pass(const std::vector<sy_tensor>& descriptors, std::span<const int32_t> forced) {
         OpPlan plan;
         plan.phase = request_.phase;
         plan.batch = request_.batch;
-        const std::vector<sy_tensor> descriptors = tensor_descriptors(graph_);
+        copied_.clear();
         location_.assign(graph_.tensors().size(), kHostInput);
         for (const auto& t : graph_.tensors()) {
             if (!t->is_external() || !request_.home) continue;
@@ -137,6 +161,7 @@ class Placer {
             const auto index = static_cast<int32_t>(i);
             const ExpertUse use = expert_use(graph_.nodes()[i]);
             NodePlacement placed = place(index, raw_node(graph_.nodes()[i], descriptors), use);
+            if (!forced.empty()) placed.backend = forced[i];
             record_copies(index, use, placed.backend, plan.copies);
             const Tensor* written = graph_.nodes()[i].dst->base();
             if (!written->is_external()) location_[size_t(written->id())] = placed.backend;
@@ -148,7 +173,151 @@ class Placer {
         return plan;
     }
 
-  private:
+    // ---- refinement ---------------------------------------------------------------------------
+    // The whole plan's cost: every node's compute on its backend, plus for every tensor one copy
+    // to each backend that reads it and cannot read it where it is. Greedy sees a node's inputs
+    // only, so it puts a cheap op on the host between two device ops to save an input copy, and
+    // pays the copy of the result back. Local search over that total: move one node, then whole
+    // splits (a run of nodes to the backend of its neighbours), whenever the total goes down;
+    // at most kRefinePasses passes. Nodes that write a view (the writers of a tensor must share
+    // a backend) and nodes with one allowed candidate stay.
+    static constexpr int kRefinePasses = 8;
+
+    struct Refinement {
+        std::vector<std::vector<double>> compute;   // per node, per backend; NaN: not allowed
+        std::vector<std::vector<int32_t>> inputs;   // per node: distinct base ids read
+        std::vector<int32_t> output;                // per node: base id written, -1: none/fixed
+        std::vector<std::vector<int32_t>> readers;  // per tensor id, per backend: reading nodes
+        std::vector<uint64_t> bytes;                // per tensor id: bytes a copy moves
+        std::vector<int32_t> location;              // per tensor id
+    };
+
+    double copy_ns(const Refinement& r, int32_t t, int32_t from, int32_t to) const {
+        if (readable(from, to)) return 0;
+        double ns = 0;
+        if (from != kHostInput && !backends_[size_t(from)].host_memory())
+            ns += link_ns(backends_[size_t(from)], r.bytes[size_t(t)]);
+        if (!backends_[size_t(to)].host_memory())
+            ns += link_ns(backends_[size_t(to)], r.bytes[size_t(t)]);
+        return ns;
+    }
+
+    double copies_of(const Refinement& r, int32_t t) const {
+        double ns = 0;
+        for (size_t b = 0; b < backends_.size(); ++b)
+            if (r.readers[size_t(t)][b] > 0) ns += copy_ns(r, t, r.location[size_t(t)], int32_t(b));
+        return ns;
+    }
+
+    // Moves node n to backend b; returns the change of the total cost.
+    double move(Refinement& r, std::vector<int32_t>& chosen, size_t n, int32_t b) const {
+        const int32_t from = chosen[n];
+        double delta = r.compute[n][size_t(b)] - r.compute[n][size_t(from)];
+        for (int32_t t : r.inputs[n]) {
+            delta -= copies_of(r, t);
+            r.readers[size_t(t)][size_t(from)] -= 1;
+            r.readers[size_t(t)][size_t(b)] += 1;
+            delta += copies_of(r, t);
+        }
+        if (const int32_t t = r.output[n]; t >= 0) {
+            delta -= copies_of(r, t);
+            r.location[size_t(t)] = b;
+            delta += copies_of(r, t);
+        }
+        chosen[n] = b;
+        return delta;
+    }
+
+    bool movable(const Refinement& r, size_t n, int32_t b) const {
+        return r.output[n] != -2 && !std::isnan(r.compute[n][size_t(b)]);
+    }
+
+    // Returns whether any node moved.
+    bool refine(const OpPlan& greedy, std::vector<int32_t>& chosen) const {
+        const size_t n_nodes = graph_.nodes().size(), n_backends = backends_.size();
+        Refinement r;
+        r.readers.assign(graph_.tensors().size(), std::vector<int32_t>(n_backends, 0));
+        r.bytes.assign(graph_.tensors().size(), 0);
+        r.location = location_;  // externals as homed; intermediates set below
+        std::vector<int32_t> writers(graph_.tensors().size(), 0);
+        for (const Node& node : graph_.nodes()) writers[size_t(node.dst->base()->id())] += 1;
+        for (size_t i = 0; i < n_nodes; ++i) {
+            const Node& node = graph_.nodes()[i];
+            const ExpertUse use = expert_use(node);
+            std::vector<double> compute(n_backends, std::numeric_limits<double>::quiet_NaN());
+            int allowed = 0;
+            for (const CandidateCost& c : greedy.nodes[i].candidates)
+                if (c.excluded.empty()) {
+                    compute[size_t(c.backend)] = c.compute_ns;
+                    ++allowed;
+                }
+            r.compute.push_back(std::move(compute));
+            std::vector<int32_t> inputs;
+            for (const Tensor* s : node.src) {
+                const int32_t id = s->base()->id();
+                r.bytes[size_t(id)] = std::max(r.bytes[size_t(id)], read_bytes(*s, use));
+                if (std::find(inputs.begin(), inputs.end(), id) == inputs.end()) {
+                    inputs.push_back(id);
+                    r.readers[size_t(id)][size_t(chosen[i])] += 1;
+                }
+            }
+            r.inputs.push_back(std::move(inputs));
+            const Tensor* written = node.dst->base();
+            const bool fixed = allowed < 2 || node.dst != written || written->is_external() ||
+                               writers[size_t(written->id())] != 1;
+            r.output.push_back(fixed ? -2 : written->id());
+            if (!written->is_external()) r.location[size_t(written->id())] = chosen[i];
+        }
+        // A fixed node still has its output's copies counted: -2 marks it unmovable, the
+        // output's location stays as greedy set it.
+        bool moved = false;
+        for (int round = 0; round < kRefinePasses; ++round) {
+            bool better = false;
+            // One node at a time.
+            for (size_t n = 0; n < n_nodes; ++n) {
+                if (r.output[n] == -2) continue;
+                const int32_t from = chosen[n];
+                int32_t best = from;
+                double best_delta = -1.0;  // ns: only real savings
+                for (size_t b = 0; b < n_backends; ++b) {
+                    if (int32_t(b) == from || !movable(r, n, int32_t(b))) continue;
+                    const double delta = move(r, chosen, n, int32_t(b));
+                    move(r, chosen, n, from);
+                    if (delta < best_delta) {
+                        best_delta = delta;
+                        best = int32_t(b);
+                    }
+                }
+                if (best != from) {
+                    move(r, chosen, n, best);
+                    better = moved = true;
+                }
+            }
+            // Whole runs of consecutive nodes on one backend, to another backend.
+            for (size_t first = 0; first < n_nodes;) {
+                size_t end = first + 1;
+                while (end < n_nodes && chosen[end] == chosen[first]) ++end;
+                for (size_t b = 0; b < n_backends; ++b) {
+                    if (int32_t(b) == chosen[first]) continue;
+                    bool all = true;
+                    for (size_t n = first; n < end && all; ++n) all = movable(r, n, int32_t(b));
+                    if (!all) continue;
+                    const int32_t from = chosen[first];
+                    double delta = 0;
+                    for (size_t n = first; n < end; ++n) delta += move(r, chosen, n, int32_t(b));
+                    if (delta < -1.0) {
+                        better = moved = true;
+                        break;
+                    }
+                    for (size_t n = end; n-- > first;) move(r, chosen, n, from);
+                }
+                first = end;
+            }
+            if (!better) break;
+        }
+        return moved;
+    }
+
     struct Pin {
         const OpPin* pin;
         int32_t backend;

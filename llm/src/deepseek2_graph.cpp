@@ -685,16 +685,25 @@ Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t 
 }
 
 // A backend index for memory in a plugin's buffer (the weights and the cache on devices), else
-// host memory.
+// host memory. Before allocate() the same answer from where they will be: a weight's home from
+// the placement, the cache (the builder's "cache_" inputs, without memory yet) on the primary
+// backend's device, so that plans made before (`switchyard plan`) and after allocation agree.
 int32_t Deepseek2Session::home_of(const Tensor& t) const {
     if (const Buffer* buffer = t.device_buffer())
         for (size_t b = 0; b < backends_.backends.size(); ++b)
             if (backends_.backends[b].plugin == buffer->owner()) return int32_t(b);
+    if (t.kind() == TensorKind::weight && t.host_data() != nullptr) {
+        const auto it = weight_home_.find(t.host_data());
+        if (it != weight_home_.end() && !infos_[size_t(it->second)].host_memory())
+            return it->second;
+    } else if (t.kind() == TensorKind::input && t.host_data() == nullptr && cache_.on_device() &&
+               t.name().starts_with("cache_")) {
+        return int32_t(primary_);
+    }
     return kHostInput;
 }
 
 const OpPlan& Deepseek2Session::plan(const Graph& graph, int64_t n_tokens) {
-    if (!scheduler_) throw Error("plan: the session runs on one backend");
     const std::vector<int32_t> all = graph.all_nodes();
     std::string key = (n_tokens > 1 ? "p" : "d") + graph.shape_signature(all);
     for (const auto& t : graph.tensors())

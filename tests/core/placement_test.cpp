@@ -313,5 +313,36 @@ TEST(OpPlacement, CopiesAreReusedWithinAGraph) {
     EXPECT_EQ(plan.splits.size(), 1u);
 }
 
+// A small op between two device products that reads a small host input: alone it is cheaper on
+// the host (the host input's copy costs a transfer's latency, as does fetching its operand), but
+// its result must then go back to the device for the next product. Counting that copy, it stays
+// on the device: one split, and only the host inputs cross the link.
+TEST(OpPlacement, CountsTheCopyOfAResultBackToItsReaders) {
+    Graph g;
+    const int64_t K = 256;
+    Tensor* x = g.input("inp", SY_TYPE_F32, {K, 1});
+    Tensor* p = g.input("bias", SY_TYPE_F32, {K, 1});
+    Tensor* w1 = g.weight("blk.0.attn_q.weight", SY_TYPE_F32, {K, K});
+    Tensor* w2 = g.weight("blk.0.attn_output.weight", SY_TYPE_F32, {K, K});
+    Tensor* a = g.mul_mat(w1, x);
+    Tensor* b = g.add(a, p);
+    g.mark_output(g.mul_mat(w2, b));
+    const std::vector<BackendInfo> backends{host_cpu(), device(25e9)};
+    const auto homes = [](const Tensor& t) {
+        return t.kind() == TensorKind::weight ? 1 : kHostInput;
+    };
+    const OpPlan plan = place_ops(g, backends, {}, {Phase::decode, 1, homes});
+    ASSERT_EQ(plan.nodes.size(), 3u);
+    EXPECT_EQ(plan.nodes[1].backend, 1) << plan.nodes[1].reason;
+    EXPECT_TRUE(contains(plan.nodes[1].reason, "copies of its result counted (alone: cpu"))
+        << plan.nodes[1].reason;
+    // Alone, the host was cheaper for it: its candidates say so.
+    ASSERT_EQ(plan.nodes[1].candidates.size(), 2u);
+    EXPECT_LT(plan.nodes[1].candidates[0].total_ns(), plan.nodes[1].candidates[1].total_ns());
+    ASSERT_EQ(plan.splits.size(), 1u);
+    EXPECT_EQ(plan.splits[0].backend, 1);
+    EXPECT_EQ(plan.copy_bytes(), uint64_t(2 * K * 4)) << "inp and bias, nothing else";
+}
+
 }  // namespace
 }  // namespace sy

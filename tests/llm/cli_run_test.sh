@@ -62,6 +62,34 @@ if [ -n "$sim" ]; then
       | grep -Eq "^ +ffn_up_exps\+ffn_gate_exps +62 " || fail "no routed expert products on the cpu: $(cat "$tmp/e")"
   grep -Eq "copies between backends: [0-9.]+ ms \([0-9.]+%\), [0-9.]+ KiB" "$tmp/e" \
       || fail "no copies in the profile: $(cat "$tmp/e")"
+  # switchyard plan: the routed experts' weights on the cpu by the rule, the rest on sim by
+  # default; every node with its backend, reason and candidates; --json parses and agrees.
+  "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -ub 16 --plugin "$sim" --backend sim \
+      -ot '\.ffn_.*_exps\.=cpu' >"$tmp/plan" 2>"$tmp/e" || fail "plan: $(cat "$tmp/e")"
+  grep -qF "(-ot #1)): ffn_up_exps, ffn_gate_exps, ffn_down_exps" "$tmp/plan" \
+      || fail "plan: no expert homes by the rule: $(cat "$tmp/plan")"
+  grep -q "sim (default backend): attn_norm" "$tmp/plan" || fail "plan: no default homes: $(cat "$tmp/plan")"
+  grep -q "prompt ubatch of 16 tokens after 0 cached" "$tmp/plan" || fail "plan: no prompt graph"
+  grep -q "decode step of 1 token after 16 cached" "$tmp/plan" || fail "plan: no decode graph"
+  grep -Eq "mul_mat_id +blk\.1\.ffn_down_exps\.weight +cpu +cheapest of 2: sim [0-9.]+ us .*cpu [0-9.]+ us" "$tmp/plan" \
+      || fail "plan: the decode step's expert product is not on the cpu with both costs: $(cat "$tmp/plan")"
+  grep -q "memory per backend:" "$tmp/plan" || fail "plan: no memory"
+  "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -ub 16 --plugin "$sim" --backend sim \
+      -ot '\.ffn_.*_exps\.=cpu' --json >"$tmp/plan.json" 2>"$tmp/e" || fail "plan --json: $(cat "$tmp/e")"
+  python3 - "$tmp/plan.json" <<'PY' || fail "plan --json: $(head -c 2000 "$tmp/plan.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+homes = {w["name"]: w["backend"] for w in p["weights"]}
+assert all(b == "cpu" for n, b in homes.items() if "_exps" in n), homes
+assert all(b == "sim" for n, b in homes.items() if "_exps" not in n), homes
+assert [g["phase"] for g in p["graphs"]] == ["prompt", "decode"]
+decode = p["graphs"][1]
+moe = [n for n in decode["nodes"] if "ffn_down_exps" in n["subject"]]
+assert moe and all(n["backend"] == "cpu" for n in moe), moe
+assert all(len(n["candidates"]) == 2 for n in moe)
+assert decode["copy_bytes"] == sum(c["bytes"] for c in decode["copies"])
+assert {m["backend"] for m in p["memory"]} == {"sim", "cpu"}
+PY
 fi
 "$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ot 'exps=nowhere' >"$tmp/o" 2>"$tmp/e" \
     && fail "a rule naming an unloaded backend ran"

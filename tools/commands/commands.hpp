@@ -28,5 +28,6 @@ Command add_make_model_command(CLI::App& app);
 Command add_quantize_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
+Command add_plan_command(CLI::App& app);
 
 }  // namespace sy::tools

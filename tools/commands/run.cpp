@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "commands/model_session.hpp"
+#include "commands/plan.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/profile.hpp"
 #include "switchyard/llm/chat_template.hpp"
@@ -38,6 +39,7 @@ struct RunOptions {
     std::string logits_out;
     bool no_warmup = false;
     bool profile = false;
+    bool verbose_plan = false;
 
     // --chat, -sys and --chat-template each lay the prompt out as a conversation.
     bool chat_mode() const { return chat || !system_prompt.empty() || !chat_template.empty(); }
@@ -126,6 +128,8 @@ int run_run(const RunOptions& o) {
     const std::unique_ptr<llm::Deepseek2Session> owned = loaded.make_session();
     llm::Deepseek2Session& session = *owned;
     check_session_memory(loaded, session);
+    if (o.verbose_plan)
+        std::fputs(explain_plan(session, model.options().n_ubatch, 0).c_str(), stderr);
     const double load_s = seconds_since(t_load);
 
     const std::string text = prompt_text(o, prompt, model.file());
@@ -283,6 +287,9 @@ Command add_run_command(CLI::App& app) {
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-text token");
     cmd->add_flag("--no-warmup", o->no_warmup,
                   "Time the prompt from a cold start (no warm-up step first, nor a prompt ubatch on a GPU)");
+    cmd->add_flag("--verbose-plan", o->verbose_plan,
+                  "Print where the weights and the ops of a prompt ubatch and a decode step go, "
+                  "and why (as `switchyard plan`), before generating");
     cmd->add_flag("--profile", o->profile,
                   "Time every op (run one at a time) and print, per backend, ops and matrix "
                   "products by weight sorted by time, copies and the host's share");

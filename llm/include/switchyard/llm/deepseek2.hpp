@@ -325,9 +325,12 @@ class Deepseek2Session {
     };
     UbatchGraph build(int64_t n_tokens, int64_t n_past, bool all_logits);
 
-    // With several backends: what they are, where each weight lives and why, and the node
-    // placement of a graph this session built (cached per shape, as eval() uses it).
+    // What the backends are, where each weight lives and why, and the node placement of a graph
+    // this session built (cached per shape, as eval() uses it with several backends; with one,
+    // every node is on it). Valid before allocate().
     bool multi_backend() const { return scheduler_ != nullptr; }
+    const SessionBackends& session_backends() const { return backends_; }
+    size_t primary() const { return primary_; }  // the backend that holds the KV cache
     std::span<const BackendInfo> backend_infos() const { return infos_; }
     const WeightPlan& weight_plan() const { return weight_plan_; }
     std::span<const WeightInfo> weights() const { return weight_infos_; }
