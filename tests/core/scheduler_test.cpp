@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <iomanip>
 #include <memory>
@@ -320,6 +321,51 @@ TEST(Profile, CountsEveryNodeWhereItRanAndTheCopies) {
     EXPECT_NE(text.find("copies between backends: "), std::string::npos) << text;
     EXPECT_NE(text.find(kib.str()), std::string::npos) << "the copies' bytes: " << link << "\n"
                                                        << text;
+}
+
+// One MoE layer's routed-expert product over a batch: E experts of {K, N} in F16 homed on the
+// host; its activations come from a node that runs on the device.
+struct ExpertBatch {
+    static constexpr int64_t K = 1024, N = 704, E = 64, U = 6;
+    Graph g;
+    explicit ExpertBatch(int64_t tokens) {
+        Tensor* w = g.weight("blk.1.ffn_down_exps.weight", SY_TYPE_F16, {K, N, E});
+        Tensor* x = g.input("x", SY_TYPE_F32, {K, 1, tokens});
+        Tensor* ids = g.input("ids", SY_TYPE_I32, {U, tokens});
+        g.mark_output(g.mul_mat_id(w, g.scale(x, 1.0f)->set_name("act"), ids));
+    }
+};
+
+// The smallest batch (a power of two) whose expert product the plan puts on sim, with the
+// plugin's own cost hints at a link of `gbps`: the offload pays once the batch touches enough
+// experts' bytes per copied byte.
+int64_t sim_crossover(double gbps) {
+    EXPECT_TRUE(sim().set_option("link_gbps", std::to_string(gbps)));
+    const auto backends = infos();
+    OffloadPolicy pin_act = pin("scale", "sim");
+    int64_t found = -1;
+    for (int64_t batch = 1; batch <= 4096 && found < 0; batch *= 2) {
+        const ExpertBatch m(batch);
+        const OpPlan plan = place_ops(m.g, backends, pin_act, {Phase::prompt, batch, {}});
+        const NodePlacement& moe = plan.nodes.back();
+        EXPECT_EQ(moe.candidates.size(), 2u);
+        if (moe.backend == 1) {
+            EXPECT_EQ(moe.reason, "cheapest of 2");
+            found = batch;
+        }
+    }
+    EXPECT_TRUE(sim().set_option("link_gbps", "25"));
+    return found;
+}
+
+TEST(Scheduler, ExpertOffloadCrossoverMovesWithTheSimulatedLink) {
+    const int64_t slow = sim_crossover(4), medium = sim_crossover(16), fast = sim_crossover(64);
+    std::printf("expert offload pays from batch %lld at 4 GB/s, %lld at 16, %lld at 64\n",
+                static_cast<long long>(slow), static_cast<long long>(medium),
+                static_cast<long long>(fast));
+    EXPECT_GT(fast, 1) << "one token never pays for copying experts";
+    EXPECT_LT(fast, medium);
+    EXPECT_LT(medium, slow);
 }
 
 TEST(Scheduler, RefusesAPlanOfAnotherGraph) {
