@@ -337,11 +337,18 @@ struct ExpertBatch {
 };
 
 // The smallest batch (a power of two) whose expert product the plan puts on sim, with the
-// plugin's own cost hints at a link of `gbps`: the offload pays once the batch touches enough
-// experts' bytes per copied byte.
+// plugin's own cost hints at a link of `gbps`: the offload pays once the batch's compute on the
+// host outweighs copying the experts it touches. The cpu side is a fixed roofline (100 GB/s,
+// 0.25 TFLOP/s) instead of the CPU plugin's hints, which come from the bandwidth it measures at
+// load and so move with the machine's load.
 int64_t sim_crossover(double gbps) {
     EXPECT_TRUE(sim().set_option("link_gbps", std::to_string(gbps)));
-    const auto backends = infos();
+    auto backends = infos();
+    backends[0].estimate = nullptr;
+    backends[0].props.memory_bandwidth = 100e9;
+    backends[0].props.peak_flops_f32 = backends[0].props.peak_flops_f16 =
+        backends[0].props.peak_flops_int8 = 0.25e12;
+    backends[0].props.launch_overhead_ns = 0;
     OffloadPolicy pin_act = pin("scale", "sim");
     int64_t found = -1;
     for (int64_t batch = 1; batch <= 4096 && found < 0; batch *= 2) {
@@ -349,6 +356,7 @@ int64_t sim_crossover(double gbps) {
         const OpPlan plan = place_ops(m.g, backends, pin_act, {Phase::prompt, batch, {}});
         const NodePlacement& moe = plan.nodes.back();
         EXPECT_EQ(moe.candidates.size(), 2u);
+        EXPECT_TRUE(moe.candidates[1].from_plugin) << "sim's own hint";
         if (moe.backend == 1) {
             EXPECT_EQ(moe.reason, "cheapest of 2");
             found = batch;
