@@ -18,11 +18,6 @@
 namespace sy {
 namespace {
 
-// The label a policy names an op by: "mul_mat", "moe.fused_up_gate" (no schema version).
-std::string op_key(const Node& node) {
-    return node.op == SY_OP_NAMED ? node.named_op : node.label();
-}
-
 // Sources that are expert weights {K, N, E}, and the experts this node can touch.
 struct ExpertUse {
     std::vector<const Tensor*> weights;
@@ -131,12 +126,23 @@ class Placer {
         for (const NodePlacement& n : greedy.nodes) chosen.push_back(n.backend);
         if (backends_.size() < 2 || !refine(greedy, chosen)) return greedy;
         OpPlan plan = pass(descriptors, chosen);
-        for (size_t i = 0; i < plan.nodes.size(); ++i)
-            if (greedy.nodes[i].backend != chosen[i])
-                plan.nodes[i].reason = fmt::format(
-                    "{} with the copies of its result counted (alone: {}, {})",
-                    backends_[size_t(chosen[i])].name,
-                    backends_[size_t(greedy.nodes[i].backend)].name, greedy.nodes[i].reason);
+        // pass() left the reason of its own cheapest pick; where the refinement chose otherwise
+        // (moved, or kept while the nodes before it moved), say so.
+        for (size_t i = 0; i < plan.nodes.size(); ++i) {
+            NodePlacement& n = plan.nodes[i];
+            const CandidateCost* cheapest = nullptr;
+            for (const CandidateCost& c : n.candidates)
+                if (c.excluded.empty() && (!cheapest || c.total_ns() < cheapest->total_ns()))
+                    cheapest = &c;
+            if (cheapest && cheapest->backend != chosen[i])
+                n.reason = fmt::format(
+                    "{} for the whole graph's copies (its own cheapest: {}; greedy chose {})",
+                    backends_[size_t(chosen[i])].name, backends_[size_t(cheapest->backend)].name,
+                    backends_[size_t(greedy.nodes[i].backend)].name);
+            else if (greedy.nodes[i].backend != chosen[i])
+                n.reason += fmt::format(" (greedy chose {})",
+                                        backends_[size_t(greedy.nodes[i].backend)].name);
+        }
         return plan;
     }
 
@@ -178,28 +184,23 @@ class Placer {
     // to each backend that reads it and cannot read it where it is. Greedy sees a node's inputs
     // only, so it puts a cheap op on the host between two device ops to save an input copy, and
     // pays the copy of the result back. Local search over that total: move one node, then whole
-    // splits (a run of nodes to the backend of its neighbours), whenever the total goes down;
+    // splits (a run of consecutive nodes on one backend, to another), whenever the total goes down;
     // at most kRefinePasses passes. Nodes that write a view (the writers of a tensor must share
     // a backend) and nodes with one allowed candidate stay.
     static constexpr int kRefinePasses = 8;
+    static constexpr int32_t kFixed = -2;  // Refinement::output of a node that stays
 
     struct Refinement {
         std::vector<std::vector<double>> compute;   // per node, per backend; NaN: not allowed
         std::vector<std::vector<int32_t>> inputs;   // per node: distinct base ids read
-        std::vector<int32_t> output;                // per node: base id written, -1: none/fixed
+        std::vector<int32_t> output;                // per node: base id written, kFixed
         std::vector<std::vector<int32_t>> readers;  // per tensor id, per backend: reading nodes
         std::vector<uint64_t> bytes;                // per tensor id: bytes a copy moves
         std::vector<int32_t> location;              // per tensor id
     };
 
     double copy_ns(const Refinement& r, int32_t t, int32_t from, int32_t to) const {
-        if (readable(from, to)) return 0;
-        double ns = 0;
-        if (from != kHostInput && !backends_[size_t(from)].host_memory())
-            ns += link_ns(backends_[size_t(from)], r.bytes[size_t(t)]);
-        if (!backends_[size_t(to)].host_memory())
-            ns += link_ns(backends_[size_t(to)], r.bytes[size_t(t)]);
-        return ns;
+        return readable(from, to) ? 0.0 : move_ns(from, to, r.bytes[size_t(t)]);
     }
 
     double copies_of(const Refinement& r, int32_t t) const {
@@ -229,7 +230,7 @@ class Placer {
     }
 
     bool movable(const Refinement& r, size_t n, int32_t b) const {
-        return r.output[n] != -2 && !std::isnan(r.compute[n][size_t(b)]);
+        return r.output[n] != kFixed && !std::isnan(r.compute[n][size_t(b)]);
     }
 
     // Returns whether any node moved.
@@ -265,17 +266,17 @@ class Placer {
             const Tensor* written = node.dst->base();
             const bool fixed = allowed < 2 || node.dst != written || written->is_external() ||
                                writers[size_t(written->id())] != 1;
-            r.output.push_back(fixed ? -2 : written->id());
+            r.output.push_back(fixed ? kFixed : written->id());
             if (!written->is_external()) r.location[size_t(written->id())] = chosen[i];
         }
-        // A fixed node still has its output's copies counted: -2 marks it unmovable, the
-        // output's location stays as greedy set it.
+        // A fixed node still has its output's copies counted; its output's location stays as
+        // greedy set it.
         bool moved = false;
         for (int round = 0; round < kRefinePasses; ++round) {
             bool better = false;
             // One node at a time.
             for (size_t n = 0; n < n_nodes; ++n) {
-                if (r.output[n] == -2) continue;
+                if (r.output[n] == kFixed) continue;
                 const int32_t from = chosen[n];
                 int32_t best = from;
                 double best_delta = -1.0;  // ns: only real savings
@@ -342,12 +343,18 @@ class Placer {
         const int32_t from = location_[size_t(id)];
         if (readable(from, backend) || copied_.count({id, backend})) return {0.0, 0};
         const uint64_t bytes = read_bytes(t, use);
+        return {move_ns(from, backend, bytes), bytes};
+    }
+
+    // Nanoseconds to move `bytes` from a location to a backend that cannot read them there:
+    // through host memory, over each device's link.
+    double move_ns(int32_t from, int32_t to, uint64_t bytes) const {
         double ns = 0;
         if (from != kHostInput && !backends_[size_t(from)].host_memory())
             ns += link_ns(backends_[size_t(from)], bytes);  // device -> host
-        if (!backends_[size_t(backend)].host_memory())
-            ns += link_ns(backends_[size_t(backend)], bytes);  // host -> device
-        return {ns, bytes};
+        if (!backends_[size_t(to)].host_memory())
+            ns += link_ns(backends_[size_t(to)], bytes);  // host -> device
+        return ns;
     }
 
     // Why the offload policy rules out `backend` for a node that reads host-resident weights;
@@ -384,7 +391,7 @@ class Placer {
 
     NodePlacement place(int32_t index, const sy_node& raw, const ExpertUse& use) {
         const Node& node = graph_.nodes()[size_t(index)];
-        const std::string op = op_key(node);
+        const std::string op = node.key();
         NodePlacement out;
         for (size_t b = 0; b < backends_.size(); ++b) {
             const BackendInfo& backend = backends_[b];

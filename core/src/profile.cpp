@@ -12,12 +12,6 @@
 namespace sy {
 namespace {
 
-std::string op_name(const Node& node) {
-    if (node.op == SY_OP_NAMED) return node.named_op;
-    const char* name = sdk::op_name(node.op);
-    return name ? name : "op " + std::to_string(static_cast<int>(node.op));
-}
-
 // A matrix product: by its weight's kind, else by its result's name.
 bool is_product(const Node& node) {
     return node.op == SY_OP_MUL_MAT || node.op == SY_OP_MUL_MAT_ID ||
@@ -96,7 +90,7 @@ void Profile::add_node(std::string_view backend, const Graph& graph, int32_t nod
     const Node& n = graph.nodes()[static_cast<size_t>(node)];
     PhaseTimes& p = phases_[phase_];
     auto& ops = p.ops[std::string(backend)];
-    Time& op = ops[op_name(n)];
+    Time& op = ops[n.key()];
     op.count += 1;
     op.seconds += seconds;
     if (is_product(n)) {

@@ -15,6 +15,7 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/memory_planner.hpp"
 #include "switchyard/core/named_op_registry.hpp"
+#include "switchyard/core/profile.hpp"
 #include "switchyard/llm/deepseek2.hpp"
 #include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
@@ -288,12 +289,12 @@ class GraphBuilder {
         Tensor* qn = heads_as_batch(q_nope);
         Tensor* qr = heads_as_batch(q_pe);
         return by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
-            Tensor* kq =
-                g_.add(g_.mul_mat(narrow(k_nope, 2, h0, n), narrow(qn, 2, h0, n))->set_name("kq"),
-                       g_.mul_mat(narrow(k_rope, 2, h0, n), narrow(qr, 2, h0, n))
-                           ->set_name("kq_rope"));  // {n_kv, T, n}
+            Tensor* kq = g_.add(g_.mul_mat(narrow(k_nope, 2, h0, n), narrow(qn, 2, h0, n))
+                                    ->set_name("kq-" + std::to_string(il)),
+                                g_.mul_mat(narrow(k_rope, 2, h0, n), narrow(qr, 2, h0, n))
+                                    ->set_name("kq_rope-" + std::to_string(il)));  // {n_kv, T, n}
             return g_.mul_mat(narrow(v_t, 2, h0, n), softmax_scores(kq))
-                ->set_name("kqv");  // {vh, T, n}
+                ->set_name("kqv-" + std::to_string(il));  // {vh, T, n}
         });
     }
 
@@ -361,9 +362,12 @@ class GraphBuilder {
         Tensor* k_pe_rows = cached_k_pe(kc);
         Tensor* qr = heads_as_batch(q_pe);
         Tensor* o_lat = by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
-            Tensor* kq = g_.add(g_.mul_mat(c_rows, narrow(q_lat, 2, h0, n))->set_name("kq"),
-                                g_.mul_mat(k_pe_rows, narrow(qr, 2, h0, n))->set_name("kq_rope"));
-            return g_.mul_mat(c_t, softmax_scores(kq))->set_name("kqv");  // {kvl, T, n}
+            Tensor* kq = g_.add(
+                g_.mul_mat(c_rows, narrow(q_lat, 2, h0, n))->set_name("kq-" + std::to_string(il)),
+                g_.mul_mat(k_pe_rows, narrow(qr, 2, h0, n))
+                    ->set_name("kq_rope-" + std::to_string(il)));
+            return g_.mul_mat(c_t, softmax_scores(kq))
+                ->set_name("kqv-" + std::to_string(il));  // {kvl, T, n}
         });
         return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
     }
@@ -401,11 +405,12 @@ class GraphBuilder {
                 Tensor* q = g_.concat(narrow(qn, 2, h0, n), narrow(qr, 2, h0, n), 0);
                 return flash(q, k, v);
             }
-            Tensor* kq =
-                g_.add(g_.mul_mat(k_nope, narrow(qn, 2, h0, n))->set_name("kq"),
-                       g_.mul_mat(cached_k_pe(kc), narrow(qr, 2, h0, n))->set_name("kq_rope"));
+            Tensor* kq = g_.add(
+                g_.mul_mat(k_nope, narrow(qn, 2, h0, n))->set_name("kq-" + std::to_string(il)),
+                g_.mul_mat(cached_k_pe(kc), narrow(qr, 2, h0, n))
+                    ->set_name("kq_rope-" + std::to_string(il)));
             return g_.mul_mat(g_.cont(g_.transpose(v)), softmax_scores(kq))
-                ->set_name("kqv");  // {vh, T, n}
+                ->set_name("kqv-" + std::to_string(il));  // {vh, T, n}
         });
     }
 

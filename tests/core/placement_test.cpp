@@ -334,7 +334,9 @@ TEST(OpPlacement, CountsTheCopyOfAResultBackToItsReaders) {
     const OpPlan plan = place_ops(g, backends, {}, {Phase::decode, 1, homes});
     ASSERT_EQ(plan.nodes.size(), 3u);
     EXPECT_EQ(plan.nodes[1].backend, 1) << plan.nodes[1].reason;
-    EXPECT_TRUE(contains(plan.nodes[1].reason, "copies of its result counted (alone: cpu"))
+    EXPECT_TRUE(
+        contains(plan.nodes[1].reason,
+                 "dev for the whole graph's copies (its own cheapest: cpu; greedy chose cpu)"))
         << plan.nodes[1].reason;
     // Alone, the host was cheaper for it: its candidates say so.
     ASSERT_EQ(plan.nodes[1].candidates.size(), 2u);

@@ -63,9 +63,13 @@ if [ -n "$sim" ]; then
   grep -Eq "copies between backends: [0-9.]+ ms \([0-9.]+%\), [0-9.]+ KiB" "$tmp/e" \
       || fail "no copies in the profile: $(cat "$tmp/e")"
   # switchyard plan: the routed experts' weights on the cpu by the rule, the rest on sim by
-  # default; every node with its backend, reason and candidates; --json parses and agrees.
+  # default; every node with its backend, reason and candidates; --json parses and agrees. The
+  # simulated link is slow (1 GB/s) so that copying a decode step's experts costs several times
+  # what the cpu's hint says for reading them, however loaded the machine is when the cpu plugin
+  # measures its bandwidth.
+  printf '[plugins.sim]\nlink_gbps = "1"\n' >"$tmp/slow.toml"
   "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -ub 16 --plugin "$sim" --backend sim \
-      -ot '\.ffn_.*_exps\.=cpu' >"$tmp/plan" 2>"$tmp/e" || fail "plan: $(cat "$tmp/e")"
+      --config "$tmp/slow.toml" -ot '\.ffn_.*_exps\.=cpu' >"$tmp/plan" 2>"$tmp/e" || fail "plan: $(cat "$tmp/e")"
   grep -qF "(-ot #1)): ffn_up_exps, ffn_gate_exps, ffn_down_exps" "$tmp/plan" \
       || fail "plan: no expert homes by the rule: $(cat "$tmp/plan")"
   grep -q "sim (default backend): attn_norm" "$tmp/plan" || fail "plan: no default homes: $(cat "$tmp/plan")"
@@ -75,7 +79,7 @@ if [ -n "$sim" ]; then
       || fail "plan: the decode step's expert product is not on the cpu with both costs: $(cat "$tmp/plan")"
   grep -q "memory per backend:" "$tmp/plan" || fail "plan: no memory"
   "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -ub 16 --plugin "$sim" --backend sim \
-      -ot '\.ffn_.*_exps\.=cpu' --json >"$tmp/plan.json" 2>"$tmp/e" || fail "plan --json: $(cat "$tmp/e")"
+      --config "$tmp/slow.toml" -ot '\.ffn_.*_exps\.=cpu' --json >"$tmp/plan.json" 2>"$tmp/e" || fail "plan --json: $(cat "$tmp/e")"
   python3 - "$tmp/plan.json" <<'PY' || fail "plan --json: $(head -c 2000 "$tmp/plan.json")"
 import json, sys
 p = json.load(open(sys.argv[1]))

@@ -56,15 +56,15 @@ std::string node_subject(const Node& node) {
     return "#" + std::to_string(node.dst->id());
 }
 
-std::string op_name(const Node& node) {
-    return node.op == SY_OP_NAMED ? node.named_op : node.label();
+const char* mode_name(OffloadMode mode) {
+    return mode == OffloadMode::cost ? "cost" : mode == OffloadMode::never ? "never" : "always";
 }
 
 struct PlannedGraph {
     Phase phase = Phase::decode;
     int64_t tokens = 0, n_past = 0;
     llm::Deepseek2Session::UbatchGraph ug;
-    const OpPlan* plan = nullptr;
+    OpPlan plan;                          // a copy: the session's plan cache may drop its own
     std::vector<uint64_t> compute_bytes;  // per backend: the compute buffer its nodes need
 };
 
@@ -74,12 +74,12 @@ PlannedGraph plan_graph(llm::Deepseek2Session& session, int64_t tokens, int64_t 
     p.tokens = tokens;
     p.n_past = n_past;
     p.ug = session.build(tokens, n_past, false);
-    p.plan = &session.plan(p.ug.graph, tokens);
+    p.plan = session.plan(p.ug.graph, tokens);
     const size_t n_backends = session.backend_infos().size();
     for (size_t b = 0; b < n_backends; ++b) {
         std::vector<int32_t> order;
-        for (size_t i = 0; i < p.plan->nodes.size(); ++i)
-            if (p.plan->nodes[i].backend == int32_t(b)) order.push_back(int32_t(i));
+        for (size_t i = 0; i < p.plan.nodes.size(); ++i)
+            if (p.plan.nodes[i].backend == int32_t(b)) order.push_back(int32_t(i));
         p.compute_bytes.push_back(order.empty() ? 0 : plan_memory(p.ug.graph, order).peak_bytes);
     }
     return p;
@@ -141,7 +141,7 @@ std::string weights_text(const llm::Deepseek2Session& session) {
 
 std::string graph_text(const llm::Deepseek2Session& session, const PlannedGraph& p) {
     const auto backends = session.backend_infos();
-    const OpPlan& plan = *p.plan;
+    const OpPlan& plan = p.plan;
     const Graph& g = p.ug.graph;
     std::string out = fmt::format(
         "  {} of {} token{} after {} cached: {} nodes, {} splits, {} copies ({})\n",
@@ -151,9 +151,9 @@ std::string graph_text(const llm::Deepseek2Session& session, const PlannedGraph&
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
         const NodePlacement& n = plan.nodes[i];
         const Node& node = g.nodes()[i];
-        out += fmt::format("    {:>4} {:<18} {:<34} {:<6} {}", i, op_name(node), node_subject(node),
+        out += fmt::format("    {:>4} {:<18} {:<34} {:<6} {}", i, node.key(), node_subject(node),
                            backends[size_t(n.backend)].name, n.reason);
-        if (n.candidates.size() > 1 || !n.candidates.empty()) {
+        if (!n.candidates.empty()) {
             std::vector<std::string> parts;
             for (const CandidateCost& c : n.candidates) parts.push_back(candidate_text(backends, c));
             out += fmt::format(": {}", fmt::join(parts, "; "));
@@ -237,13 +237,10 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
                         {"backend", p.backend},
                         {"phase", phase_name(p.phase)},
                         {"where", p.where}});
-    const OffloadMode mode = sb.offload.mode;
     j["policy"] = {{"default_backend", backends[session.primary()].name},
                    {"rules", rules},
                    {"offload",
-                    {{"mode", mode == OffloadMode::cost    ? "cost"
-                              : mode == OffloadMode::never ? "never"
-                                                           : "always"},
+                    {{"mode", mode_name(sb.offload.mode)},
                      {"min_batch", sb.offload.min_batch},
                      {"ops", ops},
                      {"pins", pins}}}};
@@ -256,7 +253,7 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
                                 {"reason", wp.reason(i, sb.placement)}});
     j["graphs"] = Json::array();
     for (const PlannedGraph& p : graphs) {
-        const OpPlan& plan = *p.plan;
+        const OpPlan& plan = p.plan;
         Json g;
         g["phase"] = phase_name(p.phase);
         g["tokens"] = p.tokens;
@@ -266,7 +263,7 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
             const Node& node = p.ug.graph.nodes()[i];
             Json n;
             n["index"] = i;
-            n["op"] = op_name(node);
+            n["op"] = node.key();
             n["subject"] = node_subject(node);
             n["backend"] = backends[size_t(plan.nodes[i].backend)].name;
             n["reason"] = plan.nodes[i].reason;
@@ -321,11 +318,7 @@ std::string policy_text(const llm::Deepseek2Session& session) {
         const PlacementRule& r = sb.placement.rules[i];
         out += fmt::format("  rule {}: '{}' -> {} ({})\n", i + 1, r.match, r.backend, r.where);
     }
-    const OffloadMode mode = sb.offload.mode;
-    out += fmt::format("  offload: mode {}, min_batch {}",
-                       mode == OffloadMode::cost    ? "cost"
-                       : mode == OffloadMode::never ? "never"
-                                                    : "always",
+    out += fmt::format("  offload: mode {}, min_batch {}", mode_name(sb.offload.mode),
                        sb.offload.min_batch);
     for (const OffloadSwitch& s : sb.offload.ops)
         out += fmt::format(", {}={} ({})", s.op, s.allowed ? 1 : 0, s.where);

@@ -35,6 +35,9 @@ struct Node {
 
     // "mul_mat", or "moe.fused_up_gate v1" for a named op.
     std::string label() const;
+    // The name a policy, a plan or a profile calls the op by: the label without the schema
+    // version ("mul_mat", "moe.fused_up_gate").
+    std::string key() const { return op == SY_OP_NAMED ? named_op : label(); }
 };
 
 // ROPE parameters (ops.h, SY_OP_ROPE); the YaRN fields matter only when ext_factor != 0.

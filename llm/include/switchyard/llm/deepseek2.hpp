@@ -46,9 +46,12 @@
 #include "switchyard/core/placement.hpp"
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/core/policy.hpp"
-#include "switchyard/core/profile.hpp"
 #include "switchyard/core/scheduler.hpp"
 #include "switchyard/llm/gguf.hpp"
+
+namespace sy {
+class Profile;
+}  // namespace sy
 
 namespace sy::llm {
 
