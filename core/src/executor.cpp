@@ -91,6 +91,39 @@ const void* Executor::planned_host_data(const Tensor& t) const {
     return at_offset(compute_.base(), *offset);
 }
 
+// Staged weights that the order reads only as the expert weights of expert products (whole
+// weight tensors, not views) are staged by experts; the products that read them are recorded.
+void Executor::find_routed(const Graph& graph, std::span<const int32_t> order, CachedPlan& plan) {
+    const size_t n = graph.tensors().size();
+    std::vector<char> as_experts(n, 0), otherwise(n, 0);
+    for (int32_t index : order) {
+        const Node& node = graph.nodes()[static_cast<size_t>(index)];
+        const Node::ExpertSources experts = node.expert_sources();
+        std::vector<const Tensor*> touched(node.src.begin(), node.src.end());
+        touched.push_back(node.dst);
+        for (const Tensor* t : touched) {
+            const bool expert = std::find(experts.weights.begin(), experts.weights.end(), t) !=
+                                experts.weights.end();
+            const auto id = static_cast<size_t>(t->base()->id());
+            if (expert && !t->is_view() && t->kind() == TensorKind::weight && t->is_contiguous())
+                as_experts[id] = 1;
+            else
+                otherwise[id] = 1;
+        }
+    }
+    plan.routed.assign(n, 0);
+    for (size_t id = 0; id < n; ++id)
+        plan.routed[id] = as_experts[id] && !otherwise[id] && plan.staging_offset[id] >= 0;
+    for (size_t position = 0; position < order.size(); ++position) {
+        const Node& node = graph.nodes()[static_cast<size_t>(order[position])];
+        const Node::ExpertSources experts = node.expert_sources();
+        RoutedRead read{position, experts.ids ? experts.ids->id() : -1, {}};
+        for (const Tensor* w : experts.weights)
+            if (plan.routed[static_cast<size_t>(w->id())]) read.weights.push_back(w->id());
+        if (!read.weights.empty()) plan.routed_reads.push_back(std::move(read));
+    }
+}
+
 const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<const int32_t> order) {
     // Where external tensors live is part of the key: it decides what is staged.
     std::string key = graph.shape_signature(order);
@@ -128,6 +161,7 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
                     (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
             }
         }
+        find_routed(graph, order, plan);
     }
     return cache_.emplace(std::move(key), std::move(plan)).first->second;
 }
@@ -184,8 +218,16 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
     d.data = at_offset(staging_.base(), offset);
     d.buffer = staging_.get();
     bound_buffer_[id] = &staging_;
-    // Inputs change every run; weights only when the layout or their host memory changes.
+    // Inputs change every run; weights only when the layout or their host memory changes, and
+    // routed expert weights expert by expert (stage_experts).
     const bool stale = staged_plan_ != &plan || staged_from_[id] != root.host_data();
+    if (plan.routed[id]) {
+        if (stale) {
+            staged_from_[id] = root.host_data();
+            staged_experts_[id].assign(static_cast<size_t>(root.ne(2)), 0);
+        }
+        return;
+    }
     if (root.kind() == TensorKind::input || stale) {
         const auto bytes = static_cast<uint64_t>(root.bytes());
         plugin_.set(staging_, offset, root.host_data(), bytes);
@@ -220,7 +262,10 @@ void Executor::bind(std::span<const void* const> import_host) {
     const size_t n = graph.tensors().size();
     bound_.assign(n, sy_tensor{});
     bound_buffer_.assign(n, nullptr);
-    if (staged_from_.size() != n || staged_plan_ != &plan) staged_from_.assign(n, nullptr);
+    if (staged_from_.size() != n || staged_plan_ != &plan) {
+        staged_from_.assign(n, nullptr);
+        staged_experts_.assign(n, {});
+    }
 
     std::vector<const Tensor*> touched;
     for (int32_t index : order) {
@@ -267,6 +312,19 @@ void Executor::compute(size_t first, size_t end) {
     if (!plan_ || end > nodes_.size() || first > end)
         throw Error("executor: compute(" + std::to_string(first) + ", " + std::to_string(end) +
                     ") outside the bound sequence of " + std::to_string(nodes_.size()) + " nodes");
+    // Up to each expert product with routed weights, run what comes before it (its ids may be
+    // among the results), then upload the experts it needs.
+    size_t at = first;
+    for (const RoutedRead& read : plan_->routed_reads) {
+        if (read.position < first || read.position >= end) continue;
+        run_nodes(at, read.position);
+        stage_experts(read);
+        at = read.position;
+    }
+    run_nodes(at, end);
+}
+
+void Executor::run_nodes(size_t first, size_t end) {
     if (first == end) return;
     std::vector<const sy_node*> pointers;
     pointers.reserve(end - first);
@@ -302,6 +360,70 @@ void Executor::compute(size_t first, size_t end) {
         }
         throw;
     }
+}
+
+// The experts named by the ids of the product at read.position that the staging buffer lacks are
+// uploaded, in runs of consecutive experts; ids outside [0, E) are left to the plugin to refuse.
+void Executor::stage_experts(const RoutedRead& read) {
+    const auto missing = [&](int32_t w) {
+        const std::vector<char>& have = staged_experts_[static_cast<size_t>(w)];
+        return std::find(have.begin(), have.end(), 0) != have.end();
+    };
+    if (std::none_of(read.weights.begin(), read.weights.end(), missing)) return;
+    const std::vector<int32_t> ids = read_ids(*graph_->tensors()[static_cast<size_t>(read.ids)]);
+    for (int32_t w : read.weights) {
+        const Tensor& root = *graph_->tensors()[static_cast<size_t>(w)];
+        std::vector<char>& have = staged_experts_[static_cast<size_t>(w)];
+        const auto experts = static_cast<int64_t>(have.size());
+        std::vector<char> wanted(have.size(), 0);
+        for (int32_t e : ids)
+            if (e >= 0 && e < experts && !have[static_cast<size_t>(e)])
+                wanted[static_cast<size_t>(e)] = 1;
+        const auto per_expert = static_cast<uint64_t>(root.nb(2));
+        const auto offset = static_cast<uint64_t>(plan_->staging_offset[static_cast<size_t>(w)]);
+        const auto* host = static_cast<const std::byte*>(root.host_data());
+        for (int64_t e = 0; e < experts;) {
+            if (!wanted[static_cast<size_t>(e)]) {
+                ++e;
+                continue;
+            }
+            int64_t last = e;
+            while (last + 1 < experts && wanted[static_cast<size_t>(last + 1)]) ++last;
+            const uint64_t begin = static_cast<uint64_t>(e) * per_expert;
+            const uint64_t bytes = static_cast<uint64_t>(last + 1 - e) * per_expert;
+            plugin_.set(staging_, offset + begin, host + begin, bytes);
+            report_.staged_bytes += bytes;
+            for (int64_t k = e; k <= last; ++k) have[static_cast<size_t>(k)] = 1;
+            e = last + 1;
+        }
+    }
+}
+
+// The values of an I32 tensor of the sequence (a view, say the first U columns of an argsort),
+// read from wherever it lies: its root is read whole, then indexed by the view's strides.
+std::vector<int32_t> Executor::read_ids(const Tensor& ids) const {
+    const Tensor& root = *ids.base();
+    std::vector<std::byte> bytes(static_cast<size_t>(root.bytes()));
+    const sy_tensor& d = bound(root);
+    const Buffer* buffer = bound_buffer_[static_cast<size_t>(root.id())];
+    if (!buffer || buffer->host_visible())
+        std::memcpy(bytes.data(), d.data, bytes.size());
+    else
+        buffer->owner()->get(*buffer, offset_from(buffer->base(), d.data), bytes.data(),
+                             bytes.size());
+    std::vector<int32_t> out;
+    out.reserve(static_cast<size_t>(ids.elements()));
+    for (int64_t i3 = 0; i3 < ids.ne(3); ++i3)
+        for (int64_t i2 = 0; i2 < ids.ne(2); ++i2)
+            for (int64_t i1 = 0; i1 < ids.ne(1); ++i1)
+                for (int64_t i0 = 0; i0 < ids.ne(0); ++i0) {
+                    const uint64_t at = ids.offset() + uint64_t(i0 * ids.nb(0) + i1 * ids.nb(1) +
+                                                                i2 * ids.nb(2) + i3 * ids.nb(3));
+                    int32_t v;
+                    std::memcpy(&v, bytes.data() + at, sizeof v);
+                    out.push_back(v);
+                }
+    return out;
 }
 
 void Executor::upload(size_t import, const void* host) {

@@ -7,6 +7,7 @@
 
 #include "op_error.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 
 namespace sy {
@@ -26,6 +27,13 @@ std::string Node::label() const {
     if (op == SY_OP_NAMED) return named_op + " v" + std::to_string(named_op_version);
     const char* name = sdk::op_name(op);
     return name ? name : "op " + std::to_string(static_cast<int>(op));
+}
+
+Node::ExpertSources Node::expert_sources() const {
+    if (op == SY_OP_MUL_MAT_ID && src.size() >= 3) return {{src[0]}, src[2]};
+    if (op == SY_OP_NAMED && named_op == SY_NAMED_MOE_FUSED_UP_GATE && src.size() >= 4)
+        return {{src[0], src[1]}, src[3]};
+    return {};
 }
 
 Graph::Graph() : serial_(next_graph_serial++) {}

@@ -26,19 +26,11 @@ struct ExpertUse {
 
 ExpertUse expert_use(const Node& node) {
     ExpertUse use;
-    const Tensor* ids = nullptr;
-    if (node.op == SY_OP_MUL_MAT_ID) {
-        use.weights = {node.src[0]};
-        ids = node.src[2];
-    } else if (node.op == SY_OP_NAMED && node.named_op == SY_NAMED_MOE_FUSED_UP_GATE &&
-               node.src.size() >= 4) {
-        use.weights = {node.src[0], node.src[1]};
-        ids = node.src[3];
-    } else {
-        return use;
-    }
+    const Node::ExpertSources sources = node.expert_sources();
+    if (sources.ids == nullptr) return use;
+    use.weights = sources.weights;
     use.experts = use.weights[0]->ne(2);
-    use.touched = std::min(use.experts, ids->ne(0) * ids->ne(1));
+    use.touched = std::min(use.experts, sources.ids->ne(0) * sources.ids->ne(1));
     return use;
 }
 

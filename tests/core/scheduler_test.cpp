@@ -22,6 +22,7 @@
 #include "switchyard/core/placement.hpp"
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/core/profile.hpp"
+#include "switchyard/named_ops.h"
 
 namespace sy {
 namespace {
@@ -321,6 +322,87 @@ TEST(Profile, CountsEveryNodeWhereItRanAndTheCopies) {
     EXPECT_NE(text.find("copies between backends: "), std::string::npos) << text;
     EXPECT_NE(text.find(kib.str()), std::string::npos) << "the copies' bytes: " << link << "\n"
                                                        << text;
+}
+
+// A MoE block on the simulated device whose expert weights live in host memory: the fused up/gate
+// product and the down product over ids that the device computes (top_k of router logits). The
+// executor uploads only the experts the ids name, and later batches only the experts it has not
+// uploaded yet; results equal the CPU's, bit for bit.
+struct RoutedMoe {
+    static constexpr int64_t K = 32, N = 16, E = 8, U = 2, T = 3;
+    static constexpr uint64_t kExpertBytes = K * N * sizeof(float);
+    std::vector<float> up, gate, down, x, logits;
+    Graph g;
+    Tensor *up_w, *y;
+    RoutedMoe() : up(size_t(K * N * E)), gate(up.size()), down(up.size()), x(size_t(K * T)),
+                  logits(size_t(E * T), 0.0f) {
+        for (size_t i = 0; i < up.size(); ++i) {
+            up[i] = float(int(i * 7 % 13) - 6) / 8.0f;
+            gate[i] = float(int(i * 5 % 11) - 5) / 8.0f;
+            down[i] = float(int(i * 3 % 17) - 8) / 16.0f;
+        }
+        for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 9) - 4) / 4.0f;
+        up_w = g.weight("blk.1.ffn_up_exps.weight", SY_TYPE_F32, {K, N, E});
+        Tensor* gate_w = g.weight("blk.1.ffn_gate_exps.weight", SY_TYPE_F32, {K, N, E});
+        Tensor* down_w = g.weight("blk.1.ffn_down_exps.weight", SY_TYPE_F32, {N, K, E});
+        Tensor* in = g.input("x", SY_TYPE_F32, {K, 1, T});
+        Tensor* router = g.input("logits", SY_TYPE_F32, {E, T});
+        up_w->set_data(up.data());
+        gate_w->set_data(gate.data());
+        down_w->set_data(down.data());
+        in->set_data(x.data());
+        router->set_data(logits.data());
+        Tensor* ids = g.top_k(router, U);
+        Tensor* h = g.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+                            {up_w, gate_w, in, ids}, SY_TYPE_F32, {N, U, T}, {{0}, {}});
+        y = g.mul_mat_id(down_w, h, ids);
+        g.mark_output(y);
+    }
+    // Token t routes to experts a and b.
+    void route(std::initializer_list<std::pair<int, int>> pairs) {
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        int t = 0;
+        for (auto [a, b] : pairs) {
+            logits[size_t(t * E + a)] = 2.0f;
+            logits[size_t(t * E + b)] = 1.0f;
+            ++t;
+        }
+    }
+};
+
+TEST(Scheduler, DeviceUploadsOnlyTheRoutedExperts) {
+    RoutedMoe m;
+    Executor device(sim(), 0), host(cpu(), 0);
+    ASSERT_FALSE(device.computes_on_host_memory());
+    const uint64_t inputs = (RoutedMoe::K + RoutedMoe::E) * RoutedMoe::T * sizeof(float);
+    auto check = [&](uint64_t experts_uploaded, const char* what) {
+        SCOPED_TRACE(what);
+        take_counters();
+        const RunReport& r = device.run(m.g);
+        EXPECT_EQ(r.staged_bytes, inputs + 3 * experts_uploaded * RoutedMoe::kExpertBytes)
+            << "up, gate and down of " << experts_uploaded << " experts, and the inputs";
+        EXPECT_EQ(take_counters().to_device, r.staged_bytes) << "what the device received";
+        host.run(m.g);
+        const auto want = host.read<float>(*m.y), got = device.read<float>(*m.y);
+        ASSERT_EQ(want.size(), got.size());
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+    };
+    m.route({{1, 4}, {4, 6}, {6, 1}});
+    check(3, "experts 1, 4, 6 of 8");
+    m.route({{1, 2}, {2, 4}, {4, 1}});
+    check(1, "expert 2 is new");
+    m.route({{6, 2}, {1, 4}, {2, 6}});
+    check(0, "all already on the device");
+    // Weights at another host address are uploaded anew, again by the experts routed to.
+    std::vector<float> other = m.up;
+    for (float& v : other) v = -v;
+    m.up_w->set_data(other.data());
+    take_counters();
+    const RunReport& r = device.run(m.g);
+    EXPECT_EQ(r.staged_bytes, inputs + 4 * RoutedMoe::kExpertBytes) << "up's experts 1, 2, 4, 6";
+    host.run(m.g);
+    const auto want = host.read<float>(*m.y), got = device.read<float>(*m.y);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
 }
 
 // One MoE layer's routed-expert product over a batch: E experts of {K, N} in F16 homed on the

@@ -45,6 +45,15 @@ if [ -n "$sim" ]; then
       >"$tmp/hybrid" 2>"$tmp/e" || fail "run on cpu + sim: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid" || fail "cpu + sim generated other tokens than the cpu alone"
   grep -q "weights: sim .* MiB (.* tensors), cpu .* MiB" "$tmp/e" || fail "no weight totals: $(cat "$tmp/e")"
+  grep -Eq "copied to and between backends: prompt [0-9.]+ MiB, generation [0-9.]+ MiB per token" "$tmp/e" \
+      || fail "no copy totals: $(cat "$tmp/e")"
+  # Every product offloaded: the host-resident experts go to sim as the batches route to them
+  # (the executor uploads only those), and the tokens stay the cpu's.
+  printf '[offload]\nmode = "always"\n' >"$tmp/always.toml"
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+      --tokens --plugin "$sim" --backend sim --cpu-moe --config "$tmp/always.toml" \
+      >"$tmp/hybrid3" 2>"$tmp/e" || fail "run on cpu + sim, offload always: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/hybrid3" || fail "offloading every product changed the tokens"
   printf '[plugins]\nload = ["cpu"]\n[placement]\ndefault = "sim"\n[[placement.rules]]\nmatch = '"'"'_exps\\.'"'"'\nbackend = "cpu"\n[offload.ops]\nmul_mat_id = false\n"moe.fused_up_gate" = false\n' >"$tmp/policy.toml"
   "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
       --tokens --plugin "$sim" --config "$tmp/policy.toml" >"$tmp/hybrid2" 2>"$tmp/e" \

@@ -165,9 +165,11 @@ int run_run(const RunOptions& o) {
     llm::Sampler sampler(o.sampling);
     for (int32_t t : tokens) sampler.accept(t);
 
+    const uint64_t moved_before_prompt = session.stats().staged_bytes;
     const auto t_prompt = Clock::now();
     std::vector<float> logits = session.eval(tokens, npy != nullptr);
     const double prompt_s = seconds_since(t_prompt);
+    const uint64_t moved_prompt = session.stats().staged_bytes - moved_before_prompt;
     if (npy) {
         npy->add(logits);
         logits.erase(logits.begin(), logits.end() - hp.n_vocab);
@@ -262,6 +264,13 @@ int run_run(const RunOptions& o) {
                  100.0 * (st.graph_build_seconds + st.plan_bind_seconds) / eval_s,
                  100.0 * st.graph_build_seconds / eval_s, 100.0 * st.plan_bind_seconds / eval_s,
                  static_cast<long long>(st.graphs));
+    if (st.staged_bytes > 0) {
+        const uint64_t moved_gen = st.staged_bytes - moved_before_prompt - moved_prompt;
+        std::fprintf(stderr,
+                     "copied to and between backends: prompt %.2f MiB, generation %.2f MiB per "
+                     "token (staged weights and inputs, results passed on)\n",
+                     mib(moved_prompt), evaluated > 0 ? mib(moved_gen) / double(evaluated) : 0.0);
+    }
     std::fprintf(stderr, "KV cache: %.2f MiB, compute buffer: %.2f MiB\n",
                  mib(session.cache().bytes()), mib(st.compute_buffer_bytes));
     if (o.profile) std::fputs(profile.format().c_str(), stderr);

@@ -3,7 +3,11 @@
 //   make weights and inputs reachable -> one compute() call -> synchronize.
 // Weights and inputs in host memory are used in place on a device that computes on host memory;
 // on any other device they are uploaded into a staging buffer (inputs every run, weights when
-// the plan or their host pointer changes). Plans are cached by the graph's shape signature, so
+// the plan or their host pointer changes). Expert weights that the sequence reads only through
+// expert products (MUL_MAT_ID, moe.fused_up_gate) are uploaded expert by expert: before such a
+// node runs, its ids are read back and the experts they name that the staging buffer does not
+// hold yet are copied, so a batch moves only the experts it routes to (and later batches only
+// the experts that are new to the buffer). Plans are cached by the graph's shape signature, so
 // rebuilding the same graph every decode step reuses plan and buffers.
 //
 // The multi-backend scheduler (scheduler.hpp) gives one Executor all the nodes of a graph that
@@ -96,18 +100,32 @@ class Executor {
     const RunReport& last_run() const { return report_; }
 
   private:
+    // An expert product at `position` in the order whose staged expert weights are uploaded
+    // by the experts that its ids name (tensor ids: plans outlive the graphs they were made
+    // for, and rebuilt graphs of one shape number their tensors alike).
+    struct RoutedRead {
+        size_t position;
+        int32_t ids;
+        std::vector<int32_t> weights;
+    };
     struct CachedPlan {
         MemoryPlan memory;
         std::vector<int64_t> staging_offset;  // per tensor id: offset in staging_, -1 if not staged
         uint64_t staging_bytes = 0;
+        std::vector<char> routed;              // per tensor id: staged by experts
+        std::vector<RoutedRead> routed_reads;  // ascending positions
     };
 
     const CachedPlan& plan_for(const Graph& graph, std::span<const int32_t> order);
+    static void find_routed(const Graph& graph, std::span<const int32_t> order, CachedPlan& plan);
     void check_sources(const Graph& graph, std::span<const int32_t> order,
                        const CachedPlan& plan) const;
     static void grow(Plugin& plugin, int32_t device, Buffer& buffer, uint64_t size);
     void bind_external(const Tensor& root, const CachedPlan& plan);
     void bind_import(const Tensor& root, const CachedPlan& plan, const void* host);
+    void run_nodes(size_t first, size_t end);
+    void stage_experts(const RoutedRead& read);
+    std::vector<int32_t> read_ids(const Tensor& ids) const;
     const sy_tensor& bound(const Tensor& t) const;
 
     Plugin& plugin_;
@@ -125,6 +143,7 @@ class Executor {
     std::unordered_map<std::string, CachedPlan> cache_;
     const CachedPlan* staged_plan_ = nullptr;  // whose layout staging_ holds now
     std::vector<const void*> staged_from_;     // per tensor id: host pointer uploaded last
+    std::vector<std::vector<char>> staged_experts_;  // per routed tensor id: experts uploaded
     std::vector<sy_tensor> bound_;             // per tensor id, for the last run
     std::vector<const Buffer*> bound_buffer_;  // per tensor id: buffer holding it, null = host
     std::vector<sy_node> nodes_;

@@ -38,6 +38,15 @@ struct Node {
     // The name a policy, a plan or a profile calls the op by: the label without the schema
     // version ("mul_mat", "moe.fused_up_gate").
     std::string key() const { return op == SY_OP_NAMED ? named_op : label(); }
+
+    // The expert weights {K, N, E} an expert product reads (MUL_MAT_ID's src[0]; the up and gate
+    // experts of moe.fused_up_gate) and its expert ids {U, T}: only the experts the ids name are
+    // read. Empty weights and a null ids for any other node.
+    struct ExpertSources {
+        std::vector<const Tensor*> weights;
+        const Tensor* ids = nullptr;
+    };
+    ExpertSources expert_sources() const;
 };
 
 // ROPE parameters (ops.h, SY_OP_ROPE); the YaRN fields matter only when ext_factor != 0.
