@@ -169,8 +169,19 @@ void read_placement(const fs::path& file, const toml::table& table, PlacementPol
                              "'backend'");
                     out.rules.push_back(std::move(rule));
                 });
+        } else if (k == "fit") {
+            const auto* b = node.as_boolean();
+            if (!b) fail(file, node, "'placement.fit' must be true or false");
+            out.fit = b->get();
+            out.fit_where = where(file, node.source());
+        } else if (k == "fit_margin_mib") {
+            const auto* i = node.as_integer();
+            if (!i || i->get() < 0 || i->get() > (int64_t{1} << 30))
+                fail(file, node, "'placement.fit_margin_mib' must be an integer of MiB >= 0");
+            out.fit_margin = static_cast<uint64_t>(i->get()) << 20;
         } else {
-            fail(file, node, "unknown key 'placement." + k + "' (known: default, rules)");
+            fail(file, node,
+                 "unknown key 'placement." + k + "' (known: default, rules, fit, fit_margin_mib)");
         }
     }
 }

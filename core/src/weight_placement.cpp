@@ -2,6 +2,7 @@
 // placement works with.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "switchyard/core/error.hpp"
@@ -33,13 +34,68 @@ int32_t find_backend(std::span<const BackendInfo> backends, std::string_view nam
 
 std::string WeightPlan::reason(size_t weight, const PlacementPolicy& policy) const {
     const int32_t rule = homes.at(weight).rule;
+    const std::string fit =
+        policy.fit_where == "--fit" ? "--fit" : "placement.fit (" + policy.fit_where + ")";
+    if (rule == kFitted) return fit;
+    if (rule == kSpilled) return fit + ": no device had room";
     if (rule < 0) return "default backend";
     const PlacementRule& r = policy.rules[static_cast<size_t>(rule)];
     return fmt::format("rule {} '{}' ({})", rule + 1, r.match, r.where);
 }
 
+namespace {
+
+bool routed_expert(const std::string& name) {
+    return name.find("_exps.") != std::string::npos;
+}
+
+// --fit: the weights that no rule placed go, non-experts first, to the first device (fastest
+// memory first) with room for them, else to the first host backend.
+void fit_weights(std::span<const WeightInfo> weights, const PlacementPolicy& policy,
+                 std::span<const BackendInfo> backends, std::span<const uint64_t> reserved,
+                 WeightPlan& plan) {
+    std::vector<int32_t> devices;
+    int32_t host = -1;
+    for (size_t b = 0; b < backends.size(); ++b) {
+        if (backends[b].host_memory()) {
+            if (host < 0) host = static_cast<int32_t>(b);
+        } else {
+            devices.push_back(static_cast<int32_t>(b));
+        }
+    }
+    std::stable_sort(devices.begin(), devices.end(), [&](int32_t a, int32_t b) {
+        return backends[size_t(a)].props.memory_bandwidth >
+               backends[size_t(b)].props.memory_bandwidth;
+    });
+    std::vector<uint64_t> room(backends.size(), 0);
+    for (int32_t d : devices) {
+        const auto b = static_cast<size_t>(d);
+        uint64_t used = policy.fit_margin + (b < reserved.size() ? reserved[b] : 0);
+        for (size_t i = 0; i < weights.size(); ++i)
+            if (plan.homes[i].rule >= 0 && plan.homes[i].backend == d) used += weights[i].bytes;
+        room[b] = backends[b].props.memory_free > used ? backends[b].props.memory_free - used : 0;
+    }
+    for (bool experts : {false, true})
+        for (size_t i = 0; i < weights.size(); ++i) {
+            WeightPlan::Home& home = plan.homes[i];
+            if (home.rule >= 0 || routed_expert(weights[i].name) != experts) continue;
+            const auto fits = std::find_if(devices.begin(), devices.end(), [&](int32_t d) {
+                return room[size_t(d)] >= weights[i].bytes;
+            });
+            if (fits != devices.end()) {
+                room[size_t(*fits)] -= weights[i].bytes;
+                home = {*fits, WeightPlan::kFitted};
+            } else if (host >= 0) {
+                home = {host, WeightPlan::kSpilled};
+            }
+        }
+}
+
+}  // namespace
+
 WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPolicy& policy,
-                         std::span<const BackendInfo> backends, std::string_view fallback_default) {
+                         std::span<const BackendInfo> backends, std::string_view fallback_default,
+                         std::span<const uint64_t> reserved) {
     const std::string default_name =
         policy.default_backend.empty() ? std::string(fallback_default) : policy.default_backend;
     const int32_t fallback =
@@ -76,8 +132,10 @@ WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPol
             }
         }
         plan.homes.push_back(home);
-        plan.bytes_per_backend[static_cast<size_t>(home.backend)] += w.bytes;
     }
+    if (policy.fit) fit_weights(weights, policy, backends, reserved, plan);
+    for (size_t i = 0; i < weights.size(); ++i)
+        plan.bytes_per_backend[static_cast<size_t>(plan.homes[i].backend)] += weights[i].bytes;
 
     for (size_t i = 0; i < rules.size(); ++i) {
         const PlacementRule& r = policy.rules[i];

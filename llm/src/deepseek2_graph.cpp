@@ -623,7 +623,22 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
                 weight_infos_[it->second].bytes = std::max(weight_infos_[it->second].bytes, bytes);
             }
         }
-    weight_plan_ = place_weights(weight_infos_, backends_.placement, infos_, infos_[primary_].name);
+    // --fit leaves room on the default backend for the KV cache, a full ubatch's compute buffer
+    // (as if every node ran there: an upper bound) and the device reserve that
+    // check_session_memory asks for (of any weight matrix: an upper bound too); on the other
+    // devices for the reserve.
+    std::vector<uint64_t> reserved(infos_.size(), 0);
+    if (backends_.placement.fit) {
+        uint64_t largest = 0;
+        for (const Graph* graph : g)
+            for (const auto& t : graph->tensors())
+                if (t->kind() == TensorKind::weight)
+                    largest = std::max(largest, uint64_t(t->ne(0) * t->ne(1)));
+        for (uint64_t& r : reserved) r = device_reserve(largest);
+        reserved[primary_] += cache_.bytes() + plan_memory(graphs[1].graph).peak_bytes;
+    }
+    weight_plan_ =
+        place_weights(weight_infos_, backends_.placement, infos_, infos_[primary_].name, reserved);
     for (size_t i = 0; i < hosts.size(); ++i)
         weight_home_[hosts[i]] = weight_plan_.homes[i].backend;
     if (backends_.backends.size() == 1) {

@@ -150,6 +150,51 @@ TEST(WeightPlacement, RefusesUnknownBackendsBadRegexesAndOverfullDevices) {
     EXPECT_NO_THROW(place_weights(weights, on_device, backends, "cpu"));
 }
 
+// --fit: what no rule places fills the devices, fastest first, non-experts before the routed
+// experts, each device keeping the margin and the caller's reserve free; the rest goes to the
+// host. Weights a rule puts on a device count against its room.
+TEST(WeightPlacement, FitFillsTheFastestDeviceFirstAndTheExpertsLast) {
+    BackendInfo slow = device(25e9), fast = device(25e9);
+    slow.name = "slow";
+    slow.props.memory_bandwidth = 1e12;
+    slow.props.memory_free = 1000;
+    fast.name = "fast";
+    fast.props.memory_free = 1500;
+    const std::vector<BackendInfo> backends{host_cpu(), slow, fast};
+    const std::vector<WeightInfo> weights{{"blk.0.ffn_up_exps.weight", 400},
+                                          {"blk.0.attn_q.weight", 300},
+                                          {"blk.1.ffn_up_exps.weight", 400},
+                                          {"blk.1.attn_q.weight", 300},
+                                          {"blk.2.ffn_up_exps.weight", 400},
+                                          {"output.weight", 500},
+                                          {"blk.3.ffn_up_exps.weight", 400}};
+    PlacementPolicy policy;
+    policy.default_backend = "slow";
+    policy.rules = {{"^output", "fast", "-ot #1"}};
+    policy.fit = true;
+    policy.fit_where = "--fit";
+    policy.fit_margin = 100;
+    const std::vector<uint64_t> reserved{0, 0, 200};  // fast: 1500 - 100 - 200 - 500 = 700 left
+    const WeightPlan plan = place_weights(weights, policy, backends, "cpu", reserved);
+    // fast (700): attn_q 0 and 1 (600); slow (900): expert 0, 1 (800); experts 2 and 3 spill.
+    const std::vector<int32_t> want{1, 2, 1, 2, 0, 2, 0};
+    for (size_t i = 0; i < weights.size(); ++i)
+        EXPECT_EQ(plan.homes[i].backend, want[i]) << weights[i].name;
+    EXPECT_EQ(plan.homes[5].rule, 0) << "the rule's home stands";
+    EXPECT_EQ(plan.reason(1, policy), "--fit");
+    EXPECT_EQ(plan.reason(4, policy), "--fit: no device had room");
+    EXPECT_EQ(plan.bytes_per_backend, (std::vector<uint64_t>{800, 800, 1100}));
+    policy.fit_where = "a.toml:2:1";
+    EXPECT_EQ(plan.reason(1, policy), "placement.fit (a.toml:2:1)");
+
+    // Without a host backend nothing can spill: the default device's limit is reported.
+    const std::vector<BackendInfo> devices_only{slow, fast};
+    const std::vector<uint64_t> reserve_fast{0, 200};
+    const std::string e =
+        error_of([&] { place_weights(weights, policy, devices_only, "slow", reserve_fast); });
+    EXPECT_TRUE(contains(e, "the weights placed on 'slow'")) << e;
+}
+
 TEST(OpPlacement, HostExpertsStayOnTheHostForOneTokenAndTheRestRunsWhereItsWeightsAre) {
     const MoeGraph m(1);
     const OpPlan plan = plan_for(m, 25e9, 1);

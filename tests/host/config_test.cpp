@@ -155,6 +155,8 @@ TEST(Config, ReadsPlacementAndOffloadPolicy) {
     const sy::Config c = sy::parse_config(R"(
 [placement]
 default = "cuda"
+fit = true
+fit_margin_mib = 512
 [[placement.rules]]
 match = '\.ffn_(up|gate|down)_exps\.'
 backend = "cpu"
@@ -179,7 +181,10 @@ phase = "decode"
     ASSERT_EQ(c.placement.rules.size(), 2u);
     EXPECT_EQ(c.placement.rules[0].match, "\\.ffn_(up|gate|down)_exps\\.");
     EXPECT_EQ(c.placement.rules[0].backend, "cpu");
-    EXPECT_EQ(c.placement.rules[0].where, "/etc/switchyard/test.toml:4:1");
+    EXPECT_EQ(c.placement.rules[0].where, "/etc/switchyard/test.toml:6:1");
+    EXPECT_TRUE(c.placement.fit);
+    EXPECT_EQ(c.placement.fit_where, "/etc/switchyard/test.toml:4:7");
+    EXPECT_EQ(c.placement.fit_margin, uint64_t(512) << 20);
     EXPECT_EQ(c.placement.rules[1].match, "output");
     EXPECT_EQ(c.offload.mode, sy::OffloadMode::always);
     EXPECT_EQ(c.offload.min_batch, 32);
@@ -211,8 +216,18 @@ TEST(Config, PolicyErrorsNameTheKey) {
         error_of("[[offload.pins]]\nop = 'mul_mat'\nbackend = 'cpu'\nphase = 'prefill'\n");
     EXPECT_NE(phase.find("phase 'prefill': expected prompt, decode or any"), std::string::npos)
         << phase;
-    const std::string section = error_of("[placement]\nfit = 1\n");
-    EXPECT_NE(section.find("unknown key 'placement.fit'"), std::string::npos) << section;
+    const std::string fit = error_of("[placement]\nfit = 1\n");
+    EXPECT_NE(fit.find("test.toml:2:7: 'placement.fit' must be true or false"), std::string::npos)
+        << fit;
+    const std::string margin = error_of("[placement]\nfit_margin_mib = -5\n");
+    EXPECT_NE(margin.find("'placement.fit_margin_mib' must be an integer of MiB >= 0"),
+              std::string::npos)
+        << margin;
+    const std::string section = error_of("[placement]\nfits = true\n");
+    EXPECT_NE(section.find("unknown key 'placement.fits' (known: default, rules, fit, "
+                           "fit_margin_mib)"),
+              std::string::npos)
+        << section;
 }
 
 TEST(Config, CommandLinePolicyForms) {

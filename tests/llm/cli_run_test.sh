@@ -54,6 +54,23 @@ if [ -n "$sim" ]; then
       --tokens --plugin "$sim" --backend sim --cpu-moe --config "$tmp/always.toml" \
       >"$tmp/hybrid3" 2>"$tmp/e" || fail "run on cpu + sim, offload always: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid3" || fail "offloading every product changed the tokens"
+  # --fit on a 272 MiB device (256 of them the device reserve): the non-expert weights and
+  # some experts fit, the other experts stay on the cpu; the tokens stay the cpu's.
+  printf '[plugins.sim]\nmemory_mib = "272"\n' >"$tmp/small.toml"
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+      --tokens --plugin "$sim" --backend sim --fit --fit-margin 0 --config "$tmp/small.toml" \
+      >"$tmp/fit" 2>"$tmp/e" || fail "run --fit: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/fit" || fail "--fit changed the tokens"
+  grep -Eq "weights: sim [1-9][0-9.]* MiB \([0-9]+ tensors\), cpu [1-9][0-9.]* MiB" "$tmp/e" \
+      || fail "--fit: expected weights on both backends: $(cat "$tmp/e")"
+  "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 --plugin "$sim" --backend sim --fit \
+      --fit-margin 0 --config "$tmp/small.toml" >"$tmp/plan" 2>"$tmp/e" || fail "plan --fit: $(cat "$tmp/e")"
+  grep -Eq "cpu \(--fit: no device had room\): ffn_[a-z]+_exps" "$tmp/plan" \
+      || fail "plan --fit: no spilled experts: $(cat "$tmp/plan")"
+  grep -Eq "sim \(--fit\): attn_norm" "$tmp/plan" || fail "plan --fit: no fitted weights: $(cat "$tmp/plan")"
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 1 --fit-margin 10 >/dev/null 2>"$tmp/e" \
+      && fail "--fit-margin without --fit was accepted"
+  grep -q "without --fit" "$tmp/e" || fail "--fit-margin alone: $(cat "$tmp/e")"
   printf '[plugins]\nload = ["cpu"]\n[placement]\ndefault = "sim"\n[[placement.rules]]\nmatch = '"'"'_exps\\.'"'"'\nbackend = "cpu"\n[offload.ops]\nmul_mat_id = false\n"moe.fused_up_gate" = false\n' >"$tmp/policy.toml"
   "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
       --tokens --plugin "$sim" --config "$tmp/policy.toml" >"$tmp/hybrid2" 2>"$tmp/e" \

@@ -80,6 +80,13 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--n-cpu-moe", n_cpu_moe,
                    "The routed experts' weights of the first N layers on the cpu backend")
         ->check(CLI::Range(0, 1 << 20));
+    app.add_flag("--fit", fit,
+                 "Weights that no rule places fill the devices (fastest first, routed experts "
+                 "last), leaving --fit-margin free; the rest stays on the cpu");
+    app.add_option("--fit-margin", fit_margin_mib,
+                   "MiB that --fit leaves free on each device besides the KV cache and compute "
+                   "buffer (default 1024)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
     app.add_option("--offload-policy", offload_policy,
                    "op=0|1,...: whether nodes of an op that read host-resident weights may run on "
                    "a device (e.g. mul_mat_id=0,moe.fused_up_gate=1)");
@@ -143,10 +150,21 @@ LoadedModel load_model(const ModelOptions& o) {
         auto switches = parse_offload_switches(o.offload_policy, "--offload-policy");
         config.offload.ops.insert(config.offload.ops.end(), switches.begin(), switches.end());
     }
-    const bool several =
-        !config.placement.default_backend.empty() || !config.placement.rules.empty() ||
-        config.offload.mode != OffloadMode::cost || config.offload.min_batch != 0 ||
-        !config.offload.ops.empty() || !config.offload.pins.empty();
+    if (o.fit) {
+        config.placement.fit = true;
+        config.placement.fit_where = "--fit";
+    }
+    if (o.fit_margin_mib >= 0) {
+        if (!config.placement.fit)
+            throw Error("--fit-margin " + std::to_string(o.fit_margin_mib) +
+                        " without --fit (or placement.fit = true in the config) does nothing");
+        config.placement.fit_margin = uint64_t(o.fit_margin_mib) << 20;
+    }
+    const bool several = config.placement.fit || !config.placement.default_backend.empty() ||
+                         !config.placement.rules.empty() ||
+                         config.offload.mode != OffloadMode::cost ||
+                         config.offload.min_batch != 0 || !config.offload.ops.empty() ||
+                         !config.offload.pins.empty();
     // The default backend: [placement] default, else --backend / -ngl.
     const std::string backend = !config.placement.default_backend.empty() && o.backend.empty()
                                     ? config.placement.default_backend
@@ -260,9 +278,8 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
     if (session.on_device()) {
         const sy_device_props props = loaded.plugin->device_props(0);
         const uint64_t weights = session.device_weight_bytes();
-        // The backend's own temporaries: a GPU's prompt products may expand the largest weight
-        // matrix to F16, plus room for its libraries' workspaces.
-        const uint64_t reserve = session.largest_weight_elements() * 2 + (uint64_t(256) << 20);
+        const uint64_t reserve =
+            llm::Deepseek2Session::device_reserve(session.largest_weight_elements());
         std::fprintf(stderr,
                      "on %s: weights %.2f MiB, KV cache %.2f MiB, compute buffer %.2f MiB, "
                      "reserve %.2f MiB; %.0f MiB free\n",

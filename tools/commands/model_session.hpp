@@ -35,6 +35,8 @@ struct ModelOptions {
     std::vector<std::string> override_tensor;  // -ot REGEX=BACKEND, in order
     bool cpu_moe = false;                      // --cpu-moe
     int n_cpu_moe = 0;                         // --n-cpu-moe N
+    bool fit = false;                          // --fit
+    int64_t fit_margin_mib = -1;               // --fit-margin MiB (-1: the config's or 1024)
     std::string offload_policy;                // --offload-policy op=0|1,...
 
     // Registers -m, --backend, -ngl, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -amb, -ser,

@@ -56,8 +56,11 @@ struct WeightInfo {
 struct WeightPlan {
     struct Home {
         int32_t backend = 0;
-        int32_t rule = -1;  // index into the policy's rules; -1: the default backend
+        int32_t rule = -1;  // index into the policy's rules, or one of the k* below
     };
+    static constexpr int32_t kDefault = -1;   // the default backend
+    static constexpr int32_t kFitted = -2;    // --fit: the fastest device with room
+    static constexpr int32_t kSpilled = -3;   // --fit: no device had room, a host backend
     std::vector<Home> homes;                  // per weight, in the order given
     std::vector<uint64_t> bytes_per_backend;  // per backend
     std::vector<std::string> warnings;        // rules that match nothing or are shadowed
@@ -67,11 +70,16 @@ struct WeightPlan {
 };
 
 // Homes in order: the first rule whose regex is found in the name, else the default backend
-// (policy.default_backend, or `fallback_default` when the policy names none). Throws Error for an
-// unknown backend, an invalid regex (naming the rule and where it was written), or weights that
-// exceed a device's free memory (host-memory devices are not checked: weights stay mapped).
+// (policy.default_backend, or `fallback_default` when the policy names none); with policy.fit,
+// the weights no rule places fill the devices instead, fastest first, in the given order but
+// routed experts (names with "_exps.") last, each device keeping policy.fit_margin plus
+// `reserved[b]` (what the caller will need there besides weights: KV cache, compute buffers)
+// free. Throws Error for an unknown backend, an invalid regex (naming the rule and where it was
+// written), or weights that exceed a device's free memory (host-memory devices are not checked:
+// weights stay mapped).
 WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPolicy& policy,
-                         std::span<const BackendInfo> backends, std::string_view fallback_default);
+                         std::span<const BackendInfo> backends, std::string_view fallback_default,
+                         std::span<const uint64_t> reserved = {});
 
 // ---- nodes ------------------------------------------------------------------------------------
 

@@ -39,6 +39,12 @@ struct PlacementRule {
 struct PlacementPolicy {
     std::string default_backend;  // empty: the caller's default
     std::vector<PlacementRule> rules;
+    // --fit / placement.fit: the weights no rule places go to the fastest device (by memory
+    // bandwidth) with room for them, leaving fit_margin bytes free there, experts last; what
+    // fits nowhere stays on a host backend.
+    bool fit = false;
+    uint64_t fit_margin = uint64_t(1024) << 20;
+    std::string fit_where;  // "--fit" or "policy.toml:3:1"
 };
 
 enum class OffloadMode { cost, never, always };

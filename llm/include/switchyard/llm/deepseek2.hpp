@@ -299,6 +299,12 @@ class Deepseek2Session {
     // The model on the device: bytes of its weight copy there (0 on a host-memory device).
     uint64_t device_weight_bytes() const;
     uint64_t largest_weight_elements() const;
+    // Device memory kept for the backend's own temporaries besides weights, KV cache and compute
+    // buffer: a GPU's prompt products may expand the largest weight matrix to F16, plus room for
+    // its libraries' workspaces.
+    static uint64_t device_reserve(uint64_t largest_matrix_elements) {
+        return largest_matrix_elements * 2 + (uint64_t(256) << 20);
+    }
     bool on_device() const { return cache_.on_device(); }
 
     // Runs `tokens` at positions n_past() .. n_past() + size - 1 (in ubatches) and appends them
