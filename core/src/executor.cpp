@@ -98,14 +98,17 @@ void Executor::find_routed(const Graph& graph, std::span<const int32_t> order, C
     std::vector<char> as_experts(n, 0), otherwise(n, 0);
     for (int32_t index : order) {
         const Node& node = graph.nodes()[static_cast<size_t>(index)];
-        const Node::ExpertSources experts = node.expert_sources();
+        Node::ExpertSources experts = node.expert_sources();
+        // Ids of another type are the plugin's to refuse; the weights are then staged whole.
+        if (experts.ids != nullptr && experts.ids->type() != SY_TYPE_I32) experts.weights.clear();
         std::vector<const Tensor*> touched(node.src.begin(), node.src.end());
         touched.push_back(node.dst);
         for (const Tensor* t : touched) {
             const bool expert = std::find(experts.weights.begin(), experts.weights.end(), t) !=
                                 experts.weights.end();
             const auto id = static_cast<size_t>(t->base()->id());
-            if (expert && !t->is_view() && t->kind() == TensorKind::weight && t->is_contiguous())
+            if (expert && !t->is_view() && t->kind() == TensorKind::weight && t->is_contiguous() &&
+                t->ne(3) == 1)
                 as_experts[id] = 1;
             else
                 otherwise[id] = 1;
@@ -117,7 +120,8 @@ void Executor::find_routed(const Graph& graph, std::span<const int32_t> order, C
     for (size_t position = 0; position < order.size(); ++position) {
         const Node& node = graph.nodes()[static_cast<size_t>(order[position])];
         const Node::ExpertSources experts = node.expert_sources();
-        RoutedRead read{position, experts.ids ? experts.ids->id() : -1, {}};
+        if (experts.ids == nullptr || experts.ids->type() != SY_TYPE_I32) continue;
+        RoutedRead read{position, experts.ids->id(), {}};
         for (const Tensor* w : experts.weights)
             if (plan.routed[static_cast<size_t>(w->id())]) read.weights.push_back(w->id());
         if (!read.weights.empty()) plan.routed_reads.push_back(std::move(read));
@@ -151,7 +155,9 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
                 const Tensor* root = t->base();
                 const auto id = static_cast<size_t>(root->id());
                 const bool imported = import_of_[id] >= 0;
-                if ((!root->is_external() && !imported) || root->device_buffer() ||
+                // An import gets a slot even when it lives in another plugin's buffer: the
+                // scheduler fetches it and uploads it there.
+                if ((!root->is_external() && !imported) || (root->device_buffer() && !imported) ||
                     plan.staging_offset[id] >= 0) {
                     continue;
                 }

@@ -31,7 +31,8 @@ std::string Node::label() const {
 
 Node::ExpertSources Node::expert_sources() const {
     if (op == SY_OP_MUL_MAT_ID && src.size() >= 3) return {{src[0]}, src[2]};
-    if (op == SY_OP_NAMED && named_op == SY_NAMED_MOE_FUSED_UP_GATE && src.size() >= 4)
+    if (op == SY_OP_NAMED && named_op == SY_NAMED_MOE_FUSED_UP_GATE &&
+        named_op_version == SY_NAMED_MOE_FUSED_UP_GATE_VERSION && src.size() >= 4)
         return {{src[0], src[1]}, src[3]};
     return {};
 }

@@ -268,7 +268,8 @@ struct EvalStats {
                                         // staging, buffer growth (host overhead)
     double compute_seconds = 0;         // executor runs, the backend's compute included
     int64_t graphs = 0;
-    uint64_t staged_bytes = 0;  // host bytes the executor uploaded to the device (inputs)
+    uint64_t staged_bytes = 0;  // bytes copied to devices and between backends: staged
+                                // weights (experts as routed) and inputs, results passed on
 };
 
 // The backends a session may use, and the policy that places weights and nodes on them.
