@@ -101,9 +101,7 @@ void Executor::find_routed(const Graph& graph, std::span<const int32_t> order, C
         Node::ExpertSources experts = node.expert_sources();
         // Ids of another type are the plugin's to refuse; the weights are then staged whole.
         if (experts.ids != nullptr && experts.ids->type() != SY_TYPE_I32) experts.weights.clear();
-        std::vector<const Tensor*> touched(node.src.begin(), node.src.end());
-        touched.push_back(node.dst);
-        for (const Tensor* t : touched) {
+        for (const Tensor* t : node.touched()) {
             const bool expert = std::find(experts.weights.begin(), experts.weights.end(), t) !=
                                 experts.weights.end();
             const auto id = static_cast<size_t>(t->base()->id());
@@ -149,9 +147,7 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
     if (!host_memory_) {
         for (int32_t index : order) {
             const Node& n = graph.nodes()[static_cast<size_t>(index)];
-            std::vector<const Tensor*> touched(n.src.begin(), n.src.end());
-            touched.push_back(n.dst);
-            for (const Tensor* t : touched) {
+            for (const Tensor* t : n.touched()) {
                 const Tensor* root = t->base();
                 const auto id = static_cast<size_t>(root->id());
                 const bool imported = import_of_[id] >= 0;
@@ -176,9 +172,7 @@ void Executor::check_sources(const Graph& graph, std::span<const int32_t> order,
                              const CachedPlan& plan) const {
     for (int32_t index : order) {
         const Node& n = graph.nodes()[static_cast<size_t>(index)];
-        std::vector<const Tensor*> touched(n.src.begin(), n.src.end());
-        touched.push_back(n.dst);
-        for (const Tensor* t : touched) {
+        for (const Tensor* t : n.touched()) {
             const Tensor* root = t->base();
             if (import_of_[static_cast<size_t>(root->id())] >= 0) continue;
             if (root->is_external()) {

@@ -24,6 +24,11 @@ namespace sy::llm {
 
 namespace {
 
+// Elements of one matrix of a weight {K, N, ...} (one expert's, for expert tensors).
+uint64_t matrix_elements(const Tensor& t) {
+    return static_cast<uint64_t>(t.ne(0) * t.ne(1));
+}
+
 using Clock = std::chrono::steady_clock;
 
 Strides strides_of(int64_t nb0, int64_t nb1, int64_t nb2 = 0, int64_t nb3 = 0) {
@@ -633,7 +638,7 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
         for (const Graph* graph : g)
             for (const auto& t : graph->tensors())
                 if (t->kind() == TensorKind::weight)
-                    largest = std::max(largest, uint64_t(t->ne(0) * t->ne(1)));
+                    largest = std::max(largest, matrix_elements(*t));
         for (uint64_t& r : reserved) r = device_reserve(largest);
         reserved[primary_] += cache_.bytes() + plan_memory(graphs[1].graph).peak_bytes;
     }
@@ -746,8 +751,7 @@ DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Gra
             if (include && !include(*t)) continue;
             Range& r = ranges_.try_emplace(t->host_data(), Range{0, 0}).first->second;
             r.bytes = std::max(r.bytes, static_cast<uint64_t>(t->bytes()));
-            largest_ =
-                std::max(largest_, static_cast<uint64_t>(t->shape().ne[0] * t->shape().ne[1]));
+            largest_ = std::max(largest_, matrix_elements(*t));
         }
     for (auto& [host, r] : ranges_) {
         r.offset = bytes_;

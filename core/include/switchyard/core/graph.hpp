@@ -38,6 +38,12 @@ struct Node {
     // The name a policy, a plan or a profile calls the op by: the label without the schema
     // version ("mul_mat", "moe.fused_up_gate").
     std::string key() const { return op == SY_OP_NAMED ? named_op : label(); }
+    // The tensors the node reads and writes: its sources, then its result.
+    std::vector<const Tensor*> touched() const {
+        std::vector<const Tensor*> out(src.begin(), src.end());
+        out.push_back(dst);
+        return out;
+    }
 
     // The expert weights {K, N, E} an expert product reads (MUL_MAT_ID's src[0]; the up and gate
     // experts of moe.fused_up_gate) and its expert ids {U, T}: only the experts the ids name are
