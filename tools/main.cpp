@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
     sy::tools::Command run = sy::tools::add_run_command(app);
     sy::tools::Command perplexity = sy::tools::add_perplexity_command(app);
     sy::tools::Command plan = sy::tools::add_plan_command(app);
+    sy::tools::Command bench = sy::tools::add_bench_command(app);
+    sy::tools::Command sweep = sy::tools::add_sweep_command(app);
 
     try {
         std::vector<std::string> args = sy::tools::expand_llama_flags(argc, argv);
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("run")) return run();
         if (app.got_subcommand("perplexity")) return perplexity();
         if (app.got_subcommand("plan")) return plan();
+        if (app.got_subcommand("bench")) return bench();
+        if (app.got_subcommand("sweep")) return sweep();
     } catch (const sy::Error& e) {
         std::fprintf(stderr, "switchyard: error: %s\n", e.what());
         return 1;

@@ -788,6 +788,13 @@ void Deepseek2Session::set_profile(Profile* profile) {
     if (scheduler_) scheduler_->set_profile(profile);
 }
 
+void Deepseek2Session::rewind(int64_t n_past) {
+    if (n_past < 0 || n_past > n_past_)
+        throw Error("rewind to " + std::to_string(n_past) + " tokens: the cache holds " +
+                    std::to_string(n_past_));
+    n_past_ = n_past;
+}
+
 std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool all_logits) {
     const int64_t n = static_cast<int64_t>(tokens.size());
     const uint32_t n_vocab = model_.hparams().n_vocab;

@@ -20,6 +20,7 @@
 #include "switchyard/core/memory_planner.hpp"
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/dtype.h"
+#include "switchyard/llm/benchmark.hpp"
 #include "switchyard/llm/perplexity.hpp"
 #include "switchyard/llm/synthetic_model.hpp"
 
@@ -700,6 +701,92 @@ TEST(Deepseek2Runtime, FusedMoeFallsBackOrIsRefused) {
     const auto a = fused.eval(tokens, true), b = decomposed.eval(tokens, true);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f * (1 + std::fabs(a[i])));
+}
+
+// Rewinding drops the tokens after a point: evaluating other tokens from there gives the logits
+// a fresh session gets for the same sequence (the dropped rows are overwritten, never read).
+TEST(Deepseek2Runtime, RewindThenEvalMatchesAFreshSession) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    for (int mla : {0, 1, 3}) {
+        Deepseek2Options o;
+        o.mla = mla;
+        o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
+        o.n_ctx = 32;
+        Deepseek2Model model(gguf::Reader::open(path), o);
+        const auto first = prompt(10, 512);
+        std::vector<int32_t> other(first.begin(), first.begin() + 4);
+        for (int32_t t : {7, 300, 41}) other.push_back(t);
+        Deepseek2Session rewound(model, cpu_plugin());
+        rewound.eval(first);
+        rewound.rewind(4);
+        EXPECT_EQ(rewound.n_past(), 4);
+        const auto a = rewound.eval(std::span<const int32_t>(other.data() + 4, 3));
+        Deepseek2Session fresh(model, cpu_plugin());
+        const auto b = fresh.eval(other);
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4) << "mla " << mla;
+        EXPECT_THROW(rewound.rewind(8), Error);
+        EXPECT_THROW(rewound.rewind(-1), Error);
+    }
+}
+
+// The benchmark loop (llama-bench's tests): every repetition is timed from the same cache
+// contents (depth, and gp's prompt), the cache ends at what the last repetition added, and a
+// sweep has a row per ubatch that fits.
+TEST(Deepseek2Benchmark, TestsRunFromTheirPrefixAndSweepsFillTheContext) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    Deepseek2Options o;
+    o.n_ctx = 64;
+    o.n_ubatch = 8;
+    Deepseek2Model model(gguf::Reader::open(path), o);
+    Deepseek2Session s(model, cpu_plugin());
+    BenchTokens tokens(model.hparams().n_vocab, 1);
+    int reps = 0;
+    const BenchTest pp{12, 0, 16, false};
+    const BenchSamples a = run_bench_test(s, tokens, pp, 3, 5, true, [&](int) { ++reps; });
+    EXPECT_EQ(reps, 3);
+    ASSERT_EQ(a.ns.size(), 3u);
+    ASSERT_EQ(a.ts.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(a.ts[i], 12e9 / double(a.ns[i]), 1e-6 * a.ts[i]);
+    EXPECT_EQ(s.n_past(), 16 + 12);
+    const BenchTest gp{8, 4, 0, true};
+    const BenchSamples b = run_bench_test(s, tokens, gp, 2, 64, false);
+    EXPECT_EQ(s.n_past(), 8 + 4);
+    EXPECT_NEAR(b.ts[0], 4e9 / double(b.ns[0]), 1e-6 * b.ts[0]);  // only the generated tokens
+    EXPECT_THROW(run_bench_test(s, tokens, BenchTest{40, 0, 30, false}, 1, 64, false), Error);
+
+    EXPECT_EQ(pp.label(), "pp12 @ d16");
+    EXPECT_EQ(gp.label(), "tg4@pp8");
+    EXPECT_EQ((BenchTest{8, 4, 0, false}.label()), "pp8+tg4");
+    EXPECT_EQ((BenchTest{0, 128, 0, false}.label()), "tg128");
+
+    std::vector<int64_t> depths;
+    const auto rows =
+        run_sweep(s, tokens, 16, 4, false, [&](const SweepRow& r) { depths.push_back(r.n_kv); });
+    EXPECT_EQ(depths, (std::vector<int64_t>{0, 16, 32, 48}));
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_EQ(rows[3].pp, 16);
+    EXPECT_EQ(rows[3].tg, 4);
+    EXPECT_GT(rows[3].speed_tg(), 0);
+    EXPECT_EQ(s.n_past(), 64);
+    EXPECT_EQ(sweep_row_count(64, 16, 4), 4);
+    EXPECT_EQ(sweep_row_count(60, 16, 20), 3);  // 0, 16, 32: a 20-token generation fits at 32
+    EXPECT_EQ(sweep_row_count(8, 16, 4), 0);
+    EXPECT_THROW(run_sweep(s, tokens, 128, 4, false, {}), Error);
+}
+
+TEST(BenchSamples, MeanAndSampleStandardDeviation) {
+    BenchSamples s;
+    s.ns = {1000, 3000};
+    s.ts = {2.0, 4.0};
+    EXPECT_DOUBLE_EQ(s.avg_ns(), 2000);
+    EXPECT_NEAR(s.stddev_ns(), std::sqrt(2.0) * 1000, 1e-9);
+    EXPECT_DOUBLE_EQ(s.avg_ts(), 3.0);
+    EXPECT_NEAR(s.stddev_ts(), std::sqrt(2.0), 1e-12);
+    s.ts = {5.0};
+    EXPECT_EQ(s.stddev_ts(), 0.0);
 }
 
 }  // namespace

@@ -29,5 +29,7 @@ Command add_quantize_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);
 
 }  // namespace sy::tools

@@ -130,6 +130,7 @@ std::string ModelOptions::backend_name() const {
 LoadedModel load_model(const ModelOptions& o) {
     const llm::Deepseek2Options mo = o.deepseek2_options();
     LoadedModel out;
+    out.quiet = o.quiet;
     out.host = std::make_unique<PluginHost>();
     Config config = o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file);
     // The command line's placement rules come before the file's (the first match wins), its
@@ -177,7 +178,7 @@ LoadedModel load_model(const ModelOptions& o) {
     }
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
-        std::fprintf(stderr, "warning: %s\n", w.c_str());
+        out.warn(w);
     out.plugin = out.host->find(backend);
     if (out.plugin == nullptr) {
         std::string why;
@@ -223,13 +224,15 @@ LoadedModel load_model(const ModelOptions& o) {
                     " computes on its own device: leave one of them out");
     const uint64_t per_token = llm::Deepseek2Cache::bytes_per_token(hp, opt);
     const uint64_t kv_bytes = per_token * uint64_t(opt.n_ctx);
-    std::fprintf(stderr,
-                 "model: %s, %u layers, %u experts (%u used), mla %d, KV cache %s/%s: %llu B "
-                 "(%.1f KiB) per token, %.2f MiB for %lld tokens\n",
-                 o.model.c_str(), hp.n_layer, hp.n_expert, hp.n_expert_used, opt.mla,
-                 llm::type_name(opt.cache_type_k).c_str(), llm::type_name(opt.cache_type_v).c_str(),
-                 static_cast<unsigned long long>(per_token), double(per_token) / 1024.0,
-                 mib(kv_bytes), static_cast<long long>(opt.n_ctx));
+    if (!o.quiet)
+        std::fprintf(stderr,
+                     "model: %s, %u layers, %u experts (%u used), mla %d, KV cache %s/%s: %llu B "
+                     "(%.1f KiB) per token, %.2f MiB for %lld tokens\n",
+                     o.model.c_str(), hp.n_layer, hp.n_expert, hp.n_expert_used, opt.mla,
+                     llm::type_name(opt.cache_type_k).c_str(),
+                     llm::type_name(opt.cache_type_v).c_str(),
+                     static_cast<unsigned long long>(per_token), double(per_token) / 1024.0,
+                     mib(kv_bytes), static_cast<long long>(opt.n_ctx));
     const uint64_t avail = on_host ? llm::available_memory() : 0;  // device: checked later
     if (avail > 0 && kv_bytes > avail)
         throw Error(fmt::format(
@@ -239,7 +242,12 @@ LoadedModel load_model(const ModelOptions& o) {
     return out;
 }
 
-std::unique_ptr<llm::Deepseek2Session> LoadedModel::make_session() const {
+void LoadedModel::warn(const std::string& message) {
+    warnings.push_back(message);
+    if (!quiet) std::fprintf(stderr, "warning: %s\n", message.c_str());
+}
+
+std::unique_ptr<llm::Deepseek2Session> LoadedModel::make_session() {
     if (!several) return std::make_unique<llm::Deepseek2Session>(*model, *plugin);
     auto session = std::make_unique<llm::Deepseek2Session>(*model, *several);
     const WeightPlan& plan = session->weight_plan();
@@ -251,8 +259,8 @@ std::unique_ptr<llm::Deepseek2Session> LoadedModel::make_session() const {
         line += fmt::format("{}{} {:.2f} MiB ({} tensors)", line.empty() ? "" : ", ", infos[b].name,
                             mib(plan.bytes_per_backend[b]), count);
     }
-    std::fprintf(stderr, "weights: %s\n", line.c_str());
-    for (const std::string& w : plan.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    if (!quiet) std::fprintf(stderr, "weights: %s\n", line.c_str());
+    for (const std::string& w : plan.warnings) warn(w);
     return session;
 }
 
@@ -264,10 +272,12 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
     const MemoryPlan plan = plan_memory(worst.graph);
     const std::string amb =
         opt.attn_max_bytes > 0 ? fmt::format(", -amb {}", opt.attn_max_bytes >> 20) : "";
-    std::fprintf(stderr, "compute buffer: %.2f MiB (ubatch %lld at context %lld%s)%s%s\n",
-                 mib(plan.peak_bytes), static_cast<long long>(t), static_cast<long long>(opt.n_ctx),
-                 amb.c_str(), session.uses_fused_moe() ? ", fused MoE" : "",
-                 session.uses_flash_attention() ? ", flash attention" : "");
+    if (!loaded.quiet)
+        std::fprintf(stderr, "compute buffer: %.2f MiB (ubatch %lld at context %lld%s)%s%s\n",
+                     mib(plan.peak_bytes), static_cast<long long>(t),
+                     static_cast<long long>(opt.n_ctx), amb.c_str(),
+                     session.uses_fused_moe() ? ", fused MoE" : "",
+                     session.uses_flash_attention() ? ", flash attention" : "");
     const uint64_t kv = session.cache().bytes();
     // -amb bounds the K.Q scores (no flash attention) and mla 3's decompressed prompts.
     const bool amb_helps = !session.uses_flash_attention() || opt.mla == 3;
@@ -280,11 +290,12 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
         const uint64_t weights = session.device_weight_bytes();
         const uint64_t reserve =
             llm::Deepseek2Session::device_reserve(session.largest_weight_elements());
-        std::fprintf(stderr,
-                     "on %s: weights %.2f MiB, KV cache %.2f MiB, compute buffer %.2f MiB, "
-                     "reserve %.2f MiB; %.0f MiB free\n",
-                     props.name, mib(weights), mib(kv), mib(plan.peak_bytes), mib(reserve),
-                     mib(props.memory_free));
+        if (!loaded.quiet)
+            std::fprintf(stderr,
+                         "on %s: weights %.2f MiB, KV cache %.2f MiB, compute buffer %.2f MiB, "
+                         "reserve %.2f MiB; %.0f MiB free\n",
+                         props.name, mib(weights), mib(kv), mib(plan.peak_bytes), mib(reserve),
+                         mib(props.memory_free));
         if (props.memory_free > 0 && weights + reserve > props.memory_free)
             throw Error(fmt::format(
                 "the weights ({:.0f} MiB) and the backend's reserve ({:.0f} MiB) do not fit in "

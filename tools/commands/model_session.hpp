@@ -38,6 +38,10 @@ struct ModelOptions {
     bool fit = false;                          // --fit
     int64_t fit_margin_mib = -1;               // --fit-margin MiB (-1: the config's or 1024)
     std::string offload_policy;                // --offload-policy op=0|1,...
+    // Loading and checking print only what goes wrong (bench, sweep): the model's shape, KV
+    // and compute sizes and the weight totals are not printed; warnings are still kept in
+    // LoadedModel::warnings.
+    bool quiet = false;
 
     // Registers -m, --backend, -ngl, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -amb, -ser,
     // --no-group-routing, --no-mmap and the plugin options; `ctx_help` describes -c's default for
@@ -56,9 +60,13 @@ struct LoadedModel {
     Plugin* plugin = nullptr;  // the default backend: KV cache, fused/flash choice
     std::unique_ptr<llm::Deepseek2Model> model;
     std::optional<llm::SessionBackends> several;
+    bool quiet = false;
+    // Every warning loading and placing raised (printed on stderr as they come unless quiet).
+    std::vector<std::string> warnings;
 
     // A session on the one backend, or over several (prints where the weights went).
-    std::unique_ptr<llm::Deepseek2Session> make_session() const;
+    std::unique_ptr<llm::Deepseek2Session> make_session();
+    void warn(const std::string& message);
 };
 
 // Loads the backend (with no plugin list in the configuration, only that one) and the model;

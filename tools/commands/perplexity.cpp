@@ -27,7 +27,7 @@ int run_perplexity(PerplexityOptions o) {
     // ubatches of -ub.
     o.model.ubatch = std::min({o.model.ubatch, o.batch, o.model.ctx});
 
-    const LoadedModel loaded = load_model(o.model);
+    LoadedModel loaded = load_model(o.model);
     const llm::Deepseek2Model& model = *loaded.model;
     const std::unique_ptr<llm::Deepseek2Session> owned = loaded.make_session();
     llm::Deepseek2Session& session = *owned;

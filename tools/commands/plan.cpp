@@ -353,7 +353,7 @@ struct PlanOptions {
 };
 
 int run_plan(const PlanOptions& o) {
-    const LoadedModel loaded = load_model(o.model);
+    LoadedModel loaded = load_model(o.model);
     const std::unique_ptr<llm::Deepseek2Session> session = loaded.make_session();
     const std::vector<PlannedGraph> graphs =
         plan_graphs(*session, loaded.model->options().n_ubatch, o.depth);
@@ -368,6 +368,52 @@ int run_plan(const PlanOptions& o) {
 
 std::string explain_plan(llm::Deepseek2Session& session, int64_t ubatch, int64_t depth) {
     return plan_text(session, plan_graphs(session, ubatch, depth));
+}
+
+std::vector<std::string> placement_warnings(llm::Deepseek2Session& session, int64_t ubatch) {
+    std::vector<std::string> out;
+    if (!session.multi_backend()) return out;
+    const auto backends = session.backend_infos();
+    const auto primary = int32_t(session.primary());
+    for (const PlannedGraph& p : plan_graphs(session, ubatch, 0)) {
+        // op -> nodes, for the two kinds of slow placement
+        std::map<std::string, int> unsupported, held_back;
+        std::map<std::string, std::pair<int32_t, int32_t>> where;  // op -> (ran on, cheaper)
+        for (size_t i = 0; i < p.plan.nodes.size(); ++i) {
+            const NodePlacement& n = p.plan.nodes[i];
+            const std::string op = p.ug.graph.nodes()[i].key();
+            const CandidateCost* chosen = nullptr;
+            const CandidateCost* cheapest = nullptr;
+            bool primary_can = false;
+            for (const CandidateCost& c : n.candidates) {
+                if (c.backend == n.backend) chosen = &c;
+                if (c.backend == primary) primary_can = true;
+                if (!cheapest || c.total_ns() < cheapest->total_ns()) cheapest = &c;
+            }
+            if (n.backend != primary && !primary_can) {
+                ++unsupported[op];
+                where[op] = {n.backend, primary};
+            } else if (chosen && cheapest && cheapest != chosen && !cheapest->excluded.empty() &&
+                       cheapest->total_ns() < 0.5 * chosen->total_ns()) {
+                ++held_back[op];
+                where[op] = {n.backend, cheapest->backend};
+            }
+        }
+        const std::string phase =
+            fmt::format("{} ({} token{})", phase_name(p.phase), p.tokens, p.tokens == 1 ? "" : "s");
+        for (const auto& [op, count] : unsupported)
+            out.push_back(fmt::format("{}: {} {} node{} run on {}: {} does not support them", phase,
+                                      count, op, count == 1 ? "" : "s",
+                                      backends[size_t(where[op].first)].name,
+                                      backends[size_t(primary)].name));
+        for (const auto& [op, count] : held_back)
+            out.push_back(fmt::format(
+                "{}: {} {} node{} run on {} although {} was estimated at least 2x faster (the "
+                "offload policy excludes it; see switchyard plan)",
+                phase, count, op, count == 1 ? "" : "s", backends[size_t(where[op].first)].name,
+                backends[size_t(where[op].second)].name));
+    }
+    return out;
 }
 
 Command add_plan_command(CLI::App& app) {

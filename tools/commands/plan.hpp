@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "switchyard/llm/deepseek2.hpp"
 
@@ -12,5 +13,10 @@ namespace sy::tools {
 // step after it: backends and policy, weight homes per layer, every node's backend with the
 // reason and the candidates' costs, splits, copies and memory per backend.
 std::string explain_plan(llm::Deepseek2Session& session, int64_t ubatch, int64_t depth);
+
+// Ops of a prompt ubatch and a decode step that run somewhere slow, one line per op and phase:
+// nodes the default backend does not support, and nodes left on a backend while another was
+// estimated at least twice as fast but excluded by the offload policy. Empty with one backend.
+std::vector<std::string> placement_warnings(llm::Deepseek2Session& session, int64_t ubatch);
 
 }  // namespace sy::tools

@@ -120,7 +120,7 @@ int run_run(const RunOptions& o) {
     if (o.n_predict < 0) throw Error("-n " + std::to_string(o.n_predict) + ": must be >= 0");
 
     const auto t_load = Clock::now();
-    const LoadedModel loaded = load_model(o.model);
+    LoadedModel loaded = load_model(o.model);
     const llm::Deepseek2Model& model = *loaded.model;
     const llm::Tokenizer tok = llm::Tokenizer::from_gguf(model.file());
     const llm::Deepseek2HParams& hp = model.hparams();

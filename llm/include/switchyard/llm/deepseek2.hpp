@@ -317,6 +317,9 @@ class Deepseek2Session {
     int64_t n_past() const { return n_past_; }
     int64_t n_ctx() const { return cache_.n_ctx(); }
     void reset() { n_past_ = 0; }
+    // Keeps the first `n_past` cached tokens and drops the rest (the next eval overwrites their
+    // rows). Throws sy::Error for more than n_past() or a negative count.
+    void rewind(int64_t n_past);
     void clear_stats() { stats_ = EvalStats{}; }
     const Deepseek2Cache& cache() const { return cache_; }
     bool uses_fused_moe() const { return fused_moe_; }

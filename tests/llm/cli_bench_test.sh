@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# switchyard bench and sweep on a tiny synthetic model: every output format parses and holds
+# llama-bench's / sweep-bench's fields with numbers that agree with each other; the parameter
+# lists run every combination; warnings raised while loading reach the results; sweep charts are
+# real SVG/PNG files; bad input is a clear error with a non-zero exit.
+# Arguments: the switchyard binary, the plugin without named ops (optional).
+set -u
+sy=$1
+plain=${2:-}
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$sy" make-model --preset tiny --type q8_0 -o "$tmp/tiny.gguf" >/dev/null 2>&1 || fail "make-model"
+m=$tmp/tiny.gguf
+
+# JSON: one object per test with llama-bench's fields; t/s agree with the samples.
+"$sy" bench -m "$m" -p 32 -n 8 -r 3 -o json >"$tmp/b.json" 2>"$tmp/e" || fail "bench -o json: $(cat "$tmp/e")"
+python3 - "$tmp/b.json" <<'PY' || fail "bench json: $(cat "$tmp/b.json")"
+import json, statistics, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["test"] for r in rows] == ["pp32", "tg8"], rows
+for r in rows:
+    for k in ("build_commit", "build_number", "cpu_info", "model_filename", "model_type",
+              "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "type_k",
+              "type_v", "n_gpu_layers", "flash_attn", "mla_attn", "fused_moe", "n_prompt",
+              "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts",
+              "samples_ns", "samples_ts", "backends", "placement", "warnings"):
+        assert k in r, k
+    assert len(r["samples_ns"]) == 3 and len(r["samples_ts"]) == 3
+    n = r["n_prompt"] + r["n_gen"]
+    for ns, ts in zip(r["samples_ns"], r["samples_ts"]):
+        assert abs(ts - n * 1e9 / ns) < 1e-3 * ts, (ns, ts)
+    assert abs(r["avg_ts"] - statistics.mean(r["samples_ts"])) < 1e-6 * r["avg_ts"]
+    assert abs(r["stddev_ts"] - statistics.stdev(r["samples_ts"])) < 1e-6 * r["avg_ts"] + 1e-9
+    assert abs(r["avg_ns"] - statistics.mean(r["samples_ns"])) <= 1
+    assert r["model_size"] > 0 and r["model_n_params"] > 0 and r["avg_ts"] > 0
+    assert r["fused_moe"] is True and r["flash_attn"] is True and r["mla_attn"] == 3
+    assert r["test_time"].endswith("Z") and "T" in r["test_time"]
+assert rows[0]["n_prompt"] == 32 and rows[1]["n_gen"] == 8
+PY
+
+# Lists: every combination, in order; -d, -pg and -gp labelled as llama-bench / ik do.
+"$sy" bench -m "$m" -p 16 -n 4 -r 1 -mla 2,3 -fmoe 0,1 -o jsonl >"$tmp/b.jsonl" 2>"$tmp/e" ||
+  fail "bench lists: $(cat "$tmp/e")"
+python3 - "$tmp/b.jsonl" <<'PY' || fail "bench jsonl: $(cat "$tmp/b.jsonl")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+got = [(r["mla_attn"], r["fused_moe"], r["test"]) for r in rows]
+want = [(m, f, t) for m in (2, 3) for f in (False, True) for t in ("pp16", "tg4")]
+assert got == want, got
+PY
+"$sy" bench -m "$m" -p 16 -n 0 -d 0,24 -pg 8,4 -gp 8,4 -r 1 -o jsonl >"$tmp/d.jsonl" 2>"$tmp/e" ||
+  fail "bench -d -pg -gp: $(cat "$tmp/e")"
+python3 - "$tmp/d.jsonl" <<'PY' || fail "bench depth labels: $(cat "$tmp/d.jsonl")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["test"] for r in rows] == ["pp16", "pp8+tg4", "tg4@pp8", "pp16 @ d24",
+                                     "pp8+tg4 @ d24", "tg4@pp8 @ d24"], [r["test"] for r in rows]
+assert [r["n_depth"] for r in rows] == [0, 0, 0, 24, 24, 24]
+gp = rows[2]
+assert abs(gp["avg_ts"] - 4e9 / gp["avg_ns"]) < 0.05 * gp["avg_ts"]  # only the generated tokens
+PY
+
+# Markdown: llama-bench's columns, non-default parameters shown, the build line.
+"$sy" bench -m "$m" -p 16 -n 4 -r 2 -mla 2 -ub 8 >"$tmp/b.md" 2>"$tmp/e" || fail "bench md: $(cat "$tmp/e")"
+head -1 "$tmp/b.md" | grep -Eq '^\| model +\| +size \| +params \| backend \| threads \| n_ubatch \| mla \| +test \| +t/s \|$' ||
+  fail "md header: $(head -1 "$tmp/b.md")"
+grep -Eq '^\| deepseek2 .* \| +pp16 \| +[0-9.]+ ± [0-9.]+ \|$' "$tmp/b.md" || fail "md pp row: $(cat "$tmp/b.md")"
+grep -Eq '^\| deepseek2 .* \| +tg4 \| +[0-9.]+ ± [0-9.]+ \|$' "$tmp/b.md" || fail "md tg row: $(cat "$tmp/b.md")"
+grep -Eq '^build: [0-9a-f]+ \([0-9]+\)$' "$tmp/b.md" || fail "md build line: $(cat "$tmp/b.md")"
+grep -q "bench: 100%" "$tmp/e" || fail "no progress on stderr: $(cat "$tmp/e")"
+grep -q "bench" "$tmp/b.md" && fail "progress went to stdout"
+
+# CSV (a header and quoted values) and SQL (loads into SQLite) carry the same fields.
+"$sy" bench -m "$m" -p 16 -n 4 -r 1 -o csv >"$tmp/b.csv" 2>"$tmp/e" || fail "bench csv: $(cat "$tmp/e")"
+"$sy" bench -m "$m" -p 16 -n 4 -r 1 -o sql >"$tmp/b.sql" 2>"$tmp/e" || fail "bench sql: $(cat "$tmp/e")"
+python3 - "$tmp/b.csv" "$tmp/b.sql" <<'PY' || fail "csv/sql: $(cat "$tmp/b.csv" "$tmp/b.sql")"
+import csv, sqlite3, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["test"] for r in rows] == ["pp16", "tg4"], rows
+assert float(rows[0]["avg_ts"]) > 0 and rows[0]["model_filename"].endswith("tiny.gguf")
+db = sqlite3.connect(":memory:")
+db.executescript(open(sys.argv[2]).read())
+got = db.execute("SELECT test, n_prompt, n_gen, avg_ts > 0 FROM llama_bench").fetchall()
+assert got == [("pp16", 16, 0, 1), ("tg4", 0, 4, 1)], got
+cols = [d[1] for d in db.execute("PRAGMA table_info(llama_bench)")]
+assert cols == list(rows[0].keys()), (cols, list(rows[0].keys()))
+PY
+
+# A backend without the fused MoE op: the fallback is a warning shown with the results.
+if [ -n "$plain" ]; then
+  "$sy" bench -m "$m" -p 16 -n 4 -r 1 --plugin "$plain" --backend cpu-plain >"$tmp/w.md" 2>"$tmp/e" ||
+    fail "bench on cpu-plain: $(cat "$tmp/e")"
+  grep -q "^- fused MoE: backend 'cpu-plain' does not provide moe.fused_up_gate.* (rows 1-2)$" "$tmp/w.md" ||
+    fail "fallback warning not with the results: $(cat "$tmp/w.md")"
+  grep -Eq '\| fmoe \|' "$tmp/w.md" || fail "fmoe column not shown for the fallback: $(cat "$tmp/w.md")"
+  "$sy" bench -m "$m" -p 16 -n 0 -r 1 --plugin "$plain" --backend cpu-plain -o json >"$tmp/w.json" 2>"$tmp/e" ||
+    fail "bench json on cpu-plain"
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['fused_moe'] is False and any('fused MoE' in w for w in r['warnings']), r" "$tmp/w.json" ||
+    fail "json warnings: $(cat "$tmp/w.json")"
+fi
+
+# Sweep: a row per ubatch with sweep-bench's fields; the table form; charts.
+"$sy" sweep -m "$m" -c 256 -ub 64 -n 8 -o jsonl >"$tmp/s.jsonl" 2>"$tmp/e" || fail "sweep jsonl: $(cat "$tmp/e")"
+python3 - "$tmp/s.jsonl" <<'PY' || fail "sweep jsonl: $(cat "$tmp/s.jsonl")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["n_kv"] for r in rows] == [0, 64, 128, 192], rows
+for r in rows:
+    for k in ("n_kv_max", "n_batch", "n_ubatch", "flash_attn", "n_gpu_layers", "n_threads",
+              "n_threads_batch", "pp", "tg", "n_kv", "t_pp", "speed_pp", "t_tg", "speed_tg",
+              "rss_hwm_mib"):
+        assert k in r, k
+    assert r["pp"] == 64 and r["tg"] == 8 and r["n_kv_max"] == 256
+    assert abs(r["speed_pp"] - 64 / r["t_pp"]) < 1e-6 * r["speed_pp"]
+    assert abs(r["speed_tg"] - 8 / r["t_tg"]) < 1e-6 * r["speed_tg"]
+    assert r["rss_hwm_mib"] > 0
+PY
+"$sy" sweep -m "$m" -c 128 -ub 32 --mla 2,3 --plot "$tmp/s.svg" >"$tmp/s.md" 2>"$tmp/e" || fail "sweep md: $(cat "$tmp/e")"
+[ "$(grep -c '^main: n_kv_max = 128, n_batch = 32, n_ubatch = 32, flash_attn = 1' "$tmp/s.md")" -eq 2 ] ||
+  fail "sweep header: $(cat "$tmp/s.md")"
+grep -q '^|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |' "$tmp/s.md" || fail "sweep table header"
+[ "$(grep -Ec '^\|    32 \|      8 \| +(0|32|64|96) \|' "$tmp/s.md")" -eq 8 ] || fail "sweep rows: $(cat "$tmp/s.md")"
+head -c 200 "$tmp/s.svg" | grep -q "<svg" || fail "--plot .svg is not SVG"
+[ "$(grep -c '<path' "$tmp/s.svg")" -gt 10 ] || fail "the SVG chart has no lines"
+"$sy" sweep --from "$tmp/s.jsonl" --from "$tmp/s.jsonl" --plot "$tmp/s.png" >/dev/null 2>"$tmp/e" ||
+  fail "sweep --from: $(cat "$tmp/e")"
+python3 -c "import sys; b=open(sys.argv[1],'rb').read(); assert b[:8]==b'\x89PNG\r\n\x1a\n' and len(b)>5000" "$tmp/s.png" ||
+  fail "--plot .png is not a PNG chart"
+
+# Errors: clear message, non-zero exit, no partial chart.
+"$sy" bench -m "$m" -o xml >"$tmp/o" 2>"$tmp/e" && fail "-o xml accepted"
+grep -q "xml" "$tmp/e" || fail "-o xml not named: $(cat "$tmp/e")"
+"$sy" bench -m "$m" -mla 2,5 >"$tmp/o" 2>"$tmp/e" && fail "-mla 5 accepted"
+grep -q -- "-mla 5" "$tmp/e" || fail "-mla 5 not named: $(cat "$tmp/e")"
+"$sy" bench -m "$m" -p 1x >"$tmp/o" 2>"$tmp/e" && fail "-p 1x accepted"
+grep -q -- "-p '1x'" "$tmp/e" || fail "-p 1x not named: $(cat "$tmp/e")"
+"$sy" bench -m "$m" -pg 8 >"$tmp/o" 2>"$tmp/e" && fail "-pg 8 accepted"
+grep -q "P,N" "$tmp/e" || fail "-pg 8 not explained: $(cat "$tmp/e")"
+"$sy" bench -m "$m" -p 0 -n 0 >"$tmp/o" 2>"$tmp/e" && fail "nothing to run accepted"
+"$sy" bench -m "$tmp/missing.gguf" -p 8 -n 0 -r 1 >"$tmp/o" 2>"$tmp/e" && fail "missing model accepted"
+grep -q "missing.gguf" "$tmp/e" || fail "missing model not named: $(cat "$tmp/e")"
+"$sy" bench -m "$m,$tmp/missing.gguf" -p 8 -n 0 -r 1 -o jsonl >"$tmp/o" 2>"$tmp/e" && fail "second model missing accepted"
+[ "$(wc -l <"$tmp/o")" -eq 1 ] || fail "the first model's result was not printed before the error"
+"$sy" sweep -m "$m" -c 16 -ub 64 >"$tmp/o" 2>"$tmp/e" && fail "sweep without room accepted"
+grep -q -- "-c 16" "$tmp/e" || fail "sweep room error: $(cat "$tmp/e")"
+"$sy" sweep -m "$m" -c 64 -ub 32 --plot "$tmp/x.gif" >"$tmp/o" 2>"$tmp/e" && fail "--plot .gif accepted"
+grep -q "svg or .png" "$tmp/e" || fail "--plot .gif: $(cat "$tmp/e")"
+echo '{"n_kv": 0}' >"$tmp/bad.jsonl"
+"$sy" sweep --from "$tmp/bad.jsonl" --plot "$tmp/bad.svg" >"$tmp/o" 2>"$tmp/e" && fail "bad --from accepted"
+grep -q "bad.jsonl:1" "$tmp/e" || fail "bad --from not named: $(cat "$tmp/e")"
+[ -e "$tmp/bad.svg" ] && fail "a chart was written for bad input"
+"$sy" sweep --plot "$tmp/x.svg" >"$tmp/o" 2>"$tmp/e" && fail "sweep with nothing accepted"
+"$sy" sweep -m "$m" -c 64 -ub 32 --plot "$tmp/no/such/dir/x.svg" >"$tmp/o" 2>"$tmp/e" && fail "unwritable --plot accepted"
+grep -q "cannot write" "$tmp/e" || fail "unwritable --plot: $(cat "$tmp/e")"
+echo "cli_bench: ok"

@@ -1,0 +1,87 @@
+// `switchyard bench`: llama-bench's tests (ppN, tgN, ppP+tgN, ik_llama.cpp's tgN@ppP, each at
+// -d depths) for every combination of the comma-separated parameter lists, -r timed
+// repetitions after a warm-up, reported in llama-bench's formats. Results go to stdout,
+// progress to stderr; what loading warned about is kept with the results.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "commands/bench_session.hpp"
+#include "commands/progress.hpp"
+#include "switchyard/core/error.hpp"
+#include "switchyard/llm/tokenizer.hpp"
+
+namespace sy::tools {
+namespace {
+
+struct BenchOptions {
+    BenchGrid grid;
+    std::string format = "md";
+    bool no_warmup = false;
+};
+
+int run_bench(const BenchOptions& o) {
+    const BenchFormat format = parse_bench_format(o.format);
+    const std::vector<BenchInstance> instances = o.grid.instances();
+    if (instances.front().tests.empty())
+        throw Error("bench: nothing to run (-p 0 and -n 0, and no -pg or -gp)");
+
+    BenchPrinter printer(format, stdout);
+    ProgressLine progress("bench");
+    const uint64_t total =
+        instances.size() * instances.front().tests.size() * uint64_t(o.grid.repetitions);
+    uint64_t done = 0;
+    try {
+        for (size_t i = 0; i < instances.size(); ++i) {
+            const BenchInstance& in = instances[i];
+            int64_t n_ctx = 1;
+            for (const llm::BenchTest& t : in.tests) n_ctx = std::max(n_ctx, t.context_needed());
+            const std::string where = fmt::format("{}/{}", i + 1, instances.size());
+            progress.update(done, total, where + " loading");
+            BenchSession bs = open_bench_session(in, n_ctx);
+            const BenchRecord base = bs.describe(in);
+            const llm::Tokenizer tok = llm::Tokenizer::from_gguf(bs.loaded.model->file());
+            for (const llm::BenchTest& test : in.tests) {
+                BenchRecord r = base;
+                r.test = test;
+                r.test_time = utc_now();
+                llm::BenchTokens tokens(bs.loaded.model->hparams().n_vocab,
+                                        tok.add_bos() ? tok.bos() : -1);
+                progress.update(done, total, where + " " + test.label());
+                r.samples = llm::run_bench_test(
+                    *bs.session, tokens, test, o.grid.repetitions, in.n_batch, !o.no_warmup,
+                    [&](int rep) {
+                        progress.update(++done, total,
+                                        fmt::format("{} {} rep {}/{}", where, test.label(), rep + 1,
+                                                    o.grid.repetitions));
+                    });
+                progress.clear();
+                printer.add(r);
+            }
+        }
+    } catch (...) {
+        // What was measured before the failure is still printed.
+        progress.clear();
+        printer.finish();
+        throw;
+    }
+    progress.finish();
+    printer.finish();
+    return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+    auto o = std::make_shared<BenchOptions>();
+    CLI::App* cmd = app.add_subcommand("bench",
+                                       "Prompt and generation speed as llama-bench measures it, "
+                                       "for every combination of the given lists");
+    o->grid.add_to(*cmd, true);
+    cmd->add_option("-o,--output", o->format, "md, csv, json, jsonl or sql (default md)");
+    cmd->add_flag("--no-warmup", o->no_warmup, "Time from a cold start (no warm-up eval first)");
+    return [o] { return run_bench(*o); };
+}
+
+}  // namespace sy::tools

@@ -1,0 +1,178 @@
+#include "commands/bench_grid.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "switchyard/core/error.hpp"
+
+namespace sy::tools {
+namespace {
+
+// "1,2" "3" -> {"1", "2", "3"}; `given` empty: {fallback}.
+std::vector<std::string> split_list(const std::vector<std::string>& given, char sep,
+                                    const std::string& fallback) {
+    std::vector<std::string> out;
+    for (const std::string& g : given) {
+        size_t start = 0;
+        while (true) {
+            const size_t end = g.find(sep, start);
+            out.push_back(g.substr(start, end == std::string::npos ? end : end - start));
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+    }
+    if (out.empty()) out.push_back(fallback);
+    return out;
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size())
+        throw Error(fmt::format("{} '{}': not an integer", flag, text));
+    if (v < lo || v > hi) throw Error(fmt::format("{} {}: must be in [{}, {}]", flag, v, lo, hi));
+    return v;
+}
+
+std::vector<int64_t> int_list(const std::string& flag, const std::vector<std::string>& given,
+                              const std::string& fallback, int64_t lo, int64_t hi) {
+    std::vector<int64_t> out;
+    for (const std::string& s : split_list(given, ',', fallback))
+        out.push_back(parse_int(flag, s, lo, hi));
+    return out;
+}
+
+// -pg / -gp "P,N" pairs (one per occurrence).
+std::vector<std::pair<int64_t, int64_t>> pairs(const std::string& flag,
+                                               const std::vector<std::string>& given) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const std::string& g : given) {
+        const size_t comma = g.find(',');
+        if (comma == std::string::npos)
+            throw Error(
+                fmt::format("{} '{}': expected P,N (prompt and generated tokens)", flag, g));
+        out.emplace_back(parse_int(flag, g.substr(0, comma), 1, 1 << 24),
+                         parse_int(flag, g.substr(comma + 1), 1, 1 << 24));
+    }
+    return out;
+}
+
+}  // namespace
+
+void BenchGrid::add_to(CLI::App& app, bool with_tests) {
+    app.add_option("-m,--model", models, "GGUF model file(s), comma-separated")
+        ->required(with_tests);
+    app.add_option("-t,--threads", threads, "Thread counts (default: the plugin's)");
+    app.add_option("--ubatch-size", ubatches, "Tokens per graph (default 512)");
+    app.add_option("--mla", mla, "Attention modes 0-3 (default 3)");
+    app.add_option("--fused-moe", fused_moe,
+                   "0/1 (default: the fused MoE op when the backend has it)");
+    app.add_option("--attention-max-batch", amb, "MiB per attention step (default 256)");
+    app.add_option("--cache-type-k", cache_k, "K cache types (default f16)");
+    app.add_option("--cache-type-v", cache_v, "V cache types (default f16)");
+    app.add_option("--flash-attn", flash_attn, "on, off, auto (default auto)");
+    app.add_option("--n-gpu-layers", ngl, "0, or at least n_layer + 1 (default: not given)");
+    app.add_option("--n-cpu-moe", n_cpu_moe, "Routed experts of the first N layers on the cpu");
+    app.add_option("--config", configs, "TOML configuration files (\"\" none)");
+    app.add_option("--override-tensor", overrides,
+                   "REGEX=BACKEND[;REGEX=BACKEND...]: one placement per occurrence or comma "
+                   "(repeatable)");
+    app.add_option("--plugin", base.plugins.plugins, "Load this plugin too (repeatable)");
+    app.add_option("--backend", base.backend, "Backend plugin that runs the model (default cpu)");
+    app.add_flag("--cpu-moe", base.cpu_moe, "All routed experts' weights on the cpu backend");
+    app.add_flag("--fit", base.fit, "Fill the devices with the weights no rule places");
+    app.add_option("--offload-policy", base.offload_policy,
+                   "op=0|1,...: whether nodes reading host-resident weights may run on a device");
+    app.add_option("--smart-expert-reduction", base.ser, "K,t: smart expert reduction");
+    app.add_flag("--no-mmap", base.no_mmap, "Read the weights into memory");
+    if (!with_tests) return;
+    app.add_option("-p,--n-prompt", prompts, "Prompt tokens of the ppN tests (0: none)");
+    app.add_option("-n,--n-gen", gens, "Generated tokens of the tgN tests (0: none)");
+    app.add_option("-d,--n-depth", depths, "Tokens in the cache before each test (default 0)");
+    app.add_option("--pg", pg, "P,N: a prompt of P then N generated tokens, timed together");
+    app.add_option("--gp", gp, "P,N: N generated tokens after a P-token prompt (untimed)");
+    app.add_option("-b,--batch-size", batches, "Prompt tokens per eval call (default 2048)");
+    app.add_option("-r,--repetitions", repetitions, "Timed repetitions of every test")
+        ->check(CLI::Range(1, 1000));
+}
+
+std::vector<llm::BenchTest> BenchGrid::tests() const {
+    const auto ps = int_list("-p", prompts, "512", 0, 1 << 24);
+    const auto ns = int_list("-n", gens, "128", 0, 1 << 24);
+    const auto ds = int_list("-d", depths, "0", 0, 1 << 24);
+    const auto pgs = pairs("-pg", pg);
+    const auto gps = pairs("-gp", gp);
+    std::vector<llm::BenchTest> out;
+    for (int64_t d : ds) {
+        for (int64_t p : ps)
+            if (p > 0) out.push_back({p, 0, d, false});
+        for (int64_t n : ns)
+            if (n > 0) out.push_back({0, n, d, false});
+        for (const auto& [p, n] : pgs) out.push_back({p, n, d, false});
+        for (const auto& [p, n] : gps) out.push_back({p, n, d, true});
+    }
+    return out;
+}
+
+std::vector<BenchInstance> BenchGrid::instances() const {
+    const auto ts = int_list("-t", threads, "0", 0, 4096);
+    const auto bs = int_list("-b", batches, "2048", 1, 1 << 20);
+    const auto ubs = int_list("-ub", ubatches, "512", 1, 1 << 16);
+    const auto mlas = int_list("-mla", mla, "3", 0, 3);
+    const auto fmoes = int_list("-fmoe", fused_moe, "-1", -1, 1);
+    const auto ambs = int_list("-amb", amb, "256", 0, int64_t{1} << 30);
+    const auto ngls = int_list("-ngl", ngl, "-1", -1, 1 << 20);
+    const auto ncmoes = int_list("-ncmoe", n_cpu_moe, "0", 0, 1 << 20);
+    const auto cks = split_list(cache_k, ',', "f16");
+    const auto cvs = split_list(cache_v, ',', "f16");
+    const auto fas = split_list(flash_attn, ',', "auto");
+    for (const std::string& fa : fas)
+        if (fa != "on" && fa != "off" && fa != "auto" && fa != "1" && fa != "0")
+            throw Error("-fa '" + fa + "': expected on, off or auto");
+    const auto cfgs = split_list(configs, ',', "");
+    const auto ots = split_list(overrides, ',', "");
+    const auto files = split_list(models, ',', "");
+
+    BenchInstance first;
+    first.model = base;
+    first.model.quiet = true;
+    first.tests = tests();
+    std::vector<BenchInstance> grid{first};
+    // Every value of a list for every instance so far: the first list expanded is the outermost.
+    const auto expand = [&grid](const auto& values, const auto& set) {
+        std::vector<BenchInstance> next;
+        for (const BenchInstance& in : grid)
+            for (const auto& v : values) {
+                BenchInstance c = in;
+                set(c, v);
+                next.push_back(std::move(c));
+            }
+        grid = std::move(next);
+    };
+    using S = const std::string&;
+    using I = int64_t;
+    expand(files, [](BenchInstance& c, S v) { c.model.model = v; });
+    expand(cfgs, [](BenchInstance& c, S v) { c.model.plugins.config_file = v; });
+    expand(ots, [](BenchInstance& c, S v) {
+        c.override_text = v;
+        if (!v.empty()) c.model.override_tensor = split_list({v}, ';', "");
+    });
+    expand(ngls, [](BenchInstance& c, I v) { c.model.ngl = int(v); });
+    expand(ncmoes, [](BenchInstance& c, I v) { c.model.n_cpu_moe = int(v); });
+    expand(ts, [](BenchInstance& c, I v) { c.model.plugins.threads = int(v); });
+    expand(bs, [](BenchInstance& c, I v) { c.n_batch = v; });
+    expand(ubs, [](BenchInstance& c, I v) {
+        c.model.ubatch = std::min(v, c.n_batch);  // as llama.cpp: a ubatch is part of a batch
+    });
+    expand(cks, [](BenchInstance& c, S v) { c.model.cache_type_k = v; });
+    expand(cvs, [](BenchInstance& c, S v) { c.model.cache_type_v = v; });
+    expand(fas, [](BenchInstance& c, S v) { c.model.flash_attn = v; });
+    expand(mlas, [](BenchInstance& c, I v) { c.model.mla = int(v); });
+    expand(ambs, [](BenchInstance& c, I v) { c.model.attn_max_mib = v; });
+    expand(fmoes, [](BenchInstance& c, I v) { c.model.fused_moe = int(v); });
+    return grid;
+}
+
+}  // namespace sy::tools

@@ -1,0 +1,39 @@
+// The parameter grid of `switchyard bench` and `switchyard sweep`: comma-separated lists for
+// the model and backend options (as llama-bench takes them), every combination an instance.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "commands/model_session.hpp"
+#include "switchyard/llm/benchmark.hpp"
+
+namespace sy::tools {
+
+// One combination: the options a session is made with, and what it runs.
+struct BenchInstance {
+    ModelOptions model;
+    int64_t n_batch = 2048;
+    std::string override_text;  // the -ot alternative as given ("" none)
+    std::vector<llm::BenchTest> tests;
+};
+
+struct BenchGrid {
+    // Lists as given (each occurrence may hold a comma-separated list).
+    std::vector<std::string> models, threads, batches, ubatches, mla, fused_moe, amb, cache_k,
+        cache_v, flash_attn, ngl, n_cpu_moe, configs, overrides;
+    std::vector<std::string> prompts{"512"}, gens{"128"}, depths{"0"}, pg, gp;
+    int repetitions = 5;
+    // Options with one value for every instance.
+    ModelOptions base;
+
+    // `tests`: bench's -p -n -d -pg -gp -b -r; sweep has none of them.
+    void add_to(CLI::App& app, bool tests);
+    // Every combination, models outermost; throws sy::Error naming the flag and the value that
+    // does not parse or is out of range.
+    std::vector<BenchInstance> instances() const;
+    // The tests every instance runs, in llama-bench's order: pp, tg, pg, gp, each at every depth.
+    std::vector<llm::BenchTest> tests() const;
+};
+
+}  // namespace sy::tools
