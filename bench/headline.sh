@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The README's headline table, reproducible: builds switchyard (Release) if needed, writes the
+# synthetic mini model in Q8_0 and Q4_0, and runs `switchyard bench` for pp512, tg128 and
+# tg128 @ d2048 in every attention mode (--mla 0-3) with the fused MoE op on and off. Prints a
+# markdown report: the machine (CPU, cores, memory bandwidth measured before and after, as it
+# moves on shared machines), the table (t/s, mean ± sd of -r repetitions), and the commands.
+#
+#   bench/headline.sh [-r N] [-o report.md] [--models DIR]
+#
+# Memory bandwidth is measured with ../shared/tools/membw.sh (the team's tool) when it is
+# there, or with the program MEMBW names; otherwise the report says it was not measured.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+reps=3
+report=""
+models="$root/build/bench-models"
+while [ $# -gt 0 ]; do
+  case $1 in
+    -r) reps=$2; shift 2 ;;
+    -o) report=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    *) echo "usage: bench/headline.sh [-r N] [-o report.md] [--models DIR]" >&2; exit 2 ;;
+  esac
+done
+sy=$root/build/bin/switchyard
+if [ ! -x "$sy" ]; then
+  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$root/build" -j"$(nproc)" --target switchyard >/dev/null
+fi
+mkdir -p "$models"
+for type in q8_0 q4_0; do
+  [ -s "$models/mini-$type.gguf" ] ||
+    "$sy" make-model --preset mini --type $type -o "$models/mini-$type.gguf" >/dev/null
+done
+membw=${MEMBW:-$root/../shared/tools/membw.sh}
+bandwidth() { if [ -x "$membw" ]; then "$membw" 2>/dev/null | grep -o '[0-9.]* GB/s' | head -1; else echo "not measured"; fi; }
+
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+bw_before=$(bandwidth)
+common=(-m "$models/mini-q8_0.gguf,$models/mini-q4_0.gguf" -mla 0,1,2,3 -fmoe 0,1 -r "$reps" -o jsonl)
+"$sy" bench "${common[@]}" -p 512 -n 128 >"$work/b.jsonl"
+"$sy" bench "${common[@]}" -p 0 -n 128 -d 2048 >>"$work/b.jsonl"
+bw_after=$(bandwidth)
+
+{
+  echo "# switchyard headline benchmark"
+  echo
+  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ), switchyard $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+  echo "- memory read bandwidth (membw.sh, all cores): $bw_before before, $bw_after after"
+  echo "- models: synthetic mini preset (DeepSeek-V2-Lite layer widths, 4 layers), make-model --preset mini"
+  echo "- command: bench/headline.sh -r $reps"
+  echo
+  python3 "$root/bench/headline_table.py" "$work/b.jsonl"
+} | if [ -n "$report" ]; then tee "$report"; else cat; fi
