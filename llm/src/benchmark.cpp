@@ -98,7 +98,7 @@ double eval_generation(Deepseek2Session& session, BenchTokens& tokens, int64_t n
 
 BenchSamples run_bench_test(Deepseek2Session& session, BenchTokens& tokens, const BenchTest& test,
                             int reps, int64_t n_batch, bool warmup,
-                            const std::function<void(int rep)>& on_rep) {
+                            const std::function<void(int rep)>& on_rep, Profile* profile) {
     if (test.context_needed() > session.n_ctx())
         throw Error("bench: " + test.label() + " needs a context of " +
                     std::to_string(test.context_needed()) + " tokens, the session has " +
@@ -116,6 +116,7 @@ BenchSamples run_bench_test(Deepseek2Session& session, BenchTokens& tokens, cons
     const int64_t prefix = test.n_depth + (test.gen_after_prompt ? test.n_prompt : 0);
     if (prefix > 0) eval_prompt(session, tokens, prefix, n_batch, true);
     BenchSamples out;
+    if (profile) session.set_profile(profile);
     for (int rep = 0; rep < reps; ++rep) {
         session.rewind(prefix);
         double s = 0;
@@ -126,6 +127,7 @@ BenchSamples run_bench_test(Deepseek2Session& session, BenchTokens& tokens, cons
         out.ts.push_back(double(test.timed_tokens()) / s);
         if (on_rep) on_rep(rep);
     }
+    if (profile) session.set_profile(nullptr);
     return out;
 }
 

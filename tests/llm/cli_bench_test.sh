@@ -70,6 +70,13 @@ grep -Eq '^build: [0-9a-f]+ \([0-9]+\)$' "$tmp/b.md" || fail "md build line: $(c
 grep -q "bench: 100%" "$tmp/e" || fail "no progress on stderr: $(cat "$tmp/e")"
 grep -q "bench" "$tmp/b.md" && fail "progress went to stdout"
 
+# --profile: the op breakdown of the timed repetitions on stderr, the table still on stdout.
+"$sy" bench -m "$m" -p 16 -n 4 -r 1 --profile >"$tmp/p.md" 2>"$tmp/e" || fail "bench --profile: $(cat "$tmp/e")"
+grep -q "^profile of combination 1/1" "$tmp/e" || fail "no profile: $(cat "$tmp/e")"
+grep -q "matrix products by weight" "$tmp/e" || fail "no products in the profile: $(cat "$tmp/e")"
+grep -q "profile" "$tmp/p.md" && fail "the profile went to stdout"
+[ "$(grep -c '^| deepseek2' "$tmp/p.md")" -eq 2 ] || fail "--profile table: $(cat "$tmp/p.md")"
+
 # CSV (a header and quoted values) and SQL (loads into SQLite) carry the same fields.
 "$sy" bench -m "$m" -p 16 -n 4 -r 1 -o csv >"$tmp/b.csv" 2>"$tmp/e" || fail "bench csv: $(cat "$tmp/e")"
 "$sy" bench -m "$m" -p 16 -n 4 -r 1 -o sql >"$tmp/b.sql" 2>"$tmp/e" || fail "bench sql: $(cat "$tmp/e")"

@@ -10,6 +10,7 @@
 #include "commands/bench_session.hpp"
 #include "commands/progress.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/profile.hpp"
 #include "switchyard/llm/tokenizer.hpp"
 
 namespace sy::tools {
@@ -19,6 +20,7 @@ struct BenchOptions {
     BenchGrid grid;
     std::string format = "md";
     bool no_warmup = false;
+    bool profile = false;
 };
 
 int run_bench(const BenchOptions& o) {
@@ -42,6 +44,7 @@ int run_bench(const BenchOptions& o) {
             BenchSession bs = open_bench_session(in, n_ctx);
             const BenchRecord base = bs.describe(in);
             const llm::Tokenizer tok = llm::Tokenizer::from_gguf(bs.loaded.model->file());
+            Profile profile;
             for (const llm::BenchTest& test : in.tests) {
                 BenchRecord r = base;
                 r.test = test;
@@ -55,9 +58,15 @@ int run_bench(const BenchOptions& o) {
                         progress.update(++done, total,
                                         fmt::format("{} {} rep {}/{}", where, test.label(), rep + 1,
                                                     o.grid.repetitions));
-                    });
+                    },
+                    o.profile ? &profile : nullptr);
                 progress.clear();
                 printer.add(r);
+            }
+            if (o.profile && !profile.empty()) {
+                progress.clear();
+                std::fprintf(stderr, "\nprofile of combination %s (%s, its timed repetitions):\n%s",
+                             where.c_str(), base.model_type.c_str(), profile.format().c_str());
             }
         }
     } catch (...) {
@@ -81,6 +90,11 @@ Command add_bench_command(CLI::App& app) {
     o->grid.add_to(*cmd, true);
     cmd->add_option("-o,--output", o->format, "md, csv, json, jsonl or sql (default md)");
     cmd->add_flag("--no-warmup", o->no_warmup, "Time from a cold start (no warm-up eval first)");
+    cmd->add_flag(
+        "--profile", o->profile,
+        "Time every op of the timed repetitions (run one at a time, so slower) and print, "
+        "per combination on stderr, ops and matrix products by weight, copies and the "
+        "host's share");
     return [o] { return run_bench(*o); };
 }
 
