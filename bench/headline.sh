@@ -23,10 +23,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 sy=$root/build/bin/switchyard
-if [ ! -x "$sy" ]; then
-  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$root/build" -j"$(nproc)" --target switchyard >/dev/null
-fi
+# Up to date with the checkout (an incremental build when one is there).
+[ -f "$root/build/CMakeCache.txt" ] || cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$root/build" -j"$(nproc)" --target switchyard >/dev/null
 mkdir -p "$models"
 for type in q8_0 q4_0; do
   [ -s "$models/mini-$type.gguf" ] ||
@@ -45,7 +44,7 @@ bw_after=$(bandwidth)
 {
   echo "# switchyard headline benchmark"
   echo
-  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ), switchyard $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ), $("$sy" --version)"
   echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
   echo "- memory read bandwidth (membw.sh, all cores): $bw_before before, $bw_after after"
   echo "- models: synthetic mini preset (DeepSeek-V2-Lite layer widths, 4 layers), make-model --preset mini"

@@ -4,6 +4,15 @@
 
 namespace sy {
 
+const char* offload_mode_name(OffloadMode mode) {
+    switch (mode) {
+        case OffloadMode::cost: return "cost";
+        case OffloadMode::never: return "never";
+        case OffloadMode::always: return "always";
+    }
+    return "?";
+}
+
 PlacementRule parse_override_tensor(std::string_view text, std::string where) {
     const size_t eq = text.rfind('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())

@@ -146,9 +146,10 @@ std::vector<SweepRow> run_sweep(Deepseek2Session& session, BenchTokens& tokens, 
                     " tokens holds no ubatch of " + std::to_string(ubatch) + " (and " +
                     std::to_string(tg) + " generated tokens): raise -c or lower -ub / -n");
     session.reset();
-    if (warmup) {
-        eval_prompt(session, tokens, ubatch, ubatch, true);
+    if (warmup) {  // each from an empty cache: together they may not fit
         if (tg > 0) eval_generation(session, tokens, 1);
+        session.reset();
+        eval_prompt(session, tokens, ubatch, ubatch, true);
         session.reset();
     }
     std::vector<SweepRow> out;

@@ -70,6 +70,13 @@ grep -Eq '^build: [0-9a-f]+ \([0-9]+\)$' "$tmp/b.md" || fail "md build line: $(c
 grep -q "bench: 100%" "$tmp/e" || fail "no progress on stderr: $(cat "$tmp/e")"
 grep -q "bench" "$tmp/b.md" && fail "progress went to stdout"
 
+# A '|' in a value (an -ot regex) is escaped in the table; placement shows the rule's backend.
+"$sy" bench -m "$m" -p 8 -n 0 -r 1 -ot 'blk\.(0|1)\.ffn_.*_exps\.=cpu' >"$tmp/ot.md" 2>"$tmp/e" ||
+  fail "bench -ot: $(cat "$tmp/e")"
+grep -qF '| blk\.(0\|1)\.ffn_.*_exps\.=cpu |' "$tmp/ot.md" || fail "-ot cell not escaped: $(cat "$tmp/ot.md")"
+[ "$(head -2 "$tmp/ot.md" | tail -1 | tr -cd '|' | wc -c)" -eq "$(head -1 "$tmp/ot.md" | tr -cd '|' | wc -c)" ] ||
+  fail "md separator has other columns than the header"
+
 # --profile: the op breakdown of the timed repetitions on stderr, the table still on stdout.
 "$sy" bench -m "$m" -p 16 -n 4 -r 1 --profile >"$tmp/p.md" 2>"$tmp/e" || fail "bench --profile: $(cat "$tmp/e")"
 grep -q "^profile of combination 1/1" "$tmp/e" || fail "no profile: $(cat "$tmp/e")"
@@ -85,6 +92,7 @@ import csv, sqlite3, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert [r["test"] for r in rows] == ["pp16", "tg4"], rows
 assert float(rows[0]["avg_ts"]) > 0 and rows[0]["model_filename"].endswith("tiny.gguf")
+assert rows[0]["fused_moe"] == "1" and rows[0]["use_mmap"] == "1", rows[0]  # as llama-bench's csv
 db = sqlite3.connect(":memory:")
 db.executescript(open(sys.argv[2]).read())
 got = db.execute("SELECT test, n_prompt, n_gen, avg_ts > 0 FROM llama_bench").fetchall()
@@ -148,10 +156,26 @@ grep -q "P,N" "$tmp/e" || fail "-pg 8 not explained: $(cat "$tmp/e")"
 grep -q "missing.gguf" "$tmp/e" || fail "missing model not named: $(cat "$tmp/e")"
 "$sy" bench -m "$m,$tmp/missing.gguf" -p 8 -n 0 -r 1 -o jsonl >"$tmp/o" 2>"$tmp/e" && fail "second model missing accepted"
 [ "$(wc -l <"$tmp/o")" -eq 1 ] || fail "the first model's result was not printed before the error"
+# A context of exactly one ubatch: one row (the warm-up fits too).
+"$sy" sweep -m "$m" -c 64 -ub 64 -n 8 -o jsonl >"$tmp/one.jsonl" 2>"$tmp/e" || fail "sweep -c 64 -ub 64: $(cat "$tmp/e")"
+[ "$(wc -l <"$tmp/one.jsonl")" -eq 1 ] || fail "sweep of one ubatch: $(cat "$tmp/one.jsonl")"
 "$sy" sweep -m "$m" -c 16 -ub 64 >"$tmp/o" 2>"$tmp/e" && fail "sweep without room accepted"
 grep -q -- "-c 16" "$tmp/e" || fail "sweep room error: $(cat "$tmp/e")"
 "$sy" sweep -m "$m" -c 64 -ub 32 --plot "$tmp/x.gif" >"$tmp/o" 2>"$tmp/e" && fail "--plot .gif accepted"
 grep -q "svg or .png" "$tmp/e" || fail "--plot .gif: $(cat "$tmp/e")"
+"$sy" bench -m "$m," -p 8 >"$tmp/o" 2>"$tmp/e" && fail "-m with an empty item accepted"
+grep -q -- "-m .*empty item" "$tmp/e" || fail "-m empty item: $(cat "$tmp/e")"
+"$sy" bench -m "$m" -p 8 -n 0 -r 1 -ctk f16,q9 -o jsonl >"$tmp/o" 2>"$tmp/e" && fail "-ctk q9 accepted"
+grep -q "q9" "$tmp/e" || fail "-ctk q9 not named: $(cat "$tmp/e")"
+[ -s "$tmp/o" ] && fail "-ctk q9: combinations ran before the bad value was refused"
+"$sy" bench -m "$m" -ub "$(seq -s, 1 101)" -amb "$(seq -s, 1 100)" >"$tmp/o" 2>"$tmp/e" && fail "10100 combinations accepted"
+grep -q "more than 10000 combinations" "$tmp/e" || fail "combination cap: $(cat "$tmp/e")"
+"$sy" sweep -m "$m" -c 64 -ub 32 --plot "$tmp/nodir/x.svg" >"$tmp/o" 2>"$tmp/e" && fail "--plot into a missing folder accepted"
+[ -s "$tmp/o" ] && fail "the sweep ran before the chart's folder was checked"
+echo '{"n_kv": 0, "speed_pp": 1e300, "speed_tg": 1}' >"$tmp/huge.jsonl"
+"$sy" sweep --from "$tmp/huge.jsonl" --plot "$tmp/h.svg" >"$tmp/o" 2>"$tmp/e" && fail "absurd speed accepted"
+grep -q "huge.jsonl:1" "$tmp/e" || fail "absurd speed not named: $(cat "$tmp/e")"
+"$sy" sweep --from /dev/zero --plot "$tmp/z.svg" >"$tmp/o" 2>"$tmp/e" && fail "--from /dev/zero accepted"
 echo '{"n_kv": 0}' >"$tmp/bad.jsonl"
 "$sy" sweep --from "$tmp/bad.jsonl" --plot "$tmp/bad.svg" >"$tmp/o" 2>"$tmp/e" && fail "bad --from accepted"
 grep -q "bad.jsonl:1" "$tmp/e" || fail "bad --from not named: $(cat "$tmp/e")"

@@ -5,20 +5,25 @@
 #include <algorithm>
 #include <charconv>
 
+#include "switchyard/core/config.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/policy.hpp"
 
 namespace sy::tools {
 namespace {
 
-// "1,2" "3" -> {"1", "2", "3"}; `given` empty: {fallback}.
-std::vector<std::string> split_list(const std::vector<std::string>& given, char sep,
-                                    const std::string& fallback) {
+// "1,2" "3" -> {"1", "2", "3"}; `given` empty: {fallback}. An empty item is an error naming
+// `flag` unless `empty_ok` ("" is a real choice: no config file, no -ot rules).
+std::vector<std::string> split_list(const std::string& flag, const std::vector<std::string>& given,
+                                    char sep, const std::string& fallback, bool empty_ok = false) {
     std::vector<std::string> out;
     for (const std::string& g : given) {
         size_t start = 0;
         while (true) {
             const size_t end = g.find(sep, start);
             out.push_back(g.substr(start, end == std::string::npos ? end : end - start));
+            if (out.back().empty() && !empty_ok)
+                throw Error(fmt::format("{} '{}': an empty item in the list", flag, g));
             if (end == std::string::npos) break;
             start = end + 1;
         }
@@ -39,7 +44,7 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, 
 std::vector<int64_t> int_list(const std::string& flag, const std::vector<std::string>& given,
                               const std::string& fallback, int64_t lo, int64_t hi) {
     std::vector<int64_t> out;
-    for (const std::string& s : split_list(given, ',', fallback))
+    for (const std::string& s : split_list(flag, given, ',', fallback))
         out.push_back(parse_int(flag, s, lo, hi));
     return out;
 }
@@ -61,9 +66,9 @@ std::vector<std::pair<int64_t, int64_t>> pairs(const std::string& flag,
 
 }  // namespace
 
-void BenchGrid::add_to(CLI::App& app, bool with_tests) {
-    app.add_option("-m,--model", models, "GGUF model file(s), comma-separated")
-        ->required(with_tests);
+void BenchGrid::add_to(CLI::App& app, bool tests) {
+    with_tests = tests;
+    app.add_option("-m,--model", models, "GGUF model file(s), comma-separated")->required(tests);
     app.add_option("-t,--threads", threads, "Thread counts (default: the plugin's)");
     app.add_option("--ubatch-size", ubatches, "Tokens per graph (default 512)");
     app.add_option("--mla", mla, "Attention modes 0-3 (default 3)");
@@ -87,7 +92,7 @@ void BenchGrid::add_to(CLI::App& app, bool with_tests) {
                    "op=0|1,...: whether nodes reading host-resident weights may run on a device");
     app.add_option("--smart-expert-reduction", base.ser, "K,t: smart expert reduction");
     app.add_flag("--no-mmap", base.no_mmap, "Read the weights into memory");
-    if (!with_tests) return;
+    if (!tests) return;
     app.add_option("-p,--n-prompt", prompts, "Prompt tokens of the ppN tests (0: none)");
     app.add_option("-n,--n-gen", gens, "Generated tokens of the tgN tests (0: none)");
     app.add_option("-d,--n-depth", depths, "Tokens in the cache before each test (default 0)");
@@ -117,7 +122,7 @@ std::vector<llm::BenchTest> BenchGrid::tests() const {
 }
 
 std::vector<BenchInstance> BenchGrid::instances() const {
-    const auto ts = int_list("-t", threads, "0", 0, 4096);
+    const auto ts = int_list("-t", threads, "0", 0, 1024);
     const auto bs = int_list("-b", batches, "2048", 1, 1 << 20);
     const auto ubs = int_list("-ub", ubatches, "512", 1, 1 << 16);
     const auto mlas = int_list("-mla", mla, "3", 0, 3);
@@ -125,15 +130,25 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     const auto ambs = int_list("-amb", amb, "256", 0, int64_t{1} << 30);
     const auto ngls = int_list("-ngl", ngl, "-1", -1, 1 << 20);
     const auto ncmoes = int_list("-ncmoe", n_cpu_moe, "0", 0, 1 << 20);
-    const auto cks = split_list(cache_k, ',', "f16");
-    const auto cvs = split_list(cache_v, ',', "f16");
-    const auto fas = split_list(flash_attn, ',', "auto");
+    const auto cks = split_list("-ctk", cache_k, ',', "f16");
+    const auto cvs = split_list("-ctv", cache_v, ',', "f16");
+    const auto fas = split_list("-fa", flash_attn, ',', "auto");
     for (const std::string& fa : fas)
         if (fa != "on" && fa != "off" && fa != "auto" && fa != "1" && fa != "0")
             throw Error("-fa '" + fa + "': expected on, off or auto");
-    const auto cfgs = split_list(configs, ',', "");
-    const auto ots = split_list(overrides, ',', "");
-    const auto files = split_list(models, ',', "");
+    const auto cfgs = split_list("--config", configs, ',', "", true);
+    const auto ots = split_list("-ot", overrides, ',', "", true);
+    const auto files = split_list("-m", models, ',', "");
+    size_t count = 1;
+    for (size_t n :
+         {files.size(), cfgs.size(), ots.size(), ngls.size(), ncmoes.size(), ts.size(), bs.size(),
+          ubs.size(), cks.size(), cvs.size(), fas.size(), mlas.size(), ambs.size(), fmoes.size()}) {
+        count *= n;
+        if (count > kMaxInstances)
+            throw Error(
+                fmt::format("bench: the lists make more than {} combinations; run fewer at a time",
+                            kMaxInstances));
+    }
 
     BenchInstance first;
     first.model = base;
@@ -157,14 +172,16 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     expand(cfgs, [](BenchInstance& c, S v) { c.model.plugins.config_file = v; });
     expand(ots, [](BenchInstance& c, S v) {
         c.override_text = v;
-        if (!v.empty()) c.model.override_tensor = split_list({v}, ';', "");
+        if (!v.empty()) c.model.override_tensor = split_list("-ot", {v}, ';', "");
     });
     expand(ngls, [](BenchInstance& c, I v) { c.model.ngl = int(v); });
     expand(ncmoes, [](BenchInstance& c, I v) { c.model.n_cpu_moe = int(v); });
     expand(ts, [](BenchInstance& c, I v) { c.model.plugins.threads = int(v); });
     expand(bs, [](BenchInstance& c, I v) { c.n_batch = v; });
-    expand(ubs, [](BenchInstance& c, I v) {
-        c.model.ubatch = std::min(v, c.n_batch);  // as llama.cpp: a ubatch is part of a batch
+    expand(ubs, [this](BenchInstance& c, I v) {
+        // As llama.cpp: a ubatch is part of a batch. A sweep evaluates one ubatch at a time.
+        c.model.ubatch = with_tests ? std::min(v, c.n_batch) : v;
+        if (!with_tests) c.n_batch = v;
     });
     expand(cks, [](BenchInstance& c, S v) { c.model.cache_type_k = v; });
     expand(cvs, [](BenchInstance& c, S v) { c.model.cache_type_v = v; });
@@ -172,6 +189,14 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     expand(mlas, [](BenchInstance& c, I v) { c.model.mla = int(v); });
     expand(ambs, [](BenchInstance& c, I v) { c.model.attn_max_mib = v; });
     expand(fmoes, [](BenchInstance& c, I v) { c.model.fused_moe = int(v); });
+    // What can be checked without loading, for every combination: a bad value in the tenth
+    // combination fails now, not after nine have run.
+    for (const BenchInstance& c : grid) {
+        c.model.deepseek2_options();  // -ctk, -ctv, -ser
+        for (size_t r = 0; r < c.model.override_tensor.size(); ++r)
+            parse_override_tensor(c.model.override_tensor[r], "-ot '" + c.override_text + "'");
+        if (!c.model.plugins.config_file.empty()) load_config(c.model.plugins.config_file);
+    }
     return grid;
 }
 

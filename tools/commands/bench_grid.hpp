@@ -19,18 +19,21 @@ struct BenchInstance {
 };
 
 struct BenchGrid {
+    static constexpr size_t kMaxInstances = 10000;
     // Lists as given (each occurrence may hold a comma-separated list).
     std::vector<std::string> models, threads, batches, ubatches, mla, fused_moe, amb, cache_k,
         cache_v, flash_attn, ngl, n_cpu_moe, configs, overrides;
     std::vector<std::string> prompts{"512"}, gens{"128"}, depths{"0"}, pg, gp;
     int repetitions = 5;
+    bool with_tests = true;  // bench; sweep has no tests and no -b (its batch is the ubatch)
     // Options with one value for every instance.
     ModelOptions base;
 
     // `tests`: bench's -p -n -d -pg -gp -b -r; sweep has none of them.
     void add_to(CLI::App& app, bool tests);
-    // Every combination, models outermost; throws sy::Error naming the flag and the value that
-    // does not parse or is out of range.
+    // Every combination, models outermost, each checked before anything runs; throws sy::Error
+    // naming the flag and the value that does not parse, is out of range or empty, and for more
+    // than kMaxInstances combinations.
     std::vector<BenchInstance> instances() const;
     // The tests every instance runs, in llama-bench's order: pp, tg, pg, gp, each at every depth.
     std::vector<llm::BenchTest> tests() const;

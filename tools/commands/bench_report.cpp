@@ -62,8 +62,10 @@ Json record_json(const BenchRecord& r, bool arrays) {
     return j;
 }
 
+// A value as csv and sql hold it: text as is, booleans as 1/0 (as llama-bench's).
 std::string plain(const Json& v) {
     if (v.is_string()) return v.get<std::string>();
+    if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
     if (v.is_number_float()) return fmt::format("{:.6f}", v.get<double>());
     return v.dump();
 }
@@ -75,8 +77,7 @@ std::string csv_field(const std::string& s) {
 }
 
 std::string sql_value(const Json& v) {
-    if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
-    if (v.is_number()) return plain(v);
+    if (v.is_boolean() || v.is_number()) return plain(v);
     std::string out = "'";
     for (char c : plain(v)) out += c == '\'' ? std::string("''") : std::string(1, c);
     return out + "'";
@@ -191,7 +192,10 @@ void print_markdown(std::FILE* out, const std::vector<BenchRecord>& records) {
     for (const BenchRecord& r : records) {
         std::vector<std::string> row;
         for (size_t i = 0; i < shown.size(); ++i) {
-            row.push_back(shown[i]->value(r));
+            std::string cell;
+            for (char ch : shown[i]->value(r))
+                cell += ch == '|' ? std::string("\\|") : std::string(1, ch);
+            row.push_back(std::move(cell));
             widths[i] = std::max(widths[i], width(row.back()));
         }
         cells.push_back(std::move(row));
@@ -200,9 +204,10 @@ void print_markdown(std::FILE* out, const std::vector<BenchRecord>& records) {
     std::string rule = "|";
     for (size_t i = 0; i < shown.size(); ++i) {
         line += " " + pad(shown[i]->name, widths[i], shown[i]->right) + " |";
-        rule += (shown[i]->right ? std::string(widths[i] + 1, '-') + ":"
-                                 : std::string(widths[i] + 2, '-')) +
-                "|";
+        rule += " " +
+                (shown[i]->right ? std::string(widths[i] - 1, '-') + ":"
+                                 : std::string(widths[i], '-')) +
+                " |";
     }
     std::fprintf(out, "%s\n%s\n", line.c_str(), rule.c_str());
     for (const auto& row : cells) {

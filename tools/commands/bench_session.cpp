@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -16,9 +18,6 @@
 namespace sy::tools {
 namespace {
 
-const char* mode_text(OffloadMode mode) {
-    return mode == OffloadMode::cost ? "cost" : mode == OffloadMode::never ? "never" : "always";
-}
 
 }  // namespace
 
@@ -34,7 +33,15 @@ std::string cpu_model_name() {
     return "unknown";
 }
 
+void reset_peak_rss() {
+    std::ofstream("/proc/self/clear_refs") << "5";  // Linux: VmHWM := the current RSS
+}
+
 double peak_rss_mib() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.starts_with("VmHWM:")) return double(std::stoll(line.substr(6))) / 1024.0;  // kB
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
@@ -81,9 +88,11 @@ BenchRecord BenchSession::describe(const BenchInstance& in) const {
         r.model_n_params += n;
         bytes_per_type[t.type] += t.nbytes;
     }
-    int32_t bulk = 0;  // the type that holds most of the bytes names the file, as llama's ftype
-    for (const auto& [type, bytes] : bytes_per_type)
-        if (bytes > bytes_per_type[bulk]) bulk = type;
+    // The type that holds most of the bytes names the file, as llama's ftype.
+    const int32_t bulk =
+        std::max_element(bytes_per_type.begin(), bytes_per_type.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; })
+            ->first;
     std::string type = llm::type_name(bulk);
     for (char& c : type) c = char(std::toupper(static_cast<unsigned char>(c)));
     // llama.cpp names the size class ("16B"); a synthetic model has none, so its parameter count.
@@ -106,7 +115,7 @@ BenchRecord BenchSession::describe(const BenchInstance& in) const {
     }
     if (session->multi_backend()) {
         const OffloadPolicy& policy = session->session_backends().offload;
-        r.offload_policy = mode_text(policy.mode);
+        r.offload_policy = offload_mode_name(policy.mode);
         if (policy.min_batch > 0)
             r.offload_policy += fmt::format(" min_batch={}", policy.min_batch);
         for (const OffloadSwitch& s : policy.ops)

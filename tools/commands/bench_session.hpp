@@ -25,8 +25,10 @@ struct BenchSession {
 BenchSession open_bench_session(const BenchInstance& in, int64_t n_ctx);
 
 std::string cpu_model_name();
-// Peak resident memory of this process so far (MiB).
+// Peak resident memory of this process (MiB) since the last reset_peak_rss() (or its start,
+// where the kernel cannot reset it).
 double peak_rss_mib();
+void reset_peak_rss();
 // The current UTC time as RFC 3339 ("2026-11-23T19:18:04Z").
 std::string utc_now();
 

@@ -56,10 +56,6 @@ std::string node_subject(const Node& node) {
     return "#" + std::to_string(node.dst->id());
 }
 
-const char* mode_name(OffloadMode mode) {
-    return mode == OffloadMode::cost ? "cost" : mode == OffloadMode::never ? "never" : "always";
-}
-
 struct PlannedGraph {
     Phase phase = Phase::decode;
     int64_t tokens = 0, n_past = 0;
@@ -240,7 +236,7 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
     j["policy"] = {{"default_backend", backends[session.primary()].name},
                    {"rules", rules},
                    {"offload",
-                    {{"mode", mode_name(sb.offload.mode)},
+                    {{"mode", offload_mode_name(sb.offload.mode)},
                      {"min_batch", sb.offload.min_batch},
                      {"ops", ops},
                      {"pins", pins}}}};
@@ -318,7 +314,7 @@ std::string policy_text(const llm::Deepseek2Session& session) {
         const PlacementRule& r = sb.placement.rules[i];
         out += fmt::format("  rule {}: '{}' -> {} ({})\n", i + 1, r.match, r.backend, r.where);
     }
-    out += fmt::format("  offload: mode {}, min_batch {}", mode_name(sb.offload.mode),
+    out += fmt::format("  offload: mode {}, min_batch {}", offload_mode_name(sb.offload.mode),
                        sb.offload.min_batch);
     for (const OffloadSwitch& s : sb.offload.ops)
         out += fmt::format(", {}={} ({})", s.op, s.allowed ? 1 : 0, s.where);

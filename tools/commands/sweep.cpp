@@ -68,11 +68,7 @@ int run_sweep_command(const SweepOptions& o) {
         throw Error("sweep: give a model (-m) to run, or result files (--from) to plot");
     if (!o.from.empty() && o.plot.empty())
         throw Error("--from: the results are read to be plotted; give --plot FILE.svg|.png");
-    if (!o.plot.empty()) {
-        const std::string ext = std::filesystem::path(o.plot).extension().string();
-        if (ext != ".svg" && ext != ".png")
-            throw Error("--plot " + o.plot + ": the file name must end in .svg or .png");
-    }
+    if (!o.plot.empty()) check_plot_path(o.plot);  // before a long sweep, not after
     std::vector<SweepSeries> series;
     for (const std::string& f : o.from)
         for (SweepSeries& s : read_sweep_jsonl(f)) series.push_back(std::move(s));
@@ -99,6 +95,7 @@ int run_sweep_command(const SweepOptions& o) {
             throw Error(fmt::format("-c {}: no room for a ubatch of {} (and -n {}): raise -c",
                                     o.ctx, in.model.ubatch, tg));
         progress.update(done, total, fmt::format("{}/{} loading", i + 1, runs.size()));
+        reset_peak_rss();  // each run's own peak
         BenchSession bs = open_bench_session(in, o.ctx);
         const BenchRecord facts = bs.describe(in);
         if (title.empty()) title = facts.model_type;
@@ -156,7 +153,9 @@ int run_sweep_command(const SweepOptions& o) {
                 j["model"] = in.model.model;
                 j["mla"] = facts.mla_attn;
                 j["fused_moe"] = facts.fused_moe;
-                j["backends"] = facts.placement;
+                j["backends"] = facts.backends;
+                j["placement"] = facts.placement;
+                j["warnings"] = bs.warnings;
                 std::printf("%s\n",
                             j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
                                 .c_str());

@@ -3,6 +3,7 @@
 #include <cairo-svg.h>
 #include <cairo.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -185,6 +186,12 @@ void draw(cairo_t* cr, const std::vector<SweepSeries>& series, const std::string
 }  // namespace
 
 std::vector<SweepSeries> read_sweep_jsonl(const std::string& path) {
+    constexpr uintmax_t kMaxBytes = uintmax_t(64) << 20;  // a sweep's results are kilobytes
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw Error("--from " + path + ": not a readable file");
+    if (std::filesystem::file_size(path, ec) > kMaxBytes)
+        throw Error("--from " + path + ": larger than 64 MiB, not sweep results");
     std::ifstream in(path);
     if (!in) throw Error("--from " + path + ": cannot open the file");
     std::vector<SweepSeries> out;
@@ -198,7 +205,11 @@ std::vector<SweepSeries> read_sweep_jsonl(const std::string& path) {
             if (!j.is_object() || !j.contains(key) || !j[key].is_number())
                 throw Error(
                     fmt::format("{}:{}: not a sweep result (no number '{}')", path, n, key));
-            return j[key].get<double>();
+            const double v = j[key].get<double>();
+            if (!std::isfinite(v) || v < 0 || v > 1e12)
+                throw Error(
+                    fmt::format("{}:{}: '{}' is {}, not a token count or speed", path, n, key, v));
+            return v;
         };
         SweepSeries::Point p{number("n_kv"), number("speed_pp"), number("speed_tg")};
         const std::string label =
@@ -211,11 +222,20 @@ std::vector<SweepSeries> read_sweep_jsonl(const std::string& path) {
     return out;
 }
 
+void check_plot_path(const std::string& path) {
+    const std::filesystem::path p(path);
+    if (p.extension() != ".svg" && p.extension() != ".png")
+        throw Error("--plot " + path + ": the file name must end in .svg or .png");
+    const std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
+    if (!std::filesystem::is_directory(dir) || access(dir.c_str(), W_OK) != 0)
+        throw Error("--plot " + path + ": cannot write the chart (no writable folder " +
+                    dir.string() + ")");
+}
+
 void plot_sweep(const std::string& path, const std::vector<SweepSeries>& series,
                 const std::string& title) {
+    check_plot_path(path);
     const std::string ext = std::filesystem::path(path).extension().string();
-    if (ext != ".svg" && ext != ".png")
-        throw Error("--plot " + path + ": the file name must end in .svg or .png");
     bool any = false;
     for (const SweepSeries& s : series) any = any || !s.points.empty();
     if (!any) throw Error("--plot " + path + ": nothing to plot");
@@ -225,9 +245,10 @@ void plot_sweep(const std::string& path, const std::vector<SweepSeries>& series,
                       : cairo_image_surface_create(CAIRO_FORMAT_RGB24, int(kWidth), int(kHeight));
     cairo_t* cr = cairo_create(surface);
     draw(cr, series, title);
+    cairo_status_t status = cairo_status(cr);  // e.g. a label that is not UTF-8
     cairo_destroy(cr);
-    cairo_status_t status = CAIRO_STATUS_SUCCESS;
-    if (ext == ".png") status = cairo_surface_write_to_png(surface, tmp.c_str());
+    if (status == CAIRO_STATUS_SUCCESS && ext == ".png")
+        status = cairo_surface_write_to_png(surface, tmp.c_str());
     cairo_surface_finish(surface);
     if (status == CAIRO_STATUS_SUCCESS) status = cairo_surface_status(surface);
     cairo_surface_destroy(surface);

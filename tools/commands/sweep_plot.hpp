@@ -21,6 +21,9 @@ struct SweepSeries {
 // sy::Error naming the file and line that is not such an object.
 std::vector<SweepSeries> read_sweep_jsonl(const std::string& path);
 
+// Throws sy::Error unless `path` ends in .svg or .png and its folder exists and is writable.
+void check_plot_path(const std::string& path);
+
 // Writes the chart to `path` (.svg or .png; written to a temporary file and renamed, so a
 // failure leaves no partial chart). Throws sy::Error for another extension, no points, or a
 // file that cannot be written.

@@ -48,6 +48,8 @@ struct PlacementPolicy {
 };
 
 enum class OffloadMode { cost, never, always };
+// "cost", "never", "always": as the configuration writes them.
+const char* offload_mode_name(OffloadMode mode);
 
 struct OffloadSwitch {
     std::string op;  // "mul_mat_id", "moe.fused_up_gate"
