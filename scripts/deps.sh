@@ -8,7 +8,7 @@ packages=(
   libcli11-dev            # CLI11: the command line
   libfmt-dev nlohmann-json3-dev
   libicu-dev              # ICU: Unicode categories for the tokenizer's pre-tokenizer
-  libcairo2-dev fonts-dejavu-core # cairo: sweep charts (SVG, PNG)
+  libcairo2-dev libfontconfig-dev fonts-dejavu-core # cairo: sweep charts (SVG, PNG)
   libgtest-dev googletest # GoogleTest
   clang libclang-rt-14-dev # libFuzzer for tests/gguf/fuzz
 )

@@ -3,6 +3,7 @@
 #include <cairo-svg.h>
 #include <cairo.h>
 #include <fmt/format.h>
+#include <fontconfig/fontconfig.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -252,6 +253,10 @@ void plot_sweep(const std::string& path, const std::vector<SweepSeries>& series,
     cairo_surface_finish(surface);
     if (status == CAIRO_STATUS_SUCCESS) status = cairo_surface_status(surface);
     cairo_surface_destroy(surface);
+    // No cairo object is left: give back the font caches cairo and fontconfig keep for the
+    // process's life (the leak checker of the sanitizer suite reports them otherwise).
+    cairo_debug_reset_static_data();
+    FcFini();
     std::error_code ec;
     if (status != CAIRO_STATUS_SUCCESS) {
         std::filesystem::remove(tmp, ec);
