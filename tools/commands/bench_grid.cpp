@@ -150,6 +150,24 @@ std::vector<BenchInstance> BenchGrid::instances() const {
                             kMaxInstances));
     }
 
+    // What can be checked without loading, each value once: a bad value in the tenth
+    // combination fails now, not after nine have run.
+    ModelOptions check = base;  // -ctk, -ctv, -ser
+    for (const std::string& ck : cks) {
+        check.cache_type_k = ck;
+        check.deepseek2_options();
+    }
+    for (const std::string& cv : cvs) {
+        check.cache_type_v = cv;
+        check.deepseek2_options();
+    }
+    for (const std::string& ot : ots)
+        if (!ot.empty())
+            for (const std::string& rule : split_list("-ot", {ot}, ';', ""))
+                parse_override_tensor(rule, "-ot '" + ot + "'");
+    for (const std::string& cfg : cfgs)
+        if (!cfg.empty()) load_config(cfg);
+
     BenchInstance first;
     first.model = base;
     first.model.quiet = true;
@@ -189,14 +207,6 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     expand(mlas, [](BenchInstance& c, I v) { c.model.mla = int(v); });
     expand(ambs, [](BenchInstance& c, I v) { c.model.attn_max_mib = v; });
     expand(fmoes, [](BenchInstance& c, I v) { c.model.fused_moe = int(v); });
-    // What can be checked without loading, for every combination: a bad value in the tenth
-    // combination fails now, not after nine have run.
-    for (const BenchInstance& c : grid) {
-        c.model.deepseek2_options();  // -ctk, -ctv, -ser
-        for (size_t r = 0; r < c.model.override_tensor.size(); ++r)
-            parse_override_tensor(c.model.override_tensor[r], "-ot '" + c.override_text + "'");
-        if (!c.model.plugins.config_file.empty()) load_config(c.model.plugins.config_file);
-    }
     return grid;
 }
 
