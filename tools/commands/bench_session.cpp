@@ -16,19 +16,15 @@
 #include "switchyard/llm/tensor_types.hpp"
 
 namespace sy::tools {
-namespace {
-
-
-}  // namespace
 
 std::string cpu_model_name() {
     std::ifstream in("/proc/cpuinfo");
     std::string line;
     while (std::getline(in, line))
         if (line.starts_with("model name")) {
-            const size_t colon = line.find(':');
-            if (colon != std::string::npos)
-                return line.substr(line.find_first_not_of(' ', colon + 1));
+            const size_t start = line.find_first_not_of(" \t", line.find(':') + 1);
+            if (line.find(':') != std::string::npos && start != std::string::npos)
+                return line.substr(start);
         }
     return "unknown";
 }
@@ -99,7 +95,8 @@ BenchRecord BenchSession::describe(const BenchInstance& in) const {
     const double n = double(r.model_n_params);
     r.model_type = n >= 1e9 ? fmt::format("deepseek2 {:.1f}B {}", n / 1e9, type)
                             : fmt::format("deepseek2 {:.1f}M {}", n / 1e6, type);
-    r.cpu_info = cpu_model_name();
+    static const std::string cpu = cpu_model_name();  // read once, not per combination
+    r.cpu_info = cpu;
     for (const auto& p : loaded.host->plugins())
         for (int32_t d = 0; d < p->device_count(); ++d)
             if (p->device_props(d).host_memory == 0)
