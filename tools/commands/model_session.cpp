@@ -187,7 +187,11 @@ LoadedModel load_model(const ModelOptions& o) {
         throw Error("backend '" + backend + "' is not loaded" + why);
     }
 
-    if (several) {
+    // Several backends with a device (a config that loads cpu and blas, or --plugin blas): the
+    // scheduler places each op, even without a placement or offload setting.
+    size_t with_device = 0;
+    for (const auto& p : out.host->plugins()) with_device += p->device_count() > 0;
+    if (several || with_device > 1) {
         llm::SessionBackends b;
         b.placement = config.placement;
         b.placement.default_backend = backend;

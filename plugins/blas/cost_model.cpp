@@ -1,0 +1,176 @@
+#include "cost_model.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "switchyard/dtype.h"
+#include "switchyard/quants.hpp"
+#include "switchyard/sdk.hpp"
+
+namespace sy::blas {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The fastest of `reps` runs, in ns.
+template <typename Fn>
+double best_ns(int reps, Fn&& fn) {
+    double best = 1e300;
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = Clock::now();
+        fn();
+        best = std::min(best, std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
+    }
+    return best;
+}
+
+double measure_gemm(Engine& engine, GemmType t, int64_t M, int64_t N, int64_t K, int reps) {
+    const size_t es = t == GemmType::bf16 ? 2 : 4;
+    std::vector<char> a(size_t(M * K) * es), w(size_t(N * K) * es);
+    std::vector<float> c(size_t(M * N));
+    // Small values in both encodings (0x3c00 is 1.0 in bf16's upper half for f32 too: 1/128).
+    for (size_t i = 0; i < a.size(); i += 2) a[i + 1] = 0x3c;
+    for (size_t i = 0; i < w.size(); i += 2) w[i + 1] = 0x3c;
+    Gemm g;
+    g.M = M, g.N = N, g.K = K, g.type = t;
+    g.a = a.data(), g.lda = K, g.w = w.data(), g.ldw = K, g.c = c.data(), g.ldc = N;
+    engine.gemm(g);  // warm-up: primitive creation, first touch
+    return best_ns(reps, [&] { engine.gemm(g); });
+}
+
+double measure_bandwidth(int threads) {
+    constexpr size_t kBytes = size_t(64) << 20;
+    const size_t n = kBytes / sizeof(uint64_t);
+    std::vector<uint64_t> data(n, 1);
+    uint64_t sink = 0;
+    const double ns = best_ns(3, [&] {
+        uint64_t sum = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
+        for (size_t i = 0; i < n; ++i) sum += data[i];
+        sink += sum;
+    });
+    if (sink == 0) return 0;  // keeps the reads
+    return double(kBytes) / ns * 1e9;
+}
+
+}  // namespace
+
+double Rates::flops(GemmType t, double rows) const {
+    const auto& table = t == GemmType::bf16 ? flops_bf16 : flops_f32;
+    if (rows <= double(kRows.front())) return table.front();
+    for (size_t i = 1; i < kRows.size(); ++i) {
+        if (rows > double(kRows[i])) continue;
+        const double x0 = std::log(double(kRows[i - 1])), x1 = std::log(double(kRows[i]));
+        const double f = (std::log(rows) - x0) / (x1 - x0);
+        return table[i - 1] + f * (table[i] - table[i - 1]);
+    }
+    return table.back();
+}
+
+Rates measure_rates(Workspace& ws) {
+    Engine& engine = *ws.engine;
+    Rates r;
+    r.threads = ws.threads;
+    engine.set_threads(ws.threads);
+    r.overhead_ns = measure_gemm(engine, GemmType::f32, 1, 16, 16, 20);
+    constexpr int64_t kSide = 1024;
+    for (size_t i = 0; i < Rates::kRows.size(); ++i) {
+        const int64_t M = Rates::kRows[i];
+        const double flop = 2.0 * double(M) * kSide * kSide;
+        const auto rate = [&](GemmType t) {
+            const double ns = measure_gemm(engine, t, M, kSide, kSide, 3);
+            return flop / std::max(1.0, ns - r.overhead_ns) * 1e9;
+        };
+        r.flops_f32[i] = rate(GemmType::f32);
+        if (engine.has_bf16()) r.flops_bf16[i] = rate(GemmType::bf16);
+    }
+
+    // Conversions, per value, on all threads as the products run them.
+    constexpr int64_t kValues = int64_t(1) << 20, kRow = 4096;
+    std::vector<float> f32(size_t(kValues), 0.5f);
+    std::vector<uint16_t> h(size_t(kValues), 0x3800);
+    std::vector<char> q8(size_t(quants::row_size(SY_TYPE_Q8_0, kValues)));
+    quants::quantize_row(SY_TYPE_Q8_0, f32.data(), q8.data(), kValues);
+    std::vector<char> out(size_t(kValues) * 4);
+    const GemmType block_operand = gemm_type(ws, SY_TYPE_Q8_0);
+    const auto per_value = [&](auto&& convert) {
+        return best_ns(3,
+                       [&] {
+                           const int64_t rows = kValues / kRow;
+#pragma omp parallel for num_threads(ws.threads) schedule(static)
+                           for (int64_t i = 0; i < rows; ++i) convert(i * kRow);
+                       }) /
+               double(kValues);
+    };
+    r.pack_bf16_ns = per_value([&](int64_t i) {
+        convert_row(SY_TYPE_F32, &f32[size_t(i)], GemmType::bf16, &out[size_t(i) * 2], kRow);
+    });
+    r.pack_f32_ns = per_value([&](int64_t i) {
+        convert_row(SY_TYPE_F32, &f32[size_t(i)], GemmType::f32, &out[size_t(i) * 4], kRow);
+    });
+    r.f16_to_f32_ns = per_value([&](int64_t i) {
+        convert_row(SY_TYPE_F16, &h[size_t(i)], GemmType::f32, &out[size_t(i) * 4], kRow);
+    });
+    const int64_t q8_row = quants::row_size(SY_TYPE_Q8_0, kRow);
+    r.block_to_operand_ns = per_value([&](int64_t i) {
+        convert_row(SY_TYPE_Q8_0, &q8[size_t(i / kRow * q8_row)], block_operand,
+                    &out[size_t(i) * 4], kRow);
+    });
+    r.bandwidth = measure_bandwidth(ws.threads);
+    return r;
+}
+
+namespace {
+
+double bytes_of(int32_t type, double values) {
+    const sy_dtype_traits tr = sy_dtype_info(type);
+    return tr.block_size > 0 ? values / tr.block_size * tr.type_size : 0.0;
+}
+
+// One GEMM of `rows` activation rows against one {K, N} weight matrix of `type`, including the
+// packing of its activations and the conversion of its weights.
+double product_ns(const Rates& r, const Workspace& ws, int32_t type, double rows, double N,
+                  double K) {
+    const GemmType t = gemm_type(ws, type);
+    const bool in_place = (t == GemmType::f32 && type == SY_TYPE_F32) ||
+                          (t == GemmType::bf16 && type == SY_TYPE_BF16);
+    double convert = rows * K * (t == GemmType::bf16 ? r.pack_bf16_ns : r.pack_f32_ns);
+    if (!in_place)
+        convert +=
+            N * K * (sy_dtype_info(type).block_size > 1 ? r.block_to_operand_ns : r.f16_to_f32_ns);
+    const double rate = r.flops(t, rows);
+    const double compute_ns = rate > 0 ? 2.0 * rows * N * K / rate * 1e9 : 0.0;
+    const double memory_ns = r.bandwidth > 0 ? bytes_of(type, N * K) / r.bandwidth * 1e9 : 0.0;
+    return r.overhead_ns + std::max(compute_ns, memory_ns) + convert;
+}
+
+}  // namespace
+
+double estimate_ns(const Rates& r, const Workspace& ws, const sy_node& node) {
+    const sy_tensor& a = *node.src[0];
+    const double K = double(a.ne[0]), N = double(a.ne[1]);
+    if (node.op == SY_OP_MUL_MAT) {
+        const sy_tensor& b = *node.src[1];
+        const double matrices = double(a.ne[2]) * double(a.ne[3]);
+        const double rows = double(b.ne[1]) * double(b.ne[2]) * double(b.ne[3]) / matrices;
+        return matrices * product_ns(r, ws, a.type, rows, N, K);
+    }
+    // MUL_MAT_ID / moe.fused_up_gate: the experts the batch can touch, its rows spread evenly
+    // over them (the routing is known only at run time).
+    const bool fused = node.op == SY_OP_NAMED;
+    const sy_tensor& ids = *node.src[fused ? 3 : 2];
+    const double pairs = double(ids.ne[0]) * double(ids.ne[1]);
+    const double touched = std::min(double(a.ne[2]), pairs);
+    if (touched <= 0) return r.overhead_ns;
+    const double per_expert = product_ns(r, ws, a.type, pairs / touched, N, K);
+    // The activation (exp per value, ~20 flops) and the scatter of the results, on all threads.
+    const double epilogue = pairs * N * (fused ? 2.0 : 0.5) / std::max(1, r.threads);
+    return touched * per_expert * (fused ? 2.0 : 1.0) + epilogue;
+}
+
+}  // namespace sy::blas

@@ -1,0 +1,59 @@
+// The GEMM engines behind the BLAS plugin: oneDNN (default) and OpenBLAS. Each is loaded at run
+// time with dlopen, so that a machine without the library still loads the plugin's other engine,
+// and a machine with neither gets a plugin that refuses to start with the reason (the host
+// reports it and goes on without blas).
+//
+// One operation: C[m, n] = sum_k A[m, k] * W[n, k], "rows times rows" like MUL_MAT: A holds M
+// activation rows of K values (row stride lda), W holds N weight rows of K values (row stride
+// ldw), C M rows of N floats (row stride ldc); strides in elements.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sy::blas {
+
+enum class GemmType {
+    f32,   // A and W float32
+    bf16,  // A and W bfloat16, accumulated in float32
+};
+
+struct Gemm {
+    int64_t M = 0, N = 0, K = 0;
+    GemmType type = GemmType::f32;
+    const void* a = nullptr;
+    int64_t lda = 0;
+    const void* w = nullptr;
+    int64_t ldw = 0;
+    float* c = nullptr;
+    int64_t ldc = 0;
+};
+
+class Engine {
+  public:
+    virtual ~Engine() = default;
+    virtual const char* name() const = 0;     // "onednn", "openblas"
+    virtual std::string version() const = 0;  // library, version, ISA or configuration
+    // Whether bf16 products run on a native (not reference) implementation here.
+    virtual bool has_bf16() const = 0;
+    virtual void set_threads(int threads) = 0;
+    // Runs one product; throws std::runtime_error with the library's message on failure.
+    virtual void gemm(const Gemm& g) = 0;
+    // Reused prepared products (oneDNN primitives) and how often one was found / made.
+    struct CacheStats {
+        size_t entries = 0, hits = 0, misses = 0;
+    };
+    virtual CacheStats cache_stats() const { return {}; }
+};
+
+// The library file an engine loads: the environment variable SWITCHYARD_BLAS_ONEDNN_LIB or
+// SWITCHYARD_BLAS_OPENBLAS_LIB when set (a path or a soname), else the Debian soname.
+std::string onednn_library();
+std::string openblas_library();
+
+// nullptr and the reason in `why` when the library cannot be loaded or used.
+std::unique_ptr<Engine> load_onednn(std::string* why);
+std::unique_ptr<Engine> load_openblas(std::string* why);
+
+}  // namespace sy::blas

@@ -1,0 +1,358 @@
+#include "products.hpp"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "switchyard/dtype.h"
+#include "switchyard/named_ops.h"
+#include "switchyard/quants.hpp"
+#include "switchyard/sdk.hpp"
+
+namespace sy::blas {
+
+void* Scratch::get(size_t bytes) {
+    if (bytes <= size_ && data_) return data_.get();
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (!p) throw std::bad_alloc();
+    data_.reset(p);
+    size_ = rounded;
+    return p;
+}
+
+GemmType gemm_type(const Workspace& ws, int32_t weight_type) {
+    if (!ws.engine->has_bf16()) return GemmType::f32;
+    if (weight_type == SY_TYPE_BF16) return GemmType::bf16;
+    if (sy_dtype_info(weight_type).block_size > 1 && ws.block_to_bf16) return GemmType::bf16;
+    return GemmType::f32;
+}
+
+namespace {
+
+size_t element_bytes(GemmType t) {
+    return t == GemmType::bf16 ? 2 : 4;
+}
+
+// f32 -> bf16, round to nearest even (sdk::f32_to_bf16), written so that it vectorizes.
+void round_to_bf16(const float* x, uint16_t* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, &x[i], 4);
+        const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+        const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        y[i] = nan ? uint16_t((u >> 16) | 0x40) : uint16_t(r);
+    }
+}
+
+__attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* x, float* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < n; ++i) y[i] = sdk::fp16_to_f32(x[i]);
+}
+
+void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+    static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+    if (f16c) return f16_to_f32_f16c(x, y, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = sdk::fp16_to_f32(x[i]);
+}
+
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const uint32_t u = uint32_t(x[i]) << 16;
+        std::memcpy(&y[i], &u, 4);
+    }
+}
+
+// A row of f32 values read through an element stride.
+void gather_f32(const char* src, int64_t stride, float* y, int64_t n) {
+    if (stride == 4) {
+        std::memcpy(y, src, size_t(n) * 4);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) std::memcpy(&y[i], src + i * stride, 4);
+}
+
+// The weight operand of one matrix {K, N} at `w` (row stride nb1): in place when the engine takes
+// it as it is, else converted into `scratch` (rows packed, ldw = K).
+const void* weight_operand(Workspace& ws, Scratch& scratch, const sy_tensor& a, const char* w,
+                           GemmType t, int64_t* ldw) {
+    const int64_t K = a.ne[0], N = a.ne[1];
+    const size_t es = element_bytes(t);
+    const bool same = (t == GemmType::f32 && a.type == SY_TYPE_F32) ||
+                      (t == GemmType::bf16 && a.type == SY_TYPE_BF16);
+    if (same && a.nb[0] == int64_t(es) && a.nb[1] % int64_t(es) == 0) {
+        *ldw = a.nb[1] / int64_t(es);
+        return w;
+    }
+    char* out = static_cast<char*>(scratch.get(size_t(N) * size_t(K) * es));
+    const int32_t type = a.type;
+    const int64_t nb0 = a.nb[0], nb1 = a.nb[1];
+    const bool packed = sy_dtype_info(type).block_size > 1 || nb0 == sy_dtype_info(type).type_size;
+#pragma omp parallel for num_threads(ws.threads) schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+        const char* row = w + n * nb1;
+        void* dst = out + size_t(n) * size_t(K) * es;
+        if (packed) {
+            convert_row(type, row, t, dst, K);
+        } else {  // a float type with an element stride: one value at a time
+            for (int64_t k = 0; k < K; ++k) {
+                const float v = sdk::load_f32(type, row + k * nb0);
+                if (t == GemmType::f32)
+                    static_cast<float*>(dst)[k] = v;
+                else
+                    static_cast<uint16_t*>(dst)[k] = sdk::f32_to_bf16(v);
+            }
+        }
+    }
+    *ldw = K;
+    return out;
+}
+
+// Packs `rows` activation rows (K f32 values each, element stride nb0) into the operand type.
+void pack_rows(Workspace& ws, const std::vector<const char*>& rows, int64_t nb0, int64_t K,
+               GemmType t, void* out) {
+    const size_t es = element_bytes(t);
+    const int64_t count = int64_t(rows.size());
+#pragma omp parallel num_threads(ws.threads)
+    {
+        std::vector<float> tmp(t == GemmType::bf16 || nb0 != 4 ? size_t(K) : 0);
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < count; ++r) {
+            char* dst = static_cast<char*>(out) + size_t(r) * size_t(K) * es;
+            if (t == GemmType::f32) {
+                gather_f32(rows[size_t(r)], nb0, reinterpret_cast<float*>(dst), K);
+            } else if (nb0 == 4) {
+                round_to_bf16(reinterpret_cast<const float*>(rows[size_t(r)]),
+                              reinterpret_cast<uint16_t*>(dst), K);
+            } else {
+                gather_f32(rows[size_t(r)], nb0, tmp.data(), K);
+                round_to_bf16(tmp.data(), reinterpret_cast<uint16_t*>(dst), K);
+            }
+        }
+    }
+}
+
+// Equal spacing of destination rows: the stride in floats, or 0 when they are not evenly spaced.
+int64_t even_stride(const std::vector<char*>& rows, int64_t nb0, int64_t N) {
+    if (nb0 != 4) return 0;
+    if (rows.size() == 1) return N;
+    const std::ptrdiff_t step = rows[1] - rows[0];
+    if (step <= 0 || step % 4 != 0 || step < N * 4) return 0;
+    for (size_t i = 2; i < rows.size(); ++i)
+        if (rows[i] - rows[i - 1] != step) return 0;
+    return step / 4;
+}
+
+// Writes row r of a packed {N} x rows result to dst row `to` (element stride nb0).
+void write_row(const float* c, char* to, int64_t nb0, int64_t N) {
+    if (nb0 == 4) {
+        std::memcpy(to, c, size_t(N) * 4);
+        return;
+    }
+    for (int64_t n = 0; n < N; ++n) std::memcpy(to + n * nb0, &c[n], 4);
+}
+
+// exp(x) for the activations, branch-free so that the loops over a row vectorize: 2^(x log2 e)
+// split into an integer power (exponent bits) and the degree-6 Taylor polynomial of 2^f for the
+// remainder f in [-0.5, 0.5] (truncation error < 1.3e-7 relative), over the clamped range
+// [-87, 88] (exp(-87) and below give ~1e-38, not 0).
+inline float fast_exp(float x) {
+    x = std::min(88.0f, std::max(-87.0f, x));
+    const float t = x * 1.44269504088896341f;  // log2(e)
+    const float fi = std::floor(t + 0.5f);
+    const float f = t - fi;  // [-0.5, 0.5]
+    // 2^f = sum (f ln 2)^k / k!
+    float p = 1.535336188319500e-4f;
+    p = p * f + 1.339887440266574e-3f;
+    p = p * f + 9.618437357674640e-3f;
+    p = p * f + 5.550332471162809e-2f;
+    p = p * f + 2.402264791363012e-1f;
+    p = p * f + 6.931472028550421e-1f;
+    p = p * f + 1.0f;
+    const int32_t e = int32_t(fi) + 127;
+    uint32_t bits = uint32_t(e) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, 4);
+    return p * scale;
+}
+
+// c[n] *= act(g[n]) over a row.
+void activate_row(float* c, const float* g, int64_t n, bool use_gelu) {
+    if (!use_gelu) {
+        for (int64_t i = 0; i < n; ++i) c[i] *= g[i] / (1.0f + fast_exp(-g[i]));
+        return;
+    }
+    // gelu (tanh form): 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)).
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = g[i];
+        const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        c[i] *= x / (1.0f + fast_exp(-2.0f * u));
+    }
+}
+
+}  // namespace
+
+void convert_row(int32_t type, const void* src, GemmType to, void* dst, int64_t n) {
+    if (to == GemmType::f32) {
+        float* y = static_cast<float*>(dst);
+        switch (type) {
+            case SY_TYPE_F32: std::memcpy(y, src, size_t(n) * 4); return;
+            case SY_TYPE_F16: f16_to_f32(static_cast<const uint16_t*>(src), y, n); return;
+            case SY_TYPE_BF16: bf16_to_f32(static_cast<const uint16_t*>(src), y, n); return;
+            default: quants::dequantize_row(type, src, y, n); return;
+        }
+    }
+    uint16_t* y = static_cast<uint16_t*>(dst);
+    if (type == SY_TYPE_BF16) {
+        std::memcpy(y, src, size_t(n) * 2);
+        return;
+    }
+    // Through f32 in pieces that stay in L1.
+    constexpr int64_t kPiece = 1024;
+    float tmp[kPiece];
+    const int64_t bs = sy_dtype_info(type).block_size;
+    const int64_t piece = std::max<int64_t>(bs, kPiece / bs * bs);
+    const char* s = static_cast<const char*>(src);
+    for (int64_t i = 0; i < n; i += piece) {
+        const int64_t m = std::min(piece, n - i);
+        convert_row(type, s + i / bs * sy_dtype_info(type).type_size, GemmType::f32, tmp, m);
+        round_to_bf16(tmp, y + i, m);
+    }
+}
+
+void mul_mat(Workspace& ws, const sy_node& node) {
+    const sy_tensor& a = *node.src[0];
+    const sy_tensor& b = *node.src[1];
+    const sy_tensor& d = *node.dst;
+    const int64_t K = a.ne[0], N = a.ne[1], M = b.ne[1];
+    if (K == 0 || N == 0 || M == 0) {
+        for (int64_t i3 = 0; i3 < d.ne[3]; ++i3)
+            for (int64_t i2 = 0; i2 < d.ne[2]; ++i2)
+                for (int64_t i1 = 0; i1 < d.ne[1]; ++i1)
+                    for (int64_t i0 = 0; i0 < d.ne[0]; ++i0)
+                        std::memset(static_cast<char*>(d.data) + i0 * d.nb[0] + i1 * d.nb[1] +
+                                        i2 * d.nb[2] + i3 * d.nb[3],
+                                    0, 4);
+        return;
+    }
+    const GemmType t = gemm_type(ws, a.type);
+    const int64_t r2 = b.ne[2] / a.ne[2], r3 = b.ne[3] / a.ne[3];
+    std::vector<const char*> a_rows;
+    std::vector<char*> d_rows;
+    for (int64_t a3 = 0; a3 < a.ne[3]; ++a3)
+        for (int64_t a2 = 0; a2 < a.ne[2]; ++a2) {
+            a_rows.clear();
+            d_rows.clear();
+            for (int64_t b3 = a3 * r3; b3 < (a3 + 1) * r3; ++b3)
+                for (int64_t b2 = a2 * r2; b2 < (a2 + 1) * r2; ++b2)
+                    for (int64_t m = 0; m < M; ++m) {
+                        a_rows.push_back(static_cast<const char*>(b.data) + m * b.nb[1] +
+                                         b2 * b.nb[2] + b3 * b.nb[3]);
+                        d_rows.push_back(static_cast<char*>(d.data) + m * d.nb[1] + b2 * d.nb[2] +
+                                         b3 * d.nb[3]);
+                    }
+            const int64_t rows = int64_t(a_rows.size());
+            Gemm g;
+            g.M = rows, g.N = N, g.K = K, g.type = t;
+            g.a = ws.a.get(size_t(rows) * size_t(K) * element_bytes(t));
+            g.lda = K;
+            pack_rows(ws, a_rows, b.nb[0], K, t, const_cast<void*>(g.a));
+            g.w = weight_operand(ws, ws.w, a,
+                                 static_cast<const char*>(a.data) + a2 * a.nb[2] + a3 * a.nb[3], t,
+                                 &g.ldw);
+            if (const int64_t ldc = even_stride(d_rows, d.nb[0], N); ldc > 0) {
+                g.c = reinterpret_cast<float*>(d_rows[0]);
+                g.ldc = ldc;
+                ws.engine->gemm(g);
+                continue;
+            }
+            g.c = static_cast<float*>(ws.c.get(size_t(rows) * size_t(N) * 4));
+            g.ldc = N;
+            ws.engine->gemm(g);
+            for (int64_t r = 0; r < rows; ++r)
+                write_row(g.c + r * N, d_rows[size_t(r)], d.nb[0], N);
+        }
+}
+
+void mul_mat_id(Workspace& ws, const sy_node& node) {
+    constexpr int64_t kRowQuantum = 16;
+    const bool fused = node.op == SY_OP_NAMED;
+    const sy_tensor& up = *node.src[0];
+    const sy_tensor* gate = fused ? node.src[1] : nullptr;
+    const sy_tensor& x = *node.src[fused ? 2 : 1];
+    const sy_tensor& ids = *node.src[fused ? 3 : 2];
+    const sy_tensor& d = *node.dst;
+    const bool use_gelu = fused && node.iparams[0] == 1;
+    const int64_t K = up.ne[0], N = up.ne[1], E = up.ne[2];
+    const int64_t U = ids.ne[0], T = ids.ne[1], U1 = x.ne[1];
+
+    // (slot, token) pairs per expert; dropped slots get zeros.
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> by_expert(static_cast<size_t>(E));
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t u = 0; u < U; ++u) {
+            int32_t e;
+            std::memcpy(&e, static_cast<const char*>(ids.data) + u * ids.nb[0] + t * ids.nb[1], 4);
+            char* row = static_cast<char*>(d.data) + u * d.nb[1] + t * d.nb[2];
+            if (e == SY_ID_NONE || K == 0) {
+                for (int64_t n = 0; n < N; ++n) std::memset(row + n * d.nb[0], 0, 4);
+                continue;
+            }
+            by_expert[size_t(e)].push_back({u, t});
+        }
+    if (K == 0) return;
+    const GemmType type = gemm_type(ws, up.type);
+    std::vector<const char*> a_rows;
+    for (int64_t e = 0; e < E; ++e) {
+        const auto& pairs = by_expert[size_t(e)];
+        if (pairs.empty()) continue;
+        const int64_t rows = int64_t(pairs.size());
+        a_rows.clear();
+        for (const auto& [u, t] : pairs)
+            a_rows.push_back(static_cast<const char*>(x.data) + (u % U1) * x.nb[1] + t * x.nb[2]);
+        // Each expert gets a different row count; rounded up to kRowQuantum (zero rows), the
+        // products of a whole prompt need a handful of prepared shapes instead of one per count.
+        const int64_t padded = (rows + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
+        Gemm g;
+        g.M = padded, g.N = N, g.K = K, g.type = type;
+        char* a_pack =
+            static_cast<char*>(ws.a.get(size_t(padded) * size_t(K) * element_bytes(type)));
+        g.a = a_pack;
+        g.lda = K;
+        pack_rows(ws, a_rows, x.nb[0], K, type, a_pack);
+        std::memset(a_pack + size_t(rows) * size_t(K) * element_bytes(type), 0,
+                    size_t(padded - rows) * size_t(K) * element_bytes(type));
+        g.ldc = N;
+        g.w = weight_operand(ws, ws.w, up, static_cast<const char*>(up.data) + e * up.nb[2], type,
+                             &g.ldw);
+        float* c_up = static_cast<float*>(ws.c.get(size_t(padded) * size_t(N) * 4));
+        g.c = c_up;
+        ws.engine->gemm(g);
+        float* c_gate = nullptr;
+        if (fused) {
+            g.w = weight_operand(ws, ws.w2, *gate,
+                                 static_cast<const char*>(gate->data) + e * gate->nb[2], type,
+                                 &g.ldw);
+            c_gate = static_cast<float*>(ws.c2.get(size_t(padded) * size_t(N) * 4));
+            g.c = c_gate;
+            ws.engine->gemm(g);
+        }
+#pragma omp parallel for num_threads(ws.threads) schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+            float* c = c_up + r * N;
+            if (fused) activate_row(c, c_gate + r * N, N, use_gelu);
+            const auto [u, t] = pairs[size_t(r)];
+            write_row(c, static_cast<char*>(d.data) + u * d.nb[1] + t * d.nb[2], d.nb[0], N);
+        }
+    }
+}
+
+}  // namespace sy::blas
