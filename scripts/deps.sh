@@ -9,6 +9,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev
   libicu-dev              # ICU: Unicode categories for the tokenizer's pre-tokenizer
   libcairo2-dev libfontconfig-dev fonts-dejavu-core # cairo: sweep charts (SVG, PNG)
+  libdnnl-dev libopenblas-dev # the blas plugin's engines: oneDNN (default) and OpenBLAS
   libgtest-dev googletest # GoogleTest
   clang libclang-rt-14-dev # libFuzzer for tests/gguf/fuzz
 )

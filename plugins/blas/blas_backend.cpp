@@ -82,11 +82,12 @@ BlasBackend::BlasBackend(const sy_host_api& host) : host_(host), model_name_(cpu
 }
 
 void BlasBackend::describe() {
-    build_info_ = std::string("engine ") + ws_.engine->name() + ": " + ws_.engine->version() +
-                  "; block weights to " +
-                  (gemm_type(ws_, SY_TYPE_Q8_0) == GemmType::bf16 ? "bf16" : "f32") +
-                  "; gcc " __VERSION__ ", ABI " + std::to_string(SY_ABI_VERSION_MAJOR) + "." +
-                  std::to_string(SY_ABI_VERSION_MINOR);
+    const std::string text = std::string("engine ") + ws_.engine->name() + ": " +
+                             ws_.engine->version() + "; block weights to " +
+                             (gemm_type(ws_, SY_TYPE_Q8_0) == GemmType::bf16 ? "bf16" : "f32") +
+                             "; gcc " __VERSION__ ", ABI " + std::to_string(SY_ABI_VERSION_MAJOR) +
+                             "." + std::to_string(SY_ABI_VERSION_MINOR);
+    std::snprintf(build_info_.data(), build_info_.size(), "%s", text.c_str());
 }
 
 void BlasBackend::log(int32_t level, const std::string& message) const {

@@ -29,7 +29,8 @@ class BlasBackend {
     // engine's reason when none loads.
     explicit BlasBackend(const sy_host_api& host);
 
-    const char* build_info() const { return build_info_.c_str(); }
+    // Stable for the plugin's lifetime (the host keeps the pointer); the text follows the engine.
+    const char* build_info() const { return build_info_.data(); }
     static const validation::CapabilityTable& capabilities();
 
     sy_status device_props(int32_t device, sy_device_props* props);
@@ -49,7 +50,7 @@ class BlasBackend {
     void describe();  // build_info_ from the engine
 
     const sy_host_api host_;
-    std::string build_info_;
+    std::array<char, 512> build_info_{};
     std::string model_name_;
 
     std::mutex mutex_;

@@ -77,7 +77,7 @@ Rates measure_rates(Workspace& ws) {
     Rates r;
     r.threads = ws.threads;
     engine.set_threads(ws.threads);
-    r.overhead_ns = measure_gemm(engine, GemmType::f32, 1, 16, 16, 20);
+    r.overhead_ns = measure_gemm(engine, GemmType::f32, 1, 256, 256, 20);
     constexpr int64_t kSide = 1024;
     for (size_t i = 0; i < Rates::kRows.size(); ++i) {
         const int64_t M = Rates::kRows[i];

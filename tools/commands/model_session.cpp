@@ -179,6 +179,11 @@ LoadedModel load_model(const ModelOptions& o) {
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
         out.warn(w);
+    // A plugin asked for (--plugin, the config's load list) that did not load: say which and why,
+    // and go on with the others.
+    for (const PluginFailure& f : out.host->failures())
+        if (f.requested)
+            out.warn("plugin " + f.file + " did not load, continuing without it: " + f.reason);
     out.plugin = out.host->find(backend);
     if (out.plugin == nullptr) {
         std::string why;
