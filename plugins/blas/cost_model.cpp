@@ -90,10 +90,11 @@ Rates measure_rates(Workspace& ws) {
         if (engine.has_bf16()) r.flops_bf16[i] = rate(GemmType::bf16);
     }
 
-    // Conversions, per value, on all threads as the products run them.
-    constexpr int64_t kValues = int64_t(1) << 20, kRow = 4096;
+    // Conversions, per value, on all threads as the products run them, over buffers larger than
+    // the caches (32 MiB of f32): the weights a call converts come from memory.
+    constexpr int64_t kValues = int64_t(1) << 23, kRow = 4096;
     std::vector<float> f32(size_t(kValues), 0.5f);
-    std::vector<uint16_t> h(size_t(kValues), 0x3800);
+    std::vector<uint16_t> h(size_t(kValues), 0x3800);  // 0.5 in f16
     std::vector<char> q8(size_t(quants::row_size(SY_TYPE_Q8_0, kValues)));
     quants::quantize_row(SY_TYPE_Q8_0, f32.data(), q8.data(), kValues);
     std::vector<char> out(size_t(kValues) * 4);

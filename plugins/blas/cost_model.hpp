@@ -6,12 +6,13 @@
 //   * GEMM throughput at M = 1, 4, 16, 64, 256 rows for each operand type (N = K = 1024, in cache:
 //     the compute rate; the weights' memory traffic is counted separately);
 //   * the conversions a call makes: activations f32 -> bf16, weights f16 -> f32 and a block type
-//     (q8_0 as the representative) -> the bf16 or f32 operand, in ns per value;
+//     (q8_0 as the representative) -> the bf16 or f32 operand, in ns per value, over 32 MiB
+//     buffers (from memory, as a call's weights are);
 //   * the host memory bandwidth (a parallel read of 64 MiB).
 // A product then costs overhead + max(flops / rate(M), weight bytes / bandwidth) + conversions.
 // For one token (M = 1) that is never below the CPU plugin's GEMV (same bytes, larger fixed
 // cost, plus the conversions); for a prompt ubatch the GEMM rate wins. The measurement takes
-// ~0.1 s and is repeated when the thread count or the engine changes.
+// ~0.2 s and is repeated when the thread count or the engine changes.
 #pragma once
 
 #include <array>
