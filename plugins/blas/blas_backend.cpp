@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
@@ -182,31 +183,27 @@ sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params,
     std::lock_guard lock(mutex_);
     const Rates& r = rates();
     const Engine::CacheStats cache = ws_.engine->cache_stats();
-    // Keys are built once (they must outlive this call); values refresh on every call.
-    std::vector<std::pair<std::string, std::pair<double, const char*>>> rows = {
-        {"threads", {double(ws_.threads), "threads"}},
-        {"overhead", {r.overhead_ns, "ns"}},
+    // Keys are string literals (valid until shutdown, as plugin.h asks); every row is always
+    // there, the bf16 rates 0 on an engine without bf16 products.
+    static constexpr const char* kBf16Keys[] = {"gemm_bf16_m1", "gemm_bf16_m4", "gemm_bf16_m16",
+                                                "gemm_bf16_m64", "gemm_bf16_m256"};
+    static constexpr const char* kF32Keys[] = {"gemm_f32_m1", "gemm_f32_m4", "gemm_f32_m16",
+                                               "gemm_f32_m64", "gemm_f32_m256"};
+    static_assert(std::size(kF32Keys) == Rates::kRows.size());
+    size_t n = 0;
+    const auto row = [&](const char* key, double value, const char* unit) {
+        cost_params_[n++] = sy_cost_param{sizeof(sy_cost_param), key, value, unit};
     };
-    for (size_t i = 0; i < Rates::kRows.size(); ++i)
-        rows.push_back(
-            {"gemm_f32_m" + std::to_string(Rates::kRows[i]), {r.flops_f32[i], "FLOP/s"}});
-    if (ws_.engine->has_bf16())
-        for (size_t i = 0; i < Rates::kRows.size(); ++i)
-            rows.push_back(
-                {"gemm_bf16_m" + std::to_string(Rates::kRows[i]), {r.flops_bf16[i], "FLOP/s"}});
-    rows.push_back({"pack_bf16", {r.pack_bf16_ns, "ns/value"}});
-    rows.push_back({"f16_to_f32", {r.f16_to_f32_ns, "ns/value"}});
-    rows.push_back({"block_to_operand", {r.block_to_operand_ns, "ns/value"}});
-    rows.push_back({"memory_bandwidth", {r.bandwidth, "B/s"}});
-    rows.push_back({"cached_primitives", {double(cache.entries), "primitives"}});
-    rows.resize(std::min(rows.size(), kCostParams));
-    cost_keys_.resize(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) {
-        if (cost_keys_[i] != rows[i].first) cost_keys_[i] = rows[i].first;
-        cost_params_[i] = sy_cost_param{sizeof(sy_cost_param), cost_keys_[i].c_str(),
-                                        rows[i].second.first, rows[i].second.second};
-    }
-    cost_param_count_ = rows.size();
+    row("threads", double(ws_.threads), "threads");
+    row("overhead", r.overhead_ns, "ns");
+    for (size_t i = 0; i < Rates::kRows.size(); ++i) row(kF32Keys[i], r.flops_f32[i], "FLOP/s");
+    for (size_t i = 0; i < Rates::kRows.size(); ++i) row(kBf16Keys[i], r.flops_bf16[i], "FLOP/s");
+    row("pack_bf16", r.pack_bf16_ns, "ns/value");
+    row("f16_to_f32", r.f16_to_f32_ns, "ns/value");
+    row("block_to_operand", r.block_to_operand_ns, "ns/value");
+    row("memory_bandwidth", r.bandwidth, "B/s");
+    row("cached_primitives", double(cache.entries), "primitives");
+    cost_param_count_ = n;
     *params = cost_params_.data();
     *count = cost_param_count_;
     return sdk::ok();
@@ -236,10 +233,16 @@ sy_status BlasBackend::compute(int32_t device, const sy_node* const* nodes, size
     ws_.engine->set_threads(ws_.threads);
     for (size_t i = 0; i < count; ++i) {
         const sy_node& n = *nodes[i];
-        if (n.op == SY_OP_MUL_MAT)
-            mul_mat(ws_, n);
-        else
-            mul_mat_id(ws_, n);
+        try {
+            if (n.op == SY_OP_MUL_MAT)
+                mul_mat(ws_, n);
+            else
+                mul_mat_id(ws_, n);
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error(
+                std::string(n.op == SY_OP_NAMED ? n.named_op : sdk::op_name(n.op)) + " -> " +
+                (n.dst->name ? n.dst->name : "(unnamed)") + ": " + e.what());
+        }
     }
     return sdk::ok();
 }

@@ -58,10 +58,9 @@ class BlasBackend {
     std::string onednn_why_, openblas_why_;
     Workspace ws_;
     std::optional<Rates> rates_;
-    static constexpr size_t kCostParams = 20;
+    static constexpr size_t kCostParams = 17;
     std::array<sy_cost_param, kCostParams> cost_params_{};
     size_t cost_param_count_ = 0;
-    std::vector<std::string> cost_keys_;
 
     sdk::HostBuffers buffers_;
 };

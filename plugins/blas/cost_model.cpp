@@ -134,19 +134,23 @@ double bytes_of(int32_t type, double values) {
 }
 
 // One GEMM of `rows` activation rows against one {K, N} weight matrix of `type`, including the
-// packing of its activations and the conversion of its weights.
+// conversion of its weights (read from memory) and the packing of its activations (`pack` false:
+// already packed for an earlier product of the same rows, as the fused op's gate product is).
 double product_ns(const Rates& r, const Workspace& ws, int32_t type, double rows, double N,
-                  double K) {
+                  double K, bool pack = true) {
     const GemmType t = gemm_type(ws, type);
     const bool in_place = (t == GemmType::f32 && type == SY_TYPE_F32) ||
                           (t == GemmType::bf16 && type == SY_TYPE_BF16);
-    double convert = rows * K * (t == GemmType::bf16 ? r.pack_bf16_ns : r.pack_f32_ns);
+    double convert = pack ? rows * K * (t == GemmType::bf16 ? r.pack_bf16_ns : r.pack_f32_ns) : 0;
     if (!in_place)
         convert +=
             N * K * (sy_dtype_info(type).block_size > 1 ? r.block_to_operand_ns : r.f16_to_f32_ns);
     const double rate = r.flops(t, rows);
     const double compute_ns = rate > 0 ? 2.0 * rows * N * K / rate * 1e9 : 0.0;
-    const double memory_ns = r.bandwidth > 0 ? bytes_of(type, N * K) / r.bandwidth * 1e9 : 0.0;
+    // The GEMM streams the weights as it gets them: the source, or the widened copy.
+    const double weight_bytes =
+        in_place ? bytes_of(type, N * K) : N * K * (t == GemmType::bf16 ? 2.0 : 4.0);
+    const double memory_ns = r.bandwidth > 0 ? weight_bytes / r.bandwidth * 1e9 : 0.0;
     return r.overhead_ns + std::max(compute_ns, memory_ns) + convert;
 }
 
@@ -162,16 +166,19 @@ double estimate_ns(const Rates& r, const Workspace& ws, const sy_node& node) {
         return matrices * product_ns(r, ws, a.type, rows, N, K);
     }
     // MUL_MAT_ID / moe.fused_up_gate: the experts the batch can touch, its rows spread evenly
-    // over them (the routing is known only at run time).
+    // over them (the routing is known only at run time), padded as mul_mat_id pads them.
     const bool fused = node.op == SY_OP_NAMED;
     const sy_tensor& ids = *node.src[fused ? 3 : 2];
     const double pairs = double(ids.ne[0]) * double(ids.ne[1]);
     const double touched = std::min(double(a.ne[2]), pairs);
     if (touched <= 0) return r.overhead_ns;
-    const double per_expert = product_ns(r, ws, a.type, pairs / touched, N, K);
+    const double q = double(kExpertRowQuantum);
+    const double rows = std::ceil(pairs / touched / q) * q;
+    double per_expert = product_ns(r, ws, a.type, rows, N, K);
+    if (fused) per_expert += product_ns(r, ws, a.type, rows, N, K, false);
     // The activation (exp per value, ~20 flops) and the scatter of the results, on all threads.
     const double epilogue = pairs * N * (fused ? 2.0 : 0.5) / std::max(1, r.threads);
-    return touched * per_expert * (fused ? 2.0 : 1.0) + epilogue;
+    return touched * per_expert + epilogue;
 }
 
 }  // namespace sy::blas

@@ -67,14 +67,23 @@ void check(dnnl_status_t s, const char* what) {
         throw std::runtime_error(std::string("oneDNN ") + what + ": " + status_text(s));
 }
 
+// A primitive is prepared for a thread count (oneDNN reads it when the descriptor is made), so
+// the count is part of the key.
 struct Key {
     int64_t M, N, K, lda, ldw, ldc;
-    int type;
+    int type, threads;
     bool operator<(const Key& o) const {
-        return std::tie(M, N, K, lda, ldw, ldc, type) <
-               std::tie(o.M, o.N, o.K, o.lda, o.ldw, o.ldc, o.type);
+        return std::tie(M, N, K, lda, ldw, ldc, type, threads) <
+               std::tie(o.M, o.N, o.K, o.lda, o.ldw, o.ldc, o.type, o.threads);
     }
 };
+
+std::string shape_text(const Gemm& g) {
+    return std::to_string(g.M) + " x " + std::to_string(g.N) + " x " + std::to_string(g.K) +
+           " (M x N x K; lda " + std::to_string(g.lda) + ", ldw " + std::to_string(g.ldw) +
+           ", ldc " + std::to_string(g.ldc) + ", " + (g.type == GemmType::bf16 ? "bf16" : "f32") +
+           ")";
+}
 
 class OneDnn final : public Engine {
   public:
@@ -85,14 +94,29 @@ class OneDnn final : public Engine {
             api_.dnnl_engine_destroy(engine_);
             check(s, "stream_create");
         }
+        try {
+            describe();
+        } catch (...) {
+            api_.dnnl_stream_destroy(stream_);
+            api_.dnnl_engine_destroy(engine_);
+            throw;
+        }
+    }
+
+    // The version and the implementations oneDNN picks for each operand type.
+    void describe() {
         const dnnl_version_t* v = api_.dnnl_version();
         version_ = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                    std::to_string(v->patch);
         // A product whose only implementation is oneDNN's reference code would be far slower
         // than the CPU plugin; bf16 counts as available only with a JIT (brgemm/gemm) kernel.
+        // A JIT kernel alone is not enough: without AVX512-BF16 (or AMX) oneDNN emulates bf16
+        // products, slower than f32 ones.
         const std::string f32 = implementation(GemmType::f32);
         bf16_impl_ = implementation(GemmType::bf16);
-        has_bf16_ = !bf16_impl_.empty() && bf16_impl_.find("ref") == std::string::npos;
+        const bool native =
+            __builtin_cpu_supports("avx512bf16") || bf16_impl_.find("amx") != std::string::npos;
+        has_bf16_ = native && !bf16_impl_.empty() && bf16_impl_.find("ref") == std::string::npos;
         version_ += " (f32: " + f32 + ", bf16: " + (bf16_impl_.empty() ? "none" : bf16_impl_) +
                     (has_bf16_ ? "" : ", not used") + ")";
     }
@@ -112,16 +136,25 @@ class OneDnn final : public Engine {
 
     void gemm(const Gemm& g) override {
         std::lock_guard lock(mutex_);
-        Entry& e = entry(g);
-        check(api_.dnnl_memory_set_data_handle(e.src, const_cast<void*>(g.a)), "set src");
-        check(api_.dnnl_memory_set_data_handle(e.weights, const_cast<void*>(g.w)), "set weights");
-        check(api_.dnnl_memory_set_data_handle(e.dst, g.c), "set dst");
-        const dnnl_exec_arg_t args[] = {
-            {DNNL_ARG_SRC, e.src}, {DNNL_ARG_WEIGHTS, e.weights}, {DNNL_ARG_DST, e.dst}};
-        // oneDNN's OpenMP runtime takes its thread count from the calling thread's setting.
+        // oneDNN's OpenMP runtime takes its thread count from the calling thread's setting, both
+        // when a primitive is prepared and when it runs; the caller's setting is given back.
+        const int saved = omp_get_max_threads();
         omp_set_num_threads(threads_);
-        check(api_.dnnl_primitive_execute(e.primitive, stream_, 3, args), "execute");
-        check(api_.dnnl_stream_wait(stream_), "stream wait");
+        try {
+            Entry& e = entry(g);
+            check(api_.dnnl_memory_set_data_handle(e.src, const_cast<void*>(g.a)), "set src");
+            check(api_.dnnl_memory_set_data_handle(e.weights, const_cast<void*>(g.w)),
+                  "set weights");
+            check(api_.dnnl_memory_set_data_handle(e.dst, g.c), "set dst");
+            const dnnl_exec_arg_t args[] = {
+                {DNNL_ARG_SRC, e.src}, {DNNL_ARG_WEIGHTS, e.weights}, {DNNL_ARG_DST, e.dst}};
+            check(api_.dnnl_primitive_execute(e.primitive, stream_, 3, args), "execute");
+            check(api_.dnnl_stream_wait(stream_), "stream wait");
+        } catch (const std::runtime_error& e) {
+            omp_set_num_threads(saved);
+            throw std::runtime_error(std::string(e.what()) + ", product " + shape_text(g));
+        }
+        omp_set_num_threads(saved);
     }
 
     CacheStats cache_stats() const override {
@@ -190,7 +223,7 @@ class OneDnn final : public Engine {
     }
 
     Entry& entry(const Gemm& g) {
-        const Key key{g.M, g.N, g.K, g.lda, g.ldw, g.ldc, int(g.type)};
+        const Key key{g.M, g.N, g.K, g.lda, g.ldw, g.ldc, int(g.type), threads_};
         if (auto it = entries_.find(key); it != entries_.end()) {
             ++hits_;
             lru_.splice(lru_.begin(), lru_, it->second.lru);

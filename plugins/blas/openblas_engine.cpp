@@ -38,7 +38,11 @@ class OpenBlas final : public Engine {
 
     const char* name() const override { return "openblas"; }
     std::string version() const override { return version_; }
-    bool has_bf16() const override { return sbgemm_ != nullptr; }
+    // cblas_sbgemm counts only where the CPU multiplies bf16 natively (its generic kernel is
+    // slower than sgemm).
+    bool has_bf16() const override {
+        return sbgemm_ != nullptr && __builtin_cpu_supports("avx512bf16");
+    }
     void set_threads(int threads) override {
         std::lock_guard lock(mutex_);
         if (set_threads_) set_threads_(threads);
@@ -47,7 +51,11 @@ class OpenBlas final : public Engine {
     void gemm(const Gemm& g) override {
         constexpr int64_t kMax = 0x7fffffff;  // the LP64 interface's int
         if (g.M > kMax || g.N > kMax || g.K > kMax || g.lda > kMax || g.ldw > kMax || g.ldc > kMax)
-            throw std::runtime_error("OpenBLAS: a dimension exceeds its 32-bit interface");
+            throw std::runtime_error("OpenBLAS: product " + std::to_string(g.M) + " x " +
+                                     std::to_string(g.N) + " x " + std::to_string(g.K) + " (lda " +
+                                     std::to_string(g.lda) + ", ldw " + std::to_string(g.ldw) +
+                                     ", ldc " + std::to_string(g.ldc) +
+                                     ") exceeds its 32-bit interface");
         std::lock_guard lock(mutex_);
         if (g.type == GemmType::bf16) {
             if (!sbgemm_) throw std::runtime_error("OpenBLAS: this build has no cblas_sbgemm");

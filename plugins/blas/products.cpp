@@ -89,7 +89,8 @@ const void* weight_operand(Workspace& ws, Scratch& scratch, const sy_tensor& a, 
     const size_t es = element_bytes(t);
     const bool same = (t == GemmType::f32 && a.type == SY_TYPE_F32) ||
                       (t == GemmType::bf16 && a.type == SY_TYPE_BF16);
-    if (same && a.nb[0] == int64_t(es) && a.nb[1] % int64_t(es) == 0) {
+    if (same && a.nb[0] == int64_t(es) && a.nb[1] % int64_t(es) == 0 &&
+        a.nb[1] >= K * int64_t(es)) {
         *ldw = a.nb[1] / int64_t(es);
         return w;
     }
@@ -122,9 +123,13 @@ void pack_rows(Workspace& ws, const std::vector<const char*>& rows, int64_t nb0,
                GemmType t, void* out) {
     const size_t es = element_bytes(t);
     const int64_t count = int64_t(rows.size());
+    // One f32 row per thread for strided rows, allocated here: nothing may throw inside the
+    // parallel region.
+    std::vector<float> scratch(nb0 != 4 ? size_t(ws.threads) * size_t(K) : 0);
 #pragma omp parallel num_threads(ws.threads)
     {
-        std::vector<float> tmp(t == GemmType::bf16 || nb0 != 4 ? size_t(K) : 0);
+        float* tmp =
+            scratch.empty() ? nullptr : scratch.data() + size_t(omp_get_thread_num()) * size_t(K);
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < count; ++r) {
             char* dst = static_cast<char*>(out) + size_t(r) * size_t(K) * es;
@@ -134,8 +139,8 @@ void pack_rows(Workspace& ws, const std::vector<const char*>& rows, int64_t nb0,
                 round_to_bf16(reinterpret_cast<const float*>(rows[size_t(r)]),
                               reinterpret_cast<uint16_t*>(dst), K);
             } else {
-                gather_f32(rows[size_t(r)], nb0, tmp.data(), K);
-                round_to_bf16(tmp.data(), reinterpret_cast<uint16_t*>(dst), K);
+                gather_f32(rows[size_t(r)], nb0, tmp, K);
+                round_to_bf16(tmp, reinterpret_cast<uint16_t*>(dst), K);
             }
         }
     }
@@ -143,7 +148,7 @@ void pack_rows(Workspace& ws, const std::vector<const char*>& rows, int64_t nb0,
 
 // Equal spacing of destination rows: the stride in floats, or 0 when they are not evenly spaced.
 int64_t even_stride(const std::vector<char*>& rows, int64_t nb0, int64_t N) {
-    if (nb0 != 4) return 0;
+    if (nb0 != 4 || rows.empty()) return 0;
     if (rows.size() == 1) return N;
     const std::ptrdiff_t step = rows[1] - rows[0];
     if (step <= 0 || step % 4 != 0 || step < N * 4) return 0;
@@ -234,7 +239,8 @@ void mul_mat(Workspace& ws, const sy_node& node) {
     const sy_tensor& b = *node.src[1];
     const sy_tensor& d = *node.dst;
     const int64_t K = a.ne[0], N = a.ne[1], M = b.ne[1];
-    if (K == 0 || N == 0 || M == 0) {
+    if (sdk::nelements(d) == 0) return;
+    if (K == 0) {
         for (int64_t i3 = 0; i3 < d.ne[3]; ++i3)
             for (int64_t i2 = 0; i2 < d.ne[2]; ++i2)
                 for (int64_t i1 = 0; i1 < d.ne[1]; ++i1)
@@ -284,7 +290,6 @@ void mul_mat(Workspace& ws, const sy_node& node) {
 }
 
 void mul_mat_id(Workspace& ws, const sy_node& node) {
-    constexpr int64_t kRowQuantum = 16;
     const bool fused = node.op == SY_OP_NAMED;
     const sy_tensor& up = *node.src[0];
     const sy_tensor* gate = fused ? node.src[1] : nullptr;
@@ -294,6 +299,7 @@ void mul_mat_id(Workspace& ws, const sy_node& node) {
     const bool use_gelu = fused && node.iparams[0] == 1;
     const int64_t K = up.ne[0], N = up.ne[1], E = up.ne[2];
     const int64_t U = ids.ne[0], T = ids.ne[1], U1 = x.ne[1];
+    if (sdk::nelements(d) == 0) return;
 
     // (slot, token) pairs per expert; dropped slots get zeros.
     std::vector<std::vector<std::pair<int64_t, int64_t>>> by_expert(static_cast<size_t>(E));
@@ -318,9 +324,8 @@ void mul_mat_id(Workspace& ws, const sy_node& node) {
         a_rows.clear();
         for (const auto& [u, t] : pairs)
             a_rows.push_back(static_cast<const char*>(x.data) + (u % U1) * x.nb[1] + t * x.nb[2]);
-        // Each expert gets a different row count; rounded up to kRowQuantum (zero rows), the
-        // products of a whole prompt need a handful of prepared shapes instead of one per count.
-        const int64_t padded = (rows + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
+        const int64_t padded =
+            (rows + kExpertRowQuantum - 1) / kExpertRowQuantum * kExpertRowQuantum;
         Gemm g;
         g.M = padded, g.N = N, g.K = K, g.type = type;
         char* a_pack =

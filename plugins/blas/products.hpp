@@ -40,6 +40,10 @@ struct Workspace {
     Scratch a, w, w2, c, c2;
 };
 
+// Expert products pad each expert's rows to a multiple of this (zero rows), so that a prompt's
+// products need a handful of prepared shapes instead of one per row count.
+constexpr int64_t kExpertRowQuantum = 16;
+
 // The engine operand type a weight type is multiplied in.
 GemmType gemm_type(const Workspace& ws, int32_t weight_type);
 

@@ -181,8 +181,9 @@ LoadedModel load_model(const ModelOptions& o) {
         out.warn(w);
     // A plugin asked for (--plugin, the config's load list) that did not load: say which and why,
     // and go on with the others.
+    const bool backend_loaded = out.host->find(backend) != nullptr;
     for (const PluginFailure& f : out.host->failures())
-        if (f.requested)
+        if (f.requested && backend_loaded)
             out.warn("plugin " + f.file + " did not load, continuing without it: " + f.reason);
     out.plugin = out.host->find(backend);
     if (out.plugin == nullptr) {
@@ -192,11 +193,13 @@ LoadedModel load_model(const ModelOptions& o) {
         throw Error("backend '" + backend + "' is not loaded" + why);
     }
 
-    // Several backends with a device (a config that loads cpu and blas, or --plugin blas): the
-    // scheduler places each op, even without a placement or offload setting.
-    size_t with_device = 0;
-    for (const auto& p : out.host->plugins()) with_device += p->device_count() > 0;
-    if (several || with_device > 1) {
+    // Several backends computing on host memory (a config that loads cpu and blas, or --plugin
+    // blas): the scheduler places each op, even without a placement or offload setting. A device
+    // with its own memory (cuda) still takes -ngl or a placement setting, as before.
+    size_t host_backends = 0;
+    for (const auto& p : out.host->plugins())
+        host_backends += p->device_count() > 0 && p->device_props(0).host_memory != 0;
+    if (several || host_backends > 1) {
         llm::SessionBackends b;
         b.placement = config.placement;
         b.placement.default_backend = backend;

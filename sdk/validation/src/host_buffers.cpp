@@ -169,8 +169,9 @@ sy_status validate_host_copies(const sy_copy* copies, size_t count) {
 void copy_tensor_bytes(const sy_tensor& src, const sy_tensor& dst) {
     const sy_dtype_traits tr = sy_dtype_info(src.type);
     const int64_t row = src.ne[0] / tr.block_size * tr.type_size;
+    // Block types have packed rows (validate_copy checks nb0 = block bytes): whole rows.
     const bool packed =
-        src.nb[0] * tr.block_size == tr.type_size && dst.nb[0] * tr.block_size == tr.type_size;
+        tr.block_size > 1 || (src.nb[0] == tr.type_size && dst.nb[0] == tr.type_size);
     for (int64_t i3 = 0; i3 < src.ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < src.ne[2]; ++i2)
             for (int64_t i1 = 0; i1 < src.ne[1]; ++i1) {
