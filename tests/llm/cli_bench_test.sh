@@ -23,7 +23,8 @@ for r in rows:
               "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "type_k",
               "type_v", "n_gpu_layers", "flash_attn", "mla_attn", "fused_moe", "n_prompt",
               "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts",
-              "samples_ns", "samples_ts", "backends", "placement", "warnings"):
+              "samples_ns", "samples_ts", "backends", "placement", "warnings", "split_mode",
+              "main_gpu", "no_kv_offload", "tensor_split", "embeddings"):
         assert k in r, k
     assert len(r["samples_ns"]) == 3 and len(r["samples_ts"]) == 3
     n = r["n_prompt"] + r["n_gen"]
@@ -141,6 +142,19 @@ head -c 200 "$tmp/s.svg" | grep -q "<svg" || fail "--plot .svg is not SVG"
   fail "sweep --from: $(cat "$tmp/e")"
 python3 -c "import sys; b=open(sys.argv[1],'rb').read(); assert b[:8]==b'\x89PNG\r\n\x1a\n' and len(b)>5000" "$tmp/s.png" ||
   fail "--plot .png is not a PNG chart"
+# Ranges, as llama-bench writes them: first-last, +step, *mult.
+"$sy" bench -m "$m" -p 8-24+8,4-16*2 -n 0 -d 0-16+16 -r 1 -o jsonl >"$tmp/r.jsonl" 2>"$tmp/e" ||
+  fail "bench ranges: $(cat "$tmp/e")"
+python3 - "$tmp/r.jsonl" <<'PY' || fail "bench ranges: $(cat "$tmp/r.jsonl")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+got = [(r["n_prompt"], r["n_depth"]) for r in rows]
+assert got == [(p, d) for d in (0, 16) for p in (8, 16, 24, 4, 8, 16)], got
+PY
+for bad in "16-8" "0-64*2" "1-9+0" "1-20000"; do
+  "$sy" bench -m "$m" -p "$bad" -n 0 >"$tmp/o" 2>"$tmp/e" && fail "-p $bad accepted"
+  grep -qF -- "-p '$bad'" "$tmp/e" || fail "-p $bad not named: $(cat "$tmp/e")"
+done
 
 # Errors: clear message, non-zero exit, no partial chart.
 "$sy" bench -m "$m" -o xml >"$tmp/o" 2>"$tmp/e" && fail "-o xml accepted"

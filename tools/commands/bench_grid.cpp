@@ -41,11 +41,47 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, 
     return v;
 }
 
+// The most values one range item may expand to (a typo like 1-100000000 is an error, not a
+// gigantic list).
+constexpr int64_t kMaxRangeValues = 10000;
+
+// One item of an integer list: a value, or a range as llama-bench writes them: `first-last`
+// (step 1), `first-last+step`, `first-last*mult` (first > 0, mult > 1).
+void append_item(std::vector<int64_t>& out, const std::string& flag, const std::string& item,
+                 int64_t lo, int64_t hi) {
+    const size_t dash = item.find('-', 1);
+    if (dash == std::string::npos) {
+        out.push_back(parse_int(flag, item, lo, hi));
+        return;
+    }
+    const int64_t first = parse_int(flag, item.substr(0, dash), lo, hi);
+    const std::string rest = item.substr(dash + 1);
+    const size_t op = rest.find_first_of("+*");
+    const int64_t last = parse_int(flag, rest.substr(0, op), lo, hi);
+    const char kind = op == std::string::npos ? '+' : rest[op];
+    const int64_t by =
+        op == std::string::npos ? 1 : parse_int(flag, rest.substr(op + 1), 0, int64_t(1) << 40);
+    if (by < 1) throw Error(fmt::format("{} '{}': the step must be at least 1", flag, item));
+    if (last < first)
+        throw Error(fmt::format("{} '{}': the range ends before it starts", flag, item));
+    if (kind == '*' && (first <= 0 || by < 2))
+        throw Error(fmt::format("{} '{}': a multiplied range needs first > 0 and a factor > 1",
+                                flag, item));
+    for (int64_t v = first, count = 0;; ++count) {
+        if (count >= kMaxRangeValues)
+            throw Error(fmt::format("{} '{}': more than {} values", flag, item, kMaxRangeValues));
+        out.push_back(v);
+        // The next value, unless it passes `last` (tested without overflowing).
+        if (kind == '+' ? v > last - by : v > last / by) break;
+        v = kind == '+' ? v + by : v * by;
+    }
+}
+
 std::vector<int64_t> int_list(const std::string& flag, const std::vector<std::string>& given,
                               const std::string& fallback, int64_t lo, int64_t hi) {
     std::vector<int64_t> out;
     for (const std::string& s : split_list(flag, given, ',', fallback))
-        out.push_back(parse_int(flag, s, lo, hi));
+        append_item(out, flag, s, lo, hi);
     return out;
 }
 
@@ -93,7 +129,9 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("--smart-expert-reduction", base.ser, "K,t: smart expert reduction");
     app.add_flag("--no-mmap", base.no_mmap, "Read the weights into memory");
     if (!tests) return;
-    app.add_option("-p,--n-prompt", prompts, "Prompt tokens of the ppN tests (0: none)");
+    app.add_option("-p,--n-prompt", prompts,
+                   "Prompt tokens of the ppN tests (0: none); every number list also takes ranges: "
+                   "first-last, first-last+step, first-last*mult");
     app.add_option("-n,--n-gen", gens, "Generated tokens of the tgN tests (0: none)");
     app.add_option("-d,--n-depth", depths, "Tokens in the cache before each test (default 0)");
     app.add_option("--pg", pg, "P,N: a prompt of P then N generated tokens, timed together");

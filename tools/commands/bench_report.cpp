@@ -33,11 +33,19 @@ Json record_json(const BenchRecord& r, bool arrays) {
     j["type_v"] = r.type_v;
     j["n_gpu_layers"] = r.n_gpu_layers;
     j["n_cpu_moe"] = r.n_cpu_moe;
+    // llama-bench's multi-GPU and embedding fields, as switchyard runs: no split across GPUs (the
+    // scheduler places ops, device 0 of each backend), the KV cache where the primary backend
+    // is, no embeddings mode.
+    j["split_mode"] = "none";
+    j["main_gpu"] = 0;
+    j["no_kv_offload"] = false;
     j["flash_attn"] = r.flash_attn;
+    j["tensor_split"] = "0.00";
     j["mla_attn"] = r.mla_attn;
     j["attn_max_batch"] = r.attn_max_batch;
     j["ser"] = r.ser;
     j["use_mmap"] = r.use_mmap;
+    j["embeddings"] = false;
     j["fused_moe"] = r.fused_moe;
     j["override_tensor"] = r.override_tensor;
     j["config"] = r.config;
