@@ -10,6 +10,7 @@
 #include <iterator>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
@@ -182,7 +183,6 @@ sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params,
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "cost_params: result pointers are NULL");
     std::lock_guard lock(mutex_);
     const Rates& r = rates();
-    const Engine::CacheStats cache = ws_.engine->cache_stats();
     // Keys are string literals (valid until shutdown, as plugin.h asks); every row is always
     // there, the bf16 rates 0 on an engine without bf16 products.
     static constexpr const char* kBf16Keys[] = {"gemm_bf16_m1", "gemm_bf16_m4", "gemm_bf16_m16",
@@ -202,7 +202,7 @@ sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params,
     row("f16_to_f32", r.f16_to_f32_ns, "ns/value");
     row("block_to_operand", r.block_to_operand_ns, "ns/value");
     row("memory_bandwidth", r.bandwidth, "B/s");
-    row("cached_primitives", double(cache.entries), "primitives");
+    row("cached_primitives", double(ws_.engine->cached_products()), "primitives");
     cost_param_count_ = n;
     *params = cost_params_.data();
     *count = cost_param_count_;

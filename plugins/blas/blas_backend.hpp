@@ -12,7 +12,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "cost_model.hpp"
 #include "engine.hpp"

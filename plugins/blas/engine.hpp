@@ -8,6 +8,7 @@
 // ldw), C M rows of N floats (row stride ldc); strides in elements.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,11 +41,8 @@ class Engine {
     virtual void set_threads(int threads) = 0;
     // Runs one product; throws std::runtime_error with the library's message on failure.
     virtual void gemm(const Gemm& g) = 0;
-    // Reused prepared products (oneDNN primitives) and how often one was found / made.
-    struct CacheStats {
-        size_t entries = 0, hits = 0, misses = 0;
-    };
-    virtual CacheStats cache_stats() const { return {}; }
+    // Prepared products kept for reuse (oneDNN primitives); 0 for an engine that keeps none.
+    virtual size_t cached_products() const { return 0; }
 };
 
 // The library file an engine loads: the environment variable SWITCHYARD_BLAS_ONEDNN_LIB or

@@ -113,11 +113,11 @@ class OneDnn final : public Engine {
         // A JIT kernel alone is not enough: without AVX512-BF16 (or AMX) oneDNN emulates bf16
         // products, slower than f32 ones.
         const std::string f32 = implementation(GemmType::f32);
-        bf16_impl_ = implementation(GemmType::bf16);
+        const std::string bf16_impl = implementation(GemmType::bf16);
         const bool native =
-            __builtin_cpu_supports("avx512bf16") || bf16_impl_.find("amx") != std::string::npos;
-        has_bf16_ = native && !bf16_impl_.empty() && bf16_impl_.find("ref") == std::string::npos;
-        version_ += " (f32: " + f32 + ", bf16: " + (bf16_impl_.empty() ? "none" : bf16_impl_) +
+            __builtin_cpu_supports("avx512bf16") || bf16_impl.find("amx") != std::string::npos;
+        has_bf16_ = native && !bf16_impl.empty() && bf16_impl.find("ref") == std::string::npos;
+        version_ += " (f32: " + f32 + ", bf16: " + (bf16_impl.empty() ? "none" : bf16_impl) +
                     (has_bf16_ ? "" : ", not used") + ")";
     }
 
@@ -157,9 +157,9 @@ class OneDnn final : public Engine {
         omp_set_num_threads(saved);
     }
 
-    CacheStats cache_stats() const override {
+    size_t cached_products() const override {
         std::lock_guard lock(mutex_);
-        return {entries_.size(), hits_, misses_};
+        return entries_.size();
     }
 
   private:
@@ -225,11 +225,9 @@ class OneDnn final : public Engine {
     Entry& entry(const Gemm& g) {
         const Key key{g.M, g.N, g.K, g.lda, g.ldw, g.ldc, int(g.type), threads_};
         if (auto it = entries_.find(key); it != entries_.end()) {
-            ++hits_;
             lru_.splice(lru_.begin(), lru_, it->second.lru);
             return it->second;
         }
-        ++misses_;
         if (entries_.size() >= kMaxPrimitives) {
             auto oldest = entries_.find(lru_.back());
             destroy(oldest->second);
@@ -260,14 +258,13 @@ class OneDnn final : public Engine {
     Api api_;
     dnnl_engine_t engine_ = nullptr;
     dnnl_stream_t stream_ = nullptr;
-    std::string version_, bf16_impl_;
+    std::string version_;
     bool has_bf16_ = false;
     int threads_ = 1;
 
     mutable std::mutex mutex_;
     std::map<Key, Entry> entries_;
     std::list<Key> lru_;
-    size_t hits_ = 0, misses_ = 0;
 };
 
 }  // namespace

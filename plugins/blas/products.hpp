@@ -21,7 +21,6 @@ namespace sy::blas {
 class Scratch {
   public:
     void* get(size_t bytes);
-    size_t capacity() const { return size_; }
 
   private:
     struct Free {

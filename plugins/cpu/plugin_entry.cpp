@@ -7,8 +7,6 @@
 // (variant.cpp, built with baseline flags) and static strings before refusing.
 #include <algorithm>
 #include <cstring>
-#include <exception>
-#include <new>
 
 #include "capabilities.hpp"
 #include "cpu_backend.hpp"
@@ -25,18 +23,7 @@ CpuBackend& backend(void* ctx) {
     return *static_cast<CpuBackend*>(ctx);
 }
 
-template <typename Fn>
-sy_status guarded(const char* fn, Fn&& body) noexcept {
-    try {
-        return body();
-    } catch (const std::bad_alloc&) {
-        return sdk::error(SY_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    } catch (const std::exception& e) {
-        return sdk::error(SY_ERR_BACKEND, "%s: %s", fn, e.what());
-    } catch (...) {
-        return sdk::error(SY_ERR_BACKEND, "%s: unknown failure", fn);
-    }
-}
+using sdk::guarded;
 
 sy_status device_count(void*, int32_t* count) {
     if (count == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "device_count: count is NULL");

@@ -3,8 +3,6 @@
 // driver the plugin still loads and reports zero devices.
 #include <algorithm>
 #include <cstring>
-#include <exception>
-#include <new>
 
 #include "capabilities.hpp"
 #include "cuda_backend.hpp"
@@ -19,18 +17,7 @@ CudaBackend& backend(void* ctx) {
     return *static_cast<CudaBackend*>(ctx);
 }
 
-template <typename Fn>
-sy_status guarded(const char* fn, Fn&& body) noexcept {
-    try {
-        return body();
-    } catch (const std::bad_alloc&) {
-        return sdk::error(SY_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    } catch (const std::exception& e) {
-        return sdk::error(SY_ERR_BACKEND, "%s: %s", fn, e.what());
-    } catch (...) {
-        return sdk::error(SY_ERR_BACKEND, "%s: unknown failure", fn);
-    }
-}
+using sdk::guarded;
 
 sy_status device_count(void* ctx, int32_t* count) {
     if (count == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "device_count: count is NULL");

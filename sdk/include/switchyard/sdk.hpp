@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 
 #include "switchyard/dtype.h"
@@ -35,6 +37,21 @@ inline sy_status error(int32_t code, const char* format, ...) {
     va_end(args);
     message = buf;
     return sy_status{code, message.c_str()};
+}
+
+// Runs `body` (returning sy_status) and turns any exception into a status naming `fn`: the
+// wrapper every C table function of a C++ plugin needs, as nothing may unwind across the ABI.
+template <typename Fn>
+sy_status guarded(const char* fn, Fn&& body) noexcept {
+    try {
+        return body();
+    } catch (const std::bad_alloc&) {
+        return error(SY_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    } catch (const std::exception& e) {
+        return error(SY_ERR_BACKEND, "%s: %s", fn, e.what());
+    } catch (...) {
+        return error(SY_ERR_BACKEND, "%s: unknown failure", fn);
+    }
 }
 
 inline const char* status_name(int32_t code) {
