@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     sy::tools::Command plan = sy::tools::add_plan_command(app);
     sy::tools::Command bench = sy::tools::add_bench_command(app);
     sy::tools::Command sweep = sy::tools::add_sweep_command(app);
+    sy::tools::Command calibrate = sy::tools::add_calibrate_command(app);
 
     try {
         std::vector<std::string> args = sy::tools::expand_llama_flags(argc, argv);
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("plan")) return plan();
         if (app.got_subcommand("bench")) return bench();
         if (app.got_subcommand("sweep")) return sweep();
+        if (app.got_subcommand("calibrate")) return calibrate();
     } catch (const sy::Error& e) {
         std::fprintf(stderr, "switchyard: error: %s\n", e.what());
         return 1;

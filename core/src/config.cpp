@@ -228,8 +228,14 @@ void read_offload(const fs::path& file, const toml::table& table, OffloadPolicy&
                                  fail(file, item, "a pin needs both 'op' and 'backend'");
                              out.pins.push_back(std::move(pin));
                          });
+        } else if (k == "cost_table") {
+            const std::string path = string_at(file, node, "offload.cost_table");
+            if (path.empty()) fail(file, node, "'offload.cost_table' is empty: give a file name");
+            out.cost_table = resolve_path(path, file).string();
+            out.cost_table_where = where(file, node.source());
         } else {
-            fail(file, node, "unknown key 'offload." + k + "' (known: mode, min_batch, ops, pins)");
+            fail(file, node,
+                 "unknown key 'offload." + k + "' (known: mode, min_batch, ops, pins, cost_table)");
         }
     }
 }

@@ -23,10 +23,18 @@ void append_raw(std::string& out, const T& value) {
 
 }  // namespace
 
-std::string Node::label() const {
-    if (op == SY_OP_NAMED) return named_op + " v" + std::to_string(named_op_version);
+std::string op_label(int32_t op, std::string_view named_op, uint32_t named_op_version) {
+    if (op == SY_OP_NAMED) return std::string(named_op) + " v" + std::to_string(named_op_version);
     const char* name = sdk::op_name(op);
-    return name ? name : "op " + std::to_string(static_cast<int>(op));
+    return name ? name : "op " + std::to_string(op);
+}
+
+bool is_product_op(std::string_view op) {
+    return op == "mul_mat" || op == "mul_mat_id" || op.starts_with("moe.");
+}
+
+std::string Node::label() const {
+    return op_label(op, named_op, named_op_version);
 }
 
 Node::ExpertSources Node::expert_sources() const {

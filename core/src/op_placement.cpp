@@ -390,10 +390,14 @@ class Placer {
             if (!backend.supports || !backend.supports(raw)) continue;
             CandidateCost c;
             c.backend = static_cast<int32_t>(b);
-            std::optional<double> estimate;
-            if (backend.estimate) estimate = backend.estimate(raw);
-            c.from_plugin = estimate.has_value();
-            c.compute_ns = estimate ? *estimate : roofline_ns(backend, node, use);
+            // A measured time first, then the plugin's hint, then the roofline.
+            std::optional<double> compute;
+            if (backend.measured && (compute = backend.measured(raw))) {
+                c.source = CostSource::measured;
+            } else if (backend.estimate && (compute = backend.estimate(raw))) {
+                c.source = CostSource::hint;
+            }
+            c.compute_ns = compute ? *compute : roofline_ns(backend, node, use);
             for (const Tensor* s : node.src) {
                 const auto [ns, bytes] = transfer(*s, use, c.backend);
                 c.transfer_ns += ns;
@@ -490,6 +494,15 @@ class Placer {
 };
 
 }  // namespace
+
+const char* cost_source_name(CostSource source) {
+    switch (source) {
+        case CostSource::roofline: return "roofline";
+        case CostSource::hint: return "hint";
+        case CostSource::measured: return "measured";
+    }
+    return "?";
+}
 
 uint64_t OpPlan::copy_bytes() const {
     uint64_t total = 0;

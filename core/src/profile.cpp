@@ -13,11 +13,6 @@ namespace sy {
 namespace {
 
 // A matrix product: by its weight's kind, else by its result's name.
-bool is_product(const Node& node) {
-    return node.op == SY_OP_MUL_MAT || node.op == SY_OP_MUL_MAT_ID ||
-           (node.op == SY_OP_NAMED && node.named_op.starts_with("moe."));
-}
-
 // The kinds of the weights it reads ("ffn_gate_exps+ffn_up_exps" for a fused product), else
 // its result's.
 std::string product_kind(const Node& node) {
@@ -93,11 +88,12 @@ void Profile::add_node(std::string_view backend, const Graph& graph, int32_t nod
     Time& op = ops[n.key()];
     op.count += 1;
     op.seconds += seconds;
-    if (is_product(n)) {
+    if (n.is_product()) {
         Time& product = p.products[std::string(backend)][product_kind(n)];
         product.count += 1;
         product.seconds += seconds;
     }
+    if (observer_) observer_(backend, graph, node, seconds);
 }
 
 void Profile::add_copy(double seconds, uint64_t bytes) {

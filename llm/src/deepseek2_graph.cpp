@@ -608,6 +608,11 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
     const Graph* g[] = {&graphs[0].graph, &graphs[1].graph};
     for (const Scheduler::Backend& b : backends_.backends) {
         infos_.push_back(backend_info(*b.plugin, b.device));
+        if (backends_.costs)
+            infos_.back().measured = [costs = backends_.costs,
+                                      name = infos_.back().name](const sy_node& node) {
+                return costs->ns(name, node);
+            };
         for (size_t i = 0; i + 1 < infos_.size(); ++i)
             if (infos_[i].name == infos_.back().name)
                 throw Error("backend '" + infos_.back().name + "' is given twice");

@@ -217,7 +217,7 @@ TEST(OpPlacement, HostExpertsStayOnTheHostForOneTokenAndTheRestRunsWhereItsWeigh
     // On the device the experts would cost 6 of 64 experts' bytes over the link (and the ids).
     const CandidateCost& dev = plan.nodes.back().candidates[1];
     EXPECT_EQ(dev.transfer_bytes, uint64_t(m.experts->bytes()) / 64 * 6 + 6 * 4);
-    EXPECT_FALSE(dev.from_plugin);
+    EXPECT_EQ(dev.source, CostSource::roofline);
 }
 
 // The batch from which the experts' product moves to the device, or -1 up to 4096.
@@ -326,9 +326,9 @@ TEST(OpPlacement, ThePluginsEstimateReplacesTheRoofline) {
     };
     const OpPlan plan = place_ops(m.g, backends, {}, {Phase::decode, 1, m.homes()});
     const CandidateCost& moe = plan.nodes.back().candidates[0];
-    EXPECT_TRUE(moe.from_plugin);
+    EXPECT_EQ(moe.source, CostSource::hint);
     EXPECT_DOUBLE_EQ(moe.compute_ns, 123.0);
-    EXPECT_FALSE(plan.nodes[0].candidates[0].from_plugin) << "nullopt: the roofline";
+    EXPECT_EQ(plan.nodes[0].candidates[0].source, CostSource::roofline) << "nullopt: the roofline";
 }
 
 TEST(OpPlacement, RefusesAWeightHomeThatIsNoBackend) {

@@ -441,7 +441,7 @@ int64_t sim_crossover(double gbps) {
             ADD_FAILURE() << "expected 2 candidates, got " << moe.candidates.size();
             break;
         }
-        EXPECT_TRUE(moe.candidates[1].from_plugin) << "sim's own hint";
+        EXPECT_EQ(moe.candidates[1].source, CostSource::hint) << "sim's own hint";
         if (moe.backend == 1) {
             EXPECT_EQ(moe.reason, "cheapest of 2");
             found = batch;

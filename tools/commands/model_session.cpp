@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "switchyard/core/config.hpp"
+#include "switchyard/core/cost_table.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/memory_planner.hpp"
 #include "switchyard/core/plugin_setup.hpp"
@@ -90,6 +91,9 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--offload-policy", offload_policy,
                    "op=0|1,...: whether nodes of an op that read host-resident weights may run on "
                    "a device (e.g. mul_mat_id=0,moe.fused_up_gate=1)");
+    app.add_option("--cost-table", cost_table,
+                   "Measured op times from switchyard calibrate, taken before the plugins' cost "
+                   "hints (the config's [offload] cost_table)");
 }
 
 llm::Deepseek2Options ModelOptions::deepseek2_options() const {
@@ -151,6 +155,10 @@ LoadedModel load_model(const ModelOptions& o) {
         auto switches = parse_offload_switches(o.offload_policy, "--offload-policy");
         config.offload.ops.insert(config.offload.ops.end(), switches.begin(), switches.end());
     }
+    if (!o.cost_table.empty()) {
+        config.offload.cost_table = o.cost_table;
+        config.offload.cost_table_where = "--cost-table";
+    }
     if (o.fit) {
         config.placement.fit = true;
         config.placement.fit_where = "--fit";
@@ -206,7 +214,19 @@ LoadedModel load_model(const ModelOptions& o) {
         b.offload = config.offload;
         for (const auto& p : out.host->plugins())
             if (p->device_count() > 0) b.backends.push_back({p.get(), 0});
+        if (!config.offload.cost_table.empty()) {
+            try {
+                b.costs = std::make_shared<CostTable>(CostTable::load(config.offload.cost_table));
+            } catch (const ConfigError& e) {
+                throw Error(std::string(e.what()) + " (the cost table of " +
+                            config.offload.cost_table_where + ")");
+            }
+        }
         out.several = std::move(b);
+    } else if (!config.offload.cost_table.empty()) {
+        out.warn("the cost table " + config.offload.cost_table + " (" +
+                 config.offload.cost_table_where +
+                 ") changes nothing: only one backend runs the model");
     }
 
     out.model = std::make_unique<llm::Deepseek2Model>(

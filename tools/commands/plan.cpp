@@ -87,7 +87,7 @@ std::string candidate_text(std::span<const BackendInfo> backends, const Candidat
     if (c.transfer_bytes > 0)
         s += fmt::format(" ({:.1f} compute + {:.1f} moving {})", c.compute_ns / 1e3,
                          c.transfer_ns / 1e3, bytes_text(c.transfer_bytes));
-    s += c.from_plugin ? " [hint]" : " [roofline]";
+    s += fmt::format(" [{}]", cost_source_name(c.source));
     if (!c.excluded.empty()) s += " excluded: " + c.excluded;
     return s;
 }
@@ -194,7 +194,7 @@ Json candidate_json(std::span<const BackendInfo> backends, const CandidateCost& 
     j["transfer_ns"] = c.transfer_ns;
     j["transfer_bytes"] = c.transfer_bytes;
     j["total_ns"] = c.total_ns();
-    j["source"] = c.from_plugin ? "hint" : "roofline";
+    j["source"] = cost_source_name(c.source);
     if (!c.excluded.empty()) j["excluded"] = c.excluded;
     return j;
 }
@@ -239,7 +239,8 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
                     {{"mode", offload_mode_name(sb.offload.mode)},
                      {"min_batch", sb.offload.min_batch},
                      {"ops", ops},
-                     {"pins", pins}}}};
+                     {"pins", pins},
+                     {"cost_table", sb.offload.cost_table}}}};
     j["weights"] = Json::array();
     const auto weights = session.weights();
     for (size_t i = 0; i < weights.size(); ++i)
@@ -321,6 +322,9 @@ std::string policy_text(const llm::Deepseek2Session& session) {
     for (const OpPin& p : sb.offload.pins)
         out += fmt::format(", pin {}{} -> {} ({})", p.op, p.match.empty() ? "" : " '" + p.match + "'",
                            p.backend, p.where);
+    if (sb.costs)
+        out += fmt::format("\n  cost table: {} ({}): measured times before the hints",
+                           sb.offload.cost_table, sb.offload.cost_table_where);
     return out + "\n";
 }
 

@@ -17,12 +17,19 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "switchyard/core/tensor.hpp"
 #include "switchyard/ops.h"
 
 namespace sy {
+
+// "mul_mat", or "moe.fused_up_gate v1" for a named op (SY_OP_NAMED with its schema version).
+std::string op_label(int32_t op, std::string_view named_op, uint32_t named_op_version);
+
+// A matrix product: mul_mat, mul_mat_id or a moe.* named op (by key or label).
+bool is_product_op(std::string_view op);
 
 struct Node {
     sy_op op = SY_OP_NONE;
@@ -38,6 +45,7 @@ struct Node {
     // The name a policy, a plan or a profile calls the op by: the label without the schema
     // version ("mul_mat", "moe.fused_up_gate").
     std::string key() const { return op == SY_OP_NAMED ? named_op : label(); }
+    bool is_product() const { return is_product_op(key()); }
     // The tensors the node reads and writes: its sources, then its result.
     std::vector<const Tensor*> touched() const {
         std::vector<const Tensor*> out(src.begin(), src.end());

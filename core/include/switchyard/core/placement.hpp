@@ -4,7 +4,8 @@
 // `switchyard plan` can explain it.
 //
 // Cost of running node n on backend b:
-//   compute: b's estimate(n) in ns, or the roofline default from b's device properties
+//   compute: a measured time for n on b (a calibrated cost table, cost_table.hpp), else b's
+//            estimate(n) in ns, else the roofline default from b's device properties
 //            (max(flops / peak, bytes / memory bandwidth) + launch overhead);
 //   transfer: for each source not readable where b computes, bytes / link bandwidth + latency
 //            (through host memory between two devices), unless an earlier node already copied
@@ -36,6 +37,8 @@ struct BackendInfo {
     sy_device_props props{};
     std::function<bool(const sy_node&)> supports;
     std::function<std::optional<double>(const sy_node&)> estimate;  // may be empty
+    // A measured time (a calibrated cost table), taken before the estimate; may be empty.
+    std::function<std::optional<double>(const sy_node&)> measured;
 
     bool host_memory() const { return props.host_memory != 0; }
 };
@@ -87,12 +90,17 @@ WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPol
 // and weights in plain host memory.
 constexpr int32_t kHostInput = -1;
 
+// Where a candidate's compute time comes from: a measurement (cost table), the plugin's
+// estimate(), or the roofline default from the device's properties.
+enum class CostSource { roofline, hint, measured };
+const char* cost_source_name(CostSource source);  // "roofline", "hint", "measured"
+
 struct CandidateCost {
     int32_t backend = 0;
     double compute_ns = 0;
     double transfer_ns = 0;
     uint64_t transfer_bytes = 0;
-    bool from_plugin = false;  // compute_ns is the plugin's estimate (else the roofline)
+    CostSource source = CostSource::roofline;  // where compute_ns comes from
     std::string excluded;      // why the policy rules this candidate out; empty: allowed
     double total_ns() const { return compute_ns + transfer_ns; }
 };

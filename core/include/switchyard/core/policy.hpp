@@ -18,6 +18,8 @@
 //   op = "attn.mla"                  # in one phase) always runs on this backend
 //   backend = "cuda"
 //   phase = "decode"                 # prompt | decode | any (default)
+//   cost_table = "costs.toml"        # (under [offload]) measured op times from `switchyard
+//                                    # calibrate`, preferred over the plugins' hints
 #pragma once
 
 #include <cstdint>
@@ -70,6 +72,10 @@ struct OffloadPolicy {
     int64_t min_batch = 0;  // 0: no minimum
     std::vector<OffloadSwitch> ops;
     std::vector<OpPin> pins;
+    // A calibrated cost table (`switchyard calibrate`, cost_table.hpp) whose measured times
+    // placement takes before the plugins' hints; empty: none. Relative to the config file.
+    std::string cost_table;
+    std::string cost_table_where;
 };
 
 // -ot / --override-tensor: "REGEX=BACKEND" (the last '=' splits, so a regex may contain '=').

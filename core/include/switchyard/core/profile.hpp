@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -27,6 +28,11 @@ class Profile {
     void begin_graph(Phase phase, int64_t tokens);
     // One node of `graph`, run by `backend` in `seconds`.
     void add_node(std::string_view backend, const Graph& graph, int32_t node, double seconds);
+    // Also hands every node added to `observer` (calibration keeps each node's time; the
+    // report keeps sums).
+    using NodeObserver = std::function<void(std::string_view backend, const Graph& graph,
+                                            int32_t node, double seconds)>;
+    void observe_nodes(NodeObserver observer) { observer_ = std::move(observer); }
     void add_copy(double seconds, uint64_t bytes);
     // One graph's evaluation: building it, and the whole of running it (nodes, copies, the
     // host's planning and binding).
@@ -57,6 +63,7 @@ class Profile {
 
     Phase phase_ = Phase::decode;
     std::map<Phase, PhaseTimes> phases_;
+    NodeObserver observer_;
 };
 
 }  // namespace sy

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "switchyard/core/cost_table.hpp"
 #include "switchyard/core/executor.hpp"
 #include "switchyard/core/graph.hpp"
 #include "switchyard/core/placement.hpp"
@@ -277,6 +278,8 @@ struct SessionBackends {
     std::vector<Scheduler::Backend> backends;  // plugin devices; names must differ
     PlacementPolicy placement;  // default_backend (else the first backend) holds the KV cache
     OffloadPolicy offload;
+    // Measured op times (a calibrated cost table) that placement takes before the hints.
+    std::shared_ptr<const MeasuredCosts> costs;
 };
 
 // One conversation with a model: a KV cache and an executor on one backend device, or a
