@@ -11,16 +11,20 @@
 //   link_latency_us fixed cost of one transfer, microseconds (default 10)
 //   launch_us       fixed cost of one node, microseconds (default 5)
 //   memory_mib      device memory, MiB (default 4096)
+//   product_delay_us time each matrix product really takes on top of the CPU's (default 0):
+//                    a device slower than its hints say, which only measuring finds out
 // Other options go to the CPU plugin ("threads"). The counters are read with the exported C
 // function sy_sim_counters (tests find it with dlsym).
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "switchyard/named_ops.h"
@@ -32,6 +36,7 @@ namespace {
 struct Settings {
     double gflops = 1000, memory_gbps = 1000, link_gbps = 25, link_latency_us = 10, launch_us = 5;
     double memory_mib = 4096;
+    double product_delay_us = 0;
 };
 
 sy_plugin_api g_inner{};  // the CPU plugin's table; its ctx is passed to every inner call
@@ -187,6 +192,15 @@ sy_status compute(void* ctx, int32_t device, const sy_node* const* nodes, size_t
     }
     if (sy_status s = g_inner.compute(ctx, 0, pointers.data(), count); s.code) return s;
     g_nodes += count;
+    if (g_settings.product_delay_us > 0) {
+        size_t products = 0;
+        for (size_t i = 0; i < count; ++i)
+            products += nodes[i]->op == SY_OP_MUL_MAT || nodes[i]->op == SY_OP_MUL_MAT_ID ||
+                        (nodes[i]->op == SY_OP_NAMED && nodes[i]->named_op != nullptr &&
+                         std::strncmp(nodes[i]->named_op, "moe.", 4) == 0);
+        std::this_thread::sleep_for(
+            std::chrono::duration<double, std::micro>(g_settings.product_delay_us * double(products)));
+    }
     return sy::sdk::ok();
 }
 
@@ -200,6 +214,7 @@ sy_status set_option(void* ctx, const char* key, const char* value) {
     if (k == "link_latency_us") field = &s.link_latency_us;
     if (k == "launch_us") field = &s.launch_us;
     if (k == "memory_mib") field = &s.memory_mib;
+    if (k == "product_delay_us") field = &s.product_delay_us;
     if (field == nullptr)
         return g_inner.set_option
                    ? g_inner.set_option(ctx, key, value)
@@ -207,7 +222,7 @@ sy_status set_option(void* ctx, const char* key, const char* value) {
     char* end = nullptr;
     const double v = std::strtod(value, &end);
     if (end == value || *end != '\0' || !std::isfinite(v) || v < 0 ||
-        (v == 0 && k != "link_latency_us" && k != "launch_us"))
+        (v == 0 && k != "link_latency_us" && k != "launch_us" && k != "product_delay_us"))
         return sy::sdk::error(SY_ERR_INVALID_ARGUMENT,
                               "sim: option '%s': '%s' is not a positive number", key, value);
     *field = v;

@@ -167,6 +167,7 @@ backend = "cpu"
 [offload]
 mode = "always"
 min_batch = 32
+cost_table = "costs/mini.toml"
 [offload.ops]
 mul_mat_id = false
 "moe.fused_up_gate" = true
@@ -188,6 +189,8 @@ phase = "decode"
     EXPECT_EQ(c.placement.rules[1].match, "output");
     EXPECT_EQ(c.offload.mode, sy::OffloadMode::always);
     EXPECT_EQ(c.offload.min_batch, 32);
+    EXPECT_EQ(c.offload.cost_table, "/etc/switchyard/costs/mini.toml") << "next to the file";
+    EXPECT_EQ(c.offload.cost_table_where, "/etc/switchyard/test.toml:16:14");
     ASSERT_EQ(c.offload.ops.size(), 2u);
     for (const sy::OffloadSwitch& s : c.offload.ops)
         EXPECT_EQ(s.allowed, s.op == "moe.fused_up_gate") << s.op;
@@ -223,6 +226,9 @@ TEST(Config, PolicyErrorsNameTheKey) {
     EXPECT_NE(margin.find("'placement.fit_margin_mib' must be an integer of MiB >= 0"),
               std::string::npos)
         << margin;
+    const std::string table = error_of("[offload]\ncost_table = \"\"\n");
+    EXPECT_NE(table.find("test.toml:2:14: 'offload.cost_table' is empty"), std::string::npos)
+        << table;
     const std::string section = error_of("[placement]\nfits = true\n");
     EXPECT_NE(section.find("unknown key 'placement.fits' (known: default, rules, fit, "
                            "fit_margin_mib)"),

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "switchyard/core/config.hpp"
+#include "switchyard/core/cost_table.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/policy.hpp"
 
@@ -117,6 +118,8 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("--n-gpu-layers", ngl, "0, or at least n_layer + 1 (default: not given)");
     app.add_option("--n-cpu-moe", n_cpu_moe, "Routed experts of the first N layers on the cpu");
     app.add_option("--config", configs, "TOML configuration files (\"\" none)");
+    app.add_option("--cost-table", cost_tables,
+                   "Cost tables from switchyard calibrate (\"\" none: the plugins' hints)");
     app.add_option("--override-tensor", overrides,
                    "REGEX=BACKEND[;REGEX=BACKEND...]: one placement per occurrence or comma "
                    "(repeatable)");
@@ -175,11 +178,12 @@ std::vector<BenchInstance> BenchGrid::instances() const {
         if (fa != "on" && fa != "off" && fa != "auto" && fa != "1" && fa != "0")
             throw Error("-fa '" + fa + "': expected on, off or auto");
     const auto cfgs = split_list("--config", configs, ',', "", true);
+    const auto costs = split_list("--cost-table", cost_tables, ',', "", true);
     const auto ots = split_list("-ot", overrides, ',', "", true);
     const auto files = split_list("-m", models, ',', "");
     size_t count = 1;
     for (size_t n :
-         {files.size(), cfgs.size(), ots.size(), ngls.size(), ncmoes.size(), ts.size(), bs.size(),
+         {files.size(), cfgs.size(), costs.size(), ots.size(), ngls.size(), ncmoes.size(), ts.size(), bs.size(),
           ubs.size(), cks.size(), cvs.size(), fas.size(), mlas.size(), ambs.size(), fmoes.size()}) {
         count *= n;
         if (count > kMaxInstances)
@@ -205,6 +209,8 @@ std::vector<BenchInstance> BenchGrid::instances() const {
                 parse_override_tensor(rule, "-ot '" + ot + "'");
     for (const std::string& cfg : cfgs)
         if (!cfg.empty()) load_config(cfg);
+    for (const std::string& table : costs)
+        if (!table.empty()) CostTable::load(table);
 
     BenchInstance first;
     first.model = base;
@@ -226,6 +232,7 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     using I = int64_t;
     expand(files, [](BenchInstance& c, S v) { c.model.model = v; });
     expand(cfgs, [](BenchInstance& c, S v) { c.model.plugins.config_file = v; });
+    expand(costs, [](BenchInstance& c, S v) { c.model.cost_table = v; });
     expand(ots, [](BenchInstance& c, S v) {
         c.override_text = v;
         if (!v.empty()) c.model.override_tensor = split_list("-ot", {v}, ';', "");

@@ -118,6 +118,7 @@ BenchRecord BenchSession::describe(const BenchInstance& in) const {
         for (const OffloadSwitch& s : policy.ops)
             r.offload_policy += fmt::format(" {}={}", s.op, s.allowed ? 1 : 0);
         if (!policy.pins.empty()) r.offload_policy += fmt::format(" pins={}", policy.pins.size());
+        if (!policy.cost_table.empty()) r.offload_policy += " cost_table=" + policy.cost_table;
     }
     r.n_batch = in.n_batch;
     r.n_ubatch = opt.n_ubatch;

@@ -38,6 +38,7 @@ std::vector<std::string> run_labels(const std::vector<BenchInstance>& runs) {
         const ModelOptions& m = in.model;
         facts.push_back({{"", std::filesystem::path(m.model).stem().string()},
                          {"config ", m.plugins.config_file},
+                         {"costs ", m.cost_table},
                          {"-ot ", in.override_text},
                          {"ngl ", std::to_string(m.ngl)},
                          {"ncmoe ", std::to_string(m.n_cpu_moe)},
