@@ -55,6 +55,15 @@ std::string utc_now() {
 
 int run_calibrate(CalibrateOptions& o) {
     if (o.batches.empty()) throw Error("--batches: give at least one batch size");
+    {  // before the work, not after it
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        if (fs::is_directory(o.output, ec)) throw Error("-o " + o.output + ": is a directory");
+        const fs::path parent = fs::path(o.output).parent_path();
+        if (!parent.empty() && !fs::is_directory(parent, ec))
+            throw Error("-o " + o.output + ": cannot write there (" + parent.string() +
+                        " is not a directory)");
+    }
     const int64_t largest = *std::max_element(o.batches.begin(), o.batches.end());
     if (o.model.ctx == 0) o.model.ctx = std::max<int64_t>(largest, 1);
     LoadedModel loaded = load_model(o.model);
