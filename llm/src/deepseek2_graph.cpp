@@ -6,6 +6,8 @@
 //   kv_a {kv_lora + qk_rope, T} -> c {kv_lora, T} (normed), k_pe {qk_rope, 1, T} (roped)
 // and the attention scores of every mode are split into a "nope" and a "rope" product that
 // are added, so no per-head copy of k_pe is ever made.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -565,6 +567,25 @@ SessionBackends one_backend(Plugin& plugin, int32_t device) {
     return b;
 }
 
+// Each layer's KV cache home: SessionBackends::cache_layers, else the primary backend.
+std::vector<Deepseek2Cache::Home> cache_homes(const Deepseek2HParams& hp,
+                                              const SessionBackends& b, size_t primary) {
+    const Scheduler::Backend& p = b.backends.at(primary);
+    std::vector<Deepseek2Cache::Home> homes(hp.n_layer, {p.plugin, p.device});
+    if (b.cache_layers.empty()) return homes;
+    if (b.cache_layers.size() != hp.n_layer)
+        throw Error("the KV cache's homes name " + std::to_string(b.cache_layers.size()) +
+                    " layers, the model has " + std::to_string(hp.n_layer));
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const int32_t at = b.cache_layers[il];
+        if (at < 0 || size_t(at) >= b.backends.size())
+            throw Error("the KV cache of layer " + std::to_string(il) + " has home " +
+                        std::to_string(at) + ", not a backend index");
+        homes[il] = {b.backends[size_t(at)].plugin, b.backends[size_t(at)].device};
+    }
+    return homes;
+}
+
 // The backend that holds the KV cache: placement.default_backend, else the first.
 size_t primary_backend(const SessionBackends& b) {
     if (b.backends.empty()) throw Error("a session needs at least one backend");
@@ -598,7 +619,7 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
       fused_moe_(choose_fused_moe(model.options(), plugin_)),
       flash_(choose_flash(model.options(), plugin_)),
       executor_(plugin_, device_),
-      cache_(model.hparams(), model.options(), &plugin_, device_) {
+      cache_(model.hparams(), model.options(), cache_homes(model.hparams(), backends, primary)) {
     // Every node of a generation step and of a full prompt ubatch (mla 3 differs between
     // them) must be one a backend supports, with this model's weight and cache types; at
     // the end of the context, where -amb splits the attention into steps.
@@ -644,8 +665,9 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
             for (const auto& t : graph->tensors())
                 if (t->kind() == TensorKind::weight)
                     largest = std::max(largest, matrix_elements(*t));
-        for (uint64_t& r : reserved) r = device_reserve(largest);
-        reserved[primary_] += cache_.bytes() + plan_memory(graphs[1].graph).peak_bytes;
+        for (size_t b = 0; b < reserved.size(); ++b)
+            reserved[b] = device_reserve(largest) + cache_.bytes_on(backends_.backends[b].plugin);
+        reserved[primary_] += plan_memory(graphs[1].graph).peak_bytes;
     }
     weight_plan_ =
         place_weights(weight_infos_, backends_.placement, infos_, infos_[primary_].name, reserved);
@@ -657,6 +679,17 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
         // reads) are copied there once, by allocate().
         if (cache_.on_device()) weights_.emplace_back(plugin_, device_, g);
         return;
+    }
+    // A device's weights and the cache layers it holds (place_weights checked the weights).
+    for (size_t b = 0; b < infos_.size(); ++b) {
+        const uint64_t cache = cache_.bytes_on(backends_.backends[b].plugin);
+        const uint64_t weights = weight_plan_.bytes_per_backend[b], free = infos_[b].props.memory_free;
+        if (infos_[b].host_memory() || cache == 0 || free == 0 || weights + cache <= free) continue;
+        throw Error(fmt::format(
+            "{}: the weights placed there ({:.0f} MiB) and the KV cache of its layers ({:.0f} "
+            "MiB) do not fit in its {:.0f} MiB free: lower -c or offload fewer layers (-ngl)",
+            infos_[b].name, double(weights) / 1048576.0, double(cache) / 1048576.0,
+            double(free) / 1048576.0));
     }
     for (size_t b = 0; b < infos_.size(); ++b) {
         if (infos_[b].host_memory() || weight_plan_.bytes_per_backend[b] == 0) continue;
@@ -689,6 +722,15 @@ void Deepseek2Session::check_graphs(std::vector<UbatchGraph>& graphs) {
     }
 }
 
+uint64_t Deepseek2Session::cache_bytes_on(size_t b) const {
+    if (!infos_.empty() && !infos_.at(b).host_memory())
+        return cache_.bytes_on(backends_.backends[b].plugin);
+    size_t host = primary_;
+    for (size_t i = 0; i < infos_.size() && !infos_[host].host_memory(); ++i)
+        if (infos_[i].host_memory()) host = i;
+    return b == host ? cache_.bytes_on(nullptr) : 0;
+}
+
 uint64_t Deepseek2Session::device_weight_bytes() const {
     uint64_t total = 0;
     for (const DeviceWeights& w : weights_) total += w.bytes();
@@ -716,8 +758,8 @@ Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t 
 
 // A backend index for memory in a plugin's buffer (the weights and the cache on devices), else
 // host memory. Before allocate() the same answer from where they will be: a weight's home from
-// the placement, the cache (the builder's "cache_" inputs, without memory yet) on the primary
-// backend's device, so that plans made before (`switchyard plan`) and after allocation agree.
+// the placement, a layer's cache (the builder's "cache_" inputs, without memory yet) from the
+// cache's homes, so that plans made before (`switchyard plan`) and after allocation agree.
 int32_t Deepseek2Session::home_of(const Tensor& t) const {
     if (const Buffer* buffer = t.device_buffer())
         for (size_t b = 0; b < backends_.backends.size(); ++b)
@@ -726,9 +768,14 @@ int32_t Deepseek2Session::home_of(const Tensor& t) const {
         const auto it = weight_home_.find(t.host_data());
         if (it != weight_home_.end() && !infos_[size_t(it->second)].host_memory())
             return it->second;
-    } else if (t.kind() == TensorKind::input && t.host_data() == nullptr && cache_.on_device() &&
+    } else if (t.kind() == TensorKind::input && t.host_data() == nullptr &&
                t.name().starts_with("cache_")) {
-        return int32_t(primary_);
+        // The builder's "cache_k-IL" / "cache_v-IL": layer IL's home.
+        const size_t dash = t.name().rfind('-');
+        const auto il = uint32_t(std::stoul(t.name().substr(dash + 1)));
+        for (size_t b = 0; b < backends_.backends.size(); ++b)
+            if (const Plugin* p = cache_.layer_plugin(il); p && backends_.backends[b].plugin == p)
+                return int32_t(b);
     }
     return kHostInput;
 }

@@ -512,11 +512,17 @@ uint64_t Deepseek2Cache::bytes_per_token(const Deepseek2HParams& hp, const Deeps
 
 Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& o,
                                Plugin* plugin, int32_t device)
-    : n_ctx_(o.n_ctx) {
-    if (plugin != nullptr && plugin->device_props(device).host_memory == 0) {
-        plugin_ = plugin;
-        device_ = device;
-    }
+    : Deepseek2Cache(hp, o, std::vector<Home>(hp.n_layer, Home{plugin, device})) {}
+
+Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& o,
+                               std::vector<Home> layers)
+    : homes_(std::move(layers)), n_ctx_(o.n_ctx) {
+    if (homes_.size() != hp.n_layer)
+        throw Error("the KV cache needs a home for each of the " + std::to_string(hp.n_layer) +
+                    " layers, got " + std::to_string(homes_.size()));
+    // A backend that computes on host memory keeps its layers in host memory.
+    for (Home& h : homes_)
+        if (h.plugin != nullptr && h.plugin->device_props(h.device).host_memory != 0) h = Home{};
     if (n_ctx_ <= 0) throw Error("the KV cache needs a positive context length");
     const int64_t heads = hp.n_head;
     k_row_ = o.mla == 0 ? heads * hp.qk_head() : hp.latent_width();
@@ -528,37 +534,47 @@ Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Option
     n_layer_ = hp.n_layer;
 }
 
+bool Deepseek2Cache::on_device() const {
+    return !homes_.empty() && std::all_of(homes_.begin(), homes_.end(),
+                                          [](const Home& h) { return h.plugin != nullptr; });
+}
+
 void Deepseek2Cache::allocate() {
-    if (allocated()) return;
-    if (plugin_ != nullptr) {
-        // Zeroed, as the host cache is (rows past the causal limit enter tiles with weight 0).
-        const std::vector<std::byte> zeros(
-            std::min<size_t>(std::max(k_layer_bytes_, v_layer_bytes_), size_t(8) << 20));
-        const auto zeroed = [&](size_t bytes) {
-            Buffer b = plugin_->alloc(device_, bytes);
-            for (size_t at = 0; at < bytes; at += zeros.size())
-                plugin_->set(b, at, zeros.data(), std::min(zeros.size(), bytes - at));
-            return b;
-        };
-        std::vector<Buffer> k, v;
-        for (uint32_t il = 0; il < n_layer_; ++il) {
-            k.push_back(zeroed(k_layer_bytes_));
-            if (v_layer_bytes_ > 0) v.push_back(zeroed(v_layer_bytes_));
-        }
-        v_device_ = std::move(v);
-        k_device_ = std::move(k);
-        return;
-    }
+    if (allocated_) return;
+    // Zeroed on devices as in host memory (rows past the causal limit enter tiles with weight 0).
+    const std::vector<std::byte> zeros(
+        std::min<size_t>(std::max(k_layer_bytes_, v_layer_bytes_), size_t(8) << 20));
+    const auto zeroed = [&](const Home& h, size_t bytes) {
+        Buffer b = h.plugin->alloc(h.device, bytes);
+        for (size_t at = 0; at < bytes; at += zeros.size())
+            h.plugin->set(b, at, zeros.data(), std::min(zeros.size(), bytes - at));
+        return b;
+    };
     // Built aside and moved in, so a failed allocation leaves the cache unallocated.
-    std::vector<std::vector<std::byte>> k(n_layer_), v(v_layer_bytes_ > 0 ? n_layer_ : 0);
-    for (auto& layer : k) layer.assign(k_layer_bytes_, std::byte{0});
-    for (auto& layer : v) layer.assign(v_layer_bytes_, std::byte{0});
-    v_ = std::move(v);
-    k_ = std::move(k);
+    std::vector<Layer> layers(n_layer_);
+    for (uint32_t il = 0; il < n_layer_; ++il) {
+        Layer& l = layers[il];
+        if (const Home& h = homes_[il]; h.plugin != nullptr) {
+            l.k_device = zeroed(h, k_layer_bytes_);
+            if (v_layer_bytes_ > 0) l.v_device = zeroed(h, v_layer_bytes_);
+        } else {
+            l.k.assign(k_layer_bytes_, std::byte{0});
+            l.v.assign(v_layer_bytes_, std::byte{0});
+        }
+    }
+    layers_ = std::move(layers);
+    allocated_ = true;
 }
 
 uint64_t Deepseek2Cache::bytes() const {
     return uint64_t(n_layer_) * (k_layer_bytes_ + v_layer_bytes_);
+}
+
+uint64_t Deepseek2Cache::bytes_on(const Plugin* plugin) const {
+    uint64_t total = 0;
+    for (const Home& h : homes_)
+        if (h.plugin == plugin) total += k_layer_bytes_ + v_layer_bytes_;
+    return total;
 }
 
 }  // namespace sy::llm

@@ -21,7 +21,7 @@ uint64_t memory_available_bytes();  // MemAvailable from /proc/meminfo, else _SC
 
 struct Calibration {
     double memory_bandwidth = 0.0;    // bytes/s, streaming reads of 64 MiB over the pool
-    double launch_overhead_ns = 0.0;  // one empty job over every thread (best batch of 5)
+    double launch_overhead_ns = 0.0;  // one empty job over every thread (the fastest of 200)
 };
 
 // Takes a few milliseconds; run it once and cache the result.

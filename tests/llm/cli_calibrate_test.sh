@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # switchyard calibrate on the cpu and a simulated device whose hints say it is fast but whose
-# matrix products really take 3 ms each (product_delay_us): the table measures that, plan then
+# matrix products really take 10 ms each (product_delay_us): the table measures that, plan then
 # puts the products on the cpu with [measured] costs (the hints alone put them on the device),
 # bench measures the plan with the table faster, and the tokens stay the same. Bad tables, batch
 # lists and output paths are clear errors that leave nothing behind.
@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 "$sy" make-model --preset tiny --type f32 -o "$tmp/tiny.gguf" >/dev/null 2>&1 || fail "make-model"
-printf '[placement]\ndefault = "sim"\n[plugins.sim]\nproduct_delay_us = "3000"\n' >"$tmp/slow.toml"
+printf '[placement]\ndefault = "sim"\n[plugins.sim]\nproduct_delay_us = "10000"\n' >"$tmp/slow.toml"
 common=(-m "$tmp/tiny.gguf" --plugin "$sim" --config "$tmp/slow.toml" -ub 32 -mla 2 -ctk f32 -ctv f32)
 
 "$sy" calibrate "${common[@]}" --batches 1,32 -r 2 -o "$tmp/costs.toml" >"$tmp/out" 2>"$tmp/e" \
@@ -21,7 +21,7 @@ grep -Eq '^\| 32 \| sim \| 31 \|' "$tmp/out" || fail "no sim row for batch 32: $
 grep -Eq '^\| 1 \| cpu \| 31 \|' "$tmp/out" || fail "no cpu row for batch 1: $(cat "$tmp/out")"
 grep -q 'backend = "sim"' "$tmp/costs.toml" || fail "no sim entries"
 grep -q 'backend = "cpu"' "$tmp/costs.toml" || fail "no cpu entries"
-# The sim's products measured at 3 ms or more each, the cpu's far below.
+# The sim's products measured at 10 ms or more each, the cpu's far below.
 python3 - "$tmp/costs.toml" <<'PY' || fail "the table's times: $(head -c 3000 "$tmp/costs.toml")"
 import sys, tomllib
 t = tomllib.load(open(sys.argv[1], "rb"))
@@ -29,8 +29,8 @@ products = [o for o in t["op"] if o["op"] in ("mul_mat", "mul_mat_id") or o["op"
 sim = [o["ns"] for o in products if o["backend"] == "sim"]
 cpu = [o["ns"] for o in products if o["backend"] == "cpu"]
 assert sim and cpu
-assert min(sim) >= 3e6, min(sim)
-assert max(cpu) < 3e6, max(cpu)
+assert min(sim) >= 10e6, min(sim)
+assert max(cpu) < 10e6, max(cpu)
 assert t["calibration"]["batches"] == "1, 32"
 PY
 
@@ -52,18 +52,19 @@ printf '[offload]\ncost_table = "costs.toml"\n' >>"$tmp/with-table.toml"
     >"$tmp/measured2" 2>"$tmp/e" || fail "plan with offload.cost_table: $(cat "$tmp/e")"
 grep -q "with-table.toml:6:14): measured times" "$tmp/measured2" || fail "config's table not named: $(grep 'cost table' "$tmp/measured2")"
 
-# Measured: the prompt with the table's plan is faster (products 3 ms each on sim otherwise).
+# Measured: the prompt with the table's plan is faster (products 10 ms each on sim otherwise;
+# the margin holds on a loaded machine, where the cpu's own work slows down and sleeps do not).
 "$sy" bench "${common[@]}" -p 32 -n 0 -r 2 -o json --cost-table ",$tmp/costs.toml" >"$tmp/b.json" 2>"$tmp/e" \
     || fail "bench: $(cat "$tmp/e")"
 python3 - "$tmp/b.json" <<'PY' || fail "bench: $(cat "$tmp/b.json")"
 import json, sys
 hints, table = json.load(open(sys.argv[1]))
 assert "cost_table" not in hints["offload_policy"] and "cost_table=" in table["offload_policy"]
-assert table["avg_ts"] > 3 * hints["avg_ts"], (hints["avg_ts"], table["avg_ts"])
+assert table["avg_ts"] > 2 * hints["avg_ts"], (hints["avg_ts"], table["avg_ts"])
 PY
 # Placement changes where nodes run, not what they compute.
 for t in "" "$tmp/costs.toml"; do
-  "$sy" run "${common[@]}" -p "The quick brown fox" -n 8 --temp 0 --ignore-eos --tokens \
+  "$sy" run "${common[@]}" -p "The quick brown fox" -n 4 --temp 0 --ignore-eos --tokens \
       ${t:+--cost-table "$t"} >"$tmp/tokens${t:+-table}" 2>"$tmp/e" || fail "run ${t:+with the table}: $(cat "$tmp/e")"
 done
 cmp -s "$tmp/tokens" "$tmp/tokens-table" || fail "the table changed the tokens"

@@ -47,6 +47,28 @@ if [ -n "$sim" ]; then
   grep -q "weights: sim .* MiB (.* tensors), cpu .* MiB" "$tmp/e" || fail "no weight totals: $(cat "$tmp/e")"
   grep -Eq "copied to and between backends: prompt [0-9.]+ MiB, generation [0-9.]+ MiB per token" "$tmp/e" \
       || fail "no copy totals: $(cat "$tmp/e")"
+  # -ngl 2 of the tiny model's 3 layers (llama.cpp's partial offload): layers 1-2, weights and
+  # KV cache, on sim; layer 0, the embeddings and the output on the cpu; the cpu's tokens.
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+      --tokens --plugin "$sim" --backend sim -ngl 2 >"$tmp/ngl" 2>"$tmp/e" || fail "run -ngl 2: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/ngl" || fail "-ngl 2 generated other tokens than the cpu alone"
+  grep -q "^-ngl 2: layers 1-2 (weights and KV cache) on sim, the rest on cpu" "$tmp/e" || fail "-ngl 2: $(cat "$tmp/e")"
+  "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -c 256 -ub 16 --plugin "$sim" --backend sim -ngl 2 \
+      --json >"$tmp/ngl.json" 2>"$tmp/e" || fail "plan -ngl 2: $(cat "$tmp/e")"
+  python3 - "$tmp/ngl.json" <<'PY' || fail "plan -ngl 2: $(head -c 2000 "$tmp/ngl.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+for w in p["weights"]:
+    on_sim = w["name"].startswith(("blk.1.", "blk.2."))
+    assert w["backend"] == ("sim" if on_sim else "cpu"), w
+kv = {m["backend"]: m["kv_cache_bytes"] for m in p["memory"]}
+assert kv["sim"] == 2 * kv["cpu"] > 0, kv
+PY
+  printf '[plugins.sim]\nmemory_mib = "15"\n' >"$tmp/s15.toml"
+  "$sy" run -m "$tmp/tiny.gguf" -p hi -n 2 -mla 2 -ctk f32 -ctv f32 -c 4096 --plugin "$sim" --backend sim -ngl 2 \
+      --config "$tmp/s15.toml" >"$tmp/o" 2>"$tmp/e" && fail "-ngl 2 ran without room for its KV cache"
+  grep -q "sim: the weights placed there (14 MiB) and the KV cache of its layers (2 MiB) do not fit in its 15 MiB free: lower -c or offload fewer layers (-ngl)" "$tmp/e" \
+      || fail "-ngl 2 without room: $(cat "$tmp/e")"
   # Every product offloaded: the host-resident experts go to sim as the batches route to them
   # (the executor uploads only those), and the tokens stay the cpu's.
   printf '[offload]\nmode = "always"\n' >"$tmp/always.toml"
@@ -146,11 +168,13 @@ for bad in 1,x 1,0.5x 0,0.5 3,0.5 1,-1; do
   "$sy" run -m "$tmp/tiny.gguf" -p hi -ser $bad >"$tmp/o" 2>"$tmp/e" && fail "-ser $bad accepted"
   grep -q "ser" "$tmp/e" || fail "-ser $bad: message does not name it: $(cat "$tmp/e")"
 done
-# -ngl: part of the layers is refused (tiny: 3 layers + output = 4), as is a GPU count with a
-# backend that computes on host memory; -ngl 0 is the CPU; with 4 or more the cuda backend
-# runs it (on a machine without a GPU: a clear error naming the missing device or plugin).
-"$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ngl 2 >"$tmp/o" 2>"$tmp/e" && fail "-ngl 2 accepted"
-grep -q -E "ngl 2: this model has 4 layers|backend 'cuda' is not loaded" "$tmp/e" || fail "-ngl 2: $(cat "$tmp/e")"
+# -ngl: a GPU count with a backend that computes on host memory is refused; -ngl 0 is the CPU;
+# with 4 or more (tiny: 3 layers + output) the cuda backend runs all of it, with 1-3 the last
+# layers (sim above; on a machine without a GPU: a clear error naming the missing device or plugin).
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  "$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ngl 2 >"$tmp/o" 2>"$tmp/e" && fail "-ngl 2 ran without a GPU"
+  grep -q -E "backend 'cuda' (has no device|is not loaded)" "$tmp/e" || fail "-ngl 2: $(cat "$tmp/e")"
+fi
 "$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ngl 99 --backend cpu >"$tmp/o" 2>"$tmp/e" && fail "-ngl 99 --backend cpu accepted"
 grep -q "computes on host memory" "$tmp/e" || fail "-ngl 99 --backend cpu: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -ngl 0 -ctk f32 -ctv f32 \

@@ -182,7 +182,7 @@ LoadedModel load_model(const ModelOptions& o) {
     // (and the cpu, which placement rules name).
     if (config.plugins.load.empty()) {
         config.plugins.load.push_back(backend);
-        if (several && backend != "cpu") config.plugins.load.push_back("cpu");
+        if ((several || o.ngl > 0) && backend != "cpu") config.plugins.load.push_back("cpu");
     }
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
@@ -207,7 +207,7 @@ LoadedModel load_model(const ModelOptions& o) {
     size_t host_backends = 0;
     for (const auto& p : out.host->plugins())
         host_backends += p->device_count() > 0 && p->device_props(0).host_memory != 0;
-    if (several || host_backends > 1) {
+    const auto several_backends = [&] {
         llm::SessionBackends b;
         b.placement = config.placement;
         b.placement.default_backend = backend;
@@ -222,12 +222,9 @@ LoadedModel load_model(const ModelOptions& o) {
                             config.offload.cost_table_where + ")");
             }
         }
-        out.several = std::move(b);
-    } else if (!config.offload.cost_table.empty()) {
-        out.warn("the cost table " + config.offload.cost_table + " (" +
-                 config.offload.cost_table_where +
-                 ") changes nothing: only one backend runs the model");
-    }
+        return b;
+    };
+    if (several || host_backends > 1) out.several = several_backends();
 
     out.model = std::make_unique<llm::Deepseek2Model>(
         gguf::Reader::open(o.model, o.no_mmap ? gguf::Residence::read : gguf::Residence::mapped),
@@ -235,15 +232,6 @@ LoadedModel load_model(const ModelOptions& o) {
 
     const llm::Deepseek2HParams& hp = out.model->hparams();
     const llm::Deepseek2Options& opt = out.model->options();
-    // One backend runs the whole model: -ngl means all of it (llama.cpp counts the output layer
-    // as one more) or none of it; splitting layers between backends is the scheduler's job.
-    const auto all_layers = int(hp.n_layer) + 1;
-    if (o.ngl > 0 && o.ngl < all_layers)
-        throw Error(fmt::format(
-            "-ngl {}: this model has {} layers (with the output layer); putting only some of them "
-            "on the GPU is not supported yet: use -ngl {} or more (e.g. 99) for the whole model, "
-            "or -ngl 0",
-            o.ngl, all_layers, all_layers));
     if (out.plugin->device_count() < 1)
         throw Error("backend '" + backend + "' has no device on this machine" +
                     (o.ngl > 0 ? " (-ngl " + std::to_string(o.ngl) + " asks for a GPU)" : ""));
@@ -254,6 +242,40 @@ LoadedModel load_model(const ModelOptions& o) {
     if (o.ngl == 0 && !on_host)
         throw Error("-ngl 0 keeps the model off the GPU, but --backend " + backend +
                     " computes on its own device: leave one of them out");
+    // -ngl N below n_layer + 1 (llama.cpp counts the output layer as one more): the last N
+    // repeating layers, their weights and KV cache, on the device; the first layers, the token
+    // embeddings and the output on the cpu, which becomes the default backend. Rules (-ot, the
+    // config's) come first, as in llama.cpp.
+    if (o.ngl > 0 && o.ngl < int(hp.n_layer) + 1) {
+        Plugin* cpu = out.host->find("cpu");
+        if (cpu == nullptr)
+            throw Error(fmt::format("-ngl {} puts only part of the model on {}: the rest needs "
+                                    "the cpu plugin, which is not loaded",
+                                    o.ngl, backend));
+        const auto first = uint32_t(int(hp.n_layer) - o.ngl);
+        if (!out.several) out.several = several_backends();
+        llm::SessionBackends& b = *out.several;
+        b.placement.default_backend = "cpu";
+        std::string layers;
+        for (uint32_t il = first; il < hp.n_layer; ++il)
+            layers += (layers.empty() ? "" : "|") + std::to_string(il);
+        b.placement.rules.push_back(
+            {R"(^blk\.()" + layers + R"()\.)", backend, fmt::format("-ngl {}", o.ngl)});
+        for (uint32_t il = 0; il < hp.n_layer; ++il)
+            for (size_t i = 0; i < b.backends.size(); ++i)
+                if (b.backends[i].plugin == (il < first ? cpu : out.plugin)) {
+                    b.cache_layers.push_back(int32_t(i));
+                    break;
+                }
+        out.plugin = cpu;
+        if (!o.quiet)
+            std::fprintf(stderr, "-ngl %d: layers %u-%u (weights and KV cache) on %s, the rest on cpu\n",
+                         o.ngl, first, hp.n_layer - 1, backend.c_str());
+    }
+    if (!out.several && !config.offload.cost_table.empty())
+        out.warn("the cost table " + config.offload.cost_table + " (" +
+                 config.offload.cost_table_where +
+                 ") changes nothing: only one backend runs the model");
     const uint64_t per_token = llm::Deepseek2Cache::bytes_per_token(hp, opt);
     const uint64_t kv_bytes = per_token * uint64_t(opt.n_ctx);
     if (!o.quiet)

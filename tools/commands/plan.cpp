@@ -181,7 +181,7 @@ std::string memory_text(const llm::Deepseek2Session& session,
                                    bytes_text(p.compute_bytes[b]));
         out += fmt::format("    {}: weights {}, KV cache {}, compute buffer {}\n", backends[b].name,
                            bytes_text(session.weight_plan().bytes_per_backend[b]),
-                           bytes_text(b == session.primary() ? session.cache().bytes() : 0),
+                           bytes_text(session.cache_bytes_on(b)),
                            compute);
     }
     return out;
@@ -217,7 +217,7 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
         x["link_bandwidth"] = p.link_bandwidth;
         x["link_latency_ns"] = p.link_latency_ns;
         x["peak_flops_f32"] = p.peak_flops_f32;
-        x["kv_cache"] = b == session.primary();
+        x["kv_cache"] = session.cache_bytes_on(b) > 0;
         j["backends"].push_back(x);
     }
     Json rules = Json::array();
@@ -289,7 +289,7 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
         Json m;
         m["backend"] = backends[b].name;
         m["weights_bytes"] = wp.bytes_per_backend[b];
-        m["kv_cache_bytes"] = b == session.primary() ? session.cache().bytes() : 0;
+        m["kv_cache_bytes"] = session.cache_bytes_on(b);
         for (const PlannedGraph& p : graphs)
             m[fmt::format("compute_bytes_{}", phase_name(p.phase))] = p.compute_bytes[b];
         j["memory"].push_back(m);
@@ -309,7 +309,7 @@ std::string policy_text(const llm::Deepseek2Session& session) {
         if (!p.host_memory)
             out += fmt::format(", link {:.1f} GB/s + {:.1f} us", p.link_bandwidth / 1e9,
                                p.link_latency_ns / 1e3);
-        out += b == session.primary() ? " (default: KV cache, unplaced weights)\n" : "\n";
+        out += b == session.primary() ? " (default: unplaced weights, the KV cache)\n" : "\n";
     }
     for (size_t i = 0; i < sb.placement.rules.size(); ++i) {
         const PlacementRule& r = sb.placement.rules[i];

@@ -195,37 +195,56 @@ class Deepseek2Model {
 // v() stay null): written in place by every step, never copied back and forth.
 class Deepseek2Cache {
   public:
+    // Where one layer's cache lives: a device that does not compute on host memory, or (plugin
+    // null, or a host-memory backend's) host memory.
+    struct Home {
+        Plugin* plugin = nullptr;
+        int32_t device = 0;
+    };
     Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& options,
                    Plugin* plugin = nullptr, int32_t device = 0);
+    // One home per layer (-ngl N: the offloaded layers' caches on the GPU).
+    Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& options,
+                   std::vector<Home> layers);
 
     // What the cache holds per token (all layers): the formulas of DEEPSEEK2.md section 8.
     static uint64_t bytes_per_token(const Deepseek2HParams& hp, const Deepseek2Options& options);
     uint64_t bytes() const;  // allocated or not
+    // Bytes of the layers on `plugin`'s device (nullptr: in host memory).
+    uint64_t bytes_on(const Plugin* plugin) const;
     void allocate();
-    bool allocated() const { return !k_.empty() || !k_device_.empty(); }
-    bool on_device() const { return plugin_ != nullptr; }
+    bool allocated() const { return allocated_; }
+    // Every layer on a device (the whole model on a GPU).
+    bool on_device() const;
+    // The plugin whose device holds layer il's cache; nullptr for host memory.
+    const Plugin* layer_plugin(uint32_t il) const { return homes_.at(il).plugin; }
     int64_t n_ctx() const { return n_ctx_; }
     int64_t k_row_elements() const { return k_row_; }  // elements of one token's K row
     int64_t v_rows() const { return v_rows_; }         // rows of the transposed V (0: none)
-    void* k(uint32_t il) { return k_.empty() ? nullptr : k_[il].data(); }
-    void* v(uint32_t il) { return v_.empty() ? nullptr : v_[il].data(); }
+    // Layer il's K and V: host memory (k, v) or a device buffer (k_buffer, v_buffer); null
+    // before allocate() and for the other kind.
+    void* k(uint32_t il) { return layers_.empty() ? nullptr : layers_[il].k.data(); }
+    void* v(uint32_t il) { return layers_.empty() ? nullptr : layers_[il].v.data(); }
     const Buffer* k_buffer(uint32_t il) const {
-        return k_device_.empty() ? nullptr : &k_device_[il];
+        return layers_.empty() || !layers_[il].k_device ? nullptr : &layers_[il].k_device;
     }
     const Buffer* v_buffer(uint32_t il) const {
-        return v_device_.empty() ? nullptr : &v_device_[il];
+        return layers_.empty() || !layers_[il].v_device ? nullptr : &layers_[il].v_device;
     }
 
   private:
-    Plugin* plugin_ = nullptr;  // set when the cache lives on a device
-    int32_t device_ = 0;
+    struct Layer {
+        std::vector<std::byte> k, v;
+        Buffer k_device, v_device;
+    };
+    std::vector<Home> homes_;  // per layer; plugin null for host memory
     int64_t n_ctx_ = 0;
     int64_t k_row_ = 0;
     int64_t v_rows_ = 0;
     uint32_t n_layer_ = 0;
     size_t k_layer_bytes_ = 0, v_layer_bytes_ = 0;
-    std::vector<std::vector<std::byte>> k_, v_;
-    std::vector<Buffer> k_device_, v_device_;
+    std::vector<Layer> layers_;
+    bool allocated_ = false;
 };
 
 // The weights one session's graphs read, copied once into one buffer of a device that does not
@@ -280,6 +299,9 @@ struct SessionBackends {
     OffloadPolicy offload;
     // Measured op times (a calibrated cost table) that placement takes before the hints.
     std::shared_ptr<const MeasuredCosts> costs;
+    // Per layer, the index of the backend that holds its KV cache (-ngl N: the offloaded layers
+    // on the GPU, the others in host memory); empty: every layer on the default backend.
+    std::vector<int32_t> cache_layers;
 };
 
 // One conversation with a model: a KV cache and an executor on one backend device, or a
@@ -346,7 +368,10 @@ class Deepseek2Session {
     // every node is on it). Valid before allocate().
     bool multi_backend() const { return scheduler_ != nullptr; }
     const SessionBackends& session_backends() const { return backends_; }
-    size_t primary() const { return primary_; }  // the backend that holds the KV cache
+    size_t primary() const { return primary_; }  // the default backend
+    // Bytes of the KV cache in backend b's memory: its device's layers, or the layers in host
+    // memory for the primary when it computes there (else the first backend that does).
+    uint64_t cache_bytes_on(size_t b) const;
     std::span<const BackendInfo> backend_infos() const { return infos_; }
     const WeightPlan& weight_plan() const { return weight_plan_; }
     std::span<const WeightInfo> weights() const { return weight_infos_; }
