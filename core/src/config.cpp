@@ -179,9 +179,26 @@ void read_placement(const fs::path& file, const toml::table& table, PlacementPol
             if (!i || i->get() < 0 || i->get() > (int64_t{1} << 30))
                 fail(file, node, "'placement.fit_margin_mib' must be an integer of MiB >= 0");
             out.fit_margin = static_cast<uint64_t>(i->get()) << 20;
+        } else if (k == "tensor_split") {
+            const toml::array* a = node.as_array();
+            if (!a || a->empty())
+                fail(file, node, "'placement.tensor_split' must be an array of proportions");
+            std::string text;
+            for (const toml::node& item : *a) {
+                const std::optional<double> v = item.value<double>();
+                if (!v) fail(file, item, "'placement.tensor_split' must contain numbers");
+                text += (text.empty() ? "" : ",") + std::to_string(*v);
+            }
+            out.tensor_split_where = where(file, node.source());
+            try {
+                out.tensor_split = parse_tensor_split(text, "placement.tensor_split");
+            } catch (const Error& e) {
+                fail(file, node, e.what());
+            }
         } else {
             fail(file, node,
-                 "unknown key 'placement." + k + "' (known: default, rules, fit, fit_margin_mib)");
+                 "unknown key 'placement." + k +
+                     "' (known: default, rules, fit, fit_margin_mib, tensor_split)");
         }
     }
 }

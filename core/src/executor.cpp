@@ -7,6 +7,7 @@
 #include "node_abi.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/graph.hpp"
+#include "switchyard/core/placement.hpp"
 #include "switchyard/core/profile.hpp"
 
 namespace sy {
@@ -199,11 +200,13 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
     const auto id = static_cast<size_t>(root.id());
     sy_tensor& d = bound_[id];
     if (const Buffer* buffer = root.device_buffer()) {
-        if (buffer->owner() != &plugin_) {
+        if (buffer->owner() != &plugin_ || buffer->device() != device_) {
             throw Error(std::string(kind_name(root.kind())) + " " + root.describe() +
-                        " lives in a buffer of plugin '" +
-                        (buffer->owner() ? buffer->owner()->name() : std::string("none")) +
-                        "', not of '" + plugin_.name() + "' that runs this graph");
+                        " lives in a buffer of '" +
+                        (buffer->owner() ? backend_name(*buffer->owner(), buffer->device())
+                                         : std::string("none")) +
+                        "', not of '" + backend_name(plugin_, device_) +
+                        "' that runs this graph");
         }
         d.data = at_offset(buffer->base(), root.device_offset());
         d.buffer = buffer->get();
@@ -332,8 +335,7 @@ void Executor::run_nodes(size_t first, size_t end) {
     try {
         const auto start = std::chrono::steady_clock::now();
         if (profile_) {
-            const std::string backend =
-                device_ == 0 ? plugin_.name() : plugin_.name() + ":" + std::to_string(device_);
+            const std::string backend = backend_name(plugin_, device_);
             for (size_t i = first; i < end; ++i) {
                 const auto node_start = std::chrono::steady_clock::now();
                 plugin_.compute(device_, std::span<const sy_node* const>(&pointers[i - first], 1));

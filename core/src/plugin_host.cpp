@@ -274,6 +274,7 @@ Buffer Plugin::alloc(int32_t device, uint64_t size) {
     buffer.struct_size = sizeof(buffer);
     check(api_.buffer_alloc(api_.ctx, device, size, &buffer),
           name_ + ".buffer_alloc(" + std::to_string(size) + " bytes)");
+    buffer.device = device;  // the host's record of where it lives, whatever the plugin wrote
     return Buffer(this, buffer);
 }
 

@@ -1,5 +1,12 @@
 #include "switchyard/core/policy.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
 #include "switchyard/core/error.hpp"
 
 namespace sy {
@@ -11,6 +18,27 @@ const char* offload_mode_name(OffloadMode mode) {
         case OffloadMode::always: return "always";
     }
     return "?";
+}
+
+std::vector<double> parse_tensor_split(std::string_view text, const std::string& where) {
+    std::vector<double> out;
+    double total = 0;
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item(text.substr(start, comma - start));
+        char* end = nullptr;
+        const double v = item.empty() ? -1 : std::strtod(item.c_str(), &end);
+        if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(v) || v < 0 ||
+            v > 1e6)
+            throw Error(fmt::format("{} '{}': '{}' is not a proportion (a number >= 0)", where,
+                                    text, item));
+        out.push_back(v);
+        total += v;
+        start = comma + 1;
+    }
+    if (total <= 0) throw Error(fmt::format("{} '{}': every proportion is 0", where, text));
+    return out;
 }
 
 PlacementRule parse_override_tensor(std::string_view text, std::string where) {

@@ -121,7 +121,9 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
             int32_t from = 0;
             if (root->is_external()) {
                 const Buffer* buffer = root->device_buffer();
-                if (buffer == nullptr || buffer->owner() == plugin) continue;
+                if (buffer == nullptr ||
+                    (buffer->owner() == plugin && buffer->device() == backends_[size_t(b)].device))
+                    continue;
                 from = kHostInput;
             } else {
                 from = writer_[id];

@@ -11,9 +11,13 @@
 
 namespace sy {
 
+std::string backend_name(const Plugin& plugin, int32_t device) {
+    return device == 0 ? plugin.name() : plugin.name() + ":" + std::to_string(device);
+}
+
 BackendInfo backend_info(const Plugin& plugin, int32_t device) {
     BackendInfo b;
-    b.name = plugin.name();
+    b.name = backend_name(plugin, device);
     b.props = plugin.device_props(device);
     const Plugin* p = &plugin;
     b.supports = [p, device](const sy_node& node) { return p->supports(device, node); };
@@ -24,8 +28,10 @@ BackendInfo backend_info(const Plugin& plugin, int32_t device) {
 int32_t find_backend(std::span<const BackendInfo> backends, std::string_view name,
                      const std::string& where) {
     std::string loaded;
+    const std::string_view first =
+        name.ends_with(":0") ? name.substr(0, name.size() - 2) : name;  // "cuda:0" is "cuda"
     for (size_t i = 0; i < backends.size(); ++i) {
-        if (backends[i].name == name) return static_cast<int32_t>(i);
+        if (backends[i].name == first) return static_cast<int32_t>(i);
         loaded += (loaded.empty() ? "" : ", ") + backends[i].name;
     }
     throw Error(fmt::format("{}: backend '{}' is not loaded (loaded: {})", where, name,
@@ -38,6 +44,15 @@ std::string WeightPlan::reason(size_t weight, const PlacementPolicy& policy) con
         policy.fit_where == "--fit" ? "--fit" : "placement.fit (" + policy.fit_where + ")";
     if (rule == kFitted) return fit;
     if (rule == kSpilled) return fit + ": no device had room";
+    if (rule == kSplit) {
+        const int32_t from = split_from.at(weight);
+        const std::string split = policy.tensor_split_where == "--tensor-split"
+                                      ? "--tensor-split"
+                                      : "placement.tensor_split (" + policy.tensor_split_where + ")";
+        return (from < 0 ? std::string("default backend")
+                         : fmt::format("rule {} ({})", from + 1, policy.rules[size_t(from)].where)) +
+               ", " + split;
+    }
     if (rule < 0) return "default backend";
     const PlacementRule& r = policy.rules[static_cast<size_t>(rule)];
     return fmt::format("rule {} '{}' ({})", rule + 1, r.match, r.where);
@@ -91,6 +106,57 @@ void fit_weights(std::span<const WeightInfo> weights, const PlacementPolicy& pol
         }
 }
 
+// The layer of "blk.N." names, or -1.
+int64_t layer_of(const std::string& name) {
+    if (!name.starts_with("blk.")) return -1;
+    int64_t layer = 0;
+    size_t i = 4;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) layer = layer * 10 + (name[i] - '0');
+    return i > 4 && i < name.size() && name[i] == '.' ? layer : -1;
+}
+
+// --tensor-split: the layers whose weights the default backend or a splitting rule put on a
+// device are cut into consecutive runs, one per device in load order, sized by the proportions.
+void split_layers(std::span<const WeightInfo> weights, const PlacementPolicy& policy,
+                  std::span<const BackendInfo> backends, WeightPlan& plan) {
+    std::vector<int32_t> devices;
+    for (size_t b = 0; b < backends.size(); ++b)
+        if (!backends[b].host_memory()) devices.push_back(static_cast<int32_t>(b));
+    const std::string at = policy.tensor_split_where;
+    if (policy.tensor_split.size() > devices.size())
+        throw Error(fmt::format("{}: {} proportions for {} device backend{} loaded", at,
+                                policy.tensor_split.size(), devices.size(),
+                                devices.size() == 1 ? "" : "s"));
+    const auto splits = [&](const WeightPlan::Home& h) {
+        const bool on_device = std::find(devices.begin(), devices.end(), h.backend) != devices.end();
+        return on_device && (h.rule == WeightPlan::kDefault ||
+                             (h.rule >= 0 && policy.rules[size_t(h.rule)].split));
+    };
+    std::vector<int64_t> layers;
+    for (size_t i = 0; i < weights.size(); ++i)
+        if (const int64_t l = layer_of(weights[i].name); l >= 0 && splits(plan.homes[i]))
+            layers.push_back(l);
+    std::sort(layers.begin(), layers.end());
+    layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+    if (layers.empty()) return;
+    double total = 0;
+    for (double p : policy.tensor_split) total += p;
+    plan.split_from.assign(weights.size(), WeightPlan::kDefault);
+    for (size_t i = 0; i < weights.size(); ++i) {
+        const int64_t l = layer_of(weights[i].name);
+        if (l < 0 || !splits(plan.homes[i])) continue;
+        // Layer j of n (in order) goes to the device whose share holds the middle of its slot.
+        const auto j = double(std::lower_bound(layers.begin(), layers.end(), l) - layers.begin());
+        const double at_fraction = (j + 0.5) / double(layers.size()) * total;
+        size_t d = 0;
+        for (double sum = policy.tensor_split[0];
+             d + 1 < policy.tensor_split.size() && at_fraction >= sum;)
+            sum += policy.tensor_split[++d];
+        plan.split_from[i] = plan.homes[i].rule;
+        plan.homes[i] = {devices[d], WeightPlan::kSplit};
+    }
+}
+
 }  // namespace
 
 WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPolicy& policy,
@@ -133,6 +199,7 @@ WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPol
         }
         plan.homes.push_back(home);
     }
+    if (!policy.tensor_split.empty()) split_layers(weights, policy, backends, plan);
     if (policy.fit) fit_weights(weights, policy, backends, reserved, plan);
     for (size_t i = 0; i < weights.size(); ++i)
         plan.bytes_per_backend[static_cast<size_t>(plan.homes[i].backend)] += weights[i].bytes;

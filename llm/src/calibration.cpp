@@ -57,7 +57,7 @@ Calibration calibrate(const Deepseek2Model& model, const SessionBackends& backen
     const size_t steps = backends.backends.size() * options.batches.size();
     size_t step = 0;
     for (const Scheduler::Backend& target : backends.backends) {
-        const std::string name = target.plugin->name();
+        const std::string name = backend_name(*target.plugin, target.device);
         SessionBackends prefer = backends;
         prefer.offload = OffloadPolicy{};  // calibration measures; the policy decides later
         prefer.costs = std::make_shared<PreferBackend>(name);

@@ -567,36 +567,19 @@ SessionBackends one_backend(Plugin& plugin, int32_t device) {
     return b;
 }
 
-// Each layer's KV cache home: SessionBackends::cache_layers, else the primary backend.
-std::vector<Deepseek2Cache::Home> cache_homes(const Deepseek2HParams& hp,
-                                              const SessionBackends& b, size_t primary) {
-    const Scheduler::Backend& p = b.backends.at(primary);
-    std::vector<Deepseek2Cache::Home> homes(hp.n_layer, {p.plugin, p.device});
-    if (b.cache_layers.empty()) return homes;
-    if (b.cache_layers.size() != hp.n_layer)
-        throw Error("the KV cache's homes name " + std::to_string(b.cache_layers.size()) +
-                    " layers, the model has " + std::to_string(hp.n_layer));
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        const int32_t at = b.cache_layers[il];
-        if (at < 0 || size_t(at) >= b.backends.size())
-            throw Error("the KV cache of layer " + std::to_string(il) + " has home " +
-                        std::to_string(at) + ", not a backend index");
-        homes[il] = {b.backends[size_t(at)].plugin, b.backends[size_t(at)].device};
-    }
-    return homes;
-}
-
 // The backend that holds the KV cache: placement.default_backend, else the first.
 size_t primary_backend(const SessionBackends& b) {
     if (b.backends.empty()) throw Error("a session needs at least one backend");
     std::string loaded;
     for (const Scheduler::Backend& x : b.backends) {
         if (x.plugin == nullptr) throw Error("a session backend has no plugin");
-        loaded += (loaded.empty() ? "" : ", ") + x.plugin->name();
+        loaded += (loaded.empty() ? "" : ", ") + backend_name(*x.plugin, x.device);
     }
     if (b.placement.default_backend.empty()) return 0;
     for (size_t i = 0; i < b.backends.size(); ++i)
-        if (b.backends[i].plugin->name() == b.placement.default_backend) return i;
+        if (backend_name(*b.backends[i].plugin, b.backends[i].device) ==
+            b.placement.default_backend)
+            return i;
     throw Error("placement: the default backend '" + b.placement.default_backend +
                 "' is not loaded (loaded: " + loaded + ")");
 }
@@ -619,7 +602,7 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
       fused_moe_(choose_fused_moe(model.options(), plugin_)),
       flash_(choose_flash(model.options(), plugin_)),
       executor_(plugin_, device_),
-      cache_(model.hparams(), model.options(), cache_homes(model.hparams(), backends, primary)) {
+      cache_(model.hparams(), model.options(), &plugin_, device_) {
     // Every node of a generation step and of a full prompt ubatch (mla 3 differs between
     // them) must be one a backend supports, with this model's weight and cache types; at
     // the end of the context, where -amb splits the attention into steps.
@@ -666,7 +649,8 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
                 if (t->kind() == TensorKind::weight)
                     largest = std::max(largest, matrix_elements(*t));
         for (size_t b = 0; b < reserved.size(); ++b)
-            reserved[b] = device_reserve(largest) + cache_.bytes_on(backends_.backends[b].plugin);
+            reserved[b] = device_reserve(largest) + cache_.bytes_on(backends_.backends[b].plugin,
+                                                                    backends_.backends[b].device);
         reserved[primary_] += plan_memory(graphs[1].graph).peak_bytes;
     }
     weight_plan_ =
@@ -680,9 +664,24 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
         if (cache_.on_device()) weights_.emplace_back(plugin_, device_, g);
         return;
     }
+    // Each layer's KV cache goes with its attention (the home of attn_kv_a_mqa, whose output it
+    // holds): -ngl's layers, a rule's, --tensor-split's share. --fit keeps it on the default
+    // backend, where it reserved the room.
+    if (!backends_.placement.fit) {
+        std::vector<Deepseek2Cache::Home> homes;
+        for (uint32_t il = 0; il < model.hparams().n_layer; ++il) {
+            const std::string name = "blk." + std::to_string(il) + ".attn_kv_a_mqa.weight";
+            size_t b = primary_;
+            for (size_t i = 0; i < weight_infos_.size(); ++i)
+                if (weight_infos_[i].name == name) b = size_t(weight_plan_.homes[i].backend);
+            homes.push_back({backends_.backends[b].plugin, backends_.backends[b].device});
+        }
+        cache_.set_homes(std::move(homes));
+    }
     // A device's weights and the cache layers it holds (place_weights checked the weights).
     for (size_t b = 0; b < infos_.size(); ++b) {
-        const uint64_t cache = cache_.bytes_on(backends_.backends[b].plugin);
+        const uint64_t cache =
+            cache_.bytes_on(backends_.backends[b].plugin, backends_.backends[b].device);
         const uint64_t weights = weight_plan_.bytes_per_backend[b], free = infos_[b].props.memory_free;
         if (infos_[b].host_memory() || cache == 0 || free == 0 || weights + cache <= free) continue;
         throw Error(fmt::format(
@@ -724,7 +723,7 @@ void Deepseek2Session::check_graphs(std::vector<UbatchGraph>& graphs) {
 
 uint64_t Deepseek2Session::cache_bytes_on(size_t b) const {
     if (!infos_.empty() && !infos_.at(b).host_memory())
-        return cache_.bytes_on(backends_.backends[b].plugin);
+        return cache_.bytes_on(backends_.backends[b].plugin, backends_.backends[b].device);
     size_t host = primary_;
     for (size_t i = 0; i < infos_.size() && !infos_[host].host_memory(); ++i)
         if (infos_[i].host_memory()) host = i;
@@ -761,9 +760,13 @@ Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t 
 // the placement, a layer's cache (the builder's "cache_" inputs, without memory yet) from the
 // cache's homes, so that plans made before (`switchyard plan`) and after allocation agree.
 int32_t Deepseek2Session::home_of(const Tensor& t) const {
-    if (const Buffer* buffer = t.device_buffer())
+    const auto backend_of = [this](const Plugin* plugin, int32_t device) {
         for (size_t b = 0; b < backends_.backends.size(); ++b)
-            if (backends_.backends[b].plugin == buffer->owner()) return int32_t(b);
+            if (backends_.backends[b].plugin == plugin && backends_.backends[b].device == device)
+                return int32_t(b);
+        return kHostInput;
+    };
+    if (const Buffer* buffer = t.device_buffer()) return backend_of(buffer->owner(), buffer->device());
     if (t.kind() == TensorKind::weight && t.host_data() != nullptr) {
         const auto it = weight_home_.find(t.host_data());
         if (it != weight_home_.end() && !infos_[size_t(it->second)].host_memory())
@@ -772,10 +775,9 @@ int32_t Deepseek2Session::home_of(const Tensor& t) const {
                t.name().starts_with("cache_")) {
         // The builder's "cache_k-IL" / "cache_v-IL": layer IL's home.
         const size_t dash = t.name().rfind('-');
-        const auto il = uint32_t(std::stoul(t.name().substr(dash + 1)));
-        for (size_t b = 0; b < backends_.backends.size(); ++b)
-            if (const Plugin* p = cache_.layer_plugin(il); p && backends_.backends[b].plugin == p)
-                return int32_t(b);
+        const Deepseek2Cache::Home& home =
+            cache_.layer_home(uint32_t(std::stoul(t.name().substr(dash + 1))));
+        if (home.plugin != nullptr) return backend_of(home.plugin, home.device);
     }
     return kHostInput;
 }

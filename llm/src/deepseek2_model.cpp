@@ -512,17 +512,8 @@ uint64_t Deepseek2Cache::bytes_per_token(const Deepseek2HParams& hp, const Deeps
 
 Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& o,
                                Plugin* plugin, int32_t device)
-    : Deepseek2Cache(hp, o, std::vector<Home>(hp.n_layer, Home{plugin, device})) {}
-
-Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& o,
-                               std::vector<Home> layers)
-    : homes_(std::move(layers)), n_ctx_(o.n_ctx) {
-    if (homes_.size() != hp.n_layer)
-        throw Error("the KV cache needs a home for each of the " + std::to_string(hp.n_layer) +
-                    " layers, got " + std::to_string(homes_.size()));
-    // A backend that computes on host memory keeps its layers in host memory.
-    for (Home& h : homes_)
-        if (h.plugin != nullptr && h.plugin->device_props(h.device).host_memory != 0) h = Home{};
+    : n_ctx_(o.n_ctx), n_layer_(hp.n_layer) {
+    set_homes(std::vector<Home>(hp.n_layer, Home{plugin, device}));
     if (n_ctx_ <= 0) throw Error("the KV cache needs a positive context length");
     const int64_t heads = hp.n_head;
     k_row_ = o.mla == 0 ? heads * hp.qk_head() : hp.latent_width();
@@ -531,7 +522,17 @@ Deepseek2Cache::Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Option
     // heads' bytes; the V cache is a block type only as mla 0's rows.
     k_layer_bytes_ = size_t(sdk::row_bytes(o.cache_type_k, k_row_)) * size_t(n_ctx_);
     v_layer_bytes_ = v_rows_ > 0 ? size_t(sdk::row_bytes(o.cache_type_v, v_rows_ * n_ctx_)) : 0;
-    n_layer_ = hp.n_layer;
+}
+
+void Deepseek2Cache::set_homes(std::vector<Home> layers) {
+    if (allocated_) throw Error("the KV cache's homes change only before it is allocated");
+    if (layers.size() != n_layer_)
+        throw Error("the KV cache needs a home for each of the " + std::to_string(n_layer_) +
+                    " layers, got " + std::to_string(layers.size()));
+    // A backend that computes on host memory keeps its layers in host memory.
+    for (Home& h : layers)
+        if (h.plugin != nullptr && h.plugin->device_props(h.device).host_memory != 0) h = Home{};
+    homes_ = std::move(layers);
 }
 
 bool Deepseek2Cache::on_device() const {
@@ -570,10 +571,11 @@ uint64_t Deepseek2Cache::bytes() const {
     return uint64_t(n_layer_) * (k_layer_bytes_ + v_layer_bytes_);
 }
 
-uint64_t Deepseek2Cache::bytes_on(const Plugin* plugin) const {
+uint64_t Deepseek2Cache::bytes_on(const Plugin* plugin, int32_t device) const {
     uint64_t total = 0;
     for (const Home& h : homes_)
-        if (h.plugin == plugin) total += k_layer_bytes_ + v_layer_bytes_;
+        if (h.plugin == plugin && (plugin == nullptr || h.device == device))
+            total += k_layer_bytes_ + v_layer_bytes_;
     return total;
 }
 

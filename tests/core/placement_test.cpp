@@ -195,6 +195,52 @@ TEST(WeightPlacement, FitFillsTheFastestDeviceFirstAndTheExpertsLast) {
     EXPECT_TRUE(contains(e, "the weights placed on 'slow'")) << e;
 }
 
+TEST(WeightPlacement, TensorSplitDividesTheDeviceLayersInProportion) {
+    BackendInfo d0 = device(25e9), d1 = device(25e9), d2 = device(25e9);
+    d1.name = "dev:1";
+    d2.name = "dev:2";
+    const std::vector<BackendInfo> backends{host_cpu(), d0, d1, d2};
+    std::vector<WeightInfo> weights{{"token_embd.weight", 10}, {"output.weight", 10}};
+    for (int l = 0; l < 8; ++l)
+        for (const char* w : {"attn_q", "ffn_up_exps"})
+            weights.push_back({"blk." + std::to_string(l) + "." + w + ".weight", 10});
+    PlacementPolicy policy;
+    policy.default_backend = "cpu";
+    // -ngl 6 of 8: layers 2-7 on dev (a splitting rule); a user rule sends layer 7's experts to
+    // the cpu, and the split leaves that home alone.
+    policy.rules = {{"^blk\\.7\\.ffn_up_exps", "cpu", "-ot #1"},
+                    {"^blk\\.([2-7])\\.", "dev", "-ngl 6", true}};
+    policy.tensor_split = {1, 0, 2};  // dev:1 gets nothing; dev 1/3, dev:2 2/3 of the 6 layers
+    policy.tensor_split_where = "--tensor-split";
+    const WeightPlan plan = place_weights(weights, policy, backends, "cpu");
+    const auto home = [&](const std::string& name) {
+        for (size_t i = 0; i < weights.size(); ++i)
+            if (weights[i].name == name) return backends[size_t(plan.homes[i].backend)].name;
+        return std::string("?");
+    };
+    EXPECT_EQ(home("token_embd.weight"), "cpu");
+    EXPECT_EQ(home("blk.1.attn_q.weight"), "cpu") << "not offloaded";
+    EXPECT_EQ(home("blk.2.attn_q.weight"), "dev");
+    EXPECT_EQ(home("blk.3.ffn_up_exps.weight"), "dev");
+    for (int l = 4; l < 8; ++l) EXPECT_EQ(home("blk." + std::to_string(l) + ".attn_q.weight"), "dev:2");
+    EXPECT_EQ(home("blk.7.ffn_up_exps.weight"), "cpu") << "the user's rule stands";
+    size_t split_index = 0;
+    while (weights[split_index].name != "blk.4.attn_q.weight") ++split_index;
+    EXPECT_EQ(plan.homes[split_index].rule, WeightPlan::kSplit);
+    EXPECT_EQ(plan.reason(split_index, policy), "rule 2 (-ngl 6), --tensor-split");
+
+    // More proportions than devices; a bad list.
+    policy.tensor_split = {1, 1, 1, 1};
+    EXPECT_TRUE(contains(error_of([&] { place_weights(weights, policy, backends, "cpu"); }),
+                         "--tensor-split: 4 proportions for 3 device backends loaded"));
+    EXPECT_EQ(parse_tensor_split("3,1", "-ts"), (std::vector<double>{3, 1}));
+    EXPECT_TRUE(contains(error_of([] { parse_tensor_split("3,x", "-ts"); }),
+                         "-ts '3,x': 'x' is not a proportion"));
+    EXPECT_TRUE(contains(error_of([] { parse_tensor_split("0,0", "-ts"); }),
+                         "every proportion is 0"));
+    EXPECT_TRUE(contains(error_of([] { parse_tensor_split("1,,2", "-ts"); }), "'' is not"));
+}
+
 TEST(OpPlacement, HostExpertsStayOnTheHostForOneTokenAndTheRestRunsWhereItsWeightsAre) {
     const MoeGraph m(1);
     const OpPlan plan = plan_for(m, 25e9, 1);

@@ -1,7 +1,7 @@
 // "sim": a simulated accelerator for tests of placement across backends on machines without a
-// GPU. One device with its own memory: its buffers are not host visible, so every byte in or
-// out goes through buffer_set/buffer_get (counted), and compute() refuses any tensor outside its
-// buffers, as a GPU would. It computes with the CPU plugin's kernels (loaded from
+// GPU. Devices with their own memory: their buffers are not host visible, so every byte in or
+// out goes through buffer_set/buffer_get (counted), and compute() refuses any tensor outside the
+// device's own buffers (host memory, or another device's), as a GPU would. It computes with the CPU plugin's kernels (loaded from
 // SWITCHYARD_CPU_PLUGIN, its named ops included), so a graph split between the CPU plugin and
 // this device computes exactly what the CPU alone computes. Its cost hints come from rates set
 // with options, so tests can move the point where offloading pays:
@@ -10,7 +10,8 @@
 //   link_gbps       host <-> device bandwidth, GB/s (default 25)
 //   link_latency_us fixed cost of one transfer, microseconds (default 10)
 //   launch_us       fixed cost of one node, microseconds (default 5)
-//   memory_mib      device memory, MiB (default 4096)
+//   memory_mib      memory of each device, MiB (default 4096)
+//   devices         how many devices (1 to 8, default 1): "sim", "sim:1", ...
 //   product_delay_us time each matrix product really takes on top of the CPU's (default 0):
 //                    a device slower than its hints say, which only measuring finds out
 // Other options go to the CPU plugin ("threads"). The counters are read with the exported C
@@ -37,12 +38,14 @@ struct Settings {
     double gflops = 1000, memory_gbps = 1000, link_gbps = 25, link_latency_us = 10, launch_us = 5;
     double memory_mib = 4096;
     double product_delay_us = 0;
+    double devices = 1;
 };
+constexpr int kMaxDevices = 8;
 
 sy_plugin_api g_inner{};  // the CPU plugin's table; its ctx is passed to every inner call
 void* g_library = nullptr;
 Settings g_settings;
-uint64_t g_allocated = 0;
+uint64_t g_allocated[kMaxDevices] = {};
 std::atomic<uint64_t> g_to_device{0}, g_to_host{0}, g_nodes{0};
 
 // A buffer of ours: the CPU plugin's host buffer inside, shown to the host as device memory.
@@ -55,21 +58,30 @@ SimBuffer* sim(const sy_buffer* b) {
 }
 
 sy_status device_count(void*, int32_t* count) {
-    *count = 1;
+    *count = int32_t(g_settings.devices);
     return sy::sdk::ok();
 }
 
+sy_status no_device(int32_t device) {
+    if (device >= 0 && device < int32_t(g_settings.devices)) return sy::sdk::ok();
+    return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "sim: no device %d", device);
+}
+
 sy_status device_props(void* ctx, int32_t device, sy_device_props* props) {
-    if (device != 0) return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "sim: no device %d", device);
+    if (sy_status s = no_device(device); s.code) return s;
     if (sy_status s = g_inner.device_props(ctx, 0, props); s.code) return s;
     const Settings& s = g_settings;
-    std::snprintf(props->name, sizeof props->name, "simulated accelerator");
+    if (device == 0)
+        std::snprintf(props->name, sizeof props->name, "simulated accelerator");
+    else
+        std::snprintf(props->name, sizeof props->name, "simulated accelerator %d", device);
     std::snprintf(props->description, sizeof props->description,
                   "%.0f GFLOP/s, %.0f GB/s memory, %.1f GB/s link; the CPU plugin's kernels",
                   s.gflops, s.memory_gbps, s.link_gbps);
     props->kind = SY_DEVICE_ACCELERATOR;
     props->memory_total = uint64_t(s.memory_mib * 1048576.0);
-    props->memory_free = props->memory_total > g_allocated ? props->memory_total - g_allocated : 0;
+    const uint64_t used = g_allocated[device];
+    props->memory_free = props->memory_total > used ? props->memory_total - used : 0;
     props->host_memory = 0;
     props->peak_flops_f32 = props->peak_flops_f16 = props->peak_flops_int8 = s.gflops * 1e9;
     props->memory_bandwidth = s.memory_gbps * 1e9;
@@ -108,20 +120,20 @@ sy_status estimate(void*, int32_t, const sy_node* node, double* ns) {
 }
 
 sy_status buffer_alloc(void* ctx, int32_t device, uint64_t size, sy_buffer* buffer) {
-    if (device != 0) return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "sim: no device %d", device);
-    if (g_allocated + size > uint64_t(g_settings.memory_mib * 1048576.0))
+    if (sy_status s = no_device(device); s.code) return s;
+    if (g_allocated[device] + size > uint64_t(g_settings.memory_mib * 1048576.0))
         return sy::sdk::error(SY_ERR_OUT_OF_MEMORY,
                               "sim: %llu bytes do not fit in %.0f MiB (%llu bytes in use)",
                               static_cast<unsigned long long>(size), g_settings.memory_mib,
-                              static_cast<unsigned long long>(g_allocated));
+                              static_cast<unsigned long long>(g_allocated[device]));
     auto* b = new SimBuffer{};
     b->inner.struct_size = sizeof b->inner;
     if (sy_status s = g_inner.buffer_alloc(ctx, 0, size, &b->inner); s.code) {
         delete b;
         return s;
     }
-    g_allocated += size;
-    buffer->device = 0;
+    g_allocated[device] += size;
+    buffer->device = device;
     buffer->handle = b;
     buffer->base = b->inner.base;
     buffer->size = size;
@@ -131,7 +143,7 @@ sy_status buffer_alloc(void* ctx, int32_t device, uint64_t size, sy_buffer* buff
 
 sy_status buffer_free(void* ctx, sy_buffer* buffer) {
     SimBuffer* b = sim(buffer);
-    g_allocated -= b->inner.size;
+    g_allocated[buffer->device] -= b->inner.size;
     const sy_status s = g_inner.buffer_free(ctx, &b->inner);
     delete b;
     return s;
@@ -158,15 +170,16 @@ sy_status copy_tensors(void*, const sy_copy*, size_t) {
 
 // The nodes as the CPU plugin sees them: the same, with the inner (host) buffers.
 sy_status compute(void* ctx, int32_t device, const sy_node* const* nodes, size_t count) {
-    if (device != 0) return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "sim: no device %d", device);
+    if (sy_status s = no_device(device); s.code) return s;
     std::vector<sy_node> inner(count);
     std::vector<sy_tensor> tensors(count * (SY_MAX_SRC + 1));
     std::vector<const sy_node*> pointers(count);
     for (size_t i = 0; i < count; ++i) {
         inner[i] = *nodes[i];
-        // Null for a tensor outside this device's buffers (host memory): refused below.
+        // Null for a tensor outside this device's buffers (host memory, another device's):
+        // refused below.
         const auto translate = [&](const sy_tensor* t, size_t slot) -> const sy_tensor* {
-            if (t == nullptr || t->buffer == nullptr) return nullptr;
+            if (t == nullptr || t->buffer == nullptr || t->buffer->device != device) return nullptr;
             sy_tensor& out = tensors[i * (SY_MAX_SRC + 1) + slot];
             out = *t;
             out.buffer = &sim(t->buffer)->inner;
@@ -215,6 +228,7 @@ sy_status set_option(void* ctx, const char* key, const char* value) {
     if (k == "launch_us") field = &s.launch_us;
     if (k == "memory_mib") field = &s.memory_mib;
     if (k == "product_delay_us") field = &s.product_delay_us;
+    if (k == "devices") field = &s.devices;
     if (field == nullptr)
         return g_inner.set_option
                    ? g_inner.set_option(ctx, key, value)
@@ -225,8 +239,28 @@ sy_status set_option(void* ctx, const char* key, const char* value) {
         (v == 0 && k != "link_latency_us" && k != "launch_us" && k != "product_delay_us"))
         return sy::sdk::error(SY_ERR_INVALID_ARGUMENT,
                               "sim: option '%s': '%s' is not a positive number", key, value);
+    if (k == "devices" && (v != std::floor(v) || v < 1 || v > kMaxDevices))
+        return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "sim: devices '%s': 1 to %d", value,
+                              kMaxDevices);
     *field = v;
     return sy::sdk::ok();
+}
+
+// The CPU plugin's answers for any of our devices (it has one).
+sy_status supports(void* ctx, int32_t device, const sy_node* node, int32_t* supported) {
+    if (sy_status s = no_device(device); s.code) return s;
+    return g_inner.supports(ctx, 0, node, supported);
+}
+
+sy_status cost_params(void* ctx, int32_t device, const sy_cost_param** params, size_t* count) {
+    if (sy_status s = no_device(device); s.code) return s;
+    return g_inner.cost_params ? g_inner.cost_params(ctx, 0, params, count)
+                               : sy::sdk::error(SY_ERR_UNSUPPORTED, "sim: no cost parameters");
+}
+
+sy_status synchronize(void* ctx, int32_t device) {
+    if (sy_status s = no_device(device); s.code) return s;
+    return g_inner.synchronize(ctx, 0);
 }
 
 void shutdown(void* ctx) {
@@ -234,7 +268,7 @@ void shutdown(void* ctx) {
     dlclose(g_library);
     g_library = nullptr;
     g_settings = Settings{};
-    g_allocated = 0;
+    for (uint64_t& a : g_allocated) a = 0;
 }
 
 }  // namespace
@@ -277,6 +311,9 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     table.buffer_get = buffer_get;
     table.copy_tensors = copy_tensors;
     table.compute = compute;
+    table.supports = supports;
+    table.cost_params = g_inner.cost_params ? cost_params : nullptr;
+    table.synchronize = synchronize;
     table.set_option = set_option;
     table.shutdown = shutdown;
     sy::sdk::publish_api(table, api);

@@ -157,6 +157,7 @@ TEST(Config, ReadsPlacementAndOffloadPolicy) {
 default = "cuda"
 fit = true
 fit_margin_mib = 512
+tensor_split = [3, 1.5]
 [[placement.rules]]
 match = '\.ffn_(up|gate|down)_exps\.'
 backend = "cpu"
@@ -182,7 +183,9 @@ phase = "decode"
     ASSERT_EQ(c.placement.rules.size(), 2u);
     EXPECT_EQ(c.placement.rules[0].match, "\\.ffn_(up|gate|down)_exps\\.");
     EXPECT_EQ(c.placement.rules[0].backend, "cpu");
-    EXPECT_EQ(c.placement.rules[0].where, "/etc/switchyard/test.toml:6:1");
+    EXPECT_EQ(c.placement.rules[0].where, "/etc/switchyard/test.toml:7:1");
+    EXPECT_EQ(c.placement.tensor_split, (std::vector<double>{3, 1.5}));
+    EXPECT_EQ(c.placement.tensor_split_where, "/etc/switchyard/test.toml:6:16");
     EXPECT_TRUE(c.placement.fit);
     EXPECT_EQ(c.placement.fit_where, "/etc/switchyard/test.toml:4:7");
     EXPECT_EQ(c.placement.fit_margin, uint64_t(512) << 20);
@@ -190,7 +193,7 @@ phase = "decode"
     EXPECT_EQ(c.offload.mode, sy::OffloadMode::always);
     EXPECT_EQ(c.offload.min_batch, 32);
     EXPECT_EQ(c.offload.cost_table, "/etc/switchyard/costs/mini.toml") << "next to the file";
-    EXPECT_EQ(c.offload.cost_table_where, "/etc/switchyard/test.toml:16:14");
+    EXPECT_EQ(c.offload.cost_table_where, "/etc/switchyard/test.toml:17:14");
     ASSERT_EQ(c.offload.ops.size(), 2u);
     for (const sy::OffloadSwitch& s : c.offload.ops)
         EXPECT_EQ(s.allowed, s.op == "moe.fused_up_gate") << s.op;
@@ -226,12 +229,15 @@ TEST(Config, PolicyErrorsNameTheKey) {
     EXPECT_NE(margin.find("'placement.fit_margin_mib' must be an integer of MiB >= 0"),
               std::string::npos)
         << margin;
+    const std::string split = error_of("[placement]\ntensor_split = [1, -2]\n");
+    EXPECT_NE(split.find("test.toml:2:16: placement.tensor_split"), std::string::npos) << split;
+    EXPECT_NE(split.find("is not a proportion"), std::string::npos) << split;
     const std::string table = error_of("[offload]\ncost_table = \"\"\n");
     EXPECT_NE(table.find("test.toml:2:14: 'offload.cost_table' is empty"), std::string::npos)
         << table;
     const std::string section = error_of("[placement]\nfits = true\n");
     EXPECT_NE(section.find("unknown key 'placement.fits' (known: default, rules, fit, "
-                           "fit_margin_mib)"),
+                           "fit_margin_mib, tensor_split)"),
               std::string::npos)
         << section;
 }

@@ -69,6 +69,30 @@ PY
       --config "$tmp/s15.toml" >"$tmp/o" 2>"$tmp/e" && fail "-ngl 2 ran without room for its KV cache"
   grep -q "sim: the weights placed there (14 MiB) and the KV cache of its layers (2 MiB) do not fit in its 15 MiB free: lower -c or offload fewer layers (-ngl)" "$tmp/e" \
       || fail "-ngl 2 without room: $(cat "$tmp/e")"
+  # Two simulated devices (sim, sim:1), the whole model (-ngl 4) split 1:2 by layers
+  # (--tensor-split): layer 0 with its KV cache on sim, layers 1-2 on sim:1, the embeddings and
+  # the output on sim (the default); the cpu's tokens. More proportions than devices: refused.
+  printf '[plugins.sim]\ndevices = "2"\n' >"$tmp/two.toml"
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+      --tokens --plugin "$sim" --backend sim --config "$tmp/two.toml" -ngl 4 -ts 1,2 >"$tmp/ts" 2>"$tmp/e" \
+      || fail "run -ts 1,2: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/ts" || fail "-ts 1,2 on two devices generated other tokens than the cpu alone"
+  "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -c 256 -ub 16 --plugin "$sim" --backend sim \
+      --config "$tmp/two.toml" -ngl 4 -ts 1,2 --json >"$tmp/ts.json" 2>"$tmp/e" || fail "plan -ts: $(cat "$tmp/e")"
+  python3 - "$tmp/ts.json" <<'PY' || fail "plan -ts 1,2: $(head -c 2000 "$tmp/ts.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+for w in p["weights"]:
+    want = "sim:1" if w["name"].startswith(("blk.1.", "blk.2.")) else "sim"
+    assert w["backend"] == want, w
+    if w["name"].startswith("blk."):
+        assert w["reason"] == "default backend, --tensor-split", w
+kv = {m["backend"]: m["kv_cache_bytes"] for m in p["memory"]}
+assert kv["sim:1"] == 2 * kv["sim"] > 0 and kv["cpu"] == 0, kv
+PY
+  "$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 --plugin "$sim" --backend sim --config "$tmp/two.toml" -ngl 4 \
+      -ts 1,1,1 >"$tmp/o" 2>"$tmp/e" && fail "-ts with 3 proportions for 2 devices ran"
+  grep -q -- "--tensor-split: 3 proportions for 2 device backends loaded" "$tmp/e" || fail "-ts 1,1,1: $(cat "$tmp/e")"
   # Every product offloaded: the host-resident experts go to sim as the batches route to them
   # (the executor uploads only those), and the tokens stay the cpu's.
   printf '[offload]\nmode = "always"\n' >"$tmp/always.toml"

@@ -74,7 +74,8 @@ int run_calibrate(CalibrateOptions& o) {
         backends.backends = {{loaded.plugin, 0}};
     }
     std::vector<std::string> names;
-    for (const Scheduler::Backend& b : backends.backends) names.push_back(b.plugin->name());
+    for (const Scheduler::Backend& b : backends.backends)
+        names.push_back(backend_name(*b.plugin, b.device));
 
     ProgressLine progress("calibrate");
     const uint64_t steps = backends.backends.size() * o.batches.size();

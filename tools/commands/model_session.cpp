@@ -91,6 +91,9 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--offload-policy", offload_policy,
                    "op=0|1,...: whether nodes of an op that read host-resident weights may run on "
                    "a device (e.g. mul_mat_id=0,moe.fused_up_gate=1)");
+    app.add_option("--tensor-split", tensor_split,
+                   "P0,P1,...: the layers on devices divided among them in these proportions "
+                   "(device backends in load order: cuda, cuda:1, ...)");
     app.add_option("--cost-table", cost_table,
                    "Measured op times from switchyard calibrate, taken before the plugins' cost "
                    "hints (the config's [offload] cost_table)");
@@ -155,6 +158,10 @@ LoadedModel load_model(const ModelOptions& o) {
         auto switches = parse_offload_switches(o.offload_policy, "--offload-policy");
         config.offload.ops.insert(config.offload.ops.end(), switches.begin(), switches.end());
     }
+    if (!o.tensor_split.empty()) {
+        config.placement.tensor_split = parse_tensor_split(o.tensor_split, "--tensor-split");
+        config.placement.tensor_split_where = "--tensor-split";
+    }
     if (!o.cost_table.empty()) {
         config.offload.cost_table = o.cost_table;
         config.offload.cost_table_where = "--cost-table";
@@ -169,7 +176,8 @@ LoadedModel load_model(const ModelOptions& o) {
                         " without --fit (or placement.fit = true in the config) does nothing");
         config.placement.fit_margin = uint64_t(o.fit_margin_mib) << 20;
     }
-    const bool several = config.placement.fit || !config.placement.default_backend.empty() ||
+    const bool several = config.placement.fit || !config.placement.tensor_split.empty() ||
+                         !config.placement.default_backend.empty() ||
                          !config.placement.rules.empty() ||
                          config.offload.mode != OffloadMode::cost ||
                          config.offload.min_batch != 0 || !config.offload.ops.empty() ||
@@ -213,7 +221,7 @@ LoadedModel load_model(const ModelOptions& o) {
         b.placement.default_backend = backend;
         b.offload = config.offload;
         for (const auto& p : out.host->plugins())
-            if (p->device_count() > 0) b.backends.push_back({p.get(), 0});
+            for (int32_t d = 0; d < p->device_count(); ++d) b.backends.push_back({p.get(), d});
         if (!config.offload.cost_table.empty()) {
             try {
                 b.costs = std::make_shared<CostTable>(CostTable::load(config.offload.cost_table));
@@ -260,13 +268,7 @@ LoadedModel load_model(const ModelOptions& o) {
         for (uint32_t il = first; il < hp.n_layer; ++il)
             layers += (layers.empty() ? "" : "|") + std::to_string(il);
         b.placement.rules.push_back(
-            {R"(^blk\.()" + layers + R"()\.)", backend, fmt::format("-ngl {}", o.ngl)});
-        for (uint32_t il = 0; il < hp.n_layer; ++il)
-            for (size_t i = 0; i < b.backends.size(); ++i)
-                if (b.backends[i].plugin == (il < first ? cpu : out.plugin)) {
-                    b.cache_layers.push_back(int32_t(i));
-                    break;
-                }
+            {R"(^blk\.()" + layers + R"()\.)", backend, fmt::format("-ngl {}", o.ngl), true});
         out.plugin = cpu;
         if (!o.quiet)
             std::fprintf(stderr, "-ngl %d: layers %u-%u (weights and KV cache) on %s, the rest on cpu\n",
@@ -332,7 +334,11 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
                      static_cast<long long>(opt.n_ctx), amb.c_str(),
                      session.uses_fused_moe() ? ", fused MoE" : "",
                      session.uses_flash_attention() ? ", flash attention" : "");
-    const uint64_t kv = session.cache().bytes();
+    // With several backends, the default one's share (the others' were checked when the
+    // session placed the weights).
+    const size_t primary = session.primary();
+    const uint64_t kv =
+        session.multi_backend() ? session.cache_bytes_on(primary) : session.cache().bytes();
     // -amb bounds the K.Q scores (no flash attention) and mla 3's decompressed prompts.
     const bool amb_helps = !session.uses_flash_attention() || opt.mla == 3;
     const std::string lower = fmt::format(
@@ -341,7 +347,9 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
         session.uses_flash_attention() ? "" : ", or turn on --flash-attn");
     if (session.on_device()) {
         const sy_device_props props = loaded.plugin->device_props(0);
-        const uint64_t weights = session.device_weight_bytes();
+        const uint64_t weights = session.multi_backend()
+                                     ? session.weight_plan().bytes_per_backend[primary]
+                                     : session.device_weight_bytes();
         const uint64_t reserve =
             llm::Deepseek2Session::device_reserve(session.largest_weight_elements());
         if (!loaded.quiet)

@@ -39,6 +39,7 @@ struct ModelOptions {
     int64_t fit_margin_mib = -1;               // --fit-margin MiB (-1: the config's or 1024)
     std::string offload_policy;                // --offload-policy op=0|1,...
     std::string cost_table;                    // --cost-table FILE (switchyard calibrate's)
+    std::string tensor_split;                  // -ts / --tensor-split 3,1
     // Loading and checking print only what goes wrong (bench, sweep): the model's shape, KV
     // and compute sizes and the weight totals are not printed; warnings are still kept in
     // LoadedModel::warnings.

@@ -19,7 +19,8 @@ std::vector<std::string> expand_llama_flags(int argc, char** argv) {
                                                              {"-pg", "--pg"},
                                                              {"-gp", "--gp"},
                                                              {"-ncmoe", "--n-cpu-moe"},
-                                                             {"-cmoe", "--cpu-moe"}};
+                                                             {"-cmoe", "--cpu-moe"},
+                                                             {"-ts", "--tensor-split"}};
     std::vector<std::string> args;
     for (int i = 1; i < argc; ++i) {
         const auto it = kLong.find(argv[i]);

@@ -45,7 +45,12 @@ struct BackendInfo {
 
 BackendInfo backend_info(const Plugin& plugin, int32_t device);
 
-// Index of the backend called `name`; throws Error naming `where` and the loaded backends.
+// A plugin device as placement rules, plans and profiles name it: the plugin's name for device 0
+// ("cuda"), with the index for the others ("cuda:1").
+std::string backend_name(const Plugin& plugin, int32_t device);
+
+// Index of the backend called `name` ("cuda:0" is "cuda"); throws Error naming `where` and the
+// loaded backends.
 int32_t find_backend(std::span<const BackendInfo> backends, std::string_view name,
                      const std::string& where);
 
@@ -64,6 +69,8 @@ struct WeightPlan {
     static constexpr int32_t kDefault = -1;   // the default backend
     static constexpr int32_t kFitted = -2;    // --fit: the fastest device with room
     static constexpr int32_t kSpilled = -3;   // --fit: no device had room, a host backend
+    static constexpr int32_t kSplit = -4;     // --tensor-split: its layer's share of the devices
+    std::vector<int32_t> split_from;          // per weight with kSplit: the rule (or kDefault)
     std::vector<Home> homes;                  // per weight, in the order given
     std::vector<uint64_t> bytes_per_backend;  // per backend
     std::vector<std::string> warnings;        // rules that match nothing or are shadowed

@@ -42,6 +42,7 @@ class Buffer {
     uint64_t size() const { return buffer_.size; }
     bool host_visible() const { return buffer_.host_visible != 0; }
     Plugin* owner() const { return owner_; }
+    int32_t device() const { return buffer_.device; }  // the owner's device it lives on
     explicit operator bool() const { return owner_ != nullptr; }
 
   private:

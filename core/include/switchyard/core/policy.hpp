@@ -36,6 +36,7 @@ struct PlacementRule {
     std::string match;    // ECMAScript regex, searched for in tensor names
     std::string backend;  // backend name ("cpu", "cuda", ...)
     std::string where;    // "policy.toml:12:1", "-ot #2": for messages
+    bool split = false;   // --tensor-split may divide its layers among the devices (-ngl's rule)
 };
 
 struct PlacementPolicy {
@@ -47,7 +48,15 @@ struct PlacementPolicy {
     bool fit = false;
     uint64_t fit_margin = uint64_t(1024) << 20;
     std::string fit_where;  // "--fit" or "policy.toml:3:1"
+    // --tensor-split / placement.tensor_split: the layers ("blk.N.") that the default backend or
+    // -ngl put on a device are divided among the devices (in load order: cuda, cuda:1, ...) in
+    // these proportions, consecutive layers together; other weights stay where they were put.
+    std::vector<double> tensor_split;
+    std::string tensor_split_where;
 };
+
+// --tensor-split: "3,1" (non-negative proportions, not all zero). Throws Error naming `where`.
+std::vector<double> parse_tensor_split(std::string_view text, const std::string& where);
 
 enum class OffloadMode { cost, never, always };
 // "cost", "never", "always": as the configuration writes them.

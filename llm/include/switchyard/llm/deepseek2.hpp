@@ -203,21 +203,20 @@ class Deepseek2Cache {
     };
     Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& options,
                    Plugin* plugin = nullptr, int32_t device = 0);
-    // One home per layer (-ngl N: the offloaded layers' caches on the GPU).
-    Deepseek2Cache(const Deepseek2HParams& hp, const Deepseek2Options& options,
-                   std::vector<Home> layers);
+    // One home per layer (-ngl N: the offloaded layers' caches on the GPU); before allocate().
+    void set_homes(std::vector<Home> layers);
 
     // What the cache holds per token (all layers): the formulas of DEEPSEEK2.md section 8.
     static uint64_t bytes_per_token(const Deepseek2HParams& hp, const Deepseek2Options& options);
     uint64_t bytes() const;  // allocated or not
-    // Bytes of the layers on `plugin`'s device (nullptr: in host memory).
-    uint64_t bytes_on(const Plugin* plugin) const;
+    // Bytes of the layers on `plugin`'s device `device` (plugin nullptr: in host memory).
+    uint64_t bytes_on(const Plugin* plugin, int32_t device = 0) const;
     void allocate();
     bool allocated() const { return allocated_; }
     // Every layer on a device (the whole model on a GPU).
     bool on_device() const;
-    // The plugin whose device holds layer il's cache; nullptr for host memory.
-    const Plugin* layer_plugin(uint32_t il) const { return homes_.at(il).plugin; }
+    // Where layer il's cache lives (plugin nullptr: host memory).
+    const Home& layer_home(uint32_t il) const { return homes_.at(il); }
     int64_t n_ctx() const { return n_ctx_; }
     int64_t k_row_elements() const { return k_row_; }  // elements of one token's K row
     int64_t v_rows() const { return v_rows_; }         // rows of the transposed V (0: none)
@@ -299,9 +298,6 @@ struct SessionBackends {
     OffloadPolicy offload;
     // Measured op times (a calibrated cost table) that placement takes before the hints.
     std::shared_ptr<const MeasuredCosts> costs;
-    // Per layer, the index of the backend that holds its KV cache (-ngl N: the offloaded layers
-    // on the GPU, the others in host memory); empty: every layer on the default backend.
-    std::vector<int32_t> cache_layers;
 };
 
 // One conversation with a model: a KV cache and an executor on one backend device, or a
