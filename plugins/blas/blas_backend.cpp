@@ -87,6 +87,8 @@ void BlasBackend::describe() {
     const std::string text = std::string("engine ") + ws_.engine->name() + ": " +
                              ws_.engine->version() + "; block weights to " +
                              (gemm_type(ws_, SY_TYPE_Q8_0) == GemmType::bf16 ? "bf16" : "f32") +
+                             ", f16 weights to " +
+                             (gemm_type(ws_, SY_TYPE_F16) == GemmType::bf16 ? "bf16" : "f32") +
                              "; gcc " __VERSION__ ", ABI " + std::to_string(SY_ABI_VERSION_MAJOR) +
                              "." + std::to_string(SY_ABI_VERSION_MINOR);
     std::snprintf(build_info_.data(), build_info_.size(), "%s", text.c_str());
@@ -303,9 +305,20 @@ sy_status BlasBackend::set_option(const char* key, const char* value) {
         }
         return sdk::ok();
     }
+    if (std::strcmp(key, "f16_weights") == 0) {
+        if (std::strcmp(value, "bf16") != 0 && std::strcmp(value, "f32") != 0)
+            return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                              "set_option: f16_weights = '%s'; expected f32 (exact) or bf16", value);
+        const bool bf16 = std::strcmp(value, "bf16") == 0;
+        if (bf16 != ws_.f16_to_bf16) {
+            ws_.f16_to_bf16 = bf16;
+            describe();
+        }
+        return sdk::ok();
+    }
     return sdk::error(SY_ERR_UNSUPPORTED,
                       "set_option: unknown option '%s' (the blas plugin knows threads, engine, "
-                      "dequantize_to)",
+                      "dequantize_to, f16_weights)",
                       key);
 }
 

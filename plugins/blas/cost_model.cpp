@@ -142,9 +142,13 @@ double product_ns(const Rates& r, const Workspace& ws, int32_t type, double rows
     const bool in_place = (t == GemmType::f32 && type == SY_TYPE_F32) ||
                           (t == GemmType::bf16 && type == SY_TYPE_BF16);
     double convert = pack ? rows * K * (t == GemmType::bf16 ? r.pack_bf16_ns : r.pack_f32_ns) : 0;
-    if (!in_place)
-        convert +=
-            N * K * (sy_dtype_info(type).block_size > 1 ? r.block_to_operand_ns : r.f16_to_f32_ns);
+    if (!in_place) {
+        // Block types by their measured rate; f16 widened, and rounded again for bf16.
+        const bool block = sy_dtype_info(type).block_size > 1;
+        convert += N * K *
+                   (block ? r.block_to_operand_ns
+                          : r.f16_to_f32_ns + (t == GemmType::bf16 ? r.pack_bf16_ns : 0.0));
+    }
     const double rate = r.flops(t, rows);
     const double compute_ns = rate > 0 ? 2.0 * rows * N * K / rate * 1e9 : 0.0;
     // The GEMM streams the weights as it gets them: the source, or the widened copy.

@@ -30,6 +30,7 @@ GemmType gemm_type(const Workspace& ws, int32_t weight_type) {
     if (!ws.engine->has_bf16()) return GemmType::f32;
     if (weight_type == SY_TYPE_BF16) return GemmType::bf16;
     if (sy_dtype_info(weight_type).block_size > 1 && ws.block_to_bf16) return GemmType::bf16;
+    if (weight_type == SY_TYPE_F16 && ws.f16_to_bf16) return GemmType::bf16;
     return GemmType::f32;
 }
 

@@ -34,8 +34,10 @@ struct Workspace {
     Engine* engine = nullptr;
     int threads = 1;
     // Operand types: block-quantized weights are widened to bf16 when true (and the engine has
-    // bf16 products), else to f32.
+    // bf16 products), else to f32; f16 weights to f32 (exact), or rounded to bf16 when
+    // f16_to_bf16 (the option f16_weights = "bf16": bf16's speed, bf16's precision).
     bool block_to_bf16 = true;
+    bool f16_to_bf16 = false;
     Scratch a, w, w2, c, c2;
 };
 

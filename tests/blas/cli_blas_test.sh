@@ -70,6 +70,18 @@ grep -q "build: engine openblas" "$tmp/p" || fail "engine = openblas not applied
 printf '[plugins]\nload = ["cpu", "%s"]\n[plugins.blas]\nengine = "mkl"\n' "$blas_so" >"$tmp/bad.toml"
 if "$sy" plugins --config "$tmp/bad.toml" >"$tmp/p" 2>&1; then fail "engine = mkl accepted"; fi
 grep -q "engine" "$tmp/p" && grep -q "bad.toml" "$tmp/p" || fail "engine = mkl message: $(cat "$tmp/p")"
+# f16 weights: widened to f32 (exact) unless f16_weights = "bf16" asks for bf16's speed (on an
+# engine with bf16 products, as the block types' dequantize_to).
+"$sy" plugins --plugin "$blas_so" >"$tmp/p" 2>&1 || fail "plugins: $(cat "$tmp/p")"
+grep -q "f16 weights to f32" "$tmp/p" || fail "f16 weights not f32 by default: $(cat "$tmp/p")"
+printf '[plugins]\nload = ["cpu", "%s"]\n[plugins.blas]\nf16_weights = "bf16"\n' "$blas_so" >"$tmp/f16.toml"
+"$sy" plugins --config "$tmp/f16.toml" >"$tmp/p" 2>&1 || fail "plugins f16_weights: $(cat "$tmp/p")"
+if grep -q "block weights to bf16" "$tmp/p"; then
+    grep -q "f16 weights to bf16" "$tmp/p" || fail "f16_weights = bf16 not applied: $(cat "$tmp/p")"
+fi
+printf '[plugins]\nload = ["cpu", "%s"]\n[plugins.blas]\nf16_weights = "fp8"\n' "$blas_so" >"$tmp/bad3.toml"
+if "$sy" plugins --config "$tmp/bad3.toml" >"$tmp/p" 2>&1; then fail "f16_weights = fp8 accepted"; fi
+grep -q "f16_weights = 'fp8'; expected f32 (exact) or bf16" "$tmp/p" || fail "f16_weights = fp8: $(cat "$tmp/p")"
 printf '[plugins]\nload = ["cpu", "%s"]\n[plugins.blas]\nthreads = "many"\n' "$blas_so" >"$tmp/bad2.toml"
 if "$sy" plugins --config "$tmp/bad2.toml" >"$tmp/p" 2>&1; then fail "threads = many accepted"; fi
 grep -q "threads" "$tmp/p" || fail "threads = many message: $(cat "$tmp/p")"
