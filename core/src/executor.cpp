@@ -220,6 +220,7 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
     const auto offset = static_cast<uint64_t>(plan.staging_offset[id]);
     d.data = at_offset(staging_.base(), offset);
     d.buffer = staging_.get();
+    d.constant_id = 0;  // the staging buffer holds other bytes at this address for other plans
     bound_buffer_[id] = &staging_;
     // Inputs change every run; weights only when the layout or their host memory changes, and
     // routed expert weights expert by expert (stage_experts).
@@ -242,6 +243,7 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
 void Executor::bind_import(const Tensor& root, const CachedPlan& plan, const void* host) {
     const auto id = static_cast<size_t>(root.id());
     sy_tensor& d = bound_[id];
+    d.constant_id = 0;  // a copy made for this plan, not the weight's own bytes
     if (host_memory_) {
         if (host == nullptr)
             throw Error("executor: import " + root.describe() + " has no host memory to read");
@@ -299,6 +301,7 @@ void Executor::bind(std::span<const void* const> import_host) {
         bound_[id] = t->descriptor();
         bound_[id].data = at_offset(bound_[root].data, t->offset());
         bound_[id].buffer = bound_[root].buffer;
+        bound_[id].constant_id = bound_[root].constant_id;
         bound_buffer_[id] = bound_buffer_[root];
     }
 

@@ -312,7 +312,20 @@ bool Plugin::set_option(std::string_view key, std::string_view value) {
     return true;
 }
 
+void Plugin::release_constants(uint64_t constant_id) noexcept {
+    auto fn = SY_OPTIONAL(api_, release_constants);
+    if (!fn || constant_id == 0) return;
+    const sy_status st = fn(api_.ctx, constant_id);
+    if (st.code != SY_OK)
+        host_log(nullptr, SY_LOG_WARN, name_.c_str(),
+                 ("release_constants: " + std::string(st.message ? st.message : "failed")).c_str());
+}
+
 // ---- PluginHost ---------------------------------------------------------------------------------
+
+void PluginHost::release_constants(uint64_t constant_id) noexcept {
+    for (const auto& p : plugins_) p->release_constants(constant_id);
+}
 
 PluginHost::~PluginHost() {
     while (!plugins_.empty()) plugins_.pop_back();  // reverse load order

@@ -1,5 +1,7 @@
 #include "switchyard/core/tensor.hpp"
 
+#include <atomic>
+
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/sdk.hpp"
@@ -38,6 +40,18 @@ const char* kind_name(TensorKind kind) {
     return "?";
 }
 
+uint64_t new_constant_id() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1);
+}
+
+void Tensor::set_constant_id(uint64_t id) {
+    if (kind_ != TensorKind::weight && id != 0)
+        throw Error("tensor " + describe() + " is " + kind_name(kind_) +
+                    ": only weights are constant");
+    constant_id_ = id;
+}
+
 Tensor* Tensor::set_name(std::string name) {
     name_ = std::move(name);
     return this;
@@ -52,6 +66,7 @@ sy_tensor Tensor::descriptor() const {
         t.nb[d] = strides_[static_cast<size_t>(d)];
     }
     t.name = name_.c_str();
+    t.constant_id = constant_id();
     return t;
 }
 

@@ -83,6 +83,7 @@ class GraphBuilder {
     // A weight of the model as a tensor of this graph (a view for strided weights).
     Tensor* w(const WeightRef& ref) {
         Tensor* t = g_.weight(ref.name, static_cast<sy_dtype>(ref.type), ref.base_shape);
+        t->set_constant_id(m_.constant_id());
         if (const auto copy = device_copy(ref))
             t->set_data(*copy->first, copy->second);
         else

@@ -80,17 +80,18 @@ BlasBackend::BlasBackend(const sy_host_api& host) : host_(host), model_name_(cpu
     ws_.engine = onednn_ ? onednn_.get() : openblas_.get();
     ws_.threads = hardware_threads();
     ws_.engine->set_threads(ws_.threads);
+    ws_.weights.set_budget(default_weight_cache_budget());
     describe();
 }
 
 void BlasBackend::describe() {
-    const std::string text = std::string("engine ") + ws_.engine->name() + ": " +
-                             ws_.engine->version() + "; block weights to " +
-                             (gemm_type(ws_, SY_TYPE_Q8_0) == GemmType::bf16 ? "bf16" : "f32") +
-                             ", f16 weights to " +
-                             (gemm_type(ws_, SY_TYPE_F16) == GemmType::bf16 ? "bf16" : "f32") +
-                             "; gcc " __VERSION__ ", ABI " + std::to_string(SY_ABI_VERSION_MAJOR) +
-                             "." + std::to_string(SY_ABI_VERSION_MINOR);
+    const std::string text =
+        std::string("engine ") + ws_.engine->name() + ": " + ws_.engine->version() +
+        "; block weights to " + (gemm_type(ws_, SY_TYPE_Q8_0) == GemmType::bf16 ? "bf16" : "f32") +
+        ", f16 weights to " + (gemm_type(ws_, SY_TYPE_F16) == GemmType::bf16 ? "bf16" : "f32") +
+        ", converted weights kept up to " + std::to_string(ws_.weights.budget() >> 20) +
+        " MiB; gcc " __VERSION__ ", ABI " + std::to_string(SY_ABI_VERSION_MAJOR) + "." +
+        std::to_string(SY_ABI_VERSION_MINOR);
     std::snprintf(build_info_.data(), build_info_.size(), "%s", text.c_str());
 }
 
@@ -205,6 +206,10 @@ sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params,
     row("block_to_operand", r.block_to_operand_ns, "ns/value");
     row("memory_bandwidth", r.bandwidth, "B/s");
     row("cached_primitives", double(ws_.engine->cached_products()), "primitives");
+    row("weight_cache_budget", double(ws_.weights.budget()), "B");
+    // The converted weight copies kept (plugin.h's convention for memory a plugin holds beyond
+    // the buffers the host asked for).
+    row("extra_memory", double(ws_.weights.bytes()), "B");
     cost_param_count_ = n;
     *params = cost_params_.data();
     *count = cost_param_count_;
@@ -246,6 +251,12 @@ sy_status BlasBackend::compute(int32_t device, const sy_node* const* nodes, size
                 (n.dst->name ? n.dst->name : "(unnamed)") + ": " + e.what());
         }
     }
+    return sdk::ok();
+}
+
+sy_status BlasBackend::release_constants(uint64_t constant_id) {
+    std::lock_guard lock(mutex_);
+    ws_.weights.release(constant_id);
     return sdk::ok();
 }
 
@@ -300,6 +311,7 @@ sy_status BlasBackend::set_option(const char* key, const char* value) {
         const bool bf16 = std::strcmp(value, "bf16") == 0;
         if (bf16 != ws_.block_to_bf16) {
             ws_.block_to_bf16 = bf16;
+            ws_.weights.clear();  // copies in the other type
             rates_.reset();
             describe();
         }
@@ -312,13 +324,32 @@ sy_status BlasBackend::set_option(const char* key, const char* value) {
         const bool bf16 = std::strcmp(value, "bf16") == 0;
         if (bf16 != ws_.f16_to_bf16) {
             ws_.f16_to_bf16 = bf16;
+            ws_.weights.clear();
             describe();
         }
         return sdk::ok();
     }
+    if (std::strcmp(key, "weight_cache_mib") == 0) {
+        char* end = nullptr;
+        errno = 0;
+        const long long mib = std::strtoll(value, &end, 10);
+        const bool automatic = std::strcmp(value, "auto") == 0;
+        if (!automatic &&
+            (errno != 0 || end == value || *end != '\0' || mib < 0 || mib > (int64_t(1) << 40)))
+            return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                              "set_option: weight_cache_mib = '%s'; expected auto or a whole "
+                              "number of MiB (0: convert weights on every call)",
+                              value);
+        const uint64_t budget =
+            automatic ? default_weight_cache_budget() : uint64_t(mib) * 1024 * 1024;
+        if (budget < ws_.weights.bytes()) ws_.weights.clear();
+        ws_.weights.set_budget(budget);
+        describe();
+        return sdk::ok();
+    }
     return sdk::error(SY_ERR_UNSUPPORTED,
                       "set_option: unknown option '%s' (the blas plugin knows threads, engine, "
-                      "dequantize_to, f16_weights)",
+                      "dequantize_to, f16_weights, weight_cache_mib)",
                       key);
 }
 

@@ -42,6 +42,7 @@ class BlasBackend {
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
     sy_status check_device(int32_t device, const char* fn) const;
     sy_status set_option(const char* key, const char* value);
+    sy_status release_constants(uint64_t constant_id);
 
   private:
     const Rates& rates();  // measured on first use; mutex_ held
@@ -57,7 +58,7 @@ class BlasBackend {
     std::string onednn_why_, openblas_why_;
     Workspace ws_;
     std::optional<Rates> rates_;
-    static constexpr size_t kCostParams = 17;
+    static constexpr size_t kCostParams = 19;
     std::array<sy_cost_param, kCostParams> cost_params_{};
     size_t cost_param_count_ = 0;
 

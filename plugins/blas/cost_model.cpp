@@ -136,13 +136,15 @@ double bytes_of(int32_t type, double values) {
 // One GEMM of `rows` activation rows against one {K, N} weight matrix of `type`, including the
 // conversion of its weights (read from memory) and the packing of its activations (`pack` false:
 // already packed for an earlier product of the same rows, as the fused op's gate product is).
+// `kept`: the weights are converted copies kept from an earlier call (WeightCache), read as they
+// are.
 double product_ns(const Rates& r, const Workspace& ws, int32_t type, double rows, double N,
-                  double K, bool pack = true) {
+                  double K, bool kept, bool pack = true) {
     const GemmType t = gemm_type(ws, type);
     const bool in_place = (t == GemmType::f32 && type == SY_TYPE_F32) ||
                           (t == GemmType::bf16 && type == SY_TYPE_BF16);
     double convert = pack ? rows * K * (t == GemmType::bf16 ? r.pack_bf16_ns : r.pack_f32_ns) : 0;
-    if (!in_place) {
+    if (!in_place && !kept) {
         // Block types by their measured rate; f16 widened, and rounded again for bf16.
         const bool block = sy_dtype_info(type).block_size > 1;
         convert += N * K *
@@ -167,7 +169,8 @@ double estimate_ns(const Rates& r, const Workspace& ws, const sy_node& node) {
         const sy_tensor& b = *node.src[1];
         const double matrices = double(a.ne[2]) * double(a.ne[3]);
         const double rows = double(b.ne[1]) * double(b.ne[2]) * double(b.ne[3]) / matrices;
-        return matrices * product_ns(r, ws, a.type, rows, N, K);
+        const bool kept = weights_kept(ws, a, gemm_type(ws, a.type), matrices);
+        return matrices * product_ns(r, ws, a.type, rows, N, K, kept);
     }
     // MUL_MAT_ID / moe.fused_up_gate: the experts the batch can touch, its rows spread evenly
     // over them (the routing is known only at run time), padded as mul_mat_id pads them.
@@ -178,8 +181,11 @@ double estimate_ns(const Rates& r, const Workspace& ws, const sy_node& node) {
     if (touched <= 0) return r.overhead_ns;
     const double q = double(kExpertRowQuantum);
     const double rows = std::ceil(pairs / touched / q) * q;
-    double per_expert = product_ns(r, ws, a.type, rows, N, K);
-    if (fused) per_expert += product_ns(r, ws, a.type, rows, N, K, false);
+    // Both of the fused op's weights are kept, or neither is counted as kept.
+    const bool kept =
+        weights_kept(ws, a, gemm_type(ws, a.type), double(a.ne[2]) * (fused ? 2.0 : 1.0));
+    double per_expert = product_ns(r, ws, a.type, rows, N, K, kept);
+    if (fused) per_expert += product_ns(r, ws, a.type, rows, N, K, kept, false);
     // The activation (exp per value, ~20 flops) and the scatter of the results, on all threads.
     const double epilogue = pairs * N * (fused ? 2.0 : 0.5) / std::max(1, r.threads);
     return touched * per_expert + epilogue;

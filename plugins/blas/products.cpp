@@ -2,11 +2,14 @@
 
 #include <immintrin.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "switchyard/dtype.h"
@@ -26,6 +29,86 @@ void* Scratch::get(size_t bytes) {
     return p;
 }
 
+namespace {
+
+size_t element_bytes(GemmType t) {
+    return t == GemmType::bf16 ? 2 : 4;
+}
+
+}  // namespace
+
+const void* WeightCache::find(const Key& key) const {
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : it->second.data.get();
+}
+
+void* WeightCache::insert(const Key& key, size_t bytes) {
+    if (!has_room(bytes)) {
+        ++refused_;
+        return nullptr;
+    }
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (!p) throw std::bad_alloc();
+    Entry& e = entries_[key];
+    e.data.reset(p);
+    bytes_ += bytes - e.bytes;
+    e.bytes = bytes;
+    return p;
+}
+
+void WeightCache::release(uint64_t constant_id) {
+    for (auto it = entries_.begin(); it != entries_.end();) {
+        if (it->first.constant_id != constant_id) {
+            ++it;
+            continue;
+        }
+        bytes_ -= it->second.bytes;
+        it = entries_.erase(it);
+    }
+}
+
+void WeightCache::clear() {
+    entries_.clear();
+    bytes_ = 0;
+    refused_ = 0;
+}
+
+uint64_t default_weight_cache_budget() {
+    const auto page = uint64_t(sysconf(_SC_PAGESIZE));
+    const uint64_t total = uint64_t(sysconf(_SC_PHYS_PAGES)) * page;
+    uint64_t available = total;
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (in >> key >> kib >> unit)
+        if (key == "MemAvailable:") {
+            available = kib * 1024;
+            break;
+        }
+    return std::min(total / 4, available / 2);
+}
+
+WeightCache::Key weight_key(const sy_tensor& a, const void* w, GemmType to) {
+    return {SY_HAS_FIELD(&a, constant_id) ? a.constant_id : 0,
+            w,
+            a.type,
+            a.ne[0],
+            a.ne[1],
+            a.nb[0],
+            a.nb[1],
+            to};
+}
+
+bool weights_kept(const Workspace& ws, const sy_tensor& a, GemmType to, double matrices) {
+    const WeightCache::Key key = weight_key(a, a.data, to);
+    if (key.constant_id == 0) return false;
+    if (a.data != nullptr && ws.weights.find(key) != nullptr) return true;
+    const double bytes = matrices * double(a.ne[0]) * double(a.ne[1]) * double(element_bytes(to));
+    return ws.weights.has_room(size_t(std::min(bytes, 1e18)));
+}
+
 GemmType gemm_type(const Workspace& ws, int32_t weight_type) {
     if (!ws.engine->has_bf16()) return GemmType::f32;
     if (weight_type == SY_TYPE_BF16) return GemmType::bf16;
@@ -35,10 +118,6 @@ GemmType gemm_type(const Workspace& ws, int32_t weight_type) {
 }
 
 namespace {
-
-size_t element_bytes(GemmType t) {
-    return t == GemmType::bf16 ? 2 : 4;
-}
 
 // f32 -> bf16, round to nearest even (sdk::f32_to_bf16), written so that it vectorizes.
 void round_to_bf16(const float* x, uint16_t* y, int64_t n) {
@@ -95,7 +174,16 @@ const void* weight_operand(Workspace& ws, Scratch& scratch, const sy_tensor& a, 
         *ldw = a.nb[1] / int64_t(es);
         return w;
     }
-    char* out = static_cast<char*>(scratch.get(size_t(N) * size_t(K) * es));
+    // A constant weight is converted once and kept while the cache has room.
+    const size_t bytes = size_t(N) * size_t(K) * es;
+    const WeightCache::Key key = weight_key(a, w, t);
+    char* out = nullptr;
+    if (key.constant_id != 0) {
+        *ldw = K;
+        if (const void* kept = ws.weights.find(key)) return kept;
+        out = static_cast<char*>(ws.weights.insert(key, bytes));
+    }
+    if (out == nullptr) out = static_cast<char*>(scratch.get(bytes));
     const int32_t type = a.type;
     const int64_t nb0 = a.nb[0], nb1 = a.nb[1];
     const bool packed = sy_dtype_info(type).block_size > 1 || nb0 == sy_dtype_info(type).type_size;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <memory>
 
 #include "engine.hpp"
@@ -30,6 +31,57 @@ class Scratch {
     size_t size_ = 0;
 };
 
+// Weights converted once and kept (the option weight_cache_mib): a constant weight (one with a
+// sy_tensor.constant_id, a model's) that a product has to convert (f16, block types) is converted
+// into its operand type on first use and the copy is reused by every later product, as long as
+// the copies fit in the budget; a weight that does not fit is converted on every call, as
+// without a cache. Nothing is evicted (a model's prompt passes read every weight in turn: an
+// eviction order would only trade one weight's conversion for another's); release(id) frees a
+// model's copies when the host unloads it, clear() all of them.
+class WeightCache {
+  public:
+    struct Key {
+        uint64_t constant_id;
+        const void* data;  // the matrix's first byte (an expert's, for expert products)
+        int32_t type;
+        int64_t K, N, nb0, nb1;
+        GemmType to;
+        auto operator<=>(const Key&) const = default;
+    };
+
+    // The kept copy (rows of K values, packed), or nullptr.
+    const void* find(const Key& key) const;
+    // Memory for a new copy of `bytes`, or nullptr when it would exceed the budget (the caller
+    // converts into scratch memory instead). Throws std::bad_alloc when the budget allows but
+    // the allocation fails.
+    void* insert(const Key& key, size_t bytes);
+    // Whether `bytes` more would still fit (the cost model's question).
+    bool has_room(size_t bytes) const { return bytes_ + bytes <= budget_; }
+    void release(uint64_t constant_id);
+    void clear();
+
+    uint64_t bytes() const { return bytes_; }
+    uint64_t budget() const { return budget_; }
+    void set_budget(uint64_t bytes) { budget_ = bytes; }
+    // Copies that did not fit since the last clear() (converted per call instead).
+    uint64_t refused() const { return refused_; }
+
+  private:
+    struct Free {
+        void operator()(void* p) const { std::free(p); }
+    };
+    struct Entry {
+        std::unique_ptr<void, Free> data;
+        size_t bytes = 0;
+    };
+    std::map<Key, Entry> entries_;
+    uint64_t bytes_ = 0, budget_ = 0, refused_ = 0;
+};
+
+// The default budget: a quarter of the machine's memory, and at most half of what is available
+// now (MemAvailable), so that the copies do not push a memory-mapped model out of the page cache.
+uint64_t default_weight_cache_budget();
+
 struct Workspace {
     Engine* engine = nullptr;
     int threads = 1;
@@ -39,6 +91,7 @@ struct Workspace {
     bool block_to_bf16 = true;
     bool f16_to_bf16 = false;
     Scratch a, w, w2, c, c2;
+    WeightCache weights;
 };
 
 // Expert products pad each expert's rows to a multiple of this (zero rows), so that a prompt's
@@ -47,6 +100,14 @@ constexpr int64_t kExpertRowQuantum = 16;
 
 // The engine operand type a weight type is multiplied in.
 GemmType gemm_type(const Workspace& ws, int32_t weight_type);
+
+// The cache key of the weight matrix {K, N} of `a` at `w` (a.data, or an expert's first byte)
+// multiplied in type `to`; constant_id 0 when `a` is not constant.
+WeightCache::Key weight_key(const sy_tensor& a, const void* w, GemmType to);
+
+// Whether products of `a` in type `to` run on kept copies: `a` is constant and the copies of its
+// `matrices` matrices are kept already (the first one is, when a.data is set) or would fit.
+bool weights_kept(const Workspace& ws, const sy_tensor& a, GemmType to, double matrices);
 
 // Runs one node already validated (kFull). Throws std::runtime_error on an engine failure.
 void mul_mat(Workspace& ws, const sy_node& node);

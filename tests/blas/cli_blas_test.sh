@@ -63,6 +63,39 @@ prompt=$(for i in $(seq 1 40); do printf 'one two three four five six seven eigh
 [ "$placement" = off ] || grep -q "backend blas:" "$tmp/e" || fail "blas ran nothing: $(cat "$tmp/e")"
 cmp -s "$tmp/cpu.txt" "$tmp/blas.txt" || fail "run with blas differs: $(cat "$tmp/cpu.txt") / $(cat "$tmp/blas.txt")"
 
+# Converted weights kept between calls: a q8_0 model's products convert their weights to the
+# operand type; with the cache (default) the second ubatch reuses the first one's copies, and the
+# logits are bit for bit those of converting on every call (weight_cache_mib = 0; every product
+# pinned to blas in both runs, since the costs differ with and without kept copies); run reports
+# the memory the copies take.
+"$sy" make-model --preset tiny --type q8_0 -o "$tmp/q8.gguf" >/dev/null 2>&1 || fail "make-model q8_0"
+pins=''
+for op in mul_mat mul_mat_id moe.fused_up_gate; do
+    pins="$pins[[offload.pins]]\nop = \"$op\"\nbackend = \"blas\"\n"
+done
+printf "[plugins]\nload = [\"cpu\", \"%s\"]\n$pins" "$blas_so" >"$tmp/cache.toml"
+printf "[plugins]\nload = [\"cpu\", \"%s\"]\n[plugins.blas]\nweight_cache_mib = 0\n$pins" "$blas_so" >"$tmp/nocache.toml"
+"$sy" run -m "$tmp/q8.gguf" -p "$prompt" -n 4 --temp 0 -ub 256 --config "$tmp/cache.toml" \
+    --logits-out "$tmp/kept.npy" >"$tmp/kept.txt" 2>"$tmp/e" || fail "run q8_0 blas: $(cat "$tmp/e")"
+cp "$tmp/e" "$tmp/kept.err"
+"$sy" run -m "$tmp/q8.gguf" -p "$prompt" -n 4 --temp 0 -ub 256 --config "$tmp/nocache.toml" \
+    --logits-out "$tmp/converted.npy" >"$tmp/converted.txt" 2>"$tmp/e" ||
+    fail "run q8_0 blas without the cache: $(cat "$tmp/e")"
+cmp -s "$tmp/kept.npy" "$tmp/converted.npy" || fail "kept weights give other logits than converted ones"
+cmp -s "$tmp/kept.txt" "$tmp/converted.txt" || fail "kept weights give another text"
+if grep -q "plugin memory beyond" "$tmp/e"; then fail "weight_cache_mib = 0 kept memory: $(cat "$tmp/e")"; fi
+if [ "$placement" = on ]; then
+    grep -qE "plugin memory beyond the buffers above: blas [0-9.]+ MiB" "$tmp/kept.err" ||
+        fail "kept weights not reported: $(cat "$tmp/kept.err")"
+fi
+"$sy" plugins --plugin "$blas_so" >"$tmp/p" 2>&1 || fail "plugins: $(cat "$tmp/p")"
+grep -qE "converted weights kept up to [0-9]+ MiB" "$tmp/p" || fail "cache budget not shown: $(cat "$tmp/p")"
+grep -q "cost extra_memory" "$tmp/p" || fail "extra_memory row missing: $(cat "$tmp/p")"
+printf '[plugins]\nload = ["cpu", "%s"]\n[plugins.blas]\nweight_cache_mib = "lots"\n' "$blas_so" >"$tmp/bad4.toml"
+if "$sy" plugins --config "$tmp/bad4.toml" >"$tmp/p" 2>&1; then fail "weight_cache_mib = lots accepted"; fi
+grep -q "weight_cache_mib = 'lots'; expected auto or a whole number of MiB" "$tmp/p" ||
+    fail "weight_cache_mib = lots: $(cat "$tmp/p")"
+
 # Engine in the config; bad values name the key.
 printf '[plugins]\nload = ["cpu", "%s"]\n[plugins.blas]\nengine = "openblas"\n' "$blas_so" >"$tmp/ob.toml"
 "$sy" plugins --config "$tmp/ob.toml" >"$tmp/p" 2>&1 || fail "plugins openblas: $(cat "$tmp/p")"

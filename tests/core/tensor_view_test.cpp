@@ -70,6 +70,24 @@ TEST(TensorView, ViewOfViewAccumulatesOffsetOnTheRootBase) {
     EXPECT_STREQ(d.name, row2->name().c_str());
 }
 
+TEST(TensorView, WeightsCarryTheirConstantIdIntoViewsAndDescriptors) {
+    const uint64_t a = new_constant_id(), b = new_constant_id();
+    EXPECT_NE(a, 0u);
+    EXPECT_NE(a, b);
+    Graph g;
+    Tensor* w = g.weight("w", SY_TYPE_F32, {4, 3});
+    EXPECT_EQ(w->descriptor().constant_id, 0u);  // not constant until said
+    w->set_constant_id(b);
+    Tensor* row = g.view(w, {4}, strides(4, 16, 16, 16), 16);
+    EXPECT_EQ(row->constant_id(), b);
+    EXPECT_EQ(row->descriptor().constant_id, b);
+    EXPECT_EQ(w->descriptor().constant_id, b);
+    // Inputs and intermediates change between runs: never constant.
+    Tensor* x = g.input("x", SY_TYPE_F32, {4, 3});
+    EXPECT_THROW(x->set_constant_id(a), Error);
+    EXPECT_EQ(x->descriptor().constant_id, 0u);
+}
+
 TEST(TensorView, ViewPastTheBaseIsRefusedNamingTheBase) {
     Graph g;
     Tensor* x = g.input("tokens", SY_TYPE_F32, {4, 3});

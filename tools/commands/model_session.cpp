@@ -29,6 +29,18 @@ double mib(uint64_t bytes) {
     return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
 
+std::string plugin_extra_memory(const PluginHost& host) {
+    std::string out;
+    for (const auto& p : host.plugins()) {
+        if (p->device_count() == 0) continue;
+        for (const sy_cost_param& c : p->cost_params(0))
+            if (c.key && std::string_view(c.key) == "extra_memory" && c.value > 0)
+                out += fmt::format("{}{} {:.2f} MiB", out.empty() ? "" : ", ", p->name(),
+                                   c.value / 1048576.0);
+    }
+    return out;
+}
+
 std::string read_text_file(const std::string& flag, const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(flag + " " + path + ": cannot open the file");
@@ -132,6 +144,10 @@ llm::Deepseek2Options ModelOptions::deepseek2_options() const {
 std::string ModelOptions::backend_name() const {
     if (!backend.empty()) return backend;
     return ngl > 0 ? "cuda" : "cpu";
+}
+
+LoadedModel::~LoadedModel() {
+    if (host && model) host->release_constants(model->constant_id());
 }
 
 LoadedModel load_model(const ModelOptions& o) {

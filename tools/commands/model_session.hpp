@@ -58,6 +58,12 @@ struct ModelOptions {
 // A backend plugin and a model on it, loaded and checked; with a placement policy, every
 // loaded backend that has a device, for a session over several.
 struct LoadedModel {
+    LoadedModel() = default;
+    LoadedModel(LoadedModel&&) = default;
+    LoadedModel& operator=(LoadedModel&&) = delete;
+    // Tells the plugins that the model's weights are gone (PluginHost::release_constants).
+    ~LoadedModel();
+
     std::unique_ptr<PluginHost> host;
     Plugin* plugin = nullptr;  // the default backend: KV cache, fused/flash choice
     std::unique_ptr<llm::Deepseek2Model> model;
@@ -83,6 +89,10 @@ LoadedModel load_model(const ModelOptions& options);
 void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& session);
 
 double mib(uint64_t bytes);
+
+// "blas 3412.00 MiB, ..." for the plugins whose cost_params report "extra_memory" > 0 (memory
+// they hold beyond the host's buffers, such as kept converted weights); empty when none does.
+std::string plugin_extra_memory(const PluginHost& host);
 
 // The whole file as bytes; throws sy::Error naming `flag` and the path when it cannot be read.
 std::string read_text_file(const std::string& flag, const std::string& path);

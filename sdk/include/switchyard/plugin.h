@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define SY_ABI_VERSION_MAJOR 1
-#define SY_ABI_VERSION_MINOR 0
+#define SY_ABI_VERSION_MINOR 1
 
 #if defined(_WIN32)
 #define SY_EXPORT __declspec(dllexport)
@@ -130,7 +130,16 @@ typedef struct sy_tensor {
     void* data;              /* address of element (0,0,0,0) in the owning buffer's space */
     const sy_buffer* buffer; /* owning buffer, or NULL for host memory not owned by a plugin */
     const char* name;        /* for messages; may be NULL */
+    /* ABI 1.1. Nonzero: the bytes are constant (a model's weights): they do not change while the
+     * id is in use, so a plugin may keep what it derives from them (a converted or reordered
+     * copy), keyed by this id and the address, until the host calls release_constants with the
+     * id. Ids are never reused within a process. 0: the bytes may change between calls (inputs,
+     * intermediates, the KV cache). Read it only when SY_HAS_FIELD(t, constant_id). */
+    uint64_t constant_id;
 } sy_tensor;
+
+/* The size of an ABI 1.0 sy_tensor (without constant_id): the smallest a reader accepts. */
+#define SY_TENSOR_SIZE_1_0 (offsetof(sy_tensor, name) + sizeof(const char*))
 
 /* ---------------------------------------------------------------------------------------------
  * Nodes: one op applied to sources, writing dst. Built-in op ids are in ops.h (sy_op); a node
@@ -208,7 +217,10 @@ typedef struct sy_named_op_info {
     const char* summary;
 } sy_named_op_info;
 
-/* Cost-model parameters a plugin exposes for display and for the scheduler (key = value). */
+/* Cost-model parameters a plugin exposes for display and for the scheduler (key = value).
+ * By convention the key "extra_memory" (unit "B") is the host memory the plugin holds of its own
+ * beyond the buffers the host allocated (kept copies of converted weights, caches); the host
+ * reports it after a run. */
 typedef struct sy_cost_param {
     uint32_t struct_size;
     const char* key;
@@ -287,6 +299,11 @@ typedef struct sy_plugin_api {
 
     /* Frees everything the plugin holds and stops its threads; called once, before unload. */
     void (*shutdown)(void* ctx);
+
+    /* ABI 1.1, optional (NULL, or absent when the plugin's struct_size ends before it). The host
+     * will not pass tensors with this constant_id again (their model was unloaded): the plugin
+     * frees whatever it kept for them. */
+    sy_status (*release_constants)(void* ctx, uint64_t constant_id);
 } sy_plugin_api;
 
 /* ---------------------------------------------------------------------------------------------

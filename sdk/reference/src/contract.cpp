@@ -168,7 +168,7 @@ std::string role_name(const sy_tensor& t, const char* role) {
 }
 
 void check_descriptor(const sy_node& node, const sy_tensor& t, const char* role) {
-    if (t.struct_size < sizeof(sy_tensor))
+    if (t.struct_size < SY_TENSOR_SIZE_1_0)
         fail(node, role_name(t, role) + ": struct_size " + std::to_string(t.struct_size) +
                        " is smaller than sy_tensor");
     if (!is_scalar_type(t.type) && !is_block_type(t.type))

@@ -535,10 +535,10 @@ const sy_capability* find_capability(const sy_node& node, const sy_capability* r
 
 sy_status validate_tensor(const sy_tensor* t, const char* role, const char* context,
                           DataChecks checks, bool host_memory) {
-    if (t->struct_size < sizeof(sy_tensor))
+    if (t->struct_size < SY_TENSOR_SIZE_1_0)
         return sdk::error(SY_ERR_INVALID_ARGUMENT,
                           "%s: %s has struct_size %u, expected at least %zu", context,
-                          role_name(role, *t).c_str(), t->struct_size, sizeof(sy_tensor));
+                          role_name(role, *t).c_str(), t->struct_size, size_t(SY_TENSOR_SIZE_1_0));
     if (sy_dtype_info(t->type).name == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: %s has unknown type id %d", context,
                           role_name(role, *t).c_str(), t->type);

@@ -86,6 +86,9 @@ class Plugin {
     void synchronize(int32_t device);
     // Returns false when the plugin does not know the option; throws on other errors.
     bool set_option(std::string_view key, std::string_view value);
+    // Tells the plugin that tensors with this constant_id will not come again (ABI 1.1; nothing
+    // for a plugin without the function). Never throws: a failure is logged.
+    void release_constants(uint64_t constant_id) noexcept;
 
   private:
     Plugin() = default;
@@ -135,6 +138,8 @@ class PluginHost {
     const std::vector<PluginFailure>& failures() const { return failures_; }
     bool any_requested_failure() const;
     Plugin* find(std::string_view name) const;
+    // Plugin::release_constants on every loaded plugin.
+    void release_constants(uint64_t constant_id) noexcept;
 
   private:
     bool add(std::unique_ptr<Plugin> plugin, bool requested);

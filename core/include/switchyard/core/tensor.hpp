@@ -44,6 +44,10 @@ enum class TensorKind {
 
 const char* kind_name(TensorKind kind);
 
+// A fresh constant id (1, 2, ...: never 0, never reused in this process) for one set of weights,
+// such as a loaded model's; PluginHost::release_constants(id) when they are gone.
+uint64_t new_constant_id();
+
 class Tensor {
   public:
     Tensor(const Tensor&) = delete;
@@ -90,6 +94,10 @@ class Tensor {
     const Buffer* device_buffer() const { return device_buffer_; }
     uint64_t device_offset() const { return device_offset_; }
     bool has_data() const { return host_data_ != nullptr || device_buffer_ != nullptr; }
+    // A weight whose bytes never change while `id` is in use (plugin.h's sy_tensor.constant_id,
+    // from new_constant_id()); views carry their base's. 0: not constant.
+    void set_constant_id(uint64_t id);
+    uint64_t constant_id() const { return base()->constant_id_; }
 
   private:
     friend class Graph;
@@ -114,6 +122,7 @@ class Tensor {
     uint64_t offset_ = 0;
     int32_t producer_ = -1;
     bool output_ = false;
+    uint64_t constant_id_ = 0;
     void* host_data_ = nullptr;
     const Buffer* device_buffer_ = nullptr;
     uint64_t device_offset_ = 0;

@@ -164,6 +164,9 @@ class Deepseek2Model {
     const WeightRef& output() const { return output_; }
     // 0, 1, ..., n_expert - 1: the table group-limited routing gathers expert ids from.
     const std::vector<int32_t>& expert_ids() const { return expert_ids_; }
+    // The constant id of every weight of this model (plugin.h's sy_tensor.constant_id): plugins
+    // may keep what they derive from the weights until PluginHost::release_constants(id).
+    uint64_t constant_id() const { return constant_id_; }
     // Bytes of weights derived at load (attn_k_b or attn_kv_b), 0 when the file had them all.
     uint64_t derived_bytes() const;
     // Bytes of weights one token's forward pass reads (routed experts: n_expert_used of them).
@@ -181,6 +184,7 @@ class Deepseek2Model {
     WeightRef token_embd_, output_norm_, output_;
     std::vector<std::unique_ptr<std::vector<std::byte>>> derived_;
     std::vector<int32_t> expert_ids_;
+    uint64_t constant_id_ = new_constant_id();
 };
 
 // The KV cache of one session: per layer, host memory laid out for the attention mode.
