@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "commands/commands.hpp"
 #include "switchyard/core/error.hpp"
@@ -9,6 +10,10 @@
 #include "switchyard/version.hpp"
 
 int main(int argc, char** argv) {
+    // Backends keep their own threads hot (the cpu plugin's pool); an OpenMP runtime that a
+    // plugin loads (blas's oneDNN) would otherwise spin ~300k iterations after every parallel
+    // region, on cores the next backend needs. Set before any plugin loads; a user's setting wins.
+    setenv("OMP_WAIT_POLICY", "passive", 0);
     CLI::App app{"switchyard: run Mixture-of-Experts language models across pluggable backends"};
     app.set_version_flag("--version", std::string("switchyard ") + SWITCHYARD_VERSION + " (" +
                                           SWITCHYARD_GIT_COMMIT + "), plugin ABI " +

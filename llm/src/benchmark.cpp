@@ -105,10 +105,13 @@ BenchSamples run_bench_test(Deepseek2Session& session, BenchTokens& tokens, cons
                     std::to_string(session.n_ctx()));
     session.reset();
     if (warmup) {
-        // As llama-bench: a prompt chunk of up to 32 tokens, then one generation step.
-        if (test.n_prompt > 0 || test.n_depth > 0)
-            eval_prompt(session, tokens,
-                        std::min({n_batch, int64_t{32}, test.context_needed() - 1}), n_batch, true);
+        // A prompt batch of the test's size (llama-bench's is 32 tokens: a backend's one-time
+        // work for the large shapes, such as oneDNN's kernels or the blas plugin's converted
+        // weights, then fell into the first timed repetition), then one generation step.
+        const int64_t warm = std::min(
+            {n_batch, std::max<int64_t>(test.n_prompt, std::min<int64_t>(test.n_depth, 32)),
+             test.context_needed() - 1});
+        if (warm > 0) eval_prompt(session, tokens, warm, n_batch, true);
         if (test.n_gen > 0) eval_generation(session, tokens, 1);
         session.reset();
     }

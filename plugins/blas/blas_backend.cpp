@@ -205,6 +205,8 @@ sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params,
     row("f16_to_f32", r.f16_to_f32_ns, "ns/value");
     row("block_to_operand", r.block_to_operand_ns, "ns/value");
     row("memory_bandwidth", r.bandwidth, "B/s");
+    row("gemv_f32_stream", r.stream_f32, "B/s");
+    row("gemv_bf16_stream", r.stream_bf16, "B/s");
     row("cached_primitives", double(ws_.engine->cached_products()), "primitives");
     row("weight_cache_budget", double(ws_.weights.budget()), "B");
     // The converted weight copies kept (plugin.h's convention for memory a plugin holds beyond

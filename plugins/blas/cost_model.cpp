@@ -123,6 +123,13 @@ Rates measure_rates(Workspace& ws) {
                     &out[size_t(i) * 4], kRow);
     });
     r.bandwidth = measure_bandwidth(ws.threads);
+    // One-row products over 64 MiB of weights: the weights come from memory, as in generation.
+    const auto stream = [&](GemmType t) {
+        const int64_t es = t == GemmType::bf16 ? 2 : 4, K = 4096, N = (int64_t(64) << 20) / es / K;
+        return double(N * K * es) / measure_gemm(engine, t, 1, N, K, 3) * 1e9;
+    };
+    r.stream_f32 = stream(GemmType::f32);
+    if (engine.has_bf16()) r.stream_bf16 = stream(GemmType::bf16);
     return r;
 }
 
@@ -156,7 +163,8 @@ double product_ns(const Rates& r, const Workspace& ws, int32_t type, double rows
     // The GEMM streams the weights as it gets them: the source, or the widened copy.
     const double weight_bytes =
         in_place ? bytes_of(type, N * K) : N * K * (t == GemmType::bf16 ? 2.0 : 4.0);
-    const double memory_ns = r.bandwidth > 0 ? weight_bytes / r.bandwidth * 1e9 : 0.0;
+    const double stream = t == GemmType::bf16 ? r.stream_bf16 : r.stream_f32;
+    const double memory_ns = stream > 0 ? weight_bytes / stream * 1e9 : 0.0;
     return r.overhead_ns + std::max(compute_ns, memory_ns) + convert;
 }
 

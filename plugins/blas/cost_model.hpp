@@ -8,8 +8,10 @@
 //   * the conversions a call makes: activations f32 -> bf16, weights f16 -> f32 and a block type
 //     (q8_0 as the representative) -> the bf16 or f32 operand, in ns per value, over 32 MiB
 //     buffers (from memory, as a call's weights are);
-//   * the host memory bandwidth (a parallel read of 64 MiB).
-// A product then costs overhead + max(flops / rate(M), weight bytes / bandwidth) + conversions.
+//   * the host memory bandwidth (a parallel read of 64 MiB), and the weight bytes per second of
+//     a one-row product over 64 MiB of weights in each operand type (what generation gets).
+// A product then costs overhead + max(flops / rate(M), weight bytes / stream rate) +
+// conversions.
 // For one token (M = 1) that is never below the CPU plugin's GEMV (same bytes, larger fixed
 // cost, plus the conversions); for a prompt ubatch the GEMM rate wins. The measurement takes
 // ~0.2 s and is repeated when the thread count or the engine changes.
@@ -33,6 +35,10 @@ struct Rates {
     double f16_to_f32_ns = 0;                         // per weight value
     double block_to_operand_ns = 0;                   // per weight value, q8_0 -> operand
     double bandwidth = 0;                             // bytes/s
+    // Weight bytes/s of a one-row product over weights far larger than the caches (the engine's
+    // GEMV as generation runs it: oneDNN reaches well under the memory bandwidth there); bf16
+    // zero when absent.
+    double stream_f32 = 0, stream_bf16 = 0;
     int threads = 0;
 
     double flops(GemmType t, double rows) const;  // interpolated in log(rows)

@@ -42,7 +42,7 @@ struct FreeDeleter {
     void operator()(void* p) const { std::free(p); }
 };
 
-// Best of a few passes of summing 64-bit words of a 64 MiB buffer, one slice per thread. The
+// Best of several passes of summing 64-bit words of a 64 MiB buffer, one slice per thread. The
 // buffer is written first so that every page is really mapped.
 double measure_read_bandwidth(ThreadPool& pool) {
     constexpr size_t kBytes = size_t(64) << 20;
@@ -62,7 +62,12 @@ double measure_read_bandwidth(ThreadPool& pool) {
     });
     std::vector<uint64_t> sums(size_t(n_tasks), 0);
     double best = 1e30;
-    for (int pass = 0; pass < 4; ++pass) {
+    // At least ten passes over at least 40 ms: on a shared host a worker's core can be taken
+    // for a few milliseconds at a time (seen on the 2-core VM: one process in four measured half
+    // the bandwidth with four passes in ~6 ms), and the cost model would then halve the cpu's
+    // speed for the whole run.
+    const Clock::time_point first = Clock::now();
+    for (int pass = 0; pass < 10 || seconds_since(first) < 0.04; ++pass) {
         const Clock::time_point start = Clock::now();
         pool.parallel_for(n_tasks, [&](int64_t task) {
             const auto [begin, end] = slice(task);

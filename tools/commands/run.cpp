@@ -145,12 +145,15 @@ int run_run(const RunOptions& o) {
     }
 
     // Warm-up, then an empty cache again, so that first uses are not timed as the prompt's: a
-    // generation step (as llama.cpp's warm-up), and on a GPU also one prompt ubatch (its
-    // first use loads kernel modules and has cuBLAS choose kernels for the prompt's shapes).
+    // generation step (as llama.cpp's warm-up), and on a GPU or over several backends also one
+    // prompt ubatch (its first use loads kernel modules and has cuBLAS choose kernels for the
+    // prompt's shapes; blas prepares oneDNN's kernels and keeps its converted weights).
     double warmup_s = 0;
     if (!o.no_warmup) {
         const auto t_warm = Clock::now();
-        const size_t n = session.on_device() ? std::min(tokens.size(), size_t(opt.n_ubatch)) : 0;
+        const size_t n = session.on_device() || loaded.several
+                             ? std::min(tokens.size(), size_t(opt.n_ubatch))
+                             : 0;
         if (n > 1) session.eval(std::span<const int32_t>(tokens.data(), n));
         if (int64_t(n) < opt.n_ctx) session.eval(std::span<const int32_t>(tokens.data(), 1));
         session.reset();
@@ -296,8 +299,10 @@ Command add_run_command(CLI::App& app) {
     cmd->add_option("--repeat-last-n", o->sampling.repeat_last_n, "Tokens the penalty looks at");
     cmd->add_option("-s,--seed", o->sampling.seed, "Sampling seed");
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-text token");
-    cmd->add_flag("--no-warmup", o->no_warmup,
-                  "Time the prompt from a cold start (no warm-up step first, nor a prompt ubatch on a GPU)");
+    cmd->add_flag(
+        "--no-warmup", o->no_warmup,
+        "Time the prompt from a cold start (no warm-up step first, nor a prompt ubatch on a GPU "
+        "or over several backends)");
     cmd->add_flag("--verbose-plan", o->verbose_plan,
                   "Print where the weights and the ops of a prompt ubatch and a decode step go, "
                   "and why (as `switchyard plan`), before generating");

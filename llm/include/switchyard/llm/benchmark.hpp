@@ -59,9 +59,9 @@ double eval_prompt(Deepseek2Session& session, BenchTokens& tokens, int64_t n, in
 double eval_generation(Deepseek2Session& session, BenchTokens& tokens, int64_t n);
 
 // Runs `test` on `session` (which must have room for test.context_needed()): a warm-up (a
-// short prompt chunk and one generation step) unless `warmup` is false, the untimed prefix once,
-// then `reps` timed repetitions, each from the prefix. `on_rep` is called after each one. With
-// a `profile`, the timed repetitions (only they) are recorded into it.
+// prompt batch of the test's size and one generation step) unless `warmup` is false, the
+// untimed prefix once, then `reps` timed repetitions, each from the prefix. `on_rep` is called
+// after each one. With a `profile`, the timed repetitions (only they) are recorded into it.
 BenchSamples run_bench_test(Deepseek2Session& session, BenchTokens& tokens, const BenchTest& test,
                             int reps, int64_t n_batch, bool warmup,
                             const std::function<void(int rep)>& on_rep = {},
