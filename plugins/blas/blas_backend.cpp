@@ -192,6 +192,12 @@ sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params,
                                                 "gemm_bf16_m64", "gemm_bf16_m256"};
     static constexpr const char* kF32Keys[] = {"gemm_f32_m1", "gemm_f32_m4", "gemm_f32_m16",
                                                "gemm_f32_m64", "gemm_f32_m256"};
+    static constexpr const char* kBf16PackedKeys[] = {
+        "gemm_bf16_packed_m1", "gemm_bf16_packed_m4", "gemm_bf16_packed_m16",
+        "gemm_bf16_packed_m64", "gemm_bf16_packed_m256"};
+    static constexpr const char* kF32PackedKeys[] = {"gemm_f32_packed_m1", "gemm_f32_packed_m4",
+                                                     "gemm_f32_packed_m16", "gemm_f32_packed_m64",
+                                                     "gemm_f32_packed_m256"};
     static_assert(std::size(kF32Keys) == Rates::kRows.size());
     size_t n = 0;
     const auto row = [&](const char* key, double value, const char* unit) {
@@ -201,6 +207,10 @@ sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params,
     row("overhead", r.overhead_ns, "ns");
     for (size_t i = 0; i < Rates::kRows.size(); ++i) row(kF32Keys[i], r.flops_f32[i], "FLOP/s");
     for (size_t i = 0; i < Rates::kRows.size(); ++i) row(kBf16Keys[i], r.flops_bf16[i], "FLOP/s");
+    for (size_t i = 0; i < Rates::kRows.size(); ++i)
+        row(kF32PackedKeys[i], r.flops_f32_packed[i], "FLOP/s");
+    for (size_t i = 0; i < Rates::kRows.size(); ++i)
+        row(kBf16PackedKeys[i], r.flops_bf16_packed[i], "FLOP/s");
     row("pack_bf16", r.pack_bf16_ns, "ns/value");
     row("f16_to_f32", r.f16_to_f32_ns, "ns/value");
     row("block_to_operand", r.block_to_operand_ns, "ns/value");

@@ -58,7 +58,7 @@ class BlasBackend {
     std::string onednn_why_, openblas_why_;
     Workspace ws_;
     std::optional<Rates> rates_;
-    static constexpr size_t kCostParams = 21;
+    static constexpr size_t kCostParams = 31;
     std::array<sy_cost_param, kCostParams> cost_params_{};
     size_t cost_param_count_ = 0;
 

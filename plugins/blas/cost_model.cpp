@@ -29,7 +29,9 @@ double best_ns(int reps, Fn&& fn) {
     return best;
 }
 
-double measure_gemm(Engine& engine, GemmType t, int64_t M, int64_t N, int64_t K, int reps) {
+// `packed`: the weights in the engine's own layout (0 when it has none).
+double measure_gemm(Engine& engine, GemmType t, int64_t M, int64_t N, int64_t K, int reps,
+                    bool packed = false) {
     const size_t es = t == GemmType::bf16 ? 2 : 4;
     std::vector<char> a(size_t(M * K) * es), w(size_t(N * K) * es);
     std::vector<float> c(size_t(M * N));
@@ -39,6 +41,15 @@ double measure_gemm(Engine& engine, GemmType t, int64_t M, int64_t N, int64_t K,
     Gemm g;
     g.M = M, g.N = N, g.K = K, g.type = t;
     g.a = a.data(), g.lda = K, g.w = w.data(), g.ldw = K, g.c = c.data(), g.ldc = N;
+    std::vector<char> blocked;
+    if (packed) {
+        const size_t bytes = engine.packed_weight_bytes(t, N, K);
+        if (bytes == 0) return 0;
+        blocked.resize(bytes);
+        engine.pack_weights(t, N, K, w.data(), K, blocked.data());
+        g.w = blocked.data();
+        g.w_packed = true;
+    }
     engine.gemm(g);  // warm-up: primitive creation, first touch
     return best_ns(reps, [&] { engine.gemm(g); });
 }
@@ -60,8 +71,10 @@ double measure_bandwidth(int threads) {
 
 }  // namespace
 
-double Rates::flops(GemmType t, double rows) const {
-    const auto& table = t == GemmType::bf16 ? flops_bf16 : flops_f32;
+double Rates::flops(GemmType t, double rows, bool packed) const {
+    const auto& plain = t == GemmType::bf16 ? flops_bf16 : flops_f32;
+    const auto& blocked = t == GemmType::bf16 ? flops_bf16_packed : flops_f32_packed;
+    const auto& table = packed && blocked.front() > 0 ? blocked : plain;
     if (rows <= double(kRows.front())) return table.front();
     for (size_t i = 1; i < kRows.size(); ++i) {
         if (rows > double(kRows[i])) continue;
@@ -82,12 +95,16 @@ Rates measure_rates(Workspace& ws) {
     for (size_t i = 0; i < Rates::kRows.size(); ++i) {
         const int64_t M = Rates::kRows[i];
         const double flop = 2.0 * double(M) * kSide * kSide;
-        const auto rate = [&](GemmType t) {
-            const double ns = measure_gemm(engine, t, M, kSide, kSide, 3);
-            return flop / std::max(1.0, ns - r.overhead_ns) * 1e9;
+        const auto rate = [&](GemmType t, bool packed) {
+            const double ns = measure_gemm(engine, t, M, kSide, kSide, 3, packed);
+            return ns > 0 ? flop / std::max(1.0, ns - r.overhead_ns) * 1e9 : 0.0;
         };
-        r.flops_f32[i] = rate(GemmType::f32);
-        if (engine.has_bf16()) r.flops_bf16[i] = rate(GemmType::bf16);
+        r.flops_f32[i] = rate(GemmType::f32, false);
+        r.flops_f32_packed[i] = rate(GemmType::f32, true);
+        if (engine.has_bf16()) {
+            r.flops_bf16[i] = rate(GemmType::bf16, false);
+            r.flops_bf16_packed[i] = rate(GemmType::bf16, true);
+        }
     }
 
     // Conversions, per value, on all threads as the products run them, over buffers larger than
@@ -143,10 +160,10 @@ double bytes_of(int32_t type, double values) {
 // One GEMM of `rows` activation rows against one {K, N} weight matrix of `type`, including the
 // conversion of its weights (read from memory) and the packing of its activations (`pack` false:
 // already packed for an earlier product of the same rows, as the fused op's gate product is).
-// `kept`: the weights are converted copies kept from an earlier call (WeightCache), read as they
-// are.
+// `kept`: the weights are copies kept from an earlier call (WeightCache), read as they are;
+// `packed`: in the engine's packed layout.
 double product_ns(const Rates& r, const Workspace& ws, int32_t type, double rows, double N,
-                  double K, bool kept, bool pack = true) {
+                  double K, bool kept, bool packed, bool pack = true) {
     const GemmType t = gemm_type(ws, type);
     const bool in_place = (t == GemmType::f32 && type == SY_TYPE_F32) ||
                           (t == GemmType::bf16 && type == SY_TYPE_BF16);
@@ -158,11 +175,11 @@ double product_ns(const Rates& r, const Workspace& ws, int32_t type, double rows
                    (block ? r.block_to_operand_ns
                           : r.f16_to_f32_ns + (t == GemmType::bf16 ? r.pack_bf16_ns : 0.0));
     }
-    const double rate = r.flops(t, rows);
+    const double rate = r.flops(t, rows, kept && packed);
     const double compute_ns = rate > 0 ? 2.0 * rows * N * K / rate * 1e9 : 0.0;
     // The GEMM streams the weights as it gets them: the source, or the widened copy.
     const double weight_bytes =
-        in_place ? bytes_of(type, N * K) : N * K * (t == GemmType::bf16 ? 2.0 : 4.0);
+        in_place && !kept ? bytes_of(type, N * K) : N * K * (t == GemmType::bf16 ? 2.0 : 4.0);
     const double stream = t == GemmType::bf16 ? r.stream_bf16 : r.stream_f32;
     const double memory_ns = stream > 0 ? weight_bytes / stream * 1e9 : 0.0;
     return r.overhead_ns + std::max(compute_ns, memory_ns) + convert;
@@ -177,8 +194,9 @@ double estimate_ns(const Rates& r, const Workspace& ws, const sy_node& node) {
         const sy_tensor& b = *node.src[1];
         const double matrices = double(a.ne[2]) * double(a.ne[3]);
         const double rows = double(b.ne[1]) * double(b.ne[2]) * double(b.ne[3]) / matrices;
-        const bool kept = weights_kept(ws, a, gemm_type(ws, a.type), matrices);
-        return matrices * product_ns(r, ws, a.type, rows, N, K, kept);
+        bool packed = false;
+        const bool kept = weights_kept(ws, a, gemm_type(ws, a.type), matrices, &packed);
+        return matrices * product_ns(r, ws, a.type, rows, N, K, kept, packed);
     }
     // MUL_MAT_ID / moe.fused_up_gate: the experts the batch can touch, its rows spread evenly
     // over them (the routing is known only at run time), padded as mul_mat_id pads them.
@@ -190,10 +208,11 @@ double estimate_ns(const Rates& r, const Workspace& ws, const sy_node& node) {
     const double q = double(kExpertRowQuantum);
     const double rows = std::ceil(pairs / touched / q) * q;
     // Both of the fused op's weights are kept, or neither is counted as kept.
+    bool packed = false;
     const bool kept =
-        weights_kept(ws, a, gemm_type(ws, a.type), double(a.ne[2]) * (fused ? 2.0 : 1.0));
-    double per_expert = product_ns(r, ws, a.type, rows, N, K, kept);
-    if (fused) per_expert += product_ns(r, ws, a.type, rows, N, K, kept, false);
+        weights_kept(ws, a, gemm_type(ws, a.type), double(a.ne[2]) * (fused ? 2.0 : 1.0), &packed);
+    double per_expert = product_ns(r, ws, a.type, rows, N, K, kept, packed);
+    if (fused) per_expert += product_ns(r, ws, a.type, rows, N, K, kept, packed, false);
     // The activation (exp per value, ~20 flops) and the scatter of the results, on all threads.
     const double epilogue = pairs * N * (fused ? 2.0 : 0.5) / std::max(1, r.threads);
     return touched * per_expert + epilogue;

@@ -30,6 +30,8 @@ struct Rates {
     static constexpr std::array<int64_t, 5> kRows = {1, 4, 16, 64, 256};
     double overhead_ns = 0;
     std::array<double, 5> flops_f32{}, flops_bf16{};  // FLOP/s at kRows; bf16 zero when absent
+    // The same with weights in the engine's packed layout (kept copies); zero without one.
+    std::array<double, 5> flops_f32_packed{}, flops_bf16_packed{};
     double pack_bf16_ns = 0;                          // per activation value, f32 -> bf16
     double pack_f32_ns = 0;                           // per activation value, copy
     double f16_to_f32_ns = 0;                         // per weight value
@@ -41,7 +43,8 @@ struct Rates {
     double stream_f32 = 0, stream_bf16 = 0;
     int threads = 0;
 
-    double flops(GemmType t, double rows) const;  // interpolated in log(rows)
+    // Interpolated in log(rows); the packed table when `packed` and measured.
+    double flops(GemmType t, double rows, bool packed = false) const;
 };
 
 Rates measure_rates(Workspace& ws);

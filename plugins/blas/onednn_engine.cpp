@@ -14,7 +14,9 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <tuple>
 
 #include "engine.hpp"
 
@@ -46,6 +48,10 @@ struct Api {
     SY_DNNL_FN(dnnl_memory_destroy);
     SY_DNNL_FN(dnnl_memory_set_data_handle);
     SY_DNNL_FN(dnnl_primitive_execute);
+    SY_DNNL_FN(dnnl_memory_desc_init_by_tag);
+    SY_DNNL_FN(dnnl_memory_desc_get_size);
+    SY_DNNL_FN(dnnl_primitive_desc_query_md);
+    SY_DNNL_FN(dnnl_reorder_primitive_desc_create);
 #undef SY_DNNL_FN
 };
 
@@ -72,9 +78,10 @@ void check(dnnl_status_t s, const char* what) {
 struct Key {
     int64_t M, N, K, lda, ldw, ldc;
     int type, threads;
+    bool packed;
     bool operator<(const Key& o) const {
-        return std::tie(M, N, K, lda, ldw, ldc, type, threads) <
-               std::tie(o.M, o.N, o.K, o.lda, o.ldw, o.ldc, o.type, o.threads);
+        return std::tie(M, N, K, lda, ldw, ldc, type, threads, packed) <
+               std::tie(o.M, o.N, o.K, o.lda, o.ldw, o.ldc, o.type, o.threads, o.packed);
     }
 };
 
@@ -162,6 +169,43 @@ class OneDnn final : public Engine {
         return entries_.size();
     }
 
+    size_t packed_weight_bytes(GemmType t, int64_t N, int64_t K) override {
+        std::lock_guard lock(mutex_);
+        const dnnl_memory_desc_t* md = weight_layout(t, N, K);
+        return md ? api_.dnnl_memory_desc_get_size(md) : 0;
+    }
+
+    void pack_weights(GemmType t, int64_t N, int64_t K, const void* w, int64_t ldw,
+                      void* dst) override {
+        std::lock_guard lock(mutex_);
+        const dnnl_memory_desc_t* to = weight_layout(t, N, K);
+        if (!to) throw std::runtime_error("oneDNN has no packed layout for these weights");
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(threads_);
+        dnnl_primitive_desc_t pd = nullptr;
+        dnnl_primitive_t reorder = nullptr;
+        dnnl_memory_t src = nullptr, out = nullptr;
+        try {
+            const dnnl_memory_desc_t from = plain_weights(t, N, K, ldw);
+            check(
+                api_.dnnl_reorder_primitive_desc_create(&pd, &from, engine_, to, engine_, nullptr),
+                "reorder primitive_desc_create");
+            check(api_.dnnl_primitive_create(&reorder, pd), "reorder primitive_create");
+            check(api_.dnnl_memory_create(&src, &from, engine_, const_cast<void*>(w)), "memory");
+            check(api_.dnnl_memory_create(&out, to, engine_, dst), "memory");
+            const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, out}};
+            check(api_.dnnl_primitive_execute(reorder, stream_, 2, args), "reorder execute");
+            check(api_.dnnl_stream_wait(stream_), "stream wait");
+        } catch (const std::runtime_error& e) {
+            release_reorder(pd, reorder, src, out);
+            omp_set_num_threads(saved);
+            throw std::runtime_error(std::string(e.what()) + ", packing weights " +
+                                     std::to_string(N) + " x " + std::to_string(K));
+        }
+        release_reorder(pd, reorder, src, out);
+        omp_set_num_threads(saved);
+    }
+
   private:
     static constexpr size_t kMaxPrimitives = 256;
 
@@ -182,22 +226,81 @@ class OneDnn final : public Engine {
         dnnl_memory_desc_t src, weights, dst;
     };
 
-    Descs descs(const Gemm& g) const {
-        const dnnl_data_type_t t = g.type == GemmType::bf16 ? dnnl_bf16 : dnnl_f32;
+    static dnnl_data_type_t dnnl_type(GemmType t) {
+        return t == GemmType::bf16 ? dnnl_bf16 : dnnl_f32;
+    }
+
+    // W as oneDNN sees it: {K, N} with N rows of K values (the transpose of our rows).
+    dnnl_memory_desc_t plain_weights(GemmType t, int64_t N, int64_t K, int64_t ldw) const {
+        dnnl_memory_desc_t md{};
+        const dnnl_dims_t dims = {K, N}, strides = {1, ldw};
+        check(api_.dnnl_memory_desc_init_by_strides(&md, 2, dims, dnnl_type(t), strides),
+              "weights");
+        return md;
+    }
+
+    Descs descs(const Gemm& g) {
+        const dnnl_data_type_t t = dnnl_type(g.type);
         Descs d{};
         const dnnl_dims_t src_dims = {g.M, g.K}, src_strides = {g.lda, 1};
-        const dnnl_dims_t w_dims = {g.K, g.N}, w_strides = {1, g.ldw};
         const dnnl_dims_t dst_dims = {g.M, g.N}, dst_strides = {g.ldc, 1};
         check(api_.dnnl_memory_desc_init_by_strides(&d.src, 2, src_dims, t, src_strides), "src");
-        check(api_.dnnl_memory_desc_init_by_strides(&d.weights, 2, w_dims, t, w_strides),
-              "weights");
+        if (g.w_packed) {
+            const dnnl_memory_desc_t* md = weight_layout(g.type, g.N, g.K);
+            if (!md) throw std::runtime_error("packed weights without a packed layout");
+            d.weights = *md;
+        } else {
+            d.weights = plain_weights(g.type, g.N, g.K, g.ldw);
+        }
         check(api_.dnnl_memory_desc_init_by_strides(&d.dst, 2, dst_dims, dnnl_f32, dst_strides),
               "dst");
         return d;
     }
 
+    // The layout oneDNN's matmul prefers for weights {K, N} of type t (asked with weights of
+    // any format at 64 rows: the choice does not depend on the row count, checked for 1 to 512
+    // rows with oneDNN 2.6), or nullptr when it has none; kept per shape. mutex_ held.
+    const dnnl_memory_desc_t* weight_layout(GemmType t, int64_t N, int64_t K) {
+        const auto key = std::make_tuple(int(t), N, K);
+        if (auto it = layouts_.find(key); it != layouts_.end())
+            return it->second ? &*it->second : nullptr;
+        std::optional<dnnl_memory_desc_t> found;
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(threads_);
+        dnnl_memory_desc_t src{}, any{}, dst{};
+        const dnnl_dims_t src_dims = {64, K}, w_dims = {K, N}, dst_dims = {64, N};
+        dnnl_matmul_desc_t desc{};
+        dnnl_primitive_desc_t pd = nullptr;
+        if (api_.dnnl_memory_desc_init_by_tag(&src, 2, src_dims, dnnl_type(t), dnnl_ab) ==
+                dnnl_success &&
+            api_.dnnl_memory_desc_init_by_tag(&any, 2, w_dims, dnnl_type(t), dnnl_format_tag_any) ==
+                dnnl_success &&
+            api_.dnnl_memory_desc_init_by_tag(&dst, 2, dst_dims, dnnl_f32, dnnl_ab) ==
+                dnnl_success &&
+            api_.dnnl_matmul_desc_init(&desc, &src, &any, nullptr, &dst) == dnnl_success &&
+            api_.dnnl_primitive_desc_create(&pd, &desc, nullptr, engine_, nullptr) ==
+                dnnl_success) {
+            if (const dnnl_memory_desc_t* md =
+                    api_.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+                md && md->format_kind == dnnl_blocked && md->format_desc.blocking.inner_nblks > 0)
+                found = *md;  // a blocked layout (plain strides would gain nothing)
+            api_.dnnl_primitive_desc_destroy(pd);
+        }
+        omp_set_num_threads(saved);
+        const auto& slot = layouts_.emplace(key, found).first->second;
+        return slot ? &*slot : nullptr;
+    }
+
+    void release_reorder(dnnl_primitive_desc_t pd, dnnl_primitive_t reorder, dnnl_memory_t src,
+                         dnnl_memory_t out) {
+        if (src) api_.dnnl_memory_destroy(src);
+        if (out) api_.dnnl_memory_destroy(out);
+        if (reorder) api_.dnnl_primitive_destroy(reorder);
+        if (pd) api_.dnnl_primitive_desc_destroy(pd);
+    }
+
     // The primitive descriptor of a product, or nullptr when oneDNN has no implementation.
-    dnnl_primitive_desc_t make_pd(const Gemm& g, bool throw_if_none) const {
+    dnnl_primitive_desc_t make_pd(const Gemm& g, bool throw_if_none) {
         const Descs d = descs(g);
         dnnl_matmul_desc_t desc{};
         check(api_.dnnl_matmul_desc_init(&desc, &d.src, &d.weights, nullptr, &d.dst),
@@ -210,7 +313,7 @@ class OneDnn final : public Engine {
         return pd;
     }
 
-    std::string implementation(GemmType t) const {
+    std::string implementation(GemmType t) {
         Gemm g;
         g.M = 64, g.N = 64, g.K = 64, g.lda = 64, g.ldw = 64, g.ldc = 64, g.type = t;
         dnnl_primitive_desc_t pd = make_pd(g, false);
@@ -223,7 +326,8 @@ class OneDnn final : public Engine {
     }
 
     Entry& entry(const Gemm& g) {
-        const Key key{g.M, g.N, g.K, g.lda, g.ldw, g.ldc, int(g.type), threads_};
+        const Key key{g.M,   g.N,         g.K,      g.lda,     g.w_packed ? 0 : g.ldw,
+                      g.ldc, int(g.type), threads_, g.w_packed};
         if (auto it = entries_.find(key); it != entries_.end()) {
             lru_.splice(lru_.begin(), lru_, it->second.lru);
             return it->second;
@@ -264,6 +368,7 @@ class OneDnn final : public Engine {
 
     mutable std::mutex mutex_;
     std::map<Key, Entry> entries_;
+    std::map<std::tuple<int, int64_t, int64_t>, std::optional<dnnl_memory_desc_t>> layouts_;
     std::list<Key> lru_;
 };
 
@@ -305,6 +410,10 @@ std::unique_ptr<Engine> load_onednn(std::string* why) {
     SY_RESOLVE(dnnl_memory_destroy);
     SY_RESOLVE(dnnl_memory_set_data_handle);
     SY_RESOLVE(dnnl_primitive_execute);
+    SY_RESOLVE(dnnl_memory_desc_init_by_tag);
+    SY_RESOLVE(dnnl_memory_desc_get_size);
+    SY_RESOLVE(dnnl_primitive_desc_query_md);
+    SY_RESOLVE(dnnl_reorder_primitive_desc_create);
 #undef SY_RESOLVE
     if (!complete) {
         dlclose(lib);

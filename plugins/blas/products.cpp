@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -57,6 +58,13 @@ void* WeightCache::insert(const Key& key, size_t bytes) {
     return p;
 }
 
+void WeightCache::erase(const Key& key) {
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) return;
+    bytes_ -= it->second.bytes;
+    entries_.erase(it);
+}
+
 void WeightCache::release(uint64_t constant_id) {
     for (auto it = entries_.begin(); it != entries_.end();) {
         if (it->first.constant_id != constant_id) {
@@ -91,22 +99,27 @@ uint64_t default_weight_cache_budget() {
 }
 
 WeightCache::Key weight_key(const sy_tensor& a, const void* w, GemmType to) {
-    return {SY_HAS_FIELD(&a, constant_id) ? a.constant_id : 0,
-            w,
-            a.type,
-            a.ne[0],
-            a.ne[1],
-            a.nb[0],
-            a.nb[1],
-            to};
+    const bool has_id = a.struct_size >= offsetof(sy_tensor, constant_id) + sizeof a.constant_id;
+    return {has_id ? a.constant_id : 0, w, a.type, a.ne[0], a.ne[1], a.nb[0], a.nb[1], to};
 }
 
-bool weights_kept(const Workspace& ws, const sy_tensor& a, GemmType to, double matrices) {
+bool worth_keeping(int32_t type, GemmType to) {
+    return to == GemmType::bf16 || sy_dtype_info(type).block_size > 1;
+}
+
+bool weights_kept(const Workspace& ws, const sy_tensor& a, GemmType to, double matrices,
+                  bool* packed) {
     const WeightCache::Key key = weight_key(a, a.data, to);
-    if (key.constant_id == 0) return false;
+    const bool in_place = (to == GemmType::f32 && a.type == SY_TYPE_F32) ||
+                          (to == GemmType::bf16 && a.type == SY_TYPE_BF16);
+    *packed = key.constant_id != 0 && ws.engine->packed_weight_bytes(to, a.ne[1], a.ne[0]) > 0;
+    // As weight_operand: weights used in place are kept only packed, converted ones when worth it.
+    const bool copied = in_place ? *packed : worth_keeping(a.type, to);
+    if (key.constant_id == 0 || !copied) return *packed = false;
     if (a.data != nullptr && ws.weights.find(key) != nullptr) return true;
     const double bytes = matrices * double(a.ne[0]) * double(a.ne[1]) * double(element_bytes(to));
-    return ws.weights.has_room(size_t(std::min(bytes, 1e18)));
+    if (!ws.weights.has_room(size_t(std::min(bytes, 1e18)))) return *packed = false;
+    return true;
 }
 
 GemmType gemm_type(const Workspace& ws, int32_t weight_type) {
@@ -161,29 +174,11 @@ void gather_f32(const char* src, int64_t stride, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) std::memcpy(&y[i], src + i * stride, 4);
 }
 
-// The weight operand of one matrix {K, N} at `w` (row stride nb1): in place when the engine takes
-// it as it is, else converted into `scratch` (rows packed, ldw = K).
-const void* weight_operand(Workspace& ws, Scratch& scratch, const sy_tensor& a, const char* w,
-                           GemmType t, int64_t* ldw) {
+// Converts the weight matrix {K, N} of `a` at `w` into `t` as packed rows at `out`.
+void convert_weights(const Workspace& ws, const sy_tensor& a, const char* w, GemmType t,
+                     char* out) {
     const int64_t K = a.ne[0], N = a.ne[1];
     const size_t es = element_bytes(t);
-    const bool same = (t == GemmType::f32 && a.type == SY_TYPE_F32) ||
-                      (t == GemmType::bf16 && a.type == SY_TYPE_BF16);
-    if (same && a.nb[0] == int64_t(es) && a.nb[1] % int64_t(es) == 0 &&
-        a.nb[1] >= K * int64_t(es)) {
-        *ldw = a.nb[1] / int64_t(es);
-        return w;
-    }
-    // A constant weight is converted once and kept while the cache has room.
-    const size_t bytes = size_t(N) * size_t(K) * es;
-    const WeightCache::Key key = weight_key(a, w, t);
-    char* out = nullptr;
-    if (key.constant_id != 0) {
-        *ldw = K;
-        if (const void* kept = ws.weights.find(key)) return kept;
-        out = static_cast<char*>(ws.weights.insert(key, bytes));
-    }
-    if (out == nullptr) out = static_cast<char*>(scratch.get(bytes));
     const int32_t type = a.type;
     const int64_t nb0 = a.nb[0], nb1 = a.nb[1];
     const bool packed = sy_dtype_info(type).block_size > 1 || nb0 == sy_dtype_info(type).type_size;
@@ -203,8 +198,59 @@ const void* weight_operand(Workspace& ws, Scratch& scratch, const sy_tensor& a, 
             }
         }
     }
-    *ldw = K;
-    return out;
+}
+
+// The weight operand of one matrix {K, N} at `w` (row stride nb1) into g.w, g.ldw, g.w_packed.
+// A constant weight is kept in the cache while it has room: in the engine's packed layout when
+// it has one, else (when worth_keeping) as converted rows. Otherwise the weights are used in
+// place when the engine takes them as they are, else converted into `scratch` (rows packed).
+void weight_operand(Workspace& ws, Scratch& scratch, const sy_tensor& a, const char* w, GemmType t,
+                    Gemm& g) {
+    const int64_t K = a.ne[0], N = a.ne[1];
+    const size_t es = element_bytes(t);
+    const bool same = (t == GemmType::f32 && a.type == SY_TYPE_F32) ||
+                      (t == GemmType::bf16 && a.type == SY_TYPE_BF16);
+    const bool in_place =
+        same && a.nb[0] == int64_t(es) && a.nb[1] % int64_t(es) == 0 && a.nb[1] >= K * int64_t(es);
+    const size_t bytes = size_t(N) * size_t(K) * es;
+    g.w_packed = false;
+    g.ldw = K;
+    const WeightCache::Key key = weight_key(a, w, t);
+    const size_t packed = key.constant_id != 0 ? ws.engine->packed_weight_bytes(t, N, K) : 0;
+    if (key.constant_id != 0 && (in_place ? packed > 0 : worth_keeping(a.type, t))) {
+        if (const void* kept = ws.weights.find(key)) {
+            g.w = kept;
+            g.w_packed = packed > 0;
+            return;
+        }
+        if (char* slot = static_cast<char*>(ws.weights.insert(key, packed > 0 ? packed : bytes))) {
+            try {
+                if (packed == 0) {
+                    convert_weights(ws, a, w, t, slot);
+                } else if (in_place) {
+                    ws.engine->pack_weights(t, N, K, w, a.nb[1] / int64_t(es), slot);
+                } else {
+                    char* rows = static_cast<char*>(scratch.get(bytes));
+                    convert_weights(ws, a, w, t, rows);
+                    ws.engine->pack_weights(t, N, K, rows, K, slot);
+                }
+            } catch (...) {
+                ws.weights.erase(key);
+                throw;
+            }
+            g.w = slot;
+            g.w_packed = packed > 0;
+            return;
+        }
+    }
+    if (in_place) {
+        g.w = w;
+        g.ldw = a.nb[1] / int64_t(es);
+        return;
+    }
+    char* out = static_cast<char*>(scratch.get(bytes));
+    convert_weights(ws, a, w, t, out);
+    g.w = out;
 }
 
 // Packs `rows` activation rows (K f32 values each, element stride nb0) into the operand type.
@@ -361,9 +407,8 @@ void mul_mat(Workspace& ws, const sy_node& node) {
             g.a = ws.a.get(size_t(rows) * size_t(K) * element_bytes(t));
             g.lda = K;
             pack_rows(ws, a_rows, b.nb[0], K, t, const_cast<void*>(g.a));
-            g.w = weight_operand(ws, ws.w, a,
-                                 static_cast<const char*>(a.data) + a2 * a.nb[2] + a3 * a.nb[3], t,
-                                 &g.ldw);
+            weight_operand(ws, ws.w, a,
+                           static_cast<const char*>(a.data) + a2 * a.nb[2] + a3 * a.nb[3], t, g);
             if (const int64_t ldc = even_stride(d_rows, d.nb[0], N); ldc > 0) {
                 g.c = reinterpret_cast<float*>(d_rows[0]);
                 g.ldc = ldc;
@@ -425,16 +470,14 @@ void mul_mat_id(Workspace& ws, const sy_node& node) {
         std::memset(a_pack + size_t(rows) * size_t(K) * element_bytes(type), 0,
                     size_t(padded - rows) * size_t(K) * element_bytes(type));
         g.ldc = N;
-        g.w = weight_operand(ws, ws.w, up, static_cast<const char*>(up.data) + e * up.nb[2], type,
-                             &g.ldw);
+        weight_operand(ws, ws.w, up, static_cast<const char*>(up.data) + e * up.nb[2], type, g);
         float* c_up = static_cast<float*>(ws.c.get(size_t(padded) * size_t(N) * 4));
         g.c = c_up;
         ws.engine->gemm(g);
         float* c_gate = nullptr;
         if (fused) {
-            g.w = weight_operand(ws, ws.w2, *gate,
-                                 static_cast<const char*>(gate->data) + e * gate->nb[2], type,
-                                 &g.ldw);
+            weight_operand(ws, ws.w2, *gate, static_cast<const char*>(gate->data) + e * gate->nb[2],
+                           type, g);
             c_gate = static_cast<float*>(ws.c2.get(size_t(padded) * size_t(N) * 4));
             g.c = c_gate;
             ws.engine->gemm(g);

@@ -31,13 +31,14 @@ class Scratch {
     size_t size_ = 0;
 };
 
-// Weights converted once and kept (the option weight_cache_mib): a constant weight (one with a
-// sy_tensor.constant_id, a model's) that a product has to convert (f16, block types) is converted
-// into its operand type on first use and the copy is reused by every later product, as long as
-// the copies fit in the budget; a weight that does not fit is converted on every call, as
-// without a cache. Nothing is evicted (a model's prompt passes read every weight in turn: an
-// eviction order would only trade one weight's conversion for another's); release(id) frees a
-// model's copies when the host unloads it, clear() all of them.
+// Weights prepared once and kept (the option weight_cache_mib): a constant weight (one with a
+// sy_tensor.constant_id, a model's) is, on first use, converted into its operand type and put in
+// the engine's packed layout (oneDNN's blocked weights), or only converted (block types, f16
+// rounded to bf16; see worth_keeping) on an engine without one, and the copy is reused by every
+// later product, as long as the copies fit in the budget; a weight that does not fit is used in
+// place or converted on every call, as without a cache. Nothing is evicted (a model's prompt passes
+// read every weight in turn: an eviction order would only trade one weight's conversion for
+// another's); release(id) frees a model's copies when the host unloads it, clear() all of them.
 class WeightCache {
   public:
     struct Key {
@@ -57,6 +58,7 @@ class WeightCache {
     void* insert(const Key& key, size_t bytes);
     // Whether `bytes` more would still fit (the cost model's question).
     bool has_room(size_t bytes) const { return bytes_ + bytes <= budget_; }
+    void erase(const Key& key);
     void release(uint64_t constant_id);
     void clear();
 
@@ -105,9 +107,19 @@ GemmType gemm_type(const Workspace& ws, int32_t weight_type);
 // multiplied in type `to`; constant_id 0 when `a` is not constant.
 WeightCache::Key weight_key(const sy_tensor& a, const void* w, GemmType to);
 
-// Whether products of `a` in type `to` run on kept copies: `a` is constant and the copies of its
-// `matrices` matrices are kept already (the first one is, when a.data is set) or would fit.
-bool weights_kept(const Workspace& ws, const sy_tensor& a, GemmType to, double matrices);
+// Whether a converted copy pays for its memory: block types (their decoding costs more than
+// reading the copy) and roundings to bf16 do; f16 widened to f32 does not, packed or not (the
+// copy is twice the source's bytes and the widening runs at memory speed: on mini F16, pp512
+// 0.91x of the cpu alone with packed f32 copies, ~1.0x converting per call). Weights that the
+// engine takes in place are kept only in its packed layout.
+bool worth_keeping(int32_t type, GemmType to);
+
+// Whether products of `a` in type `to` run on kept copies: `a` is constant, a copy is made for it
+// (the engine packs its weights, or worth_keeping), and the copies of its `matrices` matrices
+// are kept already (the first one is, when a.data is set) or would fit. `packed`: the copies are
+// in the engine's packed layout.
+bool weights_kept(const Workspace& ws, const sy_tensor& a, GemmType to, double matrices,
+                  bool* packed);
 
 // Runs one node already validated (kFull). Throws std::runtime_error on an engine failure.
 void mul_mat(Workspace& ws, const sy_node& node);
