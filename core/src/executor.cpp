@@ -210,6 +210,9 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
         }
         d.data = at_offset(buffer->base(), root.device_offset());
         d.buffer = buffer->get();
+        // A session's device copy: another session may later put another weight of the same
+        // model at this address, so the model's id does not describe these bytes.
+        d.constant_id = 0;
         bound_buffer_[id] = buffer;
         return;
     }

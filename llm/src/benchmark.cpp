@@ -110,8 +110,11 @@ BenchSamples run_bench_test(Deepseek2Session& session, BenchTokens& tokens, cons
         // weights, then fell into the first timed repetition), then one generation step.
         const int64_t warm = std::min(
             {n_batch, std::max<int64_t>(test.n_prompt, std::min<int64_t>(test.n_depth, 32)),
-             test.context_needed() - 1});
-        if (warm > 0) eval_prompt(session, tokens, warm, n_batch, true);
+             session.n_ctx()});
+        if (warm > 0) {
+            eval_prompt(session, tokens, warm, n_batch, true);
+            session.reset();
+        }
         if (test.n_gen > 0) eval_generation(session, tokens, 1);
         session.reset();
     }

@@ -80,7 +80,6 @@ BlasBackend::BlasBackend(const sy_host_api& host) : host_(host), model_name_(cpu
     ws_.engine = onednn_ ? onednn_.get() : openblas_.get();
     ws_.threads = hardware_threads();
     ws_.engine->set_threads(ws_.threads);
-    ws_.weights.set_budget(default_weight_cache_budget());
     describe();
 }
 
@@ -311,6 +310,7 @@ sy_status BlasBackend::set_option(const char* key, const char* value) {
         if (chosen != ws_.engine) {
             ws_.engine = chosen;
             ws_.engine->set_threads(ws_.threads);
+            ws_.weights.clear();  // copies in the other engine's layout
             rates_.reset();
             describe();
         }
@@ -352,10 +352,11 @@ sy_status BlasBackend::set_option(const char* key, const char* value) {
                               "set_option: weight_cache_mib = '%s'; expected auto or a whole "
                               "number of MiB (0: convert weights on every call)",
                               value);
-        const uint64_t budget =
-            automatic ? default_weight_cache_budget() : uint64_t(mib) * 1024 * 1024;
-        if (budget < ws_.weights.bytes()) ws_.weights.clear();
-        ws_.weights.set_budget(budget);
+        ws_.weights.clear();  // copies and promises made under the old budget
+        if (automatic)
+            ws_.weights.set_automatic_budget();
+        else
+            ws_.weights.set_budget(uint64_t(mib) * 1024 * 1024);
         describe();
         return sdk::ok();
     }

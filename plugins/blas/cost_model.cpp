@@ -187,7 +187,7 @@ double product_ns(const Rates& r, const Workspace& ws, int32_t type, double rows
 
 }  // namespace
 
-double estimate_ns(const Rates& r, const Workspace& ws, const sy_node& node) {
+double estimate_ns(const Rates& r, Workspace& ws, const sy_node& node) {
     const sy_tensor& a = *node.src[0];
     const double K = double(a.ne[0]), N = double(a.ne[1]);
     if (node.op == SY_OP_MUL_MAT) {

@@ -49,7 +49,8 @@ struct Rates {
 
 Rates measure_rates(Workspace& ws);
 
-// Expected nanoseconds of a node this plugin supports.
-double estimate_ns(const Rates& r, const Workspace& ws, const sy_node& node);
+// Expected nanoseconds of a node this plugin supports (promises the weight cache's room to the
+// weights it counts as kept: WeightCache::promise).
+double estimate_ns(const Rates& r, Workspace& ws, const sy_node& node);
 
 }  // namespace sy::blas

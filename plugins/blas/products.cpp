@@ -44,18 +44,39 @@ const void* WeightCache::find(const Key& key) const {
 }
 
 void* WeightCache::insert(const Key& key, size_t bytes) {
-    if (!has_room(bytes)) {
+    if (bytes_ + bytes > resolved_budget()) {
         ++refused_;
         return nullptr;
     }
     const size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    std::unique_ptr<void, Free> p(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
     if (!p) throw std::bad_alloc();
     Entry& e = entries_[key];
-    e.data.reset(p);
+    e.data = std::move(p);
     bytes_ += bytes - e.bytes;
     e.bytes = bytes;
-    return p;
+    return e.data.get();
+}
+
+bool WeightCache::promise(uint64_t constant_id, const std::string& name, size_t bytes) {
+    const auto key = std::make_pair(constant_id, name);
+    if (promised_.count(key)) return true;
+    if (promised_bytes_ + bytes > resolved_budget()) return false;
+    promised_.emplace(key, bytes);
+    promised_bytes_ += bytes;
+    return true;
+}
+
+uint64_t WeightCache::budget() const {
+    return automatic_ && !resolved_ ? default_weight_cache_budget() : budget_;
+}
+
+uint64_t WeightCache::resolved_budget() {
+    if (automatic_ && !resolved_) {
+        budget_ = default_weight_cache_budget();
+        resolved_ = true;
+    }
+    return budget_;
 }
 
 void WeightCache::erase(const Key& key) {
@@ -66,6 +87,14 @@ void WeightCache::erase(const Key& key) {
 }
 
 void WeightCache::release(uint64_t constant_id) {
+    for (auto it = promised_.begin(); it != promised_.end();) {
+        if (it->first.first != constant_id) {
+            ++it;
+            continue;
+        }
+        promised_bytes_ -= it->second;
+        it = promised_.erase(it);
+    }
     for (auto it = entries_.begin(); it != entries_.end();) {
         if (it->first.constant_id != constant_id) {
             ++it;
@@ -78,8 +107,8 @@ void WeightCache::release(uint64_t constant_id) {
 
 void WeightCache::clear() {
     entries_.clear();
-    bytes_ = 0;
-    refused_ = 0;
+    promised_.clear();
+    bytes_ = promised_bytes_ = refused_ = 0;
 }
 
 uint64_t default_weight_cache_budget() {
@@ -107,19 +136,34 @@ bool worth_keeping(int32_t type, GemmType to) {
     return to == GemmType::bf16 || sy_dtype_info(type).block_size > 1;
 }
 
-bool weights_kept(const Workspace& ws, const sy_tensor& a, GemmType to, double matrices,
-                  bool* packed) {
+bool operand_in_place(const sy_tensor& a, GemmType to) {
+    const int64_t es = int64_t(element_bytes(to));
+    const bool same = (to == GemmType::f32 && a.type == SY_TYPE_F32) ||
+                      (to == GemmType::bf16 && a.type == SY_TYPE_BF16);
+    return same && a.nb[0] == es && a.nb[1] % es == 0 && a.nb[1] >= a.ne[0] * es;
+}
+
+bool weights_kept(Workspace& ws, const sy_tensor& a, GemmType to, double matrices, bool* packed) {
+    *packed = false;
     const WeightCache::Key key = weight_key(a, a.data, to);
-    const bool in_place = (to == GemmType::f32 && a.type == SY_TYPE_F32) ||
-                          (to == GemmType::bf16 && a.type == SY_TYPE_BF16);
-    *packed = key.constant_id != 0 && ws.engine->packed_weight_bytes(to, a.ne[1], a.ne[0]) > 0;
+    if (key.constant_id == 0) return false;
+    const size_t packed_bytes = ws.engine->packed_weight_bytes(to, a.ne[1], a.ne[0]);
     // As weight_operand: weights used in place are kept only packed, converted ones when worth it.
-    const bool copied = in_place ? *packed : worth_keeping(a.type, to);
-    if (key.constant_id == 0 || !copied) return *packed = false;
-    if (a.data != nullptr && ws.weights.find(key) != nullptr) return true;
-    const double bytes = matrices * double(a.ne[0]) * double(a.ne[1]) * double(element_bytes(to));
-    if (!ws.weights.has_room(size_t(std::min(bytes, 1e18)))) return *packed = false;
-    return true;
+    if (operand_in_place(a, to) ? packed_bytes == 0 : !worth_keeping(a.type, to)) return false;
+    if (a.data != nullptr && ws.weights.find(key) != nullptr) {
+        *packed = packed_bytes > 0;
+        return true;
+    }
+    const double each = packed_bytes > 0 ? double(packed_bytes)
+                                         : double(a.ne[0]) * double(a.ne[1]) * element_bytes(to);
+    const auto bytes = size_t(std::min(matrices * each, 1e18));
+    // Named weights (every model weight) are promised room in the order the plans ask for them;
+    // an unnamed one is kept if it fits now.
+    const bool kept = a.name != nullptr && *a.name != '\0'
+                          ? ws.weights.promise(key.constant_id, a.name, bytes)
+                          : ws.weights.bytes() + bytes <= ws.weights.budget();
+    *packed = kept && packed_bytes > 0;
+    return kept;
 }
 
 GemmType gemm_type(const Workspace& ws, int32_t weight_type) {
@@ -208,10 +252,7 @@ void weight_operand(Workspace& ws, Scratch& scratch, const sy_tensor& a, const c
                     Gemm& g) {
     const int64_t K = a.ne[0], N = a.ne[1];
     const size_t es = element_bytes(t);
-    const bool same = (t == GemmType::f32 && a.type == SY_TYPE_F32) ||
-                      (t == GemmType::bf16 && a.type == SY_TYPE_BF16);
-    const bool in_place =
-        same && a.nb[0] == int64_t(es) && a.nb[1] % int64_t(es) == 0 && a.nb[1] >= K * int64_t(es);
+    const bool in_place = operand_in_place(a, t);
     const size_t bytes = size_t(N) * size_t(K) * es;
     g.w_packed = false;
     g.ldw = K;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "engine.hpp"
 #include "switchyard/plugin.h"
@@ -56,19 +58,27 @@ class WeightCache {
     // converts into scratch memory instead). Throws std::bad_alloc when the budget allows but
     // the allocation fails.
     void* insert(const Key& key, size_t bytes);
-    // Whether `bytes` more would still fit (the cost model's question).
-    bool has_room(size_t bytes) const { return bytes_ + bytes <= budget_; }
+    // The cost model's question, asked before any copy exists (while plans are made): whether
+    // the copies of the weight `name` of this constant id (`bytes` in all) will be kept. The
+    // first weights asked about are promised room until the promises fill the budget, so that
+    // a model larger than the budget is costed as kept only for the weights that will fit.
+    bool promise(uint64_t constant_id, const std::string& name, size_t bytes);
     void erase(const Key& key);
     void release(uint64_t constant_id);
     void clear();
 
     uint64_t bytes() const { return bytes_; }
-    uint64_t budget() const { return budget_; }
-    void set_budget(uint64_t bytes) { budget_ = bytes; }
+    // The budget in bytes; "auto" is resolved at the first copy or promise (when the model is
+    // loaded), and shown as it would be now before that.
+    uint64_t budget() const;
+    void set_budget(uint64_t bytes) { budget_ = bytes, automatic_ = false; }
+    void set_automatic_budget() { automatic_ = true, resolved_ = false; }
     // Copies that did not fit since the last clear() (converted per call instead).
     uint64_t refused() const { return refused_; }
 
   private:
+    uint64_t resolved_budget();
+
     struct Free {
         void operator()(void* p) const { std::free(p); }
     };
@@ -77,11 +87,15 @@ class WeightCache {
         size_t bytes = 0;
     };
     std::map<Key, Entry> entries_;
-    uint64_t bytes_ = 0, budget_ = 0, refused_ = 0;
+    std::map<std::pair<uint64_t, std::string>, size_t> promised_;
+    uint64_t bytes_ = 0, budget_ = 0, refused_ = 0, promised_bytes_ = 0;
+    bool automatic_ = true, resolved_ = false;
 };
 
-// The default budget: a quarter of the machine's memory, and at most half of what is available
-// now (MemAvailable), so that the copies do not push a memory-mapped model out of the page cache.
+// The automatic budget: a quarter of the machine's memory, and at most half of what is available
+// when it is resolved (MemAvailable, after the model was loaded), so that the copies leave room
+// for a memory-mapped model in the page cache. A model larger than about half the memory wants
+// weight_cache_mib set by hand (or 0).
 uint64_t default_weight_cache_budget();
 
 struct Workspace {
@@ -107,6 +121,10 @@ GemmType gemm_type(const Workspace& ws, int32_t weight_type);
 // multiplied in type `to`; constant_id 0 when `a` is not constant.
 WeightCache::Key weight_key(const sy_tensor& a, const void* w, GemmType to);
 
+// Whether products take the weights of `a` as they are in type `to` (f32 or bf16 rows with
+// element-sized steps).
+bool operand_in_place(const sy_tensor& a, GemmType to);
+
 // Whether a converted copy pays for its memory: block types (their decoding costs more than
 // reading the copy) and roundings to bf16 do; f16 widened to f32 does not, packed or not (the
 // copy is twice the source's bytes and the widening runs at memory speed: on mini F16, pp512
@@ -118,8 +136,7 @@ bool worth_keeping(int32_t type, GemmType to);
 // (the engine packs its weights, or worth_keeping), and the copies of its `matrices` matrices
 // are kept already (the first one is, when a.data is set) or would fit. `packed`: the copies are
 // in the engine's packed layout.
-bool weights_kept(const Workspace& ws, const sy_tensor& a, GemmType to, double matrices,
-                  bool* packed);
+bool weights_kept(Workspace& ws, const sy_tensor& a, GemmType to, double matrices, bool* packed);
 
 // Runs one node already validated (kFull). Throws std::runtime_error on an engine failure.
 void mul_mat(Workspace& ws, const sy_node& node);

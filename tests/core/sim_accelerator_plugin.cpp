@@ -1,9 +1,10 @@
 // "sim": a simulated accelerator for tests of placement across backends on machines without a
 // GPU. Devices with their own memory: their buffers are not host visible, so every byte in or
 // out goes through buffer_set/buffer_get (counted), and compute() refuses any tensor outside the
-// device's own buffers (host memory, or another device's), as a GPU would. It computes with the CPU plugin's kernels (loaded from
-// SWITCHYARD_CPU_PLUGIN, its named ops included), so a graph split between the CPU plugin and
-// this device computes exactly what the CPU alone computes. Its cost hints come from rates set
+// device's own buffers (host memory, or another device's), as a GPU would. It computes with the CPU
+// plugin's kernels (loaded from SWITCHYARD_CPU_PLUGIN, or SWITCHYARD_SIM_CPU_PLUGIN when set: the
+// same variant as the cpu backend, its named ops included), so a graph split between the CPU plugin
+// and this device computes exactly what the CPU alone computes. Its cost hints come from rates set
 // with options, so tests can move the point where offloading pays:
 //   gflops          compute rate, 1e9 operations per second (default 1000)
 //   memory_gbps     bandwidth of its own memory, GB/s (default 1000)
@@ -286,7 +287,12 @@ extern "C" SY_EXPORT void sy_sim_counters(uint64_t* to_device, uint64_t* to_host
 extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
     if (sy_status s = sy::sdk::check_host(host, api, "sim"); s.code) return s;
     if (g_library != nullptr) return sy::sdk::error(SY_ERR_BACKEND, "sim: one instance at a time");
-    g_library = dlopen(SWITCHYARD_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    // SWITCHYARD_SIM_CPU_PLUGIN: the CPU plugin variant the host itself loaded (the command-line
+    // tests, where the host picks the best variant for this CPU), so that a graph split between
+    // the cpu and this device computes bit for bit what the cpu alone computes.
+    const char* variant = std::getenv("SWITCHYARD_SIM_CPU_PLUGIN");
+    g_library =
+        dlopen(variant && *variant ? variant : SWITCHYARD_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
     if (g_library == nullptr) return sy::sdk::error(SY_ERR_BACKEND, "sim: %s", dlerror());
     auto init = reinterpret_cast<sy_plugin_init_fn>(dlsym(g_library, SY_PLUGIN_INIT_SYMBOL));
     g_inner = sy_plugin_api{};

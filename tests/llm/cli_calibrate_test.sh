@@ -9,6 +9,10 @@ sy=$1
 sim=$2
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# The simulated device computes with the CPU plugin variant the host loads for the cpu backend
+# (the best for this CPU), so that hybrid runs can give the cpu's tokens bit for bit.
+SWITCHYARD_SIM_CPU_PLUGIN=$("$sy" plugins 2>/dev/null | awk '$1 == "cpu" { print $NF; exit }')
+export SWITCHYARD_SIM_CPU_PLUGIN
 
 "$sy" make-model --preset tiny --type f32 -o "$tmp/tiny.gguf" >/dev/null 2>&1 || fail "make-model"
 printf '[placement]\ndefault = "sim"\n[plugins.sim]\nproduct_delay_us = "10000"\n' >"$tmp/slow.toml"

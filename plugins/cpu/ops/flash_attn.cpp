@@ -25,6 +25,7 @@
 #include "simd_math.hpp"
 #include "switchyard/named_ops.h"
 #include "switchyard/quant_blocks.h"
+#include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
 namespace {
@@ -477,7 +478,7 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
 // t (a float type) as the packed F32 rows of `rows` (which packs them, t's elements not being
 // adjacent).
 sy_tensor packed_f32(const sy_tensor& t, const ActivationRows& rows) {
-    sy_tensor f = t;
+    sy_tensor f = sdk::copy_tensor(t);
     f.type = SY_TYPE_F32;
     f.data = const_cast<float*>(rows.row(0, 0, 0));
     f.nb[0] = 4;
@@ -494,7 +495,7 @@ void compute_attention(ThreadPool& pool, const sy_node& node) {
     const sy_tensor& q = *node.src[0];
     const sy_tensor& k = *node.src[1];
     // attn.mla: the values are the last L elements of each cache row (R whole blocks in).
-    sy_tensor latent = k;
+    sy_tensor latent = sdk::copy_tensor(k);
     if (mla) {
         const int64_t R = node.iparams[2];
         latent.ne[0] = k.ne[0] - R;

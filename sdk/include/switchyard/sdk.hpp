@@ -250,6 +250,16 @@ inline bool is_contiguous(const sy_tensor& t) {
     return true;
 }
 
+// A copy of `t` that reads only the fields its struct_size holds (a tensor from an older host is
+// shorter than this build's sy_tensor: `sy_tensor copy = t` would read past it); the fields it
+// lacks are zero, and the copy's struct_size is this build's.
+inline sy_tensor copy_tensor(const sy_tensor& t) {
+    sy_tensor out{};
+    std::memcpy(&out, &t, t.struct_size < sizeof out ? t.struct_size : sizeof out);
+    out.struct_size = sizeof out;
+    return out;
+}
+
 // A packed descriptor over `data` (which may be null while planning).
 inline sy_tensor make_tensor(int32_t type, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1,
                              int64_t ne3 = 1, void* data = nullptr, const char* name = nullptr) {
