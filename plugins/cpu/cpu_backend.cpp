@@ -70,8 +70,10 @@ CpuBackend::Rates CpuBackend::rates() {
     // switchyard-gemv-bench reached 266 GFLOP/s against 268 from this formula. SMT siblings share
     // the pipes, so on an SMT machine this overstates the peak by up to 2x.
     r.cost.peak_flops = double(threads) * variant_.f32_lanes * 2.0 * 2.0 * clock_hz_;
-    r.cost.memory_bandwidth = calibration_->memory_bandwidth;
-    r.cost.launch_overhead_ns = calibration_->launch_overhead_ns;
+    r.cost.memory_bandwidth =
+        memory_gbps_ > 0 ? memory_gbps_ * 1e9 : calibration_->memory_bandwidth;
+    r.cost.launch_overhead_ns =
+        launch_us_ >= 0 ? launch_us_ * 1e3 : calibration_->launch_overhead_ns;
     return r;
 }
 
@@ -172,11 +174,32 @@ sy_status CpuBackend::compute(int32_t device, const sy_node* const* nodes, size_
 
 sy_status CpuBackend::set_option(const char* key, const char* value) {
     if (key == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "set_option: key is NULL");
+    if (value == nullptr)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "set_option: %s: value is NULL", key);
+    // The measured cost rates, given instead (reproducible plans: the same placement whatever
+    // else the machine is doing when the plugin measures). "" or "measured": measure again.
+    const bool memory = std::strcmp(key, "memory_gbps") == 0;
+    if (memory || std::strcmp(key, "launch_us") == 0) {
+        double v = -1;
+        if (*value != '\0' && std::strcmp(value, "measured") != 0) {
+            char* end = nullptr;
+            errno = 0;
+            v = std::strtod(value, &end);
+            if (errno != 0 || end == value || *end != '\0' || !std::isfinite(v) ||
+                (memory ? v <= 0 || v > 1e6 : v < 0 || v > 1e6))
+                return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                                  "set_option: %s = '%s'; expected %s, or \"measured\"", key, value,
+                                  memory ? "GB/s above 0" : "microseconds, 0 or more");
+        }
+        std::lock_guard calibration_lock(calibration_mutex_);
+        (memory ? memory_gbps_ : launch_us_) = v;
+        return sdk::ok();
+    }
     if (std::strcmp(key, "threads") != 0)
         return sdk::error(SY_ERR_UNSUPPORTED,
-                          "set_option: unknown option '%s' (the cpu plugin knows 'threads')", key);
-    if (value == nullptr)
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "set_option: threads: value is NULL");
+                          "set_option: unknown option '%s' (the cpu plugin knows threads, "
+                          "memory_gbps, launch_us)",
+                          key);
     char* end = nullptr;
     errno = 0;
     const long n = std::strtol(value, &end, 10);

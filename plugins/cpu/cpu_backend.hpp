@@ -58,6 +58,8 @@ class CpuBackend {
 
     std::mutex calibration_mutex_;
     std::optional<Calibration> calibration_;
+    // Rates given with the options memory_gbps and launch_us instead of measured (-1: measure).
+    double memory_gbps_ = -1, launch_us_ = -1;
     static constexpr size_t kCostParamCount = 6;
     std::array<sy_cost_param, kCostParamCount> cost_params_{};
 

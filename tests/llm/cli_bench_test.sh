@@ -3,10 +3,12 @@
 # llama-bench's / sweep-bench's fields with numbers that agree with each other; the parameter
 # lists run every combination; warnings raised while loading reach the results; sweep charts are
 # real SVG/PNG files; bad input is a clear error with a non-zero exit.
-# Arguments: the switchyard binary, the plugin without named ops (optional).
+# Arguments: the switchyard binary, the plugin without named ops and the simulated device
+# (both optional).
 set -u
 sy=$1
 plain=${2:-}
+sim=${3:-}
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$sy" make-model --preset tiny --type q8_0 -o "$tmp/tiny.gguf" >/dev/null 2>&1 || fail "make-model"
@@ -197,4 +199,19 @@ grep -q "bad.jsonl:1" "$tmp/e" || fail "bad --from not named: $(cat "$tmp/e")"
 "$sy" sweep --plot "$tmp/x.svg" >"$tmp/o" 2>"$tmp/e" && fail "sweep with nothing accepted"
 "$sy" sweep -m "$m" -c 64 -ub 32 --plot "$tmp/no/such/dir/x.svg" >"$tmp/o" 2>"$tmp/e" && fail "unwritable --plot accepted"
 grep -q "cannot write" "$tmp/e" || fail "unwritable --plot: $(cat "$tmp/e")"
+# -ts as llama-bench: '/' inside an item, ',' between items; the json field in llama-bench's form;
+# a bad proportion names the item.
+"$sy" bench -m "$m" -p 8 -n 0 -r 1 -ts 1/x >"$tmp/o" 2>"$tmp/e" && fail "-ts 1/x accepted"
+grep -q -- "-ts '1/x'" "$tmp/e" || fail "-ts 1/x: $(cat "$tmp/e")"
+if [ -n "$sim" ]; then
+    printf '[plugins.sim]\ndevices = "2"\n' >"$tmp/two.toml"
+    "$sy" bench -m "$m" -p 16 -n 0 -r 1 --plugin "$sim" --backend sim --config "$tmp/two.toml" -ngl 4 \
+        -ts 1/2,3/1 -o jsonl >"$tmp/ts.jsonl" 2>"$tmp/e" || fail "bench -ts: $(cat "$tmp/e")"
+    python3 - "$tmp/ts.jsonl" <<'PY' || fail "bench -ts rows: $(cat "$tmp/ts.jsonl")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["tensor_split"] for r in rows] == ["1.00/2.00", "3.00/1.00"], rows
+assert all(r["avg_ts"] > 0 and "sim:1" in r["placement"] for r in rows), rows
+PY
+fi
 echo "cli_bench: ok"

@@ -44,8 +44,15 @@ grep -q "compute buffer: .*-amb 1)" "$tmp/e" || fail "-amb not in the compute bu
 # the weight totals per backend are printed; a rule naming a backend that is not loaded is refused.
 sim=${2:-}
 if [ -n "$sim" ]; then
+  # The cpu's cost rates fixed (as measured on a quiet 2-core VM): the cpu plugin otherwise measures
+  # them when it starts, a loaded machine (the other tests) measures less, and the plan then puts
+  # other ops on sim, which can change the last bits of results (a copy to sim makes a strided
+  # operand contiguous: another summation order) and, over 32 greedy tokens, a token.
+  cpu_rates='[plugins.cpu]\nmemory_gbps = "55"\nlaunch_us = "0.2"\n'
+  printf "$cpu_rates" >"$tmp/rates.toml"
   "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
       --tokens --plugin "$sim" --backend sim --cpu-moe --offload-policy mul_mat_id=0,moe.fused_up_gate=0 \
+      --config "$tmp/rates.toml" \
       >"$tmp/hybrid" 2>"$tmp/e" || fail "run on cpu + sim: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid" || fail "cpu + sim generated other tokens than the cpu alone"
   grep -q "weights: sim .* MiB (.* tensors), cpu .* MiB" "$tmp/e" || fail "no weight totals: $(cat "$tmp/e")"
@@ -54,7 +61,8 @@ if [ -n "$sim" ]; then
   # -ngl 2 of the tiny model's 3 layers (llama.cpp's partial offload): layers 1-2, weights and
   # KV cache, on sim; layer 0, the embeddings and the output on the cpu; the cpu's tokens.
   "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --backend sim -ngl 2 >"$tmp/ngl" 2>"$tmp/e" || fail "run -ngl 2: $(cat "$tmp/e")"
+      --tokens --plugin "$sim" --backend sim -ngl 2 --config "$tmp/rates.toml" >"$tmp/ngl" 2>"$tmp/e" ||
+      fail "run -ngl 2: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/ngl" || fail "-ngl 2 generated other tokens than the cpu alone"
   grep -q "^-ngl 2: layers 1-2 (weights and KV cache) on sim, the rest on cpu" "$tmp/e" || fail "-ngl 2: $(cat "$tmp/e")"
   "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -c 256 -ub 16 --plugin "$sim" --backend sim -ngl 2 \
@@ -77,6 +85,7 @@ PY
   # (--tensor-split): layer 0 with its KV cache on sim, layers 1-2 on sim:1, the embeddings and
   # the output on sim (the default); the cpu's tokens. More proportions than devices: refused.
   printf '[plugins.sim]\ndevices = "2"\n' >"$tmp/two.toml"
+  printf "$cpu_rates" >>"$tmp/two.toml"
   "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
       --tokens --plugin "$sim" --backend sim --config "$tmp/two.toml" -ngl 4 -ts 1,2 >"$tmp/ts" 2>"$tmp/e" \
       || fail "run -ts 1,2: $(cat "$tmp/e")"
@@ -100,6 +109,7 @@ PY
   # Every product offloaded: the host-resident experts go to sim as the batches route to them
   # (the executor uploads only those), and the tokens stay the cpu's.
   printf '[offload]\nmode = "always"\n' >"$tmp/always.toml"
+  printf "$cpu_rates" >>"$tmp/always.toml"
   "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
       --tokens --plugin "$sim" --backend sim --cpu-moe --config "$tmp/always.toml" \
       >"$tmp/hybrid3" 2>"$tmp/e" || fail "run on cpu + sim, offload always: $(cat "$tmp/e")"
@@ -107,6 +117,7 @@ PY
   # --fit on a 272 MiB device (256 of them the device reserve): the non-expert weights and
   # some experts fit, the other experts stay on the cpu; the tokens stay the cpu's.
   printf '[plugins.sim]\nmemory_mib = "272"\n' >"$tmp/small.toml"
+  printf "$cpu_rates" >>"$tmp/small.toml"
   "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
       --tokens --plugin "$sim" --backend sim --fit --fit-margin 0 --config "$tmp/small.toml" \
       >"$tmp/fit" 2>"$tmp/e" || fail "run --fit: $(cat "$tmp/e")"

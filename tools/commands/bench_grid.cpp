@@ -115,7 +115,11 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("--cache-type-k", cache_k, "K cache types (default f16)");
     app.add_option("--cache-type-v", cache_v, "V cache types (default f16)");
     app.add_option("--flash-attn", flash_attn, "on, off, auto (default auto)");
-    app.add_option("--n-gpu-layers", ngl, "0, or at least n_layer + 1 (default: not given)");
+    app.add_option("--n-gpu-layers", ngl,
+                   "Layers on the GPU: the last N, all from n_layer + 1 (default: not given)");
+    app.add_option("--tensor-split", tensor_splits,
+                   "Proportions of the device layers per device, '/'-separated as llama-bench "
+                   "(3/1; \"\" none)");
     app.add_option("--n-cpu-moe", n_cpu_moe, "Routed experts of the first N layers on the cpu");
     app.add_option("--config", configs, "TOML configuration files (\"\" none)");
     app.add_option("--cost-table", cost_tables,
@@ -180,11 +184,17 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     const auto cfgs = split_list("--config", configs, ',', "", true);
     const auto costs = split_list("--cost-table", cost_tables, ',', "", true);
     const auto ots = split_list("-ot", overrides, ',', "", true);
+    const auto tss = split_list("-ts", tensor_splits, ',', "", true);
+    // llama-bench's "3/1" is --tensor-split's "3,1".
+    const auto as_split = [](std::string v) {
+        std::replace(v.begin(), v.end(), '/', ',');
+        return v;
+    };
     const auto files = split_list("-m", models, ',', "");
     size_t count = 1;
-    for (size_t n :
-         {files.size(), cfgs.size(), costs.size(), ots.size(), ngls.size(), ncmoes.size(), ts.size(), bs.size(),
-          ubs.size(), cks.size(), cvs.size(), fas.size(), mlas.size(), ambs.size(), fmoes.size()}) {
+    for (size_t n : {files.size(), cfgs.size(), costs.size(), ots.size(), tss.size(), ngls.size(),
+                     ncmoes.size(), ts.size(), bs.size(), ubs.size(), cks.size(), cvs.size(),
+                     fas.size(), mlas.size(), ambs.size(), fmoes.size()}) {
         count *= n;
         if (count > kMaxInstances)
             throw Error(
@@ -207,6 +217,8 @@ std::vector<BenchInstance> BenchGrid::instances() const {
         if (!ot.empty())
             for (const std::string& rule : split_list("-ot", {ot}, ';', ""))
                 parse_override_tensor(rule, "-ot '" + ot + "'");
+    for (const std::string& split : tss)
+        if (!split.empty()) parse_tensor_split(as_split(split), "-ts '" + split + "'");
     for (const std::string& cfg : cfgs)
         if (!cfg.empty()) load_config(cfg);
     for (const std::string& table : costs)
@@ -237,6 +249,7 @@ std::vector<BenchInstance> BenchGrid::instances() const {
         c.override_text = v;
         if (!v.empty()) c.model.override_tensor = split_list("-ot", {v}, ';', "");
     });
+    expand(tss, [&as_split](BenchInstance& c, S v) { c.model.tensor_split = as_split(v); });
     expand(ngls, [](BenchInstance& c, I v) { c.model.ngl = int(v); });
     expand(ncmoes, [](BenchInstance& c, I v) { c.model.n_cpu_moe = int(v); });
     expand(ts, [](BenchInstance& c, I v) { c.model.plugins.threads = int(v); });

@@ -33,14 +33,14 @@ Json record_json(const BenchRecord& r, bool arrays) {
     j["type_v"] = r.type_v;
     j["n_gpu_layers"] = r.n_gpu_layers;
     j["n_cpu_moe"] = r.n_cpu_moe;
-    // llama-bench's multi-GPU and embedding fields, as switchyard runs: no split across GPUs (the
-    // scheduler places ops, device 0 of each backend), the KV cache where the primary backend
-    // is, no embeddings mode.
+    // llama-bench's multi-GPU and embedding fields, as switchyard runs: layers split by -ts
+    // (split_mode stays "none": the scheduler places ops, not llama.cpp's row/layer modes), the
+    // KV cache with its layer's weights, no embeddings mode.
     j["split_mode"] = "none";
     j["main_gpu"] = 0;
     j["no_kv_offload"] = false;
     j["flash_attn"] = r.flash_attn;
-    j["tensor_split"] = "0.00";
+    j["tensor_split"] = r.tensor_split;
     j["mla_attn"] = r.mla_attn;
     j["attn_max_batch"] = r.attn_max_batch;
     j["ser"] = r.ser;
@@ -155,6 +155,7 @@ const std::vector<Column>& md_columns() {
         {"ncmoe", true, [](const BenchRecord& r) { return std::to_string(r.n_cpu_moe); }, "0"},
         {"mmap", true, [](const BenchRecord& r) { return bool_text(r.use_mmap); }, "1"},
         {"ot", false, [](const BenchRecord& r) { return r.override_tensor; }, ""},
+        {"ts", false, [](const BenchRecord& r) { return r.tensor_split; }, "0.00"},
         {"config", false, [](const BenchRecord& r) { return r.config; }, ""},
         {"fmoe", true, [](const BenchRecord& r) { return bool_text(r.fused_moe); }, "1"},
         {"placement", false, [](const BenchRecord& r) { return r.placement; }, ""},

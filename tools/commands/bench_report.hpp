@@ -28,6 +28,7 @@ struct BenchRecord {
     int mla_attn = 3;
     int64_t attn_max_batch = 0;
     std::string ser, override_tensor, config, placement, offload_policy;
+    std::string tensor_split;  // llama-bench's form: "3.00/1.00", "0.00" for none
     llm::BenchTest test;
     std::string test_time;  // RFC 3339, UTC
     llm::BenchSamples samples;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "commands/plan.hpp"
+#include "switchyard/core/policy.hpp"
 #include "switchyard/llm/tensor_types.hpp"
 
 namespace sy::tools {
@@ -135,6 +136,12 @@ BenchRecord BenchSession::describe(const BenchInstance& in) const {
     r.attn_max_batch = in.model.attn_max_mib;
     r.ser = in.model.ser;
     r.override_tensor = in.override_text;
+    r.tensor_split = "0.00";
+    if (!in.model.tensor_split.empty()) {
+        r.tensor_split.clear();
+        for (double p : parse_tensor_split(in.model.tensor_split, "-ts"))
+            r.tensor_split += fmt::format("{}{:.2f}", r.tensor_split.empty() ? "" : "/", p);
+    }
     r.config = in.model.plugins.config_file;
     r.warnings = warnings;
     return r;
