@@ -210,9 +210,6 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
         }
         d.data = at_offset(buffer->base(), root.device_offset());
         d.buffer = buffer->get();
-        // A session's device copy: another session may later put another weight of the same
-        // model at this address, so the model's id does not describe these bytes.
-        d.constant_id = 0;
         bound_buffer_[id] = buffer;
         return;
     }
@@ -223,7 +220,6 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
     const auto offset = static_cast<uint64_t>(plan.staging_offset[id]);
     d.data = at_offset(staging_.base(), offset);
     d.buffer = staging_.get();
-    d.constant_id = 0;  // the staging buffer holds other bytes at this address for other plans
     bound_buffer_[id] = &staging_;
     // Inputs change every run; weights only when the layout or their host memory changes, and
     // routed expert weights expert by expert (stage_experts).
@@ -246,7 +242,6 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
 void Executor::bind_import(const Tensor& root, const CachedPlan& plan, const void* host) {
     const auto id = static_cast<size_t>(root.id());
     sy_tensor& d = bound_[id];
-    d.constant_id = 0;  // a copy made for this plan, not the weight's own bytes
     if (host_memory_) {
         if (host == nullptr)
             throw Error("executor: import " + root.describe() + " has no host memory to read");
@@ -296,6 +291,10 @@ void Executor::bind(std::span<const void* const> import_host) {
             bound_[id].buffer = compute_.get();
             bound_buffer_[id] = &compute_;
         }
+        // A weight's constant id describes its own bytes only: a device copy (another session
+        // may put another weight of the model at that address), a staged copy (other plans put
+        // other bytes there) or an imported copy carries none.
+        if (bound_[id].data != root->host_data()) bound_[id].constant_id = 0;
     }
     for (const Tensor* t : touched) {
         const auto id = static_cast<size_t>(t->id());

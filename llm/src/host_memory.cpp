@@ -1,17 +1,11 @@
 #include "switchyard/llm/host_memory.hpp"
 
-#include <fstream>
-#include <string>
+#include "switchyard/sdk.hpp"
 
 namespace sy::llm {
 
 uint64_t available_memory() {
-    std::ifstream in("/proc/meminfo");
-    std::string key, unit;
-    uint64_t kib = 0;
-    while (in >> key >> kib >> unit)
-        if (key == "MemAvailable:") return kib * 1024;
-    return 0;
+    return sdk::available_memory();
 }
 
 }  // namespace sy::llm

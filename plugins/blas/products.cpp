@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
-#include <fstream>
 #include <new>
 #include <string>
 #include <vector>
@@ -44,10 +43,7 @@ const void* WeightCache::find(const Key& key) const {
 }
 
 void* WeightCache::insert(const Key& key, size_t bytes) {
-    if (bytes_ + bytes > resolved_budget()) {
-        ++refused_;
-        return nullptr;
-    }
+    if (bytes_ + bytes > resolved_budget()) return nullptr;
     const size_t rounded = (bytes + 63) / 64 * 64;
     std::unique_ptr<void, Free> p(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
     if (!p) throw std::bad_alloc();
@@ -87,44 +83,29 @@ void WeightCache::erase(const Key& key) {
 }
 
 void WeightCache::release(uint64_t constant_id) {
-    for (auto it = promised_.begin(); it != promised_.end();) {
-        if (it->first.first != constant_id) {
-            ++it;
-            continue;
-        }
-        promised_bytes_ -= it->second;
-        it = promised_.erase(it);
-    }
-    for (auto it = entries_.begin(); it != entries_.end();) {
-        if (it->first.constant_id != constant_id) {
-            ++it;
-            continue;
-        }
-        bytes_ -= it->second.bytes;
-        it = entries_.erase(it);
-    }
+    std::erase_if(promised_, [&](const auto& p) {
+        if (p.first.first != constant_id) return false;
+        promised_bytes_ -= p.second;
+        return true;
+    });
+    std::erase_if(entries_, [&](const auto& e) {
+        if (e.first.constant_id != constant_id) return false;
+        bytes_ -= e.second.bytes;
+        return true;
+    });
 }
 
 void WeightCache::clear() {
     entries_.clear();
     promised_.clear();
-    bytes_ = promised_bytes_ = refused_ = 0;
+    bytes_ = promised_bytes_ = 0;
 }
 
 uint64_t default_weight_cache_budget() {
     const auto page = uint64_t(sysconf(_SC_PAGESIZE));
     const uint64_t total = uint64_t(sysconf(_SC_PHYS_PAGES)) * page;
-    uint64_t available = total;
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (in >> key >> kib >> unit)
-        if (key == "MemAvailable:") {
-            available = kib * 1024;
-            break;
-        }
-    return std::min(total / 4, available / 2);
+    const uint64_t available = sdk::available_memory();
+    return std::min(total / 4, (available > 0 ? available : total) / 2);
 }
 
 WeightCache::Key weight_key(const sy_tensor& a, const void* w, GemmType to) {
@@ -143,13 +124,18 @@ bool operand_in_place(const sy_tensor& a, GemmType to) {
     return same && a.nb[0] == es && a.nb[1] % es == 0 && a.nb[1] >= a.ne[0] * es;
 }
 
+// Whether a constant weight gets a kept copy at all: weights used in place only in the engine's
+// packed layout (`packed_bytes` > 0), converted ones when worth_keeping.
+bool copy_wanted(const sy_tensor& a, GemmType to, size_t packed_bytes) {
+    return operand_in_place(a, to) ? packed_bytes > 0 : worth_keeping(a.type, to);
+}
+
 bool weights_kept(Workspace& ws, const sy_tensor& a, GemmType to, double matrices, bool* packed) {
     *packed = false;
     const WeightCache::Key key = weight_key(a, a.data, to);
     if (key.constant_id == 0) return false;
     const size_t packed_bytes = ws.engine->packed_weight_bytes(to, a.ne[1], a.ne[0]);
-    // As weight_operand: weights used in place are kept only packed, converted ones when worth it.
-    if (operand_in_place(a, to) ? packed_bytes == 0 : !worth_keeping(a.type, to)) return false;
+    if (!copy_wanted(a, to, packed_bytes)) return false;
     if (a.data != nullptr && ws.weights.find(key) != nullptr) {
         *packed = packed_bytes > 0;
         return true;
@@ -258,7 +244,7 @@ void weight_operand(Workspace& ws, Scratch& scratch, const sy_tensor& a, const c
     g.ldw = K;
     const WeightCache::Key key = weight_key(a, w, t);
     const size_t packed = key.constant_id != 0 ? ws.engine->packed_weight_bytes(t, N, K) : 0;
-    if (key.constant_id != 0 && (in_place ? packed > 0 : worth_keeping(a.type, t))) {
+    if (key.constant_id != 0 && copy_wanted(a, t, packed)) {
         if (const void* kept = ws.weights.find(key)) {
             g.w = kept;
             g.w_packed = packed > 0;

@@ -73,8 +73,6 @@ class WeightCache {
     uint64_t budget() const;
     void set_budget(uint64_t bytes) { budget_ = bytes, automatic_ = false; }
     void set_automatic_budget() { automatic_ = true, resolved_ = false; }
-    // Copies that did not fit since the last clear() (converted per call instead).
-    uint64_t refused() const { return refused_; }
 
   private:
     uint64_t resolved_budget();
@@ -88,7 +86,7 @@ class WeightCache {
     };
     std::map<Key, Entry> entries_;
     std::map<std::pair<uint64_t, std::string>, size_t> promised_;
-    uint64_t bytes_ = 0, budget_ = 0, refused_ = 0, promised_bytes_ = 0;
+    uint64_t bytes_ = 0, budget_ = 0, promised_bytes_ = 0;
     bool automatic_ = true, resolved_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "switchyard/sdk.hpp"
 #include "thread_pool.hpp"
 
 namespace sy::cpu {
@@ -123,8 +124,7 @@ uint64_t memory_total_bytes() {
 }
 
 uint64_t memory_available_bytes() {
-    const std::string kb = proc_field("/proc/meminfo", "MemAvailable");
-    if (!kb.empty()) return uint64_t(std::strtoull(kb.c_str(), nullptr, 10)) * 1024u;
+    if (const uint64_t available = sdk::available_memory(); available > 0) return available;
     const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }

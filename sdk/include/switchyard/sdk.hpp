@@ -250,6 +250,19 @@ inline bool is_contiguous(const sy_tensor& t) {
     return true;
 }
 
+// The host's MemAvailable (/proc/meminfo) in bytes, or 0 when unknown.
+inline uint64_t available_memory() {
+    std::FILE* f = std::fopen("/proc/meminfo", "r");
+    if (f == nullptr) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f))
+        found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(f);
+    return found ? uint64_t(kib) * 1024u : 0;
+}
+
 // A copy of `t` that reads only the fields its struct_size holds (a tensor from an older host is
 // shorter than this build's sy_tensor: `sy_tensor copy = t` would read past it); the fields it
 // lacks are zero, and the copy's struct_size is this build's.
