@@ -14,7 +14,7 @@
 // conversions.
 // For one token (M = 1) that is never below the CPU plugin's GEMV (same bytes, larger fixed
 // cost, plus the conversions); for a prompt ubatch the GEMM rate wins. The measurement takes
-// ~0.2 s and is repeated when the thread count or the engine changes.
+// ~0.5 s and is repeated when the thread count or the engine changes.
 #pragma once
 
 #include <array>

@@ -28,8 +28,10 @@ grep -E '^ +mul_mat +f32 <- \{f32,f16,bf16,q4_0,' <<<"$blas" >/dev/null ||
 
 # plan: the bf16 model's dense products in a prompt ubatch on blas, every product of a one-token
 # step on cpu. (The tiny model's experts are too small for a GEMM library to pay: they stay on
-# cpu here; on the mini model they go to blas too.)
-"$sy" plan -m "$m" --plugin "$blas_so" -ub 512 --json >"$tmp/plan.json" 2>"$tmp/e" ||
+# cpu here; on the mini model they go to blas too.) A ubatch of 1024: at 512 the tiny model's
+# attn_q_b product is ~50 us on blas against ~76 on cpu, and blas's per-product cost (waking its
+# passive OpenMP workers) measures 5 to 30 us from one process to the next.
+"$sy" plan -m "$m" --plugin "$blas_so" -ub 1024 -c 1024 --json >"$tmp/plan.json" 2>"$tmp/e" ||
     fail "plan: $(cat "$tmp/e")"
 python3 - "$tmp/plan.json" "$placement" <<'PY' || fail "plan placement"
 import json, sys
