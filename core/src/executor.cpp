@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "node_abi.hpp"
 #include "switchyard/core/error.hpp"
@@ -74,13 +75,15 @@ void Executor::begin(const Graph& graph, std::span<const int32_t> order,
     grow(plugin_, device_, compute_, plan.memory.peak_bytes);
     if (plan.staging_bytes > staging_.size()) {
         grow(plugin_, device_, staging_, plan.staging_bytes);
-        staged_plan_ = nullptr;  // a new buffer holds nothing yet
+        resident_.clear();  // a new buffer holds nothing yet
     }
     plan_ = &plan;
     last_graph_serial_ = graph.serial();
     report_.compute_buffer_bytes = compute_.size();
     report_.planned_peak_bytes = plan.memory.peak_bytes;
     report_.naive_bytes = plan.memory.naive_bytes;
+    report_.staging_buffer_bytes = staging_.size();
+    report_.staged_per_use = plan.per_use;
     report_.nodes = order.size();
 }
 
@@ -92,9 +95,12 @@ const void* Executor::planned_host_data(const Tensor& t) const {
     return at_offset(compute_.base(), *offset);
 }
 
-// Staged weights that the order reads only as the expert weights of expert products (whole
-// weight tensors, not views) are staged by experts; the products that read them are recorded.
-void Executor::find_routed(const Graph& graph, std::span<const int32_t> order, CachedPlan& plan) {
+// The upload steps of the staged weights: the ones the order reads only as the expert weights of
+// expert products (whole weight tensors, not views) are staged by experts at each such product;
+// the others whole, at the first node that reads them.
+void Executor::find_steps(const Graph& graph, std::span<const int32_t> order,
+                          std::span<const char> staged, std::span<const int32_t> first_read,
+                          CachedPlan& plan) {
     const size_t n = graph.tensors().size();
     std::vector<char> as_experts(n, 0), otherwise(n, 0);
     for (int32_t index : order) {
@@ -114,17 +120,107 @@ void Executor::find_routed(const Graph& graph, std::span<const int32_t> order, C
         }
     }
     plan.routed.assign(n, 0);
-    for (size_t id = 0; id < n; ++id)
-        plan.routed[id] = as_experts[id] && !otherwise[id] && plan.staging_offset[id] >= 0;
+    std::map<size_t, StageStep> whole;  // by the position of the first reader
+    for (size_t id = 0; id < n; ++id) {
+        if (!staged[id]) continue;
+        plan.routed[id] = as_experts[id] && !otherwise[id];
+        if (plan.routed[id]) continue;
+        const auto position = static_cast<size_t>(first_read[id]);
+        StageStep& step = whole.try_emplace(position, StageStep{position, -1, {}}).first->second;
+        step.weights.push_back(static_cast<int32_t>(id));
+    }
+    std::vector<StageStep> experts;
     for (size_t position = 0; position < order.size(); ++position) {
         const Node& node = graph.nodes()[static_cast<size_t>(order[position])];
-        const Node::ExpertSources experts = node.expert_sources();
-        if (experts.ids == nullptr || experts.ids->type() != SY_TYPE_I32) continue;
-        RoutedRead read{position, experts.ids->id(), {}};
-        for (const Tensor* w : experts.weights)
-            if (plan.routed[static_cast<size_t>(w->id())]) read.weights.push_back(w->id());
-        if (!read.weights.empty()) plan.routed_reads.push_back(std::move(read));
+        const Node::ExpertSources sources = node.expert_sources();
+        if (sources.ids == nullptr || sources.ids->type() != SY_TYPE_I32) continue;
+        StageStep step{position, sources.ids->id(), {}};
+        for (const Tensor* w : sources.weights)
+            if (plan.routed[static_cast<size_t>(w->id())]) step.weights.push_back(w->id());
+        if (!step.weights.empty()) experts.push_back(std::move(step));
     }
+    // Whole weights first where both upload before one node.
+    plan.steps.clear();
+    for (auto& [position, step] : whole) plan.steps.push_back(std::move(step));
+    plan.steps.insert(plan.steps.end(), experts.begin(), experts.end());
+    std::stable_sort(
+        plan.steps.begin(), plan.steps.end(),
+        [](const StageStep& a, const StageStep& b) { return a.position < b.position; });
+}
+
+// Slots in the staging buffer for what the order reads from the host: each input and import
+// one for the plan; each host weight one too, or, when the weights are more than the staging
+// limit, room that weights read at different times share (the memory planner's best-fit ranges
+// over the positions from a weight's first to its last reader).
+void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order, CachedPlan& plan) {
+    const size_t n = graph.tensors().size();
+    const auto slot = [](const Tensor& t) {
+        const auto bytes = static_cast<uint64_t>(t.bytes());
+        return (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+    };
+    plan.staging_offset.assign(n, -1);
+    std::vector<char> staged(n, 0);
+    std::vector<int32_t> first(n, -1), last(n, -1);
+    std::vector<int32_t> weights;  // by first read
+    uint64_t weight_bytes = 0;
+    for (size_t position = 0; position < order.size(); ++position) {
+        const Node& node = graph.nodes()[static_cast<size_t>(order[position])];
+        for (const Tensor* t : node.touched()) {
+            const Tensor* root = t->base();
+            const auto id = static_cast<size_t>(root->id());
+            const bool imported = import_of_[id] >= 0;
+            // An import gets a slot even when it lives in another plugin's buffer: the
+            // scheduler fetches it and uploads it there.
+            if (!imported && (!root->is_external() || root->device_buffer())) continue;
+            if (!imported && root->kind() == TensorKind::weight) {
+                if (!staged[id]) {
+                    staged[id] = 1;
+                    first[id] = static_cast<int32_t>(position);
+                    weights.push_back(static_cast<int32_t>(id));
+                    weight_bytes += slot(*root);
+                }
+                last[id] = static_cast<int32_t>(position);
+                continue;
+            }
+            if (plan.staging_offset[id] >= 0) continue;
+            plan.staging_offset[id] = static_cast<int64_t>(plan.staging_bytes);
+            plan.staging_bytes += slot(*root);
+        }
+    }
+    uint64_t limit = staging_limit_;
+    if (limit == 0) {
+        const uint64_t free = plugin_.device_props(device_).memory_free;
+        limit = free > 0 ? (free + staging_.size()) / 2 : UINT64_MAX;
+    }
+    plan.per_use = weight_bytes > limit;
+    if (!plan.per_use) {
+        for (int32_t id : weights) {
+            plan.staging_offset[size_t(id)] = static_cast<int64_t>(plan.staging_bytes);
+            plan.staging_bytes += slot(*graph.tensors()[size_t(id)]);
+        }
+    } else {
+        // Taken at a weight's first reader, given back after its last one (the executor
+        // uploads a weight only after the nodes before its first reader ran).
+        RangeAllocator ranges;
+        std::vector<std::vector<int32_t>> ending(order.size());
+        std::vector<uint64_t> at(n, 0);
+        size_t next = 0;
+        for (size_t position = 0; position < order.size(); ++position) {
+            for (; next < weights.size() && size_t(first[size_t(weights[next])]) == position;
+                 ++next) {
+                const auto id = static_cast<size_t>(weights[next]);
+                at[id] = ranges.allocate(slot(*graph.tensors()[id]));
+                ending[size_t(last[id])].push_back(weights[next]);
+            }
+            for (int32_t id : ending[position])
+                ranges.release(at[size_t(id)], slot(*graph.tensors()[size_t(id)]));
+        }
+        for (int32_t id : weights)
+            plan.staging_offset[size_t(id)] =
+                static_cast<int64_t>(plan.staging_bytes + at[size_t(id)]);
+        plan.staging_bytes += ranges.peak();
+    }
+    find_steps(graph, order, staged, first, plan);
 }
 
 const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<const int32_t> order) {
@@ -138,34 +234,11 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
         report_.plan_reused = true;
         return it->second;
     }
-    if (cache_.size() >= kMaxCachedPlans) {
-        cache_.clear();
-        staged_plan_ = nullptr;
-    }
+    if (cache_.size() >= kMaxCachedPlans) cache_.clear();
     CachedPlan plan;
     plan.memory = plan_memory(graph, order);
     plan.staging_offset.assign(graph.tensors().size(), -1);
-    if (!host_memory_) {
-        for (int32_t index : order) {
-            const Node& n = graph.nodes()[static_cast<size_t>(index)];
-            for (const Tensor* t : n.touched()) {
-                const Tensor* root = t->base();
-                const auto id = static_cast<size_t>(root->id());
-                const bool imported = import_of_[id] >= 0;
-                // An import gets a slot even when it lives in another plugin's buffer: the
-                // scheduler fetches it and uploads it there.
-                if ((!root->is_external() && !imported) || (root->device_buffer() && !imported) ||
-                    plan.staging_offset[id] >= 0) {
-                    continue;
-                }
-                plan.staging_offset[id] = static_cast<int64_t>(plan.staging_bytes);
-                const auto bytes = static_cast<uint64_t>(root->bytes());
-                plan.staging_bytes +=
-                    (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-            }
-        }
-        find_routed(graph, order, plan);
-    }
+    if (!host_memory_) plan_staging(graph, order, plan);
     return cache_.emplace(std::move(key), std::move(plan)).first->second;
 }
 
@@ -221,20 +294,11 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
     d.data = at_offset(staging_.base(), offset);
     d.buffer = staging_.get();
     bound_buffer_[id] = &staging_;
-    // Inputs change every run; weights only when the layout or their host memory changes, and
-    // routed expert weights expert by expert (stage_experts).
-    const bool stale = staged_plan_ != &plan || staged_from_[id] != root.host_data();
-    if (plan.routed[id]) {
-        if (stale) {
-            staged_from_[id] = root.host_data();
-            staged_experts_[id].assign(static_cast<size_t>(root.ne(2)), 0);
-        }
-        return;
-    }
-    if (root.kind() == TensorKind::input || stale) {
+    // Inputs change every run; weights are uploaded by compute(), before their first reader.
+    if (root.kind() == TensorKind::input) {
         const auto bytes = static_cast<uint64_t>(root.bytes());
+        forget(offset, bytes);
         plugin_.set(staging_, offset, root.host_data(), bytes);
-        staged_from_[id] = root.host_data();
         report_.staged_bytes += bytes;
     }
 }
@@ -265,10 +329,6 @@ void Executor::bind(std::span<const void* const> import_host) {
     const size_t n = graph.tensors().size();
     bound_.assign(n, sy_tensor{});
     bound_buffer_.assign(n, nullptr);
-    if (staged_from_.size() != n || staged_plan_ != &plan) {
-        staged_from_.assign(n, nullptr);
-        staged_experts_.assign(n, {});
-    }
 
     std::vector<const Tensor*> touched;
     for (int32_t index : order) {
@@ -313,21 +373,20 @@ void Executor::bind(std::span<const void* const> import_host) {
         const Node& node = graph.nodes()[static_cast<size_t>(index)];
         nodes_.push_back(raw_node(node, bound_));
     }
-    staged_plan_ = &plan;
 }
 
 void Executor::compute(size_t first, size_t end) {
     if (!plan_ || end > nodes_.size() || first > end)
         throw Error("executor: compute(" + std::to_string(first) + ", " + std::to_string(end) +
                     ") outside the bound sequence of " + std::to_string(nodes_.size()) + " nodes");
-    // Up to each expert product with routed weights, run what comes before it (its ids may be
-    // among the results), then upload the experts it needs.
+    // Up to each node with weights to upload, run what comes before it (an expert product's ids
+    // may be among the results; per-use room is free once earlier readers ran), then upload.
     size_t at = first;
-    for (const RoutedRead& read : plan_->routed_reads) {
-        if (read.position < first || read.position >= end) continue;
-        run_nodes(at, read.position);
-        stage_experts(read);
-        at = read.position;
+    for (const StageStep& step : plan_->steps) {
+        if (step.position < first || step.position >= end || !needs_upload(step)) continue;
+        run_nodes(at, step.position);
+        stage(step);
+        at = step.position;
     }
     run_nodes(at, end);
 }
@@ -369,38 +428,71 @@ void Executor::run_nodes(size_t first, size_t end) {
     }
 }
 
-// The experts named by the ids of the product at read.position that the staging buffer lacks are
-// uploaded, in runs of consecutive experts; ids outside [0, E) are left to the plugin to refuse.
-void Executor::stage_experts(const RoutedRead& read) {
-    const auto missing = [&](int32_t w) {
-        const std::vector<char>& have = staged_experts_[static_cast<size_t>(w)];
-        return std::find(have.begin(), have.end(), 0) != have.end();
-    };
-    if (std::none_of(read.weights.begin(), read.weights.end(), missing)) return;
-    const std::vector<int32_t> ids = read_ids(*graph_->tensors()[static_cast<size_t>(read.ids)]);
-    for (int32_t w : read.weights) {
+const Executor::Resident* Executor::resident(uint64_t offset, const Tensor& weight) const {
+    const auto it = resident_.find(offset);
+    if (it == resident_.end() || it->second.host != weight.host_data() ||
+        it->second.bytes != static_cast<uint64_t>(weight.bytes()))
+        return nullptr;
+    return &it->second;
+}
+
+// The record of `weight` at `offset`, a new one (nothing there yet) unless the buffer holds
+// its bytes there already; records of what the new one overlaps are dropped.
+Executor::Resident& Executor::hold(uint64_t offset, const Tensor& weight, size_t pieces) {
+    if (const Resident* r = resident(offset, weight); r && r->have.size() == pieces)
+        return resident_[offset];
+    const auto bytes = static_cast<uint64_t>(weight.bytes());
+    forget(offset, bytes);
+    return resident_[offset] = Resident{weight.host_data(), bytes, std::vector<char>(pieces, 0)};
+}
+
+// Drops the records of ranges that overlap [offset, offset + bytes): about to be overwritten.
+void Executor::forget(uint64_t offset, uint64_t bytes) {
+    auto it = resident_.upper_bound(offset);
+    if (it != resident_.begin()) {
+        const auto before = std::prev(it);
+        if (before->first + before->second.bytes > offset) it = before;
+    }
+    while (it != resident_.end() && it->first < offset + bytes) it = resident_.erase(it);
+}
+
+bool Executor::needs_upload(const StageStep& step) const {
+    return std::any_of(step.weights.begin(), step.weights.end(), [&](int32_t w) {
         const Tensor& root = *graph_->tensors()[static_cast<size_t>(w)];
-        std::vector<char>& have = staged_experts_[static_cast<size_t>(w)];
-        const auto experts = static_cast<int64_t>(have.size());
-        std::vector<char> wanted(have.size(), 0);
-        for (int32_t e : ids)
-            if (e >= 0 && e < experts && !have[static_cast<size_t>(e)])
-                wanted[static_cast<size_t>(e)] = 1;
-        const auto per_expert = static_cast<uint64_t>(root.nb(2));
+        const Resident* r = resident(static_cast<uint64_t>(plan_->staging_offset[size_t(w)]), root);
+        return r == nullptr || std::find(r->have.begin(), r->have.end(), 0) != r->have.end();
+    });
+}
+
+// Uploads the step's weights that the buffer lacks: whole, or the experts named by the ids of
+// the expert product at step.position (in runs of consecutive experts; ids outside [0, E) are
+// left to the plugin to refuse).
+void Executor::stage(const StageStep& step) {
+    std::vector<int32_t> ids;
+    if (step.ids >= 0) ids = read_ids(*graph_->tensors()[static_cast<size_t>(step.ids)]);
+    for (int32_t w : step.weights) {
+        const Tensor& root = *graph_->tensors()[static_cast<size_t>(w)];
+        const auto pieces = static_cast<size_t>(step.ids >= 0 ? root.ne(2) : 1);
         const auto offset = static_cast<uint64_t>(plan_->staging_offset[static_cast<size_t>(w)]);
+        std::vector<char>& have = hold(offset, root, pieces).have;
+        std::vector<char> wanted(pieces, 0);
+        if (step.ids < 0) wanted[0] = !have[0];
+        for (int32_t e : ids)
+            if (e >= 0 && size_t(e) < pieces && !have[size_t(e)]) wanted[size_t(e)] = 1;
+        const uint64_t per_piece = static_cast<uint64_t>(root.bytes()) / pieces;
         const auto* host = static_cast<const std::byte*>(root.host_data());
-        for (int64_t e = 0; e < experts;) {
-            if (!wanted[static_cast<size_t>(e)]) {
+        for (size_t e = 0; e < pieces;) {
+            if (!wanted[e]) {
                 ++e;
                 continue;
             }
-            int64_t last = e;
-            while (last + 1 < experts && wanted[static_cast<size_t>(last + 1)]) ++last;
-            const uint64_t begin = static_cast<uint64_t>(e) * per_expert;
-            const uint64_t bytes = static_cast<uint64_t>(last + 1 - e) * per_expert;
+            size_t last = e;
+            while (last + 1 < pieces && wanted[last + 1]) ++last;
+            const uint64_t begin = e * per_piece;
+            const uint64_t bytes = (last + 1 - e) * per_piece;
             plugin_.set(staging_, offset + begin, host + begin, bytes);
             report_.staged_bytes += bytes;
-            for (int64_t k = e; k <= last; ++k) have[static_cast<size_t>(k)] = 1;
+            for (size_t k = e; k <= last; ++k) have[k] = 1;
             e = last + 1;
         }
     }
@@ -440,6 +532,7 @@ void Executor::upload(size_t import, const void* host) {
     if (host_memory_) return;  // bound to the host bytes themselves
     const Tensor& root = *graph_->tensors()[static_cast<size_t>(imports_[import])];
     const auto bytes = static_cast<uint64_t>(root.bytes());
+    forget(static_cast<uint64_t>(plan_->staging_offset[size_t(root.id())]), bytes);
     plugin_.set(staging_, static_cast<uint64_t>(plan_->staging_offset[size_t(root.id())]), host,
                 bytes);
 }

@@ -17,57 +17,46 @@ uint64_t align_up(uint64_t n) {
     return (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
 }
 
-// Ranges of one growing buffer: best-fit reuse of freed ranges, otherwise growth at the top.
-class BestFitRanges {
-  public:
-    uint64_t allocate(uint64_t size) {
-        auto best = free_.end();
-        for (auto it = free_.begin(); it != free_.end(); ++it) {
-            if (it->second >= size && (best == free_.end() || it->second < best->second)) best = it;
-        }
-        if (best == free_.end()) {
-            const uint64_t offset = top_;
-            top_ += size;
-            peak_ = std::max(peak_, top_);
-            return offset;
-        }
-        const uint64_t offset = best->first;
-        const uint64_t rest = best->second - size;
-        free_.erase(best);
-        if (rest > 0) free_.emplace(offset + size, rest);
+}  // namespace
+
+uint64_t RangeAllocator::allocate(uint64_t size) {
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->second >= size && (best == free_.end() || it->second < best->second)) best = it;
+    }
+    if (best == free_.end()) {
+        const uint64_t offset = top_;
+        top_ += size;
+        peak_ = std::max(peak_, top_);
         return offset;
     }
+    const uint64_t offset = best->first;
+    const uint64_t rest = best->second - size;
+    free_.erase(best);
+    if (rest > 0) free_.emplace(offset + size, rest);
+    return offset;
+}
 
-    void release(uint64_t offset, uint64_t size) {
-        auto next = free_.lower_bound(offset);
-        if (next != free_.end() && next->first == offset + size) {  // merge with the range after
-            size += next->second;
-            next = free_.erase(next);
-        }
-        if (next != free_.begin()) {  // merge with the range before
-            auto prev = std::prev(next);
-            if (prev->first + prev->second == offset) {
-                offset = prev->first;
-                size += prev->second;
-                free_.erase(prev);
-            }
-        }
-        if (offset + size == top_) {
-            top_ = offset;  // the top shrinks, so growth reuses this range first
-        } else {
-            free_.emplace(offset, size);
+void RangeAllocator::release(uint64_t offset, uint64_t size) {
+    auto next = free_.lower_bound(offset);
+    if (next != free_.end() && next->first == offset + size) {  // merge with the range after
+        size += next->second;
+        next = free_.erase(next);
+    }
+    if (next != free_.begin()) {  // merge with the range before
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == offset) {
+            offset = prev->first;
+            size += prev->second;
+            free_.erase(prev);
         }
     }
-
-    uint64_t peak() const { return peak_; }
-
-  private:
-    std::map<uint64_t, uint64_t> free_;  // offset -> size, never touching each other or the top
-    uint64_t top_ = 0;
-    uint64_t peak_ = 0;
-};
-
-}  // namespace
+    if (offset + size == top_) {
+        top_ = offset;  // the top shrinks, so growth reuses this range first
+    } else {
+        free_.emplace(offset, size);
+    }
+}
 
 std::optional<uint64_t> MemoryPlan::offset_of(const Tensor& t) const {
     const auto base = static_cast<size_t>(t.base()->id());
@@ -147,7 +136,7 @@ MemoryPlan plan_memory(const Graph& graph, std::span<const int32_t> order) {
 
     MemoryPlan plan;
     plan.offset_by_tensor.assign(n_tensors, -1);
-    BestFitRanges ranges;
+    RangeAllocator ranges;
     std::vector<size_t> slot_of(n_tensors, 0);
     for (int32_t step = 0; step < n_steps; ++step) {
         // Allocate before freeing: a node's result must not overlap its sources.

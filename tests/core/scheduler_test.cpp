@@ -405,6 +405,44 @@ TEST(Scheduler, DeviceUploadsOnlyTheRoutedExperts) {
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
 }
 
+// Over the staging limit, weights read at different times share the staging buffer: up and gate
+// (read by the fused product) and then down in the room up had. The buffer holds two expert
+// tensors instead of three; the experts are uploaded again when their room was reused, and only
+// then (gate's room is not reused); results stay the CPU's, bit for bit.
+TEST(Scheduler, OverTheStagingLimitWeightsShareTheirRoom) {
+    RoutedMoe m;
+    Executor device(sim(), 0), host(cpu(), 0);
+    constexpr uint64_t kTensor = RoutedMoe::E * RoutedMoe::kExpertBytes;
+    device.set_staging_limit(2 * kTensor);
+    const uint64_t inputs = (RoutedMoe::K + RoutedMoe::E) * RoutedMoe::T * sizeof(float);
+    auto check = [&](uint64_t experts_uploaded, const char* what) {
+        SCOPED_TRACE(what);
+        take_counters();
+        const RunReport& r = device.run(m.g);
+        EXPECT_TRUE(r.staged_per_use);
+        EXPECT_EQ(r.staged_bytes, inputs + experts_uploaded * RoutedMoe::kExpertBytes);
+        EXPECT_EQ(take_counters().to_device, r.staged_bytes) << "what the device received";
+        EXPECT_LT(r.staging_buffer_bytes, inputs + 2 * kTensor + 1024) << "not three tensors";
+        EXPECT_GE(r.staging_buffer_bytes, inputs + 2 * kTensor);
+        host.run(m.g);
+        const auto want = host.read<float>(*m.y), got = device.read<float>(*m.y);
+        ASSERT_EQ(want.size(), got.size());
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+    };
+    m.route({{1, 4}, {4, 6}, {6, 1}});
+    check(3 * 3, "experts 1, 4, 6 of up, gate and down");
+    check(2 * 3, "up's room held down: up and down again, gate kept");
+    m.route({{1, 2}, {2, 4}, {4, 1}});
+    check(2 * 3 + 1, "up and down again, gate's new expert 2");
+
+    // Under the limit nothing shares: the second run uploads only the inputs.
+    Executor roomy(sim(), 0);
+    roomy.set_staging_limit(3 * kTensor);
+    EXPECT_FALSE(roomy.run(m.g).staged_per_use);
+    EXPECT_GE(roomy.last_run().staging_buffer_bytes, inputs + 3 * kTensor);
+    EXPECT_EQ(roomy.run(m.g).staged_bytes, inputs);
+}
+
 // One MoE layer's routed-expert product over a batch: E experts of {K, N} in F16 homed on the
 // host; its activations come from a node that runs on the device.
 struct ExpertBatch {

@@ -2,12 +2,17 @@
 //   plan memory -> one compute buffer from the plugin -> bind every tensor's descriptor ->
 //   make weights and inputs reachable -> one compute() call -> synchronize.
 // Weights and inputs in host memory are used in place on a device that computes on host memory;
-// on any other device they are uploaded into a staging buffer (inputs every run, weights when
-// the plan or their host pointer changes). Expert weights that the sequence reads only through
-// expert products (MUL_MAT_ID, moe.fused_up_gate) are uploaded expert by expert: before such a
-// node runs, its ids are read back and the experts they name that the staging buffer does not
-// hold yet are copied, so a batch moves only the experts it routes to (and later batches only
-// the experts that are new to the buffer). Plans are cached by the graph's shape signature, so
+// on any other device they are uploaded into a staging buffer: inputs every run, weights just
+// before the first node that reads them, unless the buffer still holds those bytes there (the
+// executor keeps a record of what each range of the buffer holds). Expert weights that the
+// sequence reads only through expert products (MUL_MAT_ID, moe.fused_up_gate) are uploaded
+// expert by expert: before such a node runs, its ids are read back and the experts they name
+// that the staging buffer does not hold yet are copied, so a batch moves only the experts it
+// routes to (and later batches only the experts that are new to the buffer).
+// When the weights a sequence stages are more than the staging limit (set_staging_limit), each
+// weight's room is reused once the nodes reading it have run: the buffer then needs only what
+// is read at one time (one layer's experts, say), not every weight of the model, and weights
+// are uploaded again on every run. Plans are cached by the graph's shape signature, so
 // rebuilding the same graph every decode step reuses plan and buffers.
 //
 // The multi-backend scheduler (scheduler.hpp) gives one Executor all the nodes of a graph that
@@ -17,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -37,6 +43,8 @@ struct RunReport {
     uint64_t planned_peak_bytes = 0;    // what this plan needs
     uint64_t naive_bytes = 0;           // what it would need without reuse
     uint64_t staged_bytes = 0;          // weight and input bytes uploaded by this run
+    uint64_t staging_buffer_bytes = 0;  // size of the staging buffer (0 on host memory)
+    bool staged_per_use = false;        // this plan's weights were over the staging limit
     size_t nodes = 0;
     double backend_seconds = 0;  // inside the plugin's compute and synchronize calls (its own
                                  // node checks included); the rest of run() is the host's:
@@ -94,37 +102,59 @@ class Executor {
     // With a profile (profile.hpp), compute() runs and times one node at a time; nullptr stops.
     void set_profile(Profile* profile) { profile_ = profile; }
 
+    // The most bytes of host-resident weights a plan keeps staged at once; beyond it, weights
+    // share room by when they are read (see above). 0 (the default): half of what the device
+    // has free (its memory_free plus the staging buffer) when a plan is made; no limit when the
+    // plugin does not say. Applies to plans made after the call.
+    void set_staging_limit(uint64_t bytes) { staging_limit_ = bytes; }
+
     bool computes_on_host_memory() const { return host_memory_; }
     uint64_t compute_buffer_size() const { return compute_.size(); }
     size_t cached_plans() const { return cache_.size(); }
     const RunReport& last_run() const { return report_; }
 
   private:
-    // An expert product at `position` in the order whose staged expert weights are uploaded
-    // by the experts that its ids name (tensor ids: plans outlive the graphs they were made
-    // for, and rebuilt graphs of one shape number their tensors alike).
-    struct RoutedRead {
+    // Staged weights to upload before the node at `position` of the order runs: whole
+    // (ids < 0), or the experts that the ids (a tensor id) of the expert product there name.
+    // Tensor ids, not pointers: plans outlive the graphs they were made for, and rebuilt graphs
+    // of one shape number their tensors alike.
+    struct StageStep {
         size_t position;
-        int32_t ids;
+        int32_t ids = -1;
         std::vector<int32_t> weights;
     };
     struct CachedPlan {
         MemoryPlan memory;
         std::vector<int64_t> staging_offset;  // per tensor id: offset in staging_, -1 if not staged
         uint64_t staging_bytes = 0;
-        std::vector<char> routed;              // per tensor id: staged by experts
-        std::vector<RoutedRead> routed_reads;  // ascending positions
+        bool per_use = false;          // weights share room by when they are read
+        std::vector<char> routed;      // per tensor id: staged by experts
+        std::vector<StageStep> steps;  // ascending positions
+    };
+    // What a range of the staging buffer holds: `bytes` copied from `host`, in pieces (experts;
+    // one piece for a whole weight) of which `have` says which are there.
+    struct Resident {
+        const void* host = nullptr;
+        uint64_t bytes = 0;
+        std::vector<char> have;
     };
 
     const CachedPlan& plan_for(const Graph& graph, std::span<const int32_t> order);
-    static void find_routed(const Graph& graph, std::span<const int32_t> order, CachedPlan& plan);
+    void plan_staging(const Graph& graph, std::span<const int32_t> order, CachedPlan& plan);
+    static void find_steps(const Graph& graph, std::span<const int32_t> order,
+                           std::span<const char> staged, std::span<const int32_t> first_read,
+                           CachedPlan& plan);
     void check_sources(const Graph& graph, std::span<const int32_t> order,
                        const CachedPlan& plan) const;
     static void grow(Plugin& plugin, int32_t device, Buffer& buffer, uint64_t size);
     void bind_external(const Tensor& root, const CachedPlan& plan);
     void bind_import(const Tensor& root, const CachedPlan& plan, const void* host);
     void run_nodes(size_t first, size_t end);
-    void stage_experts(const RoutedRead& read);
+    bool needs_upload(const StageStep& step) const;
+    void stage(const StageStep& step);
+    const Resident* resident(uint64_t offset, const Tensor& weight) const;
+    Resident& hold(uint64_t offset, const Tensor& weight, size_t pieces);
+    void forget(uint64_t offset, uint64_t bytes);
     std::vector<int32_t> read_ids(const Tensor& ids) const;
     const sy_tensor& bound(const Tensor& t) const;
 
@@ -141,9 +171,8 @@ class Executor {
     Buffer compute_;
     Buffer staging_;
     std::unordered_map<std::string, CachedPlan> cache_;
-    const CachedPlan* staged_plan_ = nullptr;  // whose layout staging_ holds now
-    std::vector<const void*> staged_from_;     // per tensor id: host pointer uploaded last
-    std::vector<std::vector<char>> staged_experts_;  // per routed tensor id: experts uploaded
+    std::map<uint64_t, Resident> resident_;    // by offset in staging_: what it holds now
+    uint64_t staging_limit_ = 0;               // 0: half of the device's free memory
     std::vector<sy_tensor> bound_;             // per tensor id, for the last run
     std::vector<const Buffer*> bound_buffer_;  // per tensor id: buffer holding it, null = host
     std::vector<sy_node> nodes_;

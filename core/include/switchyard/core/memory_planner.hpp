@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -16,6 +17,20 @@ class Graph;
 class Tensor;
 
 inline constexpr uint64_t kTensorAlignment = 64;
+
+// Ranges of one growing buffer: best-fit reuse of released ranges (the smallest free range that
+// fits), otherwise growth at the top; peak() is the buffer size the ranges needed.
+class RangeAllocator {
+  public:
+    uint64_t allocate(uint64_t size);
+    void release(uint64_t offset, uint64_t size);
+    uint64_t peak() const { return peak_; }
+
+  private:
+    std::map<uint64_t, uint64_t> free_;  // offset -> size, never touching each other or the top
+    uint64_t top_ = 0;
+    uint64_t peak_ = 0;
+};
 
 struct PlannedTensor {
     int32_t tensor = -1;  // id of an intermediate (never a view) in the graph

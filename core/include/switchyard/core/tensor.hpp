@@ -36,7 +36,8 @@ using Strides = std::array<int64_t, SY_MAX_DIMS>;
 Strides packed_strides(sy_dtype type, const Shape& shape);
 
 enum class TensorKind {
-    weight,        // external memory bound by the caller; uploaded once per plan when staged
+    weight,        // external memory bound by the caller; uploaded when staged, unless the
+                   // staging buffer holds its bytes already
     input,         // external memory bound by the caller; uploaded on every run when staged
     intermediate,  // written by a node of the graph; lives in the compute buffer
     view,          // the bytes of another tensor (its base) at an offset, with its own strides
