@@ -250,9 +250,16 @@ void read_offload(const fs::path& file, const toml::table& table, OffloadPolicy&
             if (path.empty()) fail(file, node, "'offload.cost_table' is empty: give a file name");
             out.cost_table = resolve_path(path, file).string();
             out.cost_table_where = where(file, node.source());
+        } else if (k == "staging_mib") {
+            const auto* i = node.as_integer();
+            if (!i || i->get() < 1 || i->get() > (int64_t(1) << 40))
+                fail(file, node, "'offload.staging_mib' must be an integer from 1 to 2^40 (MiB)");
+            out.staging_limit = uint64_t(i->get()) << 20;
+            out.staging_limit_where = where(file, node.source());
         } else {
             fail(file, node,
-                 "unknown key 'offload." + k + "' (known: mode, min_batch, ops, pins, cost_table)");
+                 "unknown key 'offload." + k +
+                     "' (known: mode, min_batch, ops, pins, cost_table, staging_mib)");
         }
     }
 }

@@ -152,7 +152,10 @@ void Executor::find_steps(const Graph& graph, std::span<const int32_t> order,
 // one for the plan; each host weight one too, or, when the weights are more than the staging
 // limit, room that weights read at different times share (the memory planner's best-fit ranges
 // over the positions from a weight's first to its last reader).
-void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order, CachedPlan& plan) {
+void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order,
+                            std::span<const int32_t> import_of, uint64_t limit,
+                            const std::function<bool(const Tensor&)>& homed_here,
+                            CachedPlan& plan) {
     const size_t n = graph.tensors().size();
     const auto slot = [](const Tensor& t) {
         const auto bytes = static_cast<uint64_t>(t.bytes());
@@ -168,10 +171,12 @@ void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order, 
         for (const Tensor* t : node.touched()) {
             const Tensor* root = t->base();
             const auto id = static_cast<size_t>(root->id());
-            const bool imported = import_of_[id] >= 0;
+            const bool imported = import_of[id] >= 0;
             // An import gets a slot even when it lives in another plugin's buffer: the
             // scheduler fetches it and uploads it there.
-            if (!imported && (!root->is_external() || root->device_buffer())) continue;
+            if (!imported && (!root->is_external() || root->device_buffer() ||
+                              (homed_here && homed_here(*root))))
+                continue;
             if (!imported && root->kind() == TensorKind::weight) {
                 if (!staged[id]) {
                     staged[id] = 1;
@@ -186,11 +191,6 @@ void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order, 
             plan.staging_offset[id] = static_cast<int64_t>(plan.staging_bytes);
             plan.staging_bytes += slot(*root);
         }
-    }
-    uint64_t limit = staging_limit_;
-    if (limit == 0) {
-        const uint64_t free = plugin_.device_props(device_).memory_free;
-        limit = free > 0 ? (free + staging_.size()) / 2 : UINT64_MAX;
     }
     plan.per_use = weight_bytes > limit;
     if (!plan.per_use) {
@@ -223,6 +223,23 @@ void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order, 
     find_steps(graph, order, staged, first, plan);
 }
 
+uint64_t Executor::auto_staging_limit(const sy_device_props& props, uint64_t held,
+                                      uint64_t compute) {
+    if (props.memory_free == 0) return UINT64_MAX;  // the plugin does not say
+    const uint64_t free = props.memory_free + held;
+    return free > compute ? (free - compute) / 2 : 1;
+}
+
+Executor::StagingLayout Executor::staging_layout(
+    const Graph& graph, std::span<const int32_t> order, std::span<const int32_t> imports,
+    uint64_t limit, const std::function<bool(const Tensor&)>& homed_here) {
+    std::vector<int32_t> import_of(graph.tensors().size(), -1);
+    for (size_t k = 0; k < imports.size(); ++k) import_of.at(size_t(imports[k])) = int32_t(k);
+    CachedPlan plan;
+    plan_staging(graph, order, import_of, limit, homed_here, plan);
+    return {plan.staging_bytes, plan.per_use};
+}
+
 const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<const int32_t> order) {
     // Where external tensors live is part of the key: it decides what is staged.
     std::string key = graph.shape_signature(order);
@@ -238,7 +255,13 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
     CachedPlan plan;
     plan.memory = plan_memory(graph, order);
     plan.staging_offset.assign(graph.tensors().size(), -1);
-    if (!host_memory_) plan_staging(graph, order, plan);
+    if (!host_memory_) {
+        uint64_t limit = staging_limit_;
+        if (limit == 0)
+            limit = auto_staging_limit(plugin_.device_props(device_),
+                                       staging_.size() + compute_.size(), plan.memory.peak_bytes);
+        plan_staging(graph, order, import_of_, limit, {}, plan);
+    }
     return cache_.emplace(std::move(key), std::move(plan)).first->second;
 }
 

@@ -82,11 +82,13 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
 
     report_.plans_reused = reused;
     report_.compute_buffer_bytes.assign(lanes_.size(), 0);
+    report_.staging_buffer_bytes.assign(lanes_.size(), 0);
     for (size_t b = 0; b < lanes_.size(); ++b) {
         if (lanes_[b].order.empty()) continue;
         const RunReport& r = lanes_[b].executor->last_run();
         report_.backend_seconds += r.backend_seconds;
         report_.compute_buffer_bytes[b] = r.compute_buffer_bytes;
+        report_.staging_buffer_bytes[b] = r.staging_buffer_bytes;
         report_.staged_bytes += r.staged_bytes;
     }
     return report_;
@@ -152,7 +154,14 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
             lanes_[b].executor =
                 std::make_unique<Executor>(*backends_[b].plugin, backends_[b].device);
             lanes_[b].executor->set_profile(profile_);
+            lanes_[b].executor->set_staging_limit(staging_limit_);
         }
+}
+
+void Scheduler::set_staging_limit(uint64_t bytes) {
+    staging_limit_ = bytes;
+    for (Lane& lane : lanes_)
+        if (lane.executor) lane.executor->set_staging_limit(bytes);
 }
 
 void Scheduler::set_profile(Profile* profile) {

@@ -641,17 +641,27 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
     // --fit leaves room on the default backend for the KV cache, a full ubatch's compute buffer
     // (as if every node ran there: an upper bound) and the device reserve that
     // check_session_memory asks for (of any weight matrix: an upper bound too); on the other
-    // devices for the reserve.
+    // devices for the reserve. A device that does not compute on host memory also keeps room
+    // for the staging buffer of the host-resident weights the scheduler may offload to it: what
+    // the executor needs over its staging limit, where weights share room by when they are
+    // read (as if every node ran there with every weight on the host: one layer's routed
+    // experts, about), unless the policy never offloads.
     std::vector<uint64_t> reserved(infos_.size(), 0);
     if (backends_.placement.fit) {
-        uint64_t largest = 0;
-        for (const Graph* graph : g)
+        uint64_t largest = 0, staging = 0;
+        for (const Graph* graph : g) {
             for (const auto& t : graph->tensors())
                 if (t->kind() == TensorKind::weight)
                     largest = std::max(largest, matrix_elements(*t));
-        for (size_t b = 0; b < reserved.size(); ++b)
+            staging = std::max(staging,
+                               Executor::staging_layout(*graph, graph->all_nodes(), {}, 1).bytes);
+        }
+        for (size_t b = 0; b < reserved.size(); ++b) {
             reserved[b] = device_reserve(largest) + cache_.bytes_on(backends_.backends[b].plugin,
                                                                     backends_.backends[b].device);
+            if (!infos_[b].host_memory() && backends_.offload.mode != OffloadMode::never)
+                reserved[b] += staging;
+        }
         reserved[primary_] += plan_memory(graphs[1].graph).peak_bytes;
     }
     weight_plan_ =
@@ -701,6 +711,7 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
                               homed_here);
     }
     scheduler_ = std::make_unique<Scheduler>(backends_.backends);
+    scheduler_->set_staging_limit(backends_.offload.staging_limit);
     check_graphs(graphs);
 }
 
@@ -880,17 +891,19 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         ug.positions->set_data(positions.data());
         const auto t1 = Clock::now();
         double backend_seconds = 0;
-        uint64_t staged = 0, compute_buffer = 0;
+        uint64_t staged = 0, compute_buffer = 0, staging_buffer = 0;
         if (scheduler_) {
             const ScheduleReport& r = scheduler_->run(ug.graph, plan(ug.graph, t));
             backend_seconds = r.backend_seconds;
             staged = r.staged_bytes + r.link_bytes;
             for (uint64_t b : r.compute_buffer_bytes) compute_buffer += b;
+            for (uint64_t b : r.staging_buffer_bytes) staging_buffer += b;
         } else {
             const RunReport& r = executor_.run(ug.graph);
             backend_seconds = r.backend_seconds;
             staged = r.staged_bytes;
             compute_buffer = r.compute_buffer_bytes;
+            staging_buffer = r.staging_buffer_bytes;
         }
         const auto t2 = Clock::now();
         stats_.graph_build_seconds += std::chrono::duration<double>(t1 - t0).count();
@@ -903,6 +916,7 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         stats_.graphs += 1;
         stats_.staged_bytes += staged;
         stats_.compute_buffer_bytes = std::max(stats_.compute_buffer_bytes, compute_buffer);
+        stats_.staging_buffer_bytes = std::max(stats_.staging_buffer_bytes, staging_buffer);
         n_past_ += t;
         if (all_logits || last) {
             const std::vector<float> part = scheduler_ ? scheduler_->read<float>(*ug.logits)

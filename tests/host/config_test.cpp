@@ -169,6 +169,7 @@ backend = "cpu"
 mode = "always"
 min_batch = 32
 cost_table = "costs/mini.toml"
+staging_mib = 2048
 [offload.ops]
 mul_mat_id = false
 "moe.fused_up_gate" = true
@@ -194,6 +195,8 @@ phase = "decode"
     EXPECT_EQ(c.offload.min_batch, 32);
     EXPECT_EQ(c.offload.cost_table, "/etc/switchyard/costs/mini.toml") << "next to the file";
     EXPECT_EQ(c.offload.cost_table_where, "/etc/switchyard/test.toml:17:14");
+    EXPECT_EQ(c.offload.staging_limit, uint64_t(2048) << 20);
+    EXPECT_EQ(c.offload.staging_limit_where, "/etc/switchyard/test.toml:18:15");
     ASSERT_EQ(c.offload.ops.size(), 2u);
     for (const sy::OffloadSwitch& s : c.offload.ops)
         EXPECT_EQ(s.allowed, s.op == "moe.fused_up_gate") << s.op;
@@ -235,6 +238,13 @@ TEST(Config, PolicyErrorsNameTheKey) {
     const std::string table = error_of("[offload]\ncost_table = \"\"\n");
     EXPECT_NE(table.find("test.toml:2:14: 'offload.cost_table' is empty"), std::string::npos)
         << table;
+    for (const char* bad : {"0", "-1", "\"4096\"", "1.5", "2199023255553"}) {
+        const std::string staging = error_of(std::string("[offload]\nstaging_mib = ") + bad + "\n");
+        EXPECT_NE(staging.find("test.toml:2:15: 'offload.staging_mib' must be an integer from 1 "
+                               "to 2^40 (MiB)"),
+                  std::string::npos)
+            << bad << ": " << staging;
+    }
     const std::string section = error_of("[placement]\nfits = true\n");
     EXPECT_NE(section.find("unknown key 'placement.fits' (known: default, rules, fit, "
                            "fit_margin_mib, tensor_split)"),

@@ -114,6 +114,23 @@ PY
       --tokens --plugin "$sim" --backend sim --cpu-moe --config "$tmp/always.toml" \
       >"$tmp/hybrid3" 2>"$tmp/e" || fail "run on cpu + sim, offload always: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid3" || fail "offloading every product changed the tokens"
+  grep -q "^staging buffer: " "$tmp/e" || fail "offload always: no staging buffer line: $(cat "$tmp/e")"
+  full_staging=$(sed -n 's/^staging buffer: \([0-9.]*\) MiB.*/\1/p' "$tmp/e")
+  # Over a 1 MiB staging limit the host-resident experts share the device's room by when they
+  # are read: a smaller staging buffer (plan says so beforehand), the same tokens.
+  printf '[offload]\nmode = "always"\nstaging_mib = 1\n' >"$tmp/per-use.toml"
+  printf "$cpu_rates" >>"$tmp/per-use.toml"
+  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+      --tokens --plugin "$sim" --backend sim --cpu-moe --config "$tmp/per-use.toml" \
+      >"$tmp/hybrid4" 2>"$tmp/e" || fail "run with staging_mib = 1: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/hybrid4" || fail "staging per use changed the tokens"
+  per_use=$(sed -n 's/^staging buffer: \([0-9.]*\) MiB.*/\1/p' "$tmp/e")
+  python3 -c "import sys; f, p = float(sys.argv[1]), float(sys.argv[2]); assert 0 < p < f * 0.75, (f, p)" \
+      "$full_staging" "$per_use" || fail "staging per use: $per_use MiB, all kept: $full_staging MiB"
+  "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 --plugin "$sim" --backend sim --cpu-moe \
+      --config "$tmp/per-use.toml" >"$tmp/plan" 2>"$tmp/e" || fail "plan, staging_mib = 1: $(cat "$tmp/e")"
+  grep -Eq "^    sim: .*staging buffer prompt $per_use MiB \(weights staged per use\)" "$tmp/plan" \
+      || fail "plan does not show the $per_use MiB staging buffer: $(grep -A2 'memory per' "$tmp/plan")"
   # --fit on a 272 MiB device (256 of them the device reserve): the non-expert weights and
   # some experts fit, the other experts stay on the cpu; the tokens stay the cpu's.
   printf '[plugins.sim]\nmemory_mib = "272"\n' >"$tmp/small.toml"

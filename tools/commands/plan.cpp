@@ -15,6 +15,7 @@
 
 #include "commands/model_session.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/executor.hpp"
 #include "switchyard/core/memory_planner.hpp"
 #include "switchyard/core/profile.hpp"
 
@@ -62,6 +63,8 @@ struct PlannedGraph {
     llm::Deepseek2Session::UbatchGraph ug;
     OpPlan plan;                          // a copy: the session's plan cache may drop its own
     std::vector<uint64_t> compute_bytes;  // per backend: the compute buffer its nodes need
+    std::vector<Executor::StagingLayout> staging;  // per backend off host memory: copies of
+                                                   // host weights, inputs and imports
 };
 
 PlannedGraph plan_graph(llm::Deepseek2Session& session, int64_t tokens, int64_t n_past) {
@@ -77,6 +80,25 @@ PlannedGraph plan_graph(llm::Deepseek2Session& session, int64_t tokens, int64_t 
         for (size_t i = 0; i < p.plan.nodes.size(); ++i)
             if (p.plan.nodes[i].backend == int32_t(b)) order.push_back(int32_t(i));
         p.compute_bytes.push_back(order.empty() ? 0 : plan_memory(p.ug.graph, order).peak_bytes);
+        const BackendInfo& info = session.backend_infos()[b];
+        if (order.empty() || info.host_memory()) {
+            p.staging.emplace_back();
+            continue;
+        }
+        // What the executor stages: results of other backends and tensors in another plugin's
+        // memory (imports); host weights and inputs (the executor finds those itself).
+        std::vector<int32_t> imports;
+        for (const TensorCopy& c : p.plan.copies) {
+            const Tensor& t = *p.ug.graph.tensors()[size_t(c.tensor)];
+            if (c.to == int32_t(b) && (!t.is_external() || t.device_buffer()) &&
+                std::find(imports.begin(), imports.end(), c.tensor) == imports.end())
+                imports.push_back(c.tensor);
+        }
+        uint64_t limit = session.session_backends().offload.staging_limit;
+        if (limit == 0) limit = Executor::auto_staging_limit(info.props, 0, p.compute_bytes.back());
+        p.staging.push_back(Executor::staging_layout(
+            p.ug.graph, order, imports, limit,
+            [&](const Tensor& t) { return session.home_of(t) == int32_t(b); }));
     }
     return p;
 }
@@ -179,10 +201,16 @@ std::string memory_text(const llm::Deepseek2Session& session,
         for (const PlannedGraph& p : graphs)
             compute += fmt::format("{}{} {}", compute.empty() ? "" : ", ", phase_name(p.phase),
                                    bytes_text(p.compute_bytes[b]));
-        out += fmt::format("    {}: weights {}, KV cache {}, compute buffer {}\n", backends[b].name,
-                           bytes_text(session.weight_plan().bytes_per_backend[b]),
-                           bytes_text(session.cache_bytes_on(b)),
-                           compute);
+        std::string staging;
+        for (const PlannedGraph& p : graphs)
+            if (p.staging[b].bytes > 0)
+                staging += fmt::format("{}{} {}{}", staging.empty() ? "" : ", ",
+                                       phase_name(p.phase), bytes_text(p.staging[b].bytes),
+                                       p.staging[b].per_use ? " (weights staged per use)" : "");
+        out += fmt::format("    {}: weights {}, KV cache {}, compute buffer {}{}\n",
+                           backends[b].name, bytes_text(session.weight_plan().bytes_per_backend[b]),
+                           bytes_text(session.cache_bytes_on(b)), compute,
+                           staging.empty() ? "" : ", staging buffer " + staging);
     }
     return out;
 }
@@ -292,6 +320,10 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
         m["kv_cache_bytes"] = session.cache_bytes_on(b);
         for (const PlannedGraph& p : graphs)
             m[fmt::format("compute_bytes_{}", phase_name(p.phase))] = p.compute_bytes[b];
+        for (const PlannedGraph& p : graphs) {
+            m[fmt::format("staging_bytes_{}", phase_name(p.phase))] = p.staging[b].bytes;
+            m[fmt::format("staging_per_use_{}", phase_name(p.phase))] = p.staging[b].per_use;
+        }
         j["memory"].push_back(m);
     }
     return j;

@@ -276,6 +276,11 @@ int run_run(const RunOptions& o) {
     }
     std::fprintf(stderr, "KV cache: %.2f MiB, compute buffer: %.2f MiB\n",
                  mib(session.cache().bytes()), mib(st.compute_buffer_bytes));
+    if (st.staging_buffer_bytes > 0)
+        std::fprintf(stderr,
+                     "staging buffer: %.2f MiB (copies of host-resident weights and inputs on "
+                     "devices)\n",
+                     mib(st.staging_buffer_bytes));
     if (const std::string extra = plugin_extra_memory(*loaded.host); !extra.empty())
         std::fprintf(stderr, "plugin memory beyond the buffers above: %s\n", extra.c_str());
     if (o.profile) std::fputs(profile.format().c_str(), stderr);

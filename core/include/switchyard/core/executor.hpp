@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -103,10 +104,26 @@ class Executor {
     void set_profile(Profile* profile) { profile_ = profile; }
 
     // The most bytes of host-resident weights a plan keeps staged at once; beyond it, weights
-    // share room by when they are read (see above). 0 (the default): half of what the device
-    // has free (its memory_free plus the staging buffer) when a plan is made; no limit when the
-    // plugin does not say. Applies to plans made after the call.
+    // share room by when they are read (see above). 0 (the default): auto_staging_limit when a
+    // plan is made. Applies to plans made after the call.
     void set_staging_limit(uint64_t bytes) { staging_limit_ = bytes; }
+    // The limit 0 stands for: half of what a device with these properties has free besides the
+    // compute buffer the plan needs (the buffers the executor holds, `held` bytes, count as
+    // free); no limit when the plugin does not say what is free.
+    static uint64_t auto_staging_limit(const sy_device_props& props, uint64_t held,
+                                       uint64_t compute);
+
+    // The staging buffer a plan of `order` (reading `imports` from other backends) needs on a
+    // device that does not compute on host memory, under `limit` (bytes, no auto): for
+    // `switchyard plan`, before weights are on their devices: `homed_here` says which external
+    // tensors will live in this device's memory (otherwise: those in one of its buffers now).
+    struct StagingLayout {
+        uint64_t bytes = 0;
+        bool per_use = false;
+    };
+    static StagingLayout staging_layout(const Graph& graph, std::span<const int32_t> order,
+                                        std::span<const int32_t> imports, uint64_t limit,
+                                        const std::function<bool(const Tensor&)>& homed_here = {});
 
     bool computes_on_host_memory() const { return host_memory_; }
     uint64_t compute_buffer_size() const { return compute_.size(); }
@@ -140,7 +157,10 @@ class Executor {
     };
 
     const CachedPlan& plan_for(const Graph& graph, std::span<const int32_t> order);
-    void plan_staging(const Graph& graph, std::span<const int32_t> order, CachedPlan& plan);
+    static void plan_staging(const Graph& graph, std::span<const int32_t> order,
+                             std::span<const int32_t> import_of, uint64_t limit,
+                             const std::function<bool(const Tensor&)>& homed_here,
+                             CachedPlan& plan);
     static void find_steps(const Graph& graph, std::span<const int32_t> order,
                            std::span<const char> staged, std::span<const int32_t> first_read,
                            CachedPlan& plan);

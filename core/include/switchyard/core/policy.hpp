@@ -20,6 +20,10 @@
 //   phase = "decode"                 # prompt | decode | any (default)
 //   cost_table = "costs.toml"        # (under [offload]) measured op times from `switchyard
 //                                    # calibrate`, preferred over the plugins' hints
+//   staging_mib = 4096               # (under [offload]) the most host-resident weights a device
+//                                    # keeps copies of for offloaded ops (default: half its
+//                                    # free memory); beyond it, copies made for the nodes that
+//                                    # read them, the room reused
 #pragma once
 
 #include <cstdint>
@@ -85,6 +89,11 @@ struct OffloadPolicy {
     // placement takes before the plugins' hints; empty: none. Relative to the config file.
     std::string cost_table;
     std::string cost_table_where;
+    // The most bytes of host-resident weights a device keeps staged for the ops offloaded to it
+    // (executor.hpp); beyond it, weights share room by when they are read. 0: half of what
+    // the device has free besides its compute buffer (Executor::auto_staging_limit).
+    uint64_t staging_limit = 0;
+    std::string staging_limit_where;
 };
 
 // -ot / --override-tensor: "REGEX=BACKEND" (the last '=' splits, so a regex may contain '=').

@@ -46,6 +46,7 @@ struct ScheduleReport {
     double copy_seconds = 0;         // fetching and uploading imports
     bool plans_reused = false;       // every executor reused a cached memory plan
     std::vector<uint64_t> compute_buffer_bytes;  // per backend (0: not used)
+    std::vector<uint64_t> staging_buffer_bytes;  // per backend: host bytes staged on a device
 };
 
 class Scheduler {
@@ -74,6 +75,10 @@ class Scheduler {
         read(t, std::as_writable_bytes(std::span<T>(out)));
         return out;
     }
+
+    // Executor::set_staging_limit for every backend's executor (0: each device's own half of
+    // its free memory).
+    void set_staging_limit(uint64_t bytes);
 
     const ScheduleReport& last_run() const { return report_; }
 
@@ -106,6 +111,7 @@ class Scheduler {
     std::vector<bool> fetched_now_;                // per tensor id: fetched in this run
     ScheduleReport report_;
     Profile* profile_ = nullptr;
+    uint64_t staging_limit_ = 0;
 };
 
 }  // namespace sy

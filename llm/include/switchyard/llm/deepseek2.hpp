@@ -286,6 +286,8 @@ class DeviceWeights {
 
 struct EvalStats {
     uint64_t compute_buffer_bytes = 0;  // largest compute buffer of the session so far
+    uint64_t staging_buffer_bytes = 0;  // largest staging buffers (devices' copies of host
+                                        // weights and inputs) of the session so far
     double graph_build_seconds = 0;     // building graphs (host overhead)
     double plan_bind_seconds = 0;       // executor runs outside the backend: planning, binding,
                                         // staging, buffer growth (host overhead)
@@ -376,6 +378,9 @@ class Deepseek2Session {
     const WeightPlan& weight_plan() const { return weight_plan_; }
     std::span<const WeightInfo> weights() const { return weight_infos_; }
     const OpPlan& plan(const Graph& graph, int64_t n_tokens);
+    // Where a weight or cache tensor of this session's graphs lives: the index of the backend
+    // holding it in its own memory, kHostInput for host memory.
+    int32_t home_of(const Tensor& t) const;
     const ScheduleReport* last_schedule() const {
         return scheduler_ ? &scheduler_->last_run() : nullptr;
     }
@@ -383,7 +388,6 @@ class Deepseek2Session {
   private:
     Deepseek2Session(const Deepseek2Model& model, const SessionBackends& backends, size_t primary);
     void check_graphs(std::vector<UbatchGraph>& graphs);
-    int32_t home_of(const Tensor& t) const;
 
     const Deepseek2Model& model_;
     SessionBackends backends_;
