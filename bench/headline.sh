@@ -5,7 +5,11 @@
 # markdown report: the machine (CPU, cores, memory bandwidth measured before and after, as it
 # moves on shared machines), the table (t/s, mean ± sd of -r repetitions), and the commands.
 #
-#   bench/headline.sh [-r N] [-o report.md] [--models DIR]
+#   bench/headline.sh [-r N] [-o report.md] [--models DIR] [--compare OLD.md]
+#
+# --compare: then compares the new table with an earlier report (bench/headline_compare.py:
+# cell by cell, new/old and whether within twice the two runs' combined sd; per test the
+# median ratio), e.g. with the committed bench/results/headline.md.
 #
 # Memory bandwidth is measured with ../shared/tools/membw.sh (the team's tool) when it is
 # there, or with the program MEMBW names; otherwise the report says it was not measured.
@@ -14,15 +18,21 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 reps=3
 report=""
 models="$root/build/bench-models"
+compare=""
 while [ $# -gt 0 ]; do
   case $1 in
     -r) reps=$2; shift 2 ;;
     -o) report=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
-    *) echo "usage: bench/headline.sh [-r N] [-o report.md] [--models DIR]" >&2; exit 2 ;;
+    --compare) compare=$2; shift 2 ;;
+    *) echo "usage: bench/headline.sh [-r N] [-o report.md] [--models DIR] [--compare OLD.md]" >&2; exit 2 ;;
   esac
 done
 sy=$root/build/bin/switchyard
+if [ -n "$compare" ] && [ ! -f "$compare" ]; then
+  echo "bench/headline.sh: --compare $compare: no such report" >&2
+  exit 2
+fi
 # Up to date with the checkout (an incremental build when one is there).
 [ -f "$root/build/CMakeCache.txt" ] || cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$root/build" -j"$(nproc)" --target switchyard >/dev/null
@@ -52,3 +62,10 @@ bw_after=$(bandwidth)
   echo
   python3 "$root/bench/headline_table.py" "$work/b.jsonl"
 } | if [ -n "$report" ]; then tee "$report"; else cat; fi
+if [ -n "$compare" ]; then
+  echo
+  echo "## Compared with $compare"
+  echo
+  python3 "$root/bench/headline_table.py" "$work/b.jsonl" >"$work/new.md"
+  python3 "$root/bench/headline_compare.py" "$compare" <(echo "- memory read bandwidth (membw.sh, all cores): $bw_before before, $bw_after after"; cat "$work/new.md")
+fi

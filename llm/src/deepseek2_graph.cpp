@@ -653,8 +653,10 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
             for (const auto& t : graph->tensors())
                 if (t->kind() == TensorKind::weight)
                     largest = std::max(largest, matrix_elements(*t));
-            staging = std::max(staging,
-                               Executor::staging_layout(*graph, graph->all_nodes(), {}, 1).bytes);
+            // The caches (inputs without host memory yet) live in a device's memory, not staged.
+            const auto cache = [](const Tensor& t) { return t.host_data() == nullptr; };
+            staging = std::max(
+                staging, Executor::staging_layout(*graph, graph->all_nodes(), {}, 1, cache).bytes);
         }
         for (size_t b = 0; b < reserved.size(); ++b) {
             reserved[b] = device_reserve(largest) + cache_.bytes_on(backends_.backends[b].plugin,

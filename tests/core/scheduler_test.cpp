@@ -157,6 +157,33 @@ TEST(Scheduler, MatrixProductsOnTheDeviceTheRestOnTheCpu) {
     EXPECT_EQ(s.read<float>(*m.y), want.y);
 }
 
+// The same split plan over a staging limit of 1 byte: W2 is staged in W1's room, in another
+// split (another compute call) than W1's reader, and both are uploaded again every run; the
+// results stay the CPU's.
+TEST(Scheduler, WeightsStagedPerUseAcrossSplits) {
+    const CpuResult want = on_cpu_alone();
+    Mlp m;
+    OffloadPolicy policy = pin("mul_mat", "sim");
+    for (const char* op : {"add", "silu", "scale", "sum_rows"})
+        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
+    const OpPlan plan = place_ops(m.g, infos(), policy, {Phase::prompt, Mlp::T});
+    ASSERT_EQ(plan.splits.size(), 4u);  // sim, cpu, sim, cpu
+    Scheduler s = scheduler();
+    s.set_staging_limit(1);
+    const uint64_t f = 4, x = f * Mlp::K * Mlp::T, w1 = f * Mlp::K * Mlp::H,
+                   w2 = f * Mlp::H * Mlp::N;
+    for (int run = 0; run < 2; ++run) {
+        SCOPED_TRACE(run);
+        const ScheduleReport& r = s.run(m.g, plan);
+        EXPECT_EQ(s.read<float>(*m.y), want.y) << "bit for bit the CPU's result";
+        EXPECT_EQ(s.read<float>(*m.s), want.s);
+        EXPECT_EQ(r.staged_bytes, x + w1 + w2) << "both weights again: they share their room";
+        // x's slot, then one room for W1 and later W2 (the sim lane also imports `act`).
+        const uint64_t act = f * Mlp::H * Mlp::T;
+        EXPECT_EQ(r.staging_buffer_bytes[1], x + act + w1) << "not x + act + w1 + w2";
+    }
+}
+
 TEST(Scheduler, EverythingOnTheDevice) {
     const CpuResult want = on_cpu_alone();
     Mlp m;
@@ -406,9 +433,9 @@ TEST(Scheduler, DeviceUploadsOnlyTheRoutedExperts) {
 }
 
 // Over the staging limit, weights read at different times share the staging buffer: up and gate
-// (read by the fused product) and then down in the room up had. The buffer holds two expert
-// tensors instead of three; the experts are uploaded again when their room was reused, and only
-// then (gate's room is not reused); results stay the CPU's, bit for bit.
+// (read by the fused product), then down in the room of one of them. The buffer holds two
+// expert tensors instead of three; experts are uploaded again where their room was reused, and
+// only there (the other of up and gate keeps its experts); results stay the CPU's, bit for bit.
 TEST(Scheduler, OverTheStagingLimitWeightsShareTheirRoom) {
     RoutedMoe m;
     Executor device(sim(), 0), host(cpu(), 0);
@@ -431,9 +458,9 @@ TEST(Scheduler, OverTheStagingLimitWeightsShareTheirRoom) {
     };
     m.route({{1, 4}, {4, 6}, {6, 1}});
     check(3 * 3, "experts 1, 4, 6 of up, gate and down");
-    check(2 * 3, "up's room held down: up and down again, gate kept");
+    check(2 * 3, "down's room again, and down; the other kept");
     m.route({{1, 2}, {2, 4}, {4, 1}});
-    check(2 * 3 + 1, "up and down again, gate's new expert 2");
+    check(2 * 3 + 1, "the same, and the kept one's new expert 2");
 
     // Under the limit nothing shares: the second run uploads only the inputs.
     Executor roomy(sim(), 0);

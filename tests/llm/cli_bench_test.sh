@@ -213,5 +213,18 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 assert [r["tensor_split"] for r in rows] == ["1.00/2.00", "3.00/1.00"], rows
 assert all(r["avg_ts"] > 0 and "sim:1" in r["placement"] for r in rows), rows
 PY
+    # Sweep on a device: the memory in use there, per row (it only grows), in both forms.
+    "$sy" sweep -m "$m" -c 128 -ub 32 -n 4 --plugin "$sim" --backend sim -o jsonl >"$tmp/dev.jsonl" \
+        2>"$tmp/e" || fail "sweep on sim: $(cat "$tmp/e")"
+    python3 - "$tmp/dev.jsonl" <<'PY' || fail "sweep device memory: $(cat "$tmp/dev.jsonl")"
+import json, sys
+used = [json.loads(l)["device_used_mib"]["sim"] for l in open(sys.argv[1])]
+assert len(used) == 4 and used[0] > 0 and used == sorted(used), used
+PY
+    "$sy" sweep -m "$m" -c 64 -ub 32 -n 4 --plugin "$sim" --backend sim --cpu-moe >"$tmp/dev.md" 2>"$tmp/e" \
+        || fail "sweep md on cpu + sim: $(cat "$tmp/e")"
+    grep -q '| RSS HWM MiB |     sim MiB |$' "$tmp/dev.md" || fail "sweep md device column: $(cat "$tmp/dev.md")"
+    [ "$(grep -Ec '^\|    32 \|      4 \| +(0|32) \| .* \| +[0-9]+\.[0-9] \| +[1-9][0-9]*\.[0-9] \|$' "$tmp/dev.md")" -eq 2 ] \
+        || fail "sweep md device rows: $(cat "$tmp/dev.md")"
 fi
 echo "cli_bench: ok"

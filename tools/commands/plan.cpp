@@ -85,17 +85,28 @@ PlannedGraph plan_graph(llm::Deepseek2Session& session, int64_t tokens, int64_t 
             p.staging.emplace_back();
             continue;
         }
-        // What the executor stages: results of other backends and tensors in another plugin's
-        // memory (imports); host weights and inputs (the executor finds those itself).
+        // What the executor stages: results of other backends and tensors that will live in
+        // another device's memory (imports); host weights and inputs (the executor finds those
+        // itself). Nothing is allocated yet: homes come from the session's placement.
         std::vector<int32_t> imports;
         for (const TensorCopy& c : p.plan.copies) {
             const Tensor& t = *p.ug.graph.tensors()[size_t(c.tensor)];
-            if (c.to == int32_t(b) && (!t.is_external() || t.device_buffer()) &&
+            const int32_t home = t.is_external() ? session.home_of(t) : kHostInput;
+            if (c.to == int32_t(b) &&
+                (!t.is_external() || (home != kHostInput && home != int32_t(b))) &&
                 std::find(imports.begin(), imports.end(), c.tensor) == imports.end())
                 imports.push_back(c.tensor);
         }
         uint64_t limit = session.session_backends().offload.staging_limit;
-        if (limit == 0) limit = Executor::auto_staging_limit(info.props, 0, p.compute_bytes.back());
+        if (limit == 0) {
+            // As the executor will see the device: its weights and KV cache allocated.
+            sy_device_props props = info.props;
+            const uint64_t taken =
+                session.weight_plan().bytes_per_backend[b] + session.cache_bytes_on(b);
+            if (props.memory_free > 0)
+                props.memory_free = props.memory_free > taken ? props.memory_free - taken : 1;
+            limit = Executor::auto_staging_limit(props, 0, p.compute_bytes.back());
+        }
         p.staging.push_back(Executor::staging_layout(
             p.ug.graph, order, imports, limit,
             [&](const Tensor& t) { return session.home_of(t) == int32_t(b); }));

@@ -32,6 +32,29 @@ struct SweepOptions {
 };
 
 // What tells the runs apart in a legend: the values of the lists that have more than one.
+// Memory in use on each device of the session (memory_total - memory_free, as its plugin
+// reports it: on a GPU the whole device's use, other processes' and the driver's included), by
+// backend name; empty when every backend computes on host memory.
+std::vector<std::pair<std::string, double>> device_used_mib(const BenchSession& bs) {
+    std::vector<std::pair<std::string, double>> out;
+    const auto add = [&](Plugin& plugin, int32_t device, const std::string& name) {
+        const sy_device_props p = plugin.device_props(device);
+        if (p.host_memory || p.memory_total == 0) return;
+        const uint64_t used = p.memory_total > p.memory_free ? p.memory_total - p.memory_free : 0;
+        out.emplace_back(name, double(used) / 1048576.0);
+    };
+    const llm::Deepseek2Session& s = *bs.session;
+    if (s.multi_backend()) {
+        const auto infos = s.backend_infos();
+        const auto& backends = s.session_backends().backends;
+        for (size_t b = 0; b < backends.size(); ++b)
+            add(*backends[b].plugin, backends[b].device, infos[b].name);
+    } else {
+        add(*bs.loaded.plugin, 0, bs.loaded.plugin->name());
+    }
+    return out;
+}
+
 std::vector<std::string> run_labels(const std::vector<BenchInstance>& runs) {
     std::vector<std::vector<std::pair<std::string, std::string>>> facts;
     for (const BenchInstance& in : runs) {
@@ -123,23 +146,36 @@ int run_sweep_command(const SweepOptions& o) {
                 in.model.model.c_str(), facts.model_type.c_str(), facts.mla_attn,
                 facts.fused_moe ? 1 : 0, facts.type_k.c_str(), facts.placement.c_str(),
                 facts.offload_policy.empty() ? "" : ", offload ", facts.offload_policy.c_str());
+            std::string devices_head, devices_rule;
+            for (const auto& [name, used] : device_used_mib(bs)) {
+                devices_head += fmt::format(" {:>11} |", name + " MiB");
+                devices_rule += "-------------|";
+            }
             std::printf(
                 "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s | RSS HWM "
-                "MiB |\n");
+                "MiB |%s\n",
+                devices_head.c_str());
             std::printf(
                 "|-------|--------|--------|----------|----------|----------|----------|-----------"
-                "--|\n");
+                "--|%s\n",
+                devices_rule.c_str());
             std::fflush(stdout);
         }
         SweepSeries s{labels[i], {}};
         llm::run_sweep(*bs.session, tokens, ub, tg, !o.no_warmup, [&](const llm::SweepRow& r) {
             const double rss = peak_rss_mib();
+            // Device buffers only grow during a run (weights, KV cache, compute and staging
+            // buffers), so the use after the row is the run's peak so far.
+            const auto devices = device_used_mib(bs);
             progress.clear();
             if (o.format == "md") {
-                std::printf("| %5lld | %6lld | %6lld | %8.3f | %8.2f | %8.3f | %8.2f | %11.1f |\n",
-                            static_cast<long long>(r.pp), static_cast<long long>(r.tg),
-                            static_cast<long long>(r.n_kv), r.t_pp, r.speed_pp(), r.t_tg,
-                            r.speed_tg(), rss);
+                std::string cells;
+                for (const auto& [name, used] : devices) cells += fmt::format(" {:11.1f} |", used);
+                std::printf(
+                    "| %5lld | %6lld | %6lld | %8.3f | %8.2f | %8.3f | %8.2f | %11.1f |%s\n",
+                    static_cast<long long>(r.pp), static_cast<long long>(r.tg),
+                    static_cast<long long>(r.n_kv), r.t_pp, r.speed_pp(), r.t_tg, r.speed_tg(), rss,
+                    cells.c_str());
             } else {
                 nlohmann::ordered_json j = head;
                 j["pp"] = r.pp;
@@ -150,6 +186,11 @@ int run_sweep_command(const SweepOptions& o) {
                 j["t_tg"] = r.t_tg;
                 j["speed_tg"] = r.speed_tg();
                 j["rss_hwm_mib"] = rss;
+                if (!devices.empty()) {
+                    nlohmann::ordered_json used = nlohmann::ordered_json::object();
+                    for (const auto& [name, mib] : devices) used[name] = mib;
+                    j["device_used_mib"] = used;
+                }
                 j["label"] = labels[i];
                 j["model"] = in.model.model;
                 j["mla"] = facts.mla_attn;
