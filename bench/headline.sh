@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's headline table, reproducible: builds switchyard (Release) if needed, writes the
 # synthetic mini model in Q8_0 and Q4_0, and runs `switchyard bench` for pp512, tg128 and
-# tg128 @ d2048 in every attention mode (--mla 0-3) with the fused MoE op on and off. Prints a
+# tg128 @ d2048 in every attention mode (--mla 0-3) with the fused MoE op on and off, the
+# repetitions interleaved over the combinations (bench --interleave). Prints a
 # markdown report: the machine (CPU, cores, memory bandwidth measured before and after, as it
 # moves on shared machines), the table (t/s, mean ± sd of -r repetitions), and the commands.
 #
@@ -46,7 +47,10 @@ bandwidth() { if [ -x "$membw" ]; then "$membw" 2>/dev/null | grep -o '[0-9.]* G
 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 bw_before=$(bandwidth)
-common=(-m "$models/mini-q8_0.gguf,$models/mini-q4_0.gguf" -mla 0,1,2,3 -fmoe 0,1 -r "$reps" -o jsonl)
+# Interleaved: repetition k of every combination runs in round k, so each cell's mean and sd
+# cover the whole run's machine states (shared machines' memory bandwidth moves from minute to
+# minute) instead of one stretch of it.
+common=(-m "$models/mini-q8_0.gguf,$models/mini-q4_0.gguf" -mla 0,1,2,3 -fmoe 0,1 -r "$reps" --interleave -o jsonl)
 "$sy" bench "${common[@]}" -p 512 -n 128 >"$work/b.jsonl"
 "$sy" bench "${common[@]}" -p 0 -n 128 -d 2048 >>"$work/b.jsonl"
 bw_after=$(bandwidth)
@@ -58,7 +62,7 @@ bw_after=$(bandwidth)
   echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
   echo "- memory read bandwidth (membw.sh, all cores): $bw_before before, $bw_after after"
   echo "- models: synthetic mini preset (DeepSeek-V2-Lite layer widths, 4 layers), make-model --preset mini"
-  echo "- command: bench/headline.sh -r $reps"
+  echo "- command: bench/headline.sh -r $reps (switchyard bench --interleave: one repetition of every combination per round)"
   echo
   python3 "$root/bench/headline_table.py" "$work/b.jsonl"
 } | if [ -n "$report" ]; then tee "$report"; else cat; fi

@@ -117,6 +117,19 @@ if [ -n "$plain" ]; then
     fail "json warnings: $(cat "$tmp/w.json")"
 fi
 
+# --interleave: the repetitions in rounds over the combinations; the same rows in the same order,
+# each with all its samples.
+"$sy" bench -m "$m" -p 16 -n 4 -r 2 -mla 2,3 --interleave -o json >"$tmp/il.json" 2>"$tmp/e" \
+    || fail "bench --interleave: $(cat "$tmp/e")"
+python3 - "$tmp/il.json" <<'PY' || fail "bench --interleave rows: $(cat "$tmp/il.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [(r["mla_attn"], r["n_prompt"], r["n_gen"]) for r in rows] == [(2, 16, 0), (2, 0, 4), (3, 16, 0), (3, 0, 4)], rows
+for r in rows:
+    assert len(r["samples_ns"]) == 2 and len(r["samples_ts"]) == 2, r
+    assert all(t > 0 for t in r["samples_ts"]), r
+PY
+
 # Sweep: a row per ubatch with sweep-bench's fields; the table form; charts.
 "$sy" sweep -m "$m" -c 256 -ub 64 -n 8 -o jsonl >"$tmp/s.jsonl" 2>"$tmp/e" || fail "sweep jsonl: $(cat "$tmp/e")"
 python3 - "$tmp/s.jsonl" <<'PY' || fail "sweep jsonl: $(cat "$tmp/s.jsonl")"

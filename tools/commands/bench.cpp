@@ -21,6 +21,7 @@ struct BenchOptions {
     std::string format = "md";
     bool no_warmup = false;
     bool profile = false;
+    bool interleave = false;
 };
 
 int run_bench(const BenchOptions& o) {
@@ -34,44 +35,71 @@ int run_bench(const BenchOptions& o) {
     const uint64_t total =
         instances.size() * instances.front().tests.size() * uint64_t(o.grid.repetitions);
     uint64_t done = 0;
+    // Without --interleave a combination's repetitions run back to back; with it, in rounds of
+    // one repetition of every combination (each round loads the combination again and warms
+    // up), so that every combination samples the whole run's machine states.
+    const int rounds = o.interleave ? o.grid.repetitions : 1;
+    const int reps = o.interleave ? 1 : o.grid.repetitions;
+    std::vector<std::vector<BenchRecord>> records(instances.size());
+    std::vector<std::vector<char>> printed(instances.size());
     try {
-        for (size_t i = 0; i < instances.size(); ++i) {
-            const BenchInstance& in = instances[i];
-            int64_t n_ctx = 1;
-            for (const llm::BenchTest& t : in.tests) n_ctx = std::max(n_ctx, t.context_needed());
-            const std::string where = fmt::format("{}/{}", i + 1, instances.size());
-            progress.update(done, total, where + " loading");
-            BenchSession bs = open_bench_session(in, n_ctx);
-            const BenchRecord base = bs.describe(in);
-            const llm::Tokenizer tok = llm::Tokenizer::from_gguf(bs.loaded.model->file());
-            Profile profile;
-            for (const llm::BenchTest& test : in.tests) {
-                BenchRecord r = base;
-                r.test = test;
-                r.test_time = utc_now();
-                llm::BenchTokens tokens(bs.loaded.model->hparams().n_vocab,
-                                        tok.add_bos() ? tok.bos() : -1);
-                progress.update(done, total, where + " " + test.label());
-                r.samples = llm::run_bench_test(
-                    *bs.session, tokens, test, o.grid.repetitions, in.n_batch, !o.no_warmup,
-                    [&](int rep) {
-                        progress.update(++done, total,
-                                        fmt::format("{} {} rep {}/{}", where, test.label(), rep + 1,
-                                                    o.grid.repetitions));
-                    },
-                    o.profile ? &profile : nullptr);
-                progress.clear();
-                printer.add(r);
-            }
-            if (o.profile && !profile.empty()) {
-                progress.clear();
-                std::fprintf(stderr, "\nprofile of combination %s (%s, its timed repetitions):\n%s",
-                             where.c_str(), base.model_type.c_str(), profile.format().c_str());
+        for (int round = 0; round < rounds; ++round) {
+            for (size_t i = 0; i < instances.size(); ++i) {
+                const BenchInstance& in = instances[i];
+                int64_t n_ctx = 1;
+                for (const llm::BenchTest& t : in.tests)
+                    n_ctx = std::max(n_ctx, t.context_needed());
+                const std::string where = fmt::format("{}/{}", i + 1, instances.size());
+                progress.update(done, total, where + " loading");
+                BenchSession bs = open_bench_session(in, n_ctx);
+                const BenchRecord base = bs.describe(in);
+                const llm::Tokenizer tok = llm::Tokenizer::from_gguf(bs.loaded.model->file());
+                Profile profile;
+                for (size_t k = 0; k < in.tests.size(); ++k) {
+                    const llm::BenchTest& test = in.tests[k];
+                    if (records[i].size() <= k) {
+                        printed[i].push_back(0);
+                        records[i].push_back(base);
+                        records[i][k].test = test;
+                        records[i][k].test_time = utc_now();
+                    }
+                    BenchRecord& r = records[i][k];
+                    llm::BenchTokens tokens(bs.loaded.model->hparams().n_vocab,
+                                            tok.add_bos() ? tok.bos() : -1);
+                    progress.update(done, total, where + " " + test.label());
+                    const llm::BenchSamples samples = llm::run_bench_test(
+                        *bs.session, tokens, test, reps, in.n_batch, !o.no_warmup,
+                        [&](int rep) {
+                            progress.update(++done, total,
+                                            fmt::format("{} {} rep {}/{}", where, test.label(),
+                                                        round + rep + 1, o.grid.repetitions));
+                        },
+                        o.profile ? &profile : nullptr);
+                    r.samples.ns.insert(r.samples.ns.end(), samples.ns.begin(), samples.ns.end());
+                    r.samples.ts.insert(r.samples.ts.end(), samples.ts.begin(), samples.ts.end());
+                    if (round + 1 == rounds) {
+                        progress.clear();
+                        printer.add(r);
+                        printed[i][k] = 1;
+                    }
+                }
+                if (o.profile && !profile.empty()) {
+                    progress.clear();
+                    std::fprintf(stderr,
+                                 "\nprofile of combination %s (%s, its timed repetitions%s):\n%s",
+                                 where.c_str(), base.model_type.c_str(),
+                                 o.interleave ? fmt::format(" of round {}", round + 1).c_str() : "",
+                                 profile.format().c_str());
+                }
             }
         }
     } catch (...) {
-        // What was measured before the failure is still printed.
+        // What was measured before the failure is still printed (with --interleave: the
+        // repetitions of the rounds that ran).
         progress.clear();
+        for (size_t i = 0; i < records.size(); ++i)
+            for (size_t k = 0; k < records[i].size(); ++k)
+                if (!printed[i][k] && !records[i][k].samples.ns.empty()) printer.add(records[i][k]);
         printer.finish();
         throw;
     }
@@ -90,6 +118,9 @@ Command add_bench_command(CLI::App& app) {
     o->grid.add_to(*cmd, true);
     cmd->add_option("-o,--output", o->format, "md, csv, json, jsonl or sql (default md)");
     cmd->add_flag("--no-warmup", o->no_warmup, "Time from a cold start (no warm-up eval first)");
+    cmd->add_flag("--interleave", o->interleave,
+                  "Run the repetitions in rounds: one of every combination per round (loaded "
+                  "and warmed up again), so that each samples the whole run's machine states");
     cmd->add_flag(
         "--profile", o->profile,
         "Time every op of the timed repetitions (run one at a time, so slower) and print, "
