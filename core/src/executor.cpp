@@ -165,6 +165,7 @@ void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order,
     std::vector<char> staged(n, 0);
     std::vector<int32_t> first(n, -1), last(n, -1);
     std::vector<int32_t> weights;  // by first read
+    std::vector<int32_t> others;   // inputs and imports, by first read
     uint64_t weight_bytes = 0;
     for (size_t position = 0; position < order.size(); ++position) {
         const Node& node = graph.nodes()[static_cast<size_t>(order[position])];
@@ -188,10 +189,14 @@ void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order,
                 continue;
             }
             if (plan.staging_offset[id] >= 0) continue;
-            plan.staging_offset[id] = static_cast<int64_t>(plan.staging_bytes);
-            plan.staging_bytes += slot(*root);
+            plan.staging_offset[id] = 0;  // placed below, after the weights
+            others.push_back(static_cast<int32_t>(id));
         }
     }
+    // Weights first: graphs of other sizes (a prompt's last, shorter ubatch) read the same
+    // weights in the same order, so their plans put them at the same offsets and find them
+    // there (the buffer's records are by offset); inputs and imports, whose sizes differ
+    // between such graphs, come after.
     plan.per_use = weight_bytes > limit;
     if (!plan.per_use) {
         for (int32_t id : weights) {
@@ -219,6 +224,10 @@ void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order,
             plan.staging_offset[size_t(id)] =
                 static_cast<int64_t>(plan.staging_bytes + at[size_t(id)]);
         plan.staging_bytes += ranges.peak();
+    }
+    for (int32_t id : others) {
+        plan.staging_offset[size_t(id)] = static_cast<int64_t>(plan.staging_bytes);
+        plan.staging_bytes += slot(*graph.tensors()[size_t(id)]);
     }
     find_steps(graph, order, staged, first, plan);
 }

@@ -470,6 +470,42 @@ TEST(Scheduler, OverTheStagingLimitWeightsShareTheirRoom) {
     EXPECT_EQ(roomy.run(m.g).staged_bytes, inputs);
 }
 
+// A prompt's last, shorter ubatch is a graph of another shape: its plan puts the staged weights
+// at the same offsets (weights first, inputs after), so it finds them there and uploads only its
+// input; then the longer graph again finds everything but its input.
+TEST(Scheduler, GraphsOfAnotherSizeFindTheStagedWeights) {
+    constexpr int64_t K = 64, N = 48;
+    std::vector<float> w(K * N), x(K * 8);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i * 7 % 23) - 11) / 16.0f;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 9) - 4) / 4.0f;
+    struct Built {
+        Graph g;
+        Tensor* y = nullptr;
+    };
+    auto build = [&](int64_t tokens) {
+        auto b = std::make_unique<Built>();
+        Tensor* in = b->g.input("x", SY_TYPE_F32, {K, tokens});
+        Tensor* weight = b->g.weight("blk.0.ffn_up.weight", SY_TYPE_F32, {K, N});
+        in->set_data(x.data());
+        weight->set_data(w.data());
+        b->y = b->g.scale(b->g.mul_mat(weight, in), 0.5f);
+        b->g.mark_output(b->y);
+        return b;
+    };
+    Executor device(sim(), 0), host(cpu(), 0);
+    const uint64_t weight_bytes = K * N * sizeof(float);
+    for (int64_t tokens : {8, 5, 8}) {
+        SCOPED_TRACE(tokens);
+        const auto b = build(tokens);
+        const bool first = device.cached_plans() == 0;
+        const RunReport& r = device.run(b->g);
+        const uint64_t input = uint64_t(K * tokens) * sizeof(float);
+        EXPECT_EQ(r.staged_bytes, input + (first ? weight_bytes : 0));
+        host.run(b->g);
+        EXPECT_EQ(device.read<float>(*b->y), host.read<float>(*b->y));
+    }
+}
+
 // One MoE layer's routed-expert product over a batch: E experts of {K, N} in F16 homed on the
 // host; its activations come from a node that runs on the device.
 struct ExpertBatch {
