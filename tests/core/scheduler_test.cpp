@@ -98,6 +98,14 @@ OffloadPolicy pin(const char* op, const char* backend) {
     return p;
 }
 
+// The Mlp's two matrix products pinned to sim, its other ops to the cpu: 4 splits.
+OffloadPolicy products_on_sim() {
+    OffloadPolicy policy = pin("mul_mat", "sim");
+    for (const char* op : {"add", "silu", "scale", "sum_rows"})
+        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
+    return policy;
+}
+
 // The node indices placed on `backend`.
 std::vector<int32_t> nodes_on(const OpPlan& plan, int32_t backend) {
     std::vector<int32_t> out;
@@ -121,10 +129,7 @@ TEST(Scheduler, MatrixProductsOnTheDeviceTheRestOnTheCpu) {
     const CpuResult want = on_cpu_alone();
     Mlp m;
     const auto backends = infos();
-    OffloadPolicy policy = pin("mul_mat", "sim");
-    for (const char* op : {"add", "silu", "scale", "sum_rows"})
-        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
-    const OpPlan plan = place_ops(m.g, backends, policy, {Phase::prompt, Mlp::T});
+    const OpPlan plan = place_ops(m.g, backends, products_on_sim(), {Phase::prompt, Mlp::T});
     EXPECT_EQ(nodes_on(plan, 1), (std::vector<int32_t>{0, 3})) << "the two mul_mat nodes";
     ASSERT_EQ(plan.splits.size(), 4u);  // sim, cpu, sim, cpu
 
@@ -163,10 +168,7 @@ TEST(Scheduler, MatrixProductsOnTheDeviceTheRestOnTheCpu) {
 TEST(Scheduler, WeightsStagedPerUseAcrossSplits) {
     const CpuResult want = on_cpu_alone();
     Mlp m;
-    OffloadPolicy policy = pin("mul_mat", "sim");
-    for (const char* op : {"add", "silu", "scale", "sum_rows"})
-        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
-    const OpPlan plan = place_ops(m.g, infos(), policy, {Phase::prompt, Mlp::T});
+    const OpPlan plan = place_ops(m.g, infos(), products_on_sim(), {Phase::prompt, Mlp::T});
     ASSERT_EQ(plan.splits.size(), 4u);  // sim, cpu, sim, cpu
     Scheduler s = scheduler();
     s.set_staging_limit(1);
@@ -306,10 +308,7 @@ TEST(Profile, KindsDropLayersAndSuffixes) {
 TEST(Profile, CountsEveryNodeWhereItRanAndTheCopies) {
     const CpuResult want = on_cpu_alone();
     Mlp m;
-    OffloadPolicy policy = pin("mul_mat", "sim");
-    for (const char* op : {"add", "silu", "scale", "sum_rows"})
-        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
-    const OpPlan plan = place_ops(m.g, infos(), policy, {Phase::prompt, Mlp::T});
+    const OpPlan plan = place_ops(m.g, infos(), products_on_sim(), {Phase::prompt, Mlp::T});
     Scheduler s = scheduler();
     Profile profile;
     s.set_profile(&profile);
