@@ -185,6 +185,13 @@ grep -q "P,N" "$tmp/e" || fail "-pg 8 not explained: $(cat "$tmp/e")"
 grep -q "missing.gguf" "$tmp/e" || fail "missing model not named: $(cat "$tmp/e")"
 "$sy" bench -m "$m,$tmp/missing.gguf" -p 8 -n 0 -r 1 -o jsonl >"$tmp/o" 2>"$tmp/e" && fail "second model missing accepted"
 [ "$(wc -l <"$tmp/o")" -eq 1 ] || fail "the first model's result was not printed before the error"
+"$sy" bench -m "$m,$tmp/missing.gguf" -p 8 -n 0 -r 2 --interleave -o jsonl >"$tmp/o" 2>"$tmp/e" \
+    && fail "second model missing accepted (--interleave)"
+python3 - "$tmp/o" <<'PY' || fail "--interleave: the first round's result was not printed before the error: $(cat "$tmp/o")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 1 and len(rows[0]["samples_ns"]) == 1, rows
+PY
 # A context of exactly one ubatch: one row (the warm-up fits too).
 "$sy" sweep -m "$m" -c 64 -ub 64 -n 8 -o jsonl >"$tmp/one.jsonl" 2>"$tmp/e" || fail "sweep -c 64 -ub 64: $(cat "$tmp/e")"
 [ "$(wc -l <"$tmp/one.jsonl")" -eq 1 ] || fail "sweep of one ubatch: $(cat "$tmp/one.jsonl")"
