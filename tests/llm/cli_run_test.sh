@@ -50,8 +50,13 @@ if [ -n "$sim" ]; then
   # operand contiguous: another summation order) and, over 32 greedy tokens, a token.
   cpu_rates='[plugins.cpu]\nmemory_gbps = "55"\nlaunch_us = "0.2"\n'
   printf "$cpu_rates" >"$tmp/rates.toml"
-  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --backend sim --cpu-moe --offload-policy mul_mat_id=0,moe.fused_up_gate=0 \
+  # The tiny model's 32 greedy tokens with the sim plugin loaded (and the arguments given).
+  on_sim() {
+    "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
+        --tokens --plugin "$sim" "$@"
+  }
+  staging_mib() { sed -n 's/^staging buffer: \([0-9.]*\) MiB.*/\1/p' "$tmp/e"; }
+  on_sim --backend sim --cpu-moe --offload-policy mul_mat_id=0,moe.fused_up_gate=0 \
       --config "$tmp/rates.toml" \
       >"$tmp/hybrid" 2>"$tmp/e" || fail "run on cpu + sim: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid" || fail "cpu + sim generated other tokens than the cpu alone"
@@ -60,8 +65,7 @@ if [ -n "$sim" ]; then
       || fail "no copy totals: $(cat "$tmp/e")"
   # -ngl 2 of the tiny model's 3 layers (llama.cpp's partial offload): layers 1-2, weights and
   # KV cache, on sim; layer 0, the embeddings and the output on the cpu; the cpu's tokens.
-  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --backend sim -ngl 2 --config "$tmp/rates.toml" >"$tmp/ngl" 2>"$tmp/e" ||
+  on_sim --backend sim -ngl 2 --config "$tmp/rates.toml" >"$tmp/ngl" 2>"$tmp/e" ||
       fail "run -ngl 2: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/ngl" || fail "-ngl 2 generated other tokens than the cpu alone"
   grep -q "^-ngl 2: layers 1-2 (weights and KV cache) on sim, the rest on cpu" "$tmp/e" || fail "-ngl 2: $(cat "$tmp/e")"
@@ -86,8 +90,7 @@ PY
   # the output on sim (the default); the cpu's tokens. More proportions than devices: refused.
   printf '[plugins.sim]\ndevices = "2"\n' >"$tmp/two.toml"
   printf "$cpu_rates" >>"$tmp/two.toml"
-  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --backend sim --config "$tmp/two.toml" -ngl 4 -ts 1,2 >"$tmp/ts" 2>"$tmp/e" \
+  on_sim --backend sim --config "$tmp/two.toml" -ngl 4 -ts 1,2 >"$tmp/ts" 2>"$tmp/e" \
       || fail "run -ts 1,2: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/ts" || fail "-ts 1,2 on two devices generated other tokens than the cpu alone"
   "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -c 256 -ub 16 --plugin "$sim" --backend sim \
@@ -110,21 +113,19 @@ PY
   # (the executor uploads only those), and the tokens stay the cpu's.
   printf '[offload]\nmode = "always"\n' >"$tmp/always.toml"
   printf "$cpu_rates" >>"$tmp/always.toml"
-  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --backend sim --cpu-moe --config "$tmp/always.toml" \
+  on_sim --backend sim --cpu-moe --config "$tmp/always.toml" \
       >"$tmp/hybrid3" 2>"$tmp/e" || fail "run on cpu + sim, offload always: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid3" || fail "offloading every product changed the tokens"
   grep -q "^staging buffer: " "$tmp/e" || fail "offload always: no staging buffer line: $(cat "$tmp/e")"
-  full_staging=$(sed -n 's/^staging buffer: \([0-9.]*\) MiB.*/\1/p' "$tmp/e")
+  full_staging=$(staging_mib)
   # Over a 1 MiB staging limit the host-resident experts share the device's room by when they
   # are read: a smaller staging buffer (plan says so beforehand), the same tokens.
   printf '[offload]\nmode = "always"\nstaging_mib = 1\n' >"$tmp/per-use.toml"
   printf "$cpu_rates" >>"$tmp/per-use.toml"
-  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --backend sim --cpu-moe --config "$tmp/per-use.toml" \
+  on_sim --backend sim --cpu-moe --config "$tmp/per-use.toml" \
       >"$tmp/hybrid4" 2>"$tmp/e" || fail "run with staging_mib = 1: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid4" || fail "staging per use changed the tokens"
-  per_use=$(sed -n 's/^staging buffer: \([0-9.]*\) MiB.*/\1/p' "$tmp/e")
+  per_use=$(staging_mib)
   python3 -c "import sys; f, p = float(sys.argv[1]), float(sys.argv[2]); assert 0 < p < f * 0.75, (f, p)" \
       "$full_staging" "$per_use" || fail "staging per use: $per_use MiB, all kept: $full_staging MiB"
   "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 --plugin "$sim" --backend sim --cpu-moe \
@@ -135,8 +136,7 @@ PY
   # some experts fit, the other experts stay on the cpu; the tokens stay the cpu's.
   printf '[plugins.sim]\nmemory_mib = "272"\n' >"$tmp/small.toml"
   printf "$cpu_rates" >>"$tmp/small.toml"
-  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --backend sim --fit --fit-margin 0 --config "$tmp/small.toml" \
+  on_sim --backend sim --fit --fit-margin 0 --config "$tmp/small.toml" \
       >"$tmp/fit" 2>"$tmp/e" || fail "run --fit: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/fit" || fail "--fit changed the tokens"
   grep -Eq "weights: sim [1-9][0-9.]* MiB \([0-9]+ tensors\), cpu [1-9][0-9.]* MiB" "$tmp/e" \
@@ -150,14 +150,12 @@ PY
       && fail "--fit-margin without --fit was accepted"
   grep -q "without --fit" "$tmp/e" || fail "--fit-margin alone: $(cat "$tmp/e")"
   printf '[plugins]\nload = ["cpu"]\n[placement]\ndefault = "sim"\n[[placement.rules]]\nmatch = '"'"'_exps\\.'"'"'\nbackend = "cpu"\n[offload.ops]\nmul_mat_id = false\n"moe.fused_up_gate" = false\n' >"$tmp/policy.toml"
-  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --config "$tmp/policy.toml" >"$tmp/hybrid2" 2>"$tmp/e" \
+  on_sim --config "$tmp/policy.toml" >"$tmp/hybrid2" 2>"$tmp/e" \
       || fail "run with a placement config: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid2" || fail "the placement config generated other tokens"
   # --profile: the same tokens; per backend its ops (the routed experts' mul_mat_id on the cpu,
   # one per MoE layer and step), the copies between the backends.
-  "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla 2 -ctk f32 -ctv f32 \
-      --tokens --plugin "$sim" --config "$tmp/policy.toml" --profile >"$tmp/prof" 2>"$tmp/e" \
+  on_sim --config "$tmp/policy.toml" --profile >"$tmp/prof" 2>"$tmp/e" \
       || fail "run --profile: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/prof" || fail "--profile generated other tokens"
   grep -q "profile, decode steps: 31 graphs, 31 tokens" "$tmp/e" || fail "no decode profile: $(cat "$tmp/e")"
@@ -169,9 +167,10 @@ PY
   # switchyard plan: the routed experts' weights on the cpu by the rule, the rest on sim by
   # default; every node with its backend, reason and candidates; --json parses and agrees. The
   # simulated link is slow (1 GB/s) so that copying a decode step's experts costs several times
-  # what the cpu's hint says for reading them, however loaded the machine is when the cpu plugin
-  # measures its bandwidth.
+  # what the cpu's hint says for reading them; the cpu's rates are fixed (a loaded machine once
+  # measured a bandwidth at which the cpu's hint was the dearer).
   printf '[plugins.sim]\nlink_gbps = "1"\n' >"$tmp/slow.toml"
+  printf "$cpu_rates" >>"$tmp/slow.toml"
   "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 -ub 16 --plugin "$sim" --backend sim \
       --config "$tmp/slow.toml" -ot '\.ffn_.*_exps\.=cpu' >"$tmp/plan" 2>"$tmp/e" || fail "plan: $(cat "$tmp/e")"
   grep -qF "(-ot #1)): ffn_up_exps, ffn_gate_exps, ffn_down_exps" "$tmp/plan" \
