@@ -158,8 +158,7 @@ void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order,
                             CachedPlan& plan) {
     const size_t n = graph.tensors().size();
     const auto slot = [](const Tensor& t) {
-        const auto bytes = static_cast<uint64_t>(t.bytes());
-        return (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+        return aligned_size(static_cast<uint64_t>(t.bytes()));
     };
     plan.staging_offset.assign(n, -1);
     std::vector<char> staged(n, 0);
@@ -263,7 +262,6 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
     if (cache_.size() >= kMaxCachedPlans) cache_.clear();
     CachedPlan plan;
     plan.memory = plan_memory(graph, order);
-    plan.staging_offset.assign(graph.tensors().size(), -1);
     if (!host_memory_) {
         uint64_t limit = staging_limit_;
         if (limit == 0)

@@ -13,10 +13,6 @@ namespace sy {
 
 namespace {
 
-uint64_t align_up(uint64_t n) {
-    return (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-}
-
 }  // namespace
 
 uint64_t RangeAllocator::allocate(uint64_t size) {
@@ -144,7 +140,7 @@ MemoryPlan plan_memory(const Graph& graph, std::span<const int32_t> order) {
             const Tensor& t = *graph.tensors()[static_cast<size_t>(id)];
             PlannedTensor p;
             p.tensor = id;
-            p.size = align_up(std::max<uint64_t>(1, static_cast<uint64_t>(t.bytes())));
+            p.size = aligned_size(std::max<uint64_t>(1, static_cast<uint64_t>(t.bytes())));
             p.offset = ranges.allocate(p.size);
             p.first_step = step;
             p.last_step = last[static_cast<size_t>(id)];

@@ -823,7 +823,7 @@ DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Gra
         }
     for (auto& [host, r] : ranges_) {
         r.offset = bytes_;
-        bytes_ += (r.bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+        bytes_ += aligned_size(r.bytes);
     }
 }
 

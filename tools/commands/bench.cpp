@@ -41,7 +41,6 @@ int run_bench(const BenchOptions& o) {
     const int rounds = o.interleave ? o.grid.repetitions : 1;
     const int reps = o.interleave ? 1 : o.grid.repetitions;
     std::vector<std::vector<BenchRecord>> records(instances.size());
-    std::vector<std::vector<char>> printed(instances.size());
     try {
         for (int round = 0; round < rounds; ++round) {
             for (size_t i = 0; i < instances.size(); ++i) {
@@ -58,7 +57,6 @@ int run_bench(const BenchOptions& o) {
                 for (size_t k = 0; k < in.tests.size(); ++k) {
                     const llm::BenchTest& test = in.tests[k];
                     if (records[i].size() <= k) {
-                        printed[i].push_back(0);
                         records[i].push_back(base);
                         records[i][k].test = test;
                         records[i][k].test_time = utc_now();
@@ -80,7 +78,6 @@ int run_bench(const BenchOptions& o) {
                     if (round + 1 == rounds) {
                         progress.clear();
                         printer.add(r);
-                        printed[i][k] = 1;
                     }
                 }
                 if (o.profile && !profile.empty()) {
@@ -95,11 +92,12 @@ int run_bench(const BenchOptions& o) {
         }
     } catch (...) {
         // What was measured before the failure is still printed (with --interleave: the
-        // repetitions of the rounds that ran).
+        // repetitions of the rounds that ran); a record with all its repetitions was printed.
         progress.clear();
-        for (size_t i = 0; i < records.size(); ++i)
-            for (size_t k = 0; k < records[i].size(); ++k)
-                if (!printed[i][k] && !records[i][k].samples.ns.empty()) printer.add(records[i][k]);
+        for (const std::vector<BenchRecord>& tests : records)
+            for (const BenchRecord& r : tests)
+                if (!r.samples.ns.empty() && r.samples.ns.size() < size_t(o.grid.repetitions))
+                    printer.add(r);
         printer.finish();
         throw;
     }

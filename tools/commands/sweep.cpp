@@ -31,7 +31,6 @@ struct SweepOptions {
     bool no_warmup = false;
 };
 
-// What tells the runs apart in a legend: the values of the lists that have more than one.
 // Memory in use on each device of the session (memory_total - memory_free, as its plugin
 // reports it: on a GPU the whole device's use, other processes' and the driver's included), by
 // backend name; empty when every backend computes on host memory.
@@ -55,6 +54,7 @@ std::vector<std::pair<std::string, double>> device_used_mib(const BenchSession& 
     return out;
 }
 
+// What tells the runs apart in a legend: the values of the lists that have more than one.
 std::vector<std::string> run_labels(const std::vector<BenchInstance>& runs) {
     std::vector<std::vector<std::pair<std::string, std::string>>> facts;
     for (const BenchInstance& in : runs) {

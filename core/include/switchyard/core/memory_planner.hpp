@@ -18,6 +18,11 @@ class Tensor;
 
 inline constexpr uint64_t kTensorAlignment = 64;
 
+// `bytes` rounded up to the alignment: the room a tensor takes in a planned buffer.
+inline constexpr uint64_t aligned_size(uint64_t bytes) {
+    return (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}
+
 // Ranges of one growing buffer: best-fit reuse of released ranges (the smallest free range that
 // fits), otherwise growth at the top; peak() is the buffer size the ranges needed.
 class RangeAllocator {
