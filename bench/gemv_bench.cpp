@@ -3,6 +3,7 @@
 //
 //   switchyard-gemv-bench [--plugin PATH] [-t THREADS] [--bandwidth GBps] [-k K] [-n N]
 //                         [--reps R] [--gemm-rows M] [--types q4_0,q8_0,...] [--experts E:U]
+//                         [--hot]
 //
 // The plugin is loaded with plain dlopen: PATH, or the best-scoring libswitchyard-cpu-*.so of the
 // build tree. For each type, two weight matrices of K x N (default 4096 x 16384, larger than any
@@ -17,6 +18,9 @@
 // and results in its own buffers, at least 1 GiB of weight copies (beyond any GPU cache), and
 // each compute() call runs one GEMV per copy, so that the time per GEMV does not include the
 // call's synchronization; the reference bandwidth then defaults to the device's own figure.
+//
+// --hot keeps one copy of the weights, read again by every run: from the caches where it fits (use
+// a small -k/-n), the kernel's own ceiling with no memory traffic.
 //
 // --experts E:U times the routed-expert products of one generated token instead (host-memory
 // plugins): see run_experts.
@@ -48,6 +52,7 @@ struct Options {
     double bandwidth = 0;
     int64_t K = 4096, N = 16384, gemm_rows = 512;
     int reps = 20;
+    bool hot = false;  // --hot: one weight copy, re-read from cache when it fits (kernel ceiling)
     int64_t experts = 0, experts_used = 0;  // --experts E:U (0: plain MUL_MAT)
     std::vector<std::string> types = {"f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",   "q5_1",
                                       "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs"};
@@ -57,7 +62,7 @@ void usage() {
     std::fprintf(stderr,
                  "usage: switchyard-gemv-bench [--plugin PATH] [-t THREADS] [--bandwidth GBps]\n"
                  "       [-k K] [-n N] [--reps R] [--gemm-rows M] [--types a,b,...]\n"
-                 "       [--experts E:U]\n");
+                 "       [--experts E:U] [--hot]\n");
     std::exit(2);
 }
 
@@ -79,6 +84,8 @@ Options parse(int argc, char** argv) {
             o.K = std::atoll(value().c_str());
         else if (a == "-n")
             o.N = std::atoll(value().c_str());
+        else if (a == "--hot")
+            o.hot = true;
         else if (a == "--reps")
             o.reps = std::max(1, std::atoi(value().c_str()));
         else if (a == "--experts") {
@@ -402,7 +409,7 @@ int main(int argc, char** argv) {
         const int64_t bytes = sy::sdk::row_bytes(type, o.K) * o.N;
         const long llc = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
         const int64_t span = device ? int64_t(1) << 30 : 2 * int64_t(llc);
-        const int copies = int(std::clamp<int64_t>(span / bytes + 2, 2, 64));
+        const int copies = o.hot ? 1 : int(std::clamp<int64_t>(span / bytes + 2, 2, 64));
         std::vector<uint8_t> host_weights(static_cast<size_t>(bytes));
         fill_weights(type, host_weights.data(), bytes, rng);
         std::vector<std::pair<void*, const sy_buffer*>> weights;

@@ -63,7 +63,15 @@ int64_t ThreadPool::range_task_count(int64_t n_items, int64_t min_items_per_task
 void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* context) {
     if (n_tasks <= 0) return;
     if (n_tasks == 1 || workers_.empty()) {
-        for (int64_t task = 0; task < n_tasks; ++task) fn(context, task);
+        std::exception_ptr error;  // the first; the other tasks still run, as on the workers
+        for (int64_t task = 0; task < n_tasks; ++task) {
+            try {
+                fn(context, task);
+            } catch (...) {
+                if (!error) error = std::current_exception();
+            }
+        }
+        if (error) std::rethrow_exception(error);
         return;
     }
     std::lock_guard submit(submit_mutex_);
@@ -76,13 +84,15 @@ void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* context) {
             stripes_[s].next.store(n_tasks * s / threads_, std::memory_order_relaxed);
             stripes_[s].end = n_tasks * (s + 1) / threads_;
         }
-        workers_busy_.store(int(workers_.size()), std::memory_order_relaxed);
+        open_.store(true);  // after the job's state: a worker that sees it open sees the job
         generation_.fetch_add(1, std::memory_order_release);
     }
     job_ready_.notify_all();
     work_on_current_job(0);
 
-    const auto done = [this] { return workers_busy_.load(std::memory_order_acquire) == 0; };
+    // Every task is claimed: no worker joins from here on; wait for those that did.
+    open_.store(false);
+    const auto done = [this] { return active_.load() == 0; };
     spin_until(done, kSpin);
     std::exception_ptr error;
     {
@@ -126,8 +136,9 @@ void ThreadPool::worker_loop(int self) {
         }
         if (stopping_.load(std::memory_order_acquire)) return;
         seen = generation_.load(std::memory_order_acquire);
-        work_on_current_job(self);
-        if (workers_busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        active_.fetch_add(1);
+        if (open_.load()) work_on_current_job(self);
+        if (active_.fetch_sub(1) == 1) {
             // Under the mutex, so that the caller cannot miss it between its check and its wait.
             std::lock_guard lock(state_mutex_);
             job_done_.notify_one();

@@ -1,9 +1,17 @@
 // A persistent pool of worker threads. Threads are created once (and again only when the thread
 // count changes); the calling thread works too, so a pool of N threads starts N - 1 workers.
-// Between jobs a worker spins (with pause) for up to kSpin, then sleeps on a condition variable;
-// the calling thread waits for the workers the same way. Token generation runs many short jobs
-// back to back, and waking a sleeping thread costs tens of microseconds (more in a VM): on a
-// 0.6 ms GEMV the sleeping pool lost about 10% against two single-threaded processes.
+// Between jobs a worker spins (with pause) for up to kSpin, then sleeps on a condition variable.
+// Token generation runs many short jobs back to back, and waking a sleeping thread costs tens of
+// microseconds (more in a VM): on a 0.6 ms GEMV the sleeping pool lost about 10% against two
+// single-threaded processes.
+//
+// The calling thread waits only for workers that joined the job, never for one still waking up:
+// a worker joins by counting itself active and then checking that the job is still open, and
+// the caller, once every task is claimed, closes the job and waits for the active count to drop
+// to zero (both sequentially consistent, so one of the two sees the other). A worker that wakes
+// late finds the job closed, or helps with what is left. (Waiting for every worker made the
+// first job after an idle spell, as when a GPU ran the layers before it, wait for the sleeping
+// worker's vCPU to be scheduled again: ~0.9 ms per such job on the 2-vCPU test VM.)
 //
 // A job is a number of tasks, split into one contiguous stripe per thread: each thread claims
 // the tasks of its own stripe in order from an atomic counter, then helps with what is left of
@@ -83,7 +91,8 @@ class ThreadPool {
     std::condition_variable job_done_;
     std::atomic<uint64_t> generation_{0};  // bumped once per job; workers wait for a new value
     std::atomic<bool> stopping_{false};
-    std::atomic<int> workers_busy_{0};  // workers that have not yet finished the current job
+    std::atomic<bool> open_{false};  // the current job takes workers (until all tasks are claimed)
+    std::atomic<int> active_{0};     // workers inside the current job
     TaskFn job_fn_ = nullptr;
     void* job_context_ = nullptr;
     std::exception_ptr job_error_;
