@@ -415,7 +415,10 @@ void Executor::compute(size_t first, size_t end) {
     for (const StageStep& step : plan_->steps) {
         if (step.position < first || step.position >= end || !needs_upload(step)) continue;
         run_nodes(at, step.position);
+        const auto start = std::chrono::steady_clock::now();
         stage(step);
+        report_.stage_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         at = step.position;
     }
     run_nodes(at, end);
@@ -433,7 +436,7 @@ void Executor::run_nodes(size_t first, size_t end) {
             for (size_t i = first; i < end; ++i) {
                 const auto node_start = std::chrono::steady_clock::now();
                 plugin_.compute(device_, std::span<const sy_node* const>(&pointers[i - first], 1));
-                plugin_.synchronize(device_);
+                synchronize();
                 profile_->add_node(
                     backend, *graph_, order_[i],
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - node_start)
@@ -441,7 +444,7 @@ void Executor::run_nodes(size_t first, size_t end) {
             }
         } else {
             plugin_.compute(device_, pointers);
-            plugin_.synchronize(device_);
+            synchronize();
         }
         report_.backend_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -456,6 +459,13 @@ void Executor::run_nodes(size_t first, size_t end) {
         }
         throw;
     }
+}
+
+void Executor::synchronize() {
+    const auto start = std::chrono::steady_clock::now();
+    plugin_.synchronize(device_);
+    report_.sync_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 const Executor::Resident* Executor::resident(uint64_t offset, const Tensor& weight) const {

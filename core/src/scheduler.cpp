@@ -87,6 +87,8 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
         if (lanes_[b].order.empty()) continue;
         const RunReport& r = lanes_[b].executor->last_run();
         report_.backend_seconds += r.backend_seconds;
+        report_.sync_seconds += r.sync_seconds;
+        report_.stage_seconds += r.stage_seconds;
         report_.compute_buffer_bytes[b] = r.compute_buffer_bytes;
         report_.staging_buffer_bytes[b] = r.staging_buffer_bytes;
         report_.staged_bytes += r.staged_bytes;

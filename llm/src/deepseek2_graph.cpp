@@ -892,26 +892,36 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         ug.tokens->set_data(const_cast<int32_t*>(tokens.data() + start));
         ug.positions->set_data(positions.data());
         const auto t1 = Clock::now();
-        double backend_seconds = 0;
+        double backend_seconds = 0, sync_seconds = 0, copy_seconds = 0, stage_seconds = 0;
         uint64_t staged = 0, compute_buffer = 0, staging_buffer = 0;
         if (scheduler_) {
             const ScheduleReport& r = scheduler_->run(ug.graph, plan(ug.graph, t));
             backend_seconds = r.backend_seconds;
+            sync_seconds = r.sync_seconds;
+            copy_seconds = r.copy_seconds;
+            stage_seconds = r.stage_seconds;
             staged = r.staged_bytes + r.link_bytes;
             for (uint64_t b : r.compute_buffer_bytes) compute_buffer += b;
             for (uint64_t b : r.staging_buffer_bytes) staging_buffer += b;
         } else {
             const RunReport& r = executor_.run(ug.graph);
             backend_seconds = r.backend_seconds;
+            sync_seconds = r.sync_seconds;
+            stage_seconds = r.stage_seconds;
             staged = r.staged_bytes;
             compute_buffer = r.compute_buffer_bytes;
             staging_buffer = r.staging_buffer_bytes;
         }
         const auto t2 = Clock::now();
         stats_.graph_build_seconds += std::chrono::duration<double>(t1 - t0).count();
-        stats_.compute_seconds += std::chrono::duration<double>(t2 - t1).count();
+        const double run_seconds = std::chrono::duration<double>(t2 - t1).count();
+        stats_.compute_seconds += run_seconds;
+        stats_.backend_seconds += backend_seconds;
+        stats_.sync_seconds += sync_seconds;
+        stats_.copy_seconds += copy_seconds;
+        stats_.stage_seconds += stage_seconds;
         stats_.plan_bind_seconds +=
-            std::max(0.0, std::chrono::duration<double>(t2 - t1).count() - backend_seconds);
+            std::max(0.0, run_seconds - backend_seconds - copy_seconds - stage_seconds);
         if (profile_)
             profile_->end_graph(std::chrono::duration<double>(t1 - t0).count(),
                                 std::chrono::duration<double>(t2 - t1).count());

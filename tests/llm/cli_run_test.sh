@@ -6,6 +6,25 @@ set -u
 sy=$1
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# run's "generation time" line in FILE: its parts add up to 100% and their sum of copies,
+# synchronization and host is the printed one; each CHECK (copies=0, staging>0, ...) holds.
+gen_time() {
+  python3 - "$@" <<'PY' || fail "generation time in $1: $(grep '^generation time' "$1")"
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"^generation time: backend ops ([0-9.]+)%, waiting in synchronize ([0-9.]+)%, "
+              r"copies between backends ([0-9.]+)%, staging on devices ([0-9.]+)%, host ([0-9.]+)% "
+              r"\(copies \+ synchronization \+ host: ([0-9.]+)%\)$", text, re.M)
+assert m, "no generation time line"
+ops, sync, copies, staging, host, overhead = map(float, m.groups())
+assert abs(ops + sync + copies + staging + host - 100) < 0.3, m.group(0)
+assert abs(sync + copies + host - overhead) < 0.2, m.group(0)
+parts = {"ops": ops, "sync": sync, "copies": copies, "staging": staging, "host": host}
+for check in sys.argv[2:]:
+    name, op, value = re.fullmatch(r"(\w+)([=>])([0-9.]+)", check).groups()
+    assert parts[name] == float(value) if op == "=" else parts[name] > float(value), (check, m.group(0))
+PY
+}
 # The simulated device computes with the CPU plugin variant the host loads for the cpu backend
 # (the best for this CPU), so that hybrid runs can give the cpu's tokens bit for bit.
 SWITCHYARD_SIM_CPU_PLUGIN=$("$sy" plugins 2>/dev/null | awk '$1 == "cpu" { print $NF; exit }')
@@ -24,6 +43,7 @@ for mla in 1 2 3; do
   cmp -s "$tmp/out0" "$tmp/out$mla" || fail "-mla $mla generated other tokens than -mla 0"
 done
 grep -q "flash attention" "$tmp/err0" || fail "flash attention not used by default on the CPU"
+gen_time "$tmp/err0" ops\>10 copies=0 staging=0
 # Without flash attention (materialized K.Q): the same tokens.
 for mla in 0 2; do
   "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -n 32 --temp 0 --ignore-eos -mla $mla -ctk f32 -ctv f32 \
@@ -63,6 +83,7 @@ if [ -n "$sim" ]; then
   grep -q "weights: sim .* MiB (.* tensors), cpu .* MiB" "$tmp/e" || fail "no weight totals: $(cat "$tmp/e")"
   grep -Eq "copied to and between backends: prompt [0-9.]+ MiB, generation [0-9.]+ MiB per token" "$tmp/e" \
       || fail "no copy totals: $(cat "$tmp/e")"
+  gen_time "$tmp/e" copies\>0 staging=0
   # -ngl 2 of the tiny model's 3 layers (llama.cpp's partial offload): layers 1-2, weights and
   # KV cache, on sim; layer 0, the embeddings and the output on the cpu; the cpu's tokens.
   on_sim --backend sim -ngl 2 --config "$tmp/rates.toml" >"$tmp/ngl" 2>"$tmp/e" ||
@@ -125,6 +146,7 @@ PY
   on_sim --backend sim --cpu-moe --config "$tmp/per-use.toml" \
       >"$tmp/hybrid4" 2>"$tmp/e" || fail "run with staging_mib = 1: $(cat "$tmp/e")"
   cmp -s "$tmp/out0" "$tmp/hybrid4" || fail "staging per use changed the tokens"
+  gen_time "$tmp/e" staging\>0
   per_use=$(staging_mib)
   python3 -c "import sys; f, p = float(sys.argv[1]), float(sys.argv[2]); assert 0 < p < f * 0.75, (f, p)" \
       "$full_staging" "$per_use" || fail "staging per use: $per_use MiB, all kept: $full_staging MiB"

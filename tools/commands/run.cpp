@@ -66,6 +66,29 @@ double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// Where the generation steps' evaluation time went (the stats' growth from `before` to `after`):
+// the backends' ops, and what hybrid runs lose around them, the way issue 9's target counts it:
+// waiting in synchronize(), tensors copied between backends, weights and inputs staged on
+// devices, and the host's graph building, planning and binding. Unlike --profile, nothing is
+// synchronized per node, so the figures are those of a normal run.
+void print_generation_time(const llm::EvalStats& before, const llm::EvalStats& after) {
+    const double build = after.graph_build_seconds - before.graph_build_seconds;
+    const double total = build + after.compute_seconds - before.compute_seconds;
+    if (after.graphs == before.graphs || total <= 0) return;
+    const double sync = after.sync_seconds - before.sync_seconds;
+    const double ops = after.backend_seconds - before.backend_seconds - sync;
+    const double copies = after.copy_seconds - before.copy_seconds;
+    const double staging = after.stage_seconds - before.stage_seconds;
+    const double host = build + after.plan_bind_seconds - before.plan_bind_seconds;
+    const auto pct = [&](double s) { return 100.0 * s / total; };
+    std::fprintf(stderr,
+                 "generation time: backend ops %.1f%%, waiting in synchronize %.1f%%, copies "
+                 "between backends %.1f%%, staging on devices %.1f%%, host %.1f%% (copies + "
+                 "synchronization + host: %.1f%%)\n",
+                 pct(ops), pct(sync), pct(copies), pct(staging), pct(host),
+                 pct(sync + copies + host));
+}
+
 // Logits of the prompt's and the generated positions as a float32 .npy array {positions,
 // n_vocab} (positions re-processed by a context shift are not repeated).
 class NpyWriter {
@@ -189,6 +212,7 @@ int run_run(const RunOptions& o) {
 
     std::vector<int32_t> generated;
     std::string stop_reason = "-n reached";
+    const llm::EvalStats before_gen = session.stats();
     const auto t_gen = Clock::now();
     double gen_eval_s = 0;
     for (int i = 0; i < o.n_predict; ++i) {
@@ -261,12 +285,13 @@ int run_run(const RunOptions& o) {
                  double(model.weight_bytes_per_token()) * tg / 1e9, tg);
     const double eval_s = st.graph_build_seconds + st.compute_seconds;
     std::fprintf(stderr,
-                 "host overhead: %.1f%% of evaluation time (graph building %.1f%%, planning, "
-                 "binding and staging %.1f%%; %lld graphs; the backend's own checks count as "
+                 "host overhead: %.1f%% of evaluation time (graph building %.1f%%, planning "
+                 "and binding %.1f%%; %lld graphs; the backend's own checks count as "
                  "compute)\n",
                  100.0 * (st.graph_build_seconds + st.plan_bind_seconds) / eval_s,
                  100.0 * st.graph_build_seconds / eval_s, 100.0 * st.plan_bind_seconds / eval_s,
                  static_cast<long long>(st.graphs));
+    print_generation_time(before_gen, st);
     if (st.staged_bytes > 0) {
         const uint64_t moved_gen = st.staged_bytes - moved_before_prompt - moved_prompt;
         std::fprintf(stderr,

@@ -50,6 +50,9 @@ struct RunReport {
     double backend_seconds = 0;  // inside the plugin's compute and synchronize calls (its own
                                  // node checks included); the rest of run() is the host's:
                                  // planning, source checks, buffer growth, binding, staging
+    double sync_seconds = 0;     // of backend_seconds: inside synchronize() (waiting for a device
+                                 // that queues its work; ~0 for one that computes in compute())
+    double stage_seconds = 0;    // uploading staged weights and inputs to the device
 };
 
 // Throws Error naming the first node of `graph` that the plugin's device does not support
@@ -170,6 +173,7 @@ class Executor {
     void bind_external(const Tensor& root, const CachedPlan& plan);
     void bind_import(const Tensor& root, const CachedPlan& plan, const void* host);
     void run_nodes(size_t first, size_t end);
+    void synchronize();  // the plugin's, timed into report_.sync_seconds
     bool needs_upload(const StageStep& step) const;
     void stage(const StageStep& step);
     const Resident* resident(uint64_t offset, const Tensor& weight) const;

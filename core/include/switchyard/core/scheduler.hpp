@@ -43,6 +43,8 @@ struct ScheduleReport {
     uint64_t link_bytes = 0;         // sum of moves' bytes
     uint64_t staged_bytes = 0;       // weights and inputs staged by the executors
     double backend_seconds = 0;      // inside the plugins' compute and synchronize calls
+    double sync_seconds = 0;         // of backend_seconds: inside synchronize()
+    double stage_seconds = 0;        // the executors' uploads of staged weights and inputs
     double copy_seconds = 0;         // fetching and uploading imports
     bool plans_reused = false;       // every executor reused a cached memory plan
     std::vector<uint64_t> compute_buffer_bytes;  // per backend (0: not used)

@@ -289,9 +289,15 @@ struct EvalStats {
     uint64_t staging_buffer_bytes = 0;  // largest staging buffers (devices' copies of host
                                         // weights and inputs) of the session so far
     double graph_build_seconds = 0;     // building graphs (host overhead)
-    double plan_bind_seconds = 0;       // executor runs outside the backend: planning, binding,
-                                        // staging, buffer growth (host overhead)
+    double plan_bind_seconds = 0;       // executor runs outside the backends, their copies and
+                                        // staging: planning, binding, buffer growth (host
+                                        // overhead)
     double compute_seconds = 0;         // executor runs, the backend's compute included
+    double backend_seconds = 0;         // of compute_seconds: inside the plugins' compute and
+                                        // synchronize calls
+    double sync_seconds = 0;            // of backend_seconds: inside synchronize()
+    double copy_seconds = 0;            // of compute_seconds: tensors moved between backends
+    double stage_seconds = 0;           // of compute_seconds: weights and inputs uploaded
     int64_t graphs = 0;
     uint64_t staged_bytes = 0;  // bytes copied to devices and between backends: staged
                                 // weights (experts as routed) and inputs, results passed on
