@@ -18,10 +18,16 @@ inline void cpu_relax() {
 // Spins until ready() or until `spin` has passed; true when ready.
 template <typename Ready>
 bool spin_until(Ready ready, std::chrono::microseconds spin) {
-    const auto deadline = std::chrono::steady_clock::now() + spin;
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + spin;
+    const auto polite = start + std::chrono::microseconds(50);
     for (unsigned i = 1;; ++i) {
         if (ready()) return true;
-        if (i % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return false;
+        if (i % 64 == 0) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= deadline) return false;
+            if (now >= polite) std::this_thread::yield();
+        }
         cpu_relax();
     }
 }
