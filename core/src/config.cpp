@@ -256,10 +256,14 @@ void read_offload(const fs::path& file, const toml::table& table, OffloadPolicy&
                 fail(file, node, "'offload.staging_mib' must be an integer from 1 to 2^40 (MiB)");
             out.staging_limit = uint64_t(i->get()) << 20;
             out.staging_limit_where = where(file, node.source());
+        } else if (k == "overlap") {
+            const auto* b = node.as_boolean();
+            if (!b) fail(file, node, "'offload.overlap' must be true or false");
+            out.overlap = b->get();
         } else {
             fail(file, node,
                  "unknown key 'offload." + k +
-                     "' (known: mode, min_batch, ops, pins, cost_table, staging_mib)");
+                     "' (known: mode, min_batch, ops, pins, cost_table, staging_mib, overlap)");
         }
     }
 }

@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "node_abi.hpp"
 #include "switchyard/core/error.hpp"
@@ -22,6 +27,66 @@ double seconds_since(Clock::time_point start) {
 }
 
 }  // namespace
+
+// A thread that runs one job at a time beside its caller: start() hands it over, wait() returns
+// when it is done and rethrows what it threw.
+class Scheduler::Helper {
+  public:
+    Helper() : thread_([this] { loop(); }) {}
+    ~Helper() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+    Helper(const Helper&) = delete;
+    Helper& operator=(const Helper&) = delete;
+
+    void start(std::function<void()> job) {
+        {
+            std::lock_guard lock(mutex_);
+            job_ = std::move(job);
+            busy_ = true;
+        }
+        wake_.notify_all();
+    }
+    void wait() {
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [this] { return !busy_; });
+        if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    }
+
+  private:
+    void loop() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [this] { return stopping_ || job_; });
+            if (!job_) return;  // stopping, nothing handed over
+            std::function<void()> job = std::exchange(job_, nullptr);
+            lock.unlock();
+            std::exception_ptr error;
+            try {
+                job();
+            } catch (...) {
+                error = std::current_exception();
+            }
+            lock.lock();
+            error_ = error;
+            busy_ = false;
+            done_.notify_all();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    std::function<void()> job_;
+    std::exception_ptr error_;
+    bool busy_ = false;
+    bool stopping_ = false;
+    std::thread thread_;  // last: starts once the members above exist
+};
 
 Scheduler::Scheduler(std::vector<Backend> backends) : backends_(std::move(backends)) {
     if (backends_.empty()) throw Error("scheduler: no backend");
@@ -69,15 +134,58 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
         lane.executor->bind(hosts);
     }
 
-    for (const Split& split : plan.splits) {
+    for (size_t s = 0; s < plan.splits.size(); ++s) {
+        const Split& split = plan.splits[s];
         Lane& lane = lanes_[size_t(split.backend)];
-        const auto first = static_cast<size_t>(
-            std::lower_bound(lane.order.begin(), lane.order.end(), split.first) -
-            lane.order.begin());
+        const size_t first = position_of(split, split.first);
         const size_t end = first + static_cast<size_t>(split.end - split.first);
         move_imports(graph, split.backend, first, end);
-        lane.executor->compute(first, end);
         ++report_.splits;
+        // The next split's nodes that do not depend on this one run beside it, on the helper:
+        // only between two plugins, one of them a device with its own memory (a GPU, which
+        // does not need the cores the other computes with).
+        const Split* next = s + 1 < plan.splits.size() ? &plan.splits[s + 1] : nullptr;
+        if (!overlap_ || profile_ || next == nullptr ||
+            backends_[size_t(next->backend)].plugin == backends_[size_t(split.backend)].plugin ||
+            (lane.executor->computes_on_host_memory() &&
+             lanes_[size_t(next->backend)].executor->computes_on_host_memory())) {
+            lane.executor->compute(first, end);
+            continue;
+        }
+        const size_t next_first = position_of(*next, next->first);
+        const size_t cut = independent_prefix(graph, split, *next);
+        if (cut == next_first) {
+            lane.executor->compute(first, end);
+            continue;
+        }
+        Lane& beside = lanes_[size_t(next->backend)];
+        move_imports(graph, next->backend, next_first, cut);
+        if (!helper_) helper_ = std::make_unique<Helper>();
+        // The two lanes' time in their executors counts the overlapped stretch twice.
+        const RunReport &mine = lane.executor->last_run(), &theirs = beside.executor->last_run();
+        const double before = mine.backend_seconds + mine.stage_seconds + theirs.backend_seconds +
+                              theirs.stage_seconds;
+        const auto start = Clock::now();
+        helper_->start([&beside, next_first, cut] { beside.executor->compute(next_first, cut); });
+        try {
+            lane.executor->compute(first, end);
+        } catch (...) {
+            try {
+                helper_->wait();
+            } catch (...) {  // the split's own error is the one reported
+            }
+            throw;
+        }
+        helper_->wait();
+        const double both = mine.backend_seconds + mine.stage_seconds + theirs.backend_seconds +
+                            theirs.stage_seconds - before;
+        report_.overlap_seconds += std::max(0.0, both - seconds_since(start));
+        report_.overlapped += cut - next_first;
+        const size_t next_end = next_first + static_cast<size_t>(next->end - next->first);
+        move_imports(graph, next->backend, cut, next_end);
+        beside.executor->compute(cut, next_end);
+        ++report_.splits;
+        ++s;
     }
 
     report_.plans_reused = reused;
@@ -94,6 +202,32 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
         report_.staged_bytes += r.staged_bytes;
     }
     return report_;
+}
+
+size_t Scheduler::position_of(const Split& split, int32_t node) const {
+    const std::vector<int32_t>& order = lanes_[size_t(split.backend)].order;
+    return static_cast<size_t>(std::lower_bound(order.begin(), order.end(), node) - order.begin());
+}
+
+// Next's nodes from its start up to the first that reads a tensor `split` writes or writes one
+// it reads or writes (views count as their base; external tensors too). Those before it depend
+// on nothing `split` does, directly or through each other, so they may run beside it.
+size_t Scheduler::independent_prefix(const Graph& graph, const Split& split, const Split& next) {
+    const auto& nodes = graph.nodes();
+    touched_.assign(graph.tensors().size(), 0);
+    for (int32_t i = split.first; i < split.end; ++i) {
+        for (const Tensor* s : nodes[size_t(i)].src) touched_[size_t(s->base()->id())] |= 1;
+        touched_[size_t(nodes[size_t(i)].dst->base()->id())] |= 2;
+    }
+    int32_t j = next.first;
+    for (; j < next.end; ++j) {
+        const Node& node = nodes[size_t(j)];
+        bool depends = touched_[size_t(node.dst->base()->id())] != 0;
+        for (const Tensor* s : node.src)
+            depends = depends || (touched_[size_t(s->base()->id())] & 2);
+        if (depends) break;
+    }
+    return position_of(next, next.first) + static_cast<size_t>(j - next.first);
 }
 
 // Which backend runs what, and what each backend reads from elsewhere.

@@ -512,11 +512,16 @@ class GraphBuilder {
             par = g_.mul(g_.silu(g_.mul_mat_id(w(l.gate_exps), y3, ids)),
                          g_.mul_mat_id(w(l.up_exps), y3, ids));
         }
-        Tensor* experts = g_.mul(g_.mul_mat_id(w(l.down_exps), par, ids), weights);  // {embd,k,T}
+        Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);  // {embd, k, T}
+        // The shared experts come right after the routed experts' products, before anything
+        // reads those: with the routed experts on one backend and the rest on another, the
+        // scheduler runs them at the same time (Scheduler::set_overlap).
+        Tensor* shared =
+            hp_.n_expert_shared > 0 ? swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp) : nullptr;
+        Tensor* experts = g_.mul(down, weights);  // {embd, k, T}
         // Sum over the k experts: rows of the transposed view.
         Tensor* routed = g_.reshape(g_.sum_rows(g_.transpose(experts)), {embd, T_});
-        if (hp_.n_expert_shared == 0) return routed;
-        return g_.add(routed, swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp));
+        return shared ? g_.add(routed, shared) : routed;
     }
 
     const Deepseek2Model& m_;
@@ -714,6 +719,7 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
     }
     scheduler_ = std::make_unique<Scheduler>(backends_.backends);
     scheduler_->set_staging_limit(backends_.offload.staging_limit);
+    scheduler_->set_overlap(backends_.offload.overlap);
     check_graphs(graphs);
 }
 
@@ -896,10 +902,11 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         uint64_t staged = 0, compute_buffer = 0, staging_buffer = 0;
         if (scheduler_) {
             const ScheduleReport& r = scheduler_->run(ug.graph, plan(ug.graph, t));
-            backend_seconds = r.backend_seconds;
+            backend_seconds = r.backend_seconds - r.overlap_seconds;  // wall time, not the sum
             sync_seconds = r.sync_seconds;
             copy_seconds = r.copy_seconds;
             stage_seconds = r.stage_seconds;
+            stats_.overlapped_nodes += int64_t(r.overlapped);
             staged = r.staged_bytes + r.link_bytes;
             for (uint64_t b : r.compute_buffer_bytes) compute_buffer += b;
             for (uint64_t b : r.staging_buffer_bytes) staging_buffer += b;

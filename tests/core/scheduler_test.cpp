@@ -138,6 +138,7 @@ TEST(Scheduler, MatrixProductsOnTheDeviceTheRestOnTheCpu) {
     const ScheduleReport& r = s.run(m.g, plan);
     const SimCounters moved = take_counters();
     EXPECT_EQ(r.splits, 4u);
+    EXPECT_EQ(r.overlapped, 0u) << "each split reads the one before";
     EXPECT_EQ(s.read<float>(*m.y), want.y) << "bit for bit the CPU's result";
     EXPECT_EQ(s.read<float>(*m.s), want.s);
 
@@ -224,6 +225,69 @@ TEST(Scheduler, HostMemoryBackendsShareResultsInPlace) {
     for (const MovedTensor& mv : r.moves) EXPECT_EQ(mv.bytes, 0u);
     EXPECT_EQ(r.link_bytes + r.staged_bytes, 0u);
     EXPECT_EQ(s.read<float>(*m.y), want.y);
+}
+
+// Two branches: a = Wa x on the cpu, then on sim b = 0.5 Wb x (which does not need a), c = a + b
+// and its row sums. With overlap the scheduler runs b's two nodes beside a's split; the
+// results are the CPU's, bit for bit, with overlap on and off, run after run.
+TEST(Scheduler, IndependentNodesOfTheNextSplitRunBesideIt) {
+    constexpr int64_t K = 64, N = 48, T = 4;
+    std::vector<float> x(K * T), wa(K * N), wb(K * N);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 23) - 11) / 8.0f;
+    for (size_t i = 0; i < wa.size(); ++i) wa[i] = float(int(i * 5 % 19) - 9) / 32.0f;
+    for (size_t i = 0; i < wb.size(); ++i) wb[i] = float(int(i * 3 % 17) - 8) / 32.0f;
+    struct Branches {
+        Graph g;
+        Tensor *c = nullptr, *s = nullptr;
+    };
+    auto build = [&](Branches& m) {
+        Tensor* in = m.g.input("x", SY_TYPE_F32, {K, T});
+        Tensor* ta = m.g.weight("blk.0.a.weight", SY_TYPE_F32, {K, N});
+        Tensor* tb = m.g.weight("blk.0.b.weight", SY_TYPE_F32, {K, N});
+        in->set_data(x.data());
+        ta->set_data(wa.data());
+        tb->set_data(wb.data());
+        Tensor* a = m.g.mul_mat(ta, in)->set_name("a");
+        Tensor* b = m.g.scale(m.g.mul_mat(tb, in)->set_name("b"), 0.5f)->set_name("half_b");
+        m.c = m.g.add(a, b)->set_name("c");
+        m.s = m.g.sum_rows(m.c)->set_name("sums");
+        m.g.mark_output(m.c);
+        m.g.mark_output(m.s);
+    };
+    Branches alone;
+    build(alone);
+    Executor exec(cpu(), 0);
+    exec.run(alone.g);
+    const std::vector<float> want_c = exec.read<float>(*alone.c),
+                             want_s = exec.read<float>(*alone.s);
+
+    Branches m;
+    build(m);
+    OffloadPolicy policy;
+    policy.pins.push_back({"mul_mat", "^a$", "cpu", Phase::any, "test"});
+    for (const char* op : {"mul_mat", "scale", "add", "sum_rows"})
+        policy.pins.push_back({op, "", "sim", Phase::any, "test"});
+    const OpPlan plan = place_ops(m.g, infos(), policy, {Phase::prompt, T});
+    ASSERT_EQ(nodes_on(plan, 0), (std::vector<int32_t>{0})) << "a on the cpu";
+    ASSERT_EQ(plan.splits.size(), 2u);  // cpu [a], sim [b, half_b, c, sums]
+    for (const bool overlap : {true, false, true}) {
+        SCOPED_TRACE(overlap);
+        Scheduler s = scheduler();
+        s.set_overlap(overlap);
+        for (int run = 0; run < 3; ++run) {
+            const ScheduleReport& r = s.run(m.g, plan);
+            EXPECT_EQ(r.overlapped, overlap ? 2u : 0u) << "b and half_b beside a";
+            EXPECT_EQ(r.splits, 2u);
+            EXPECT_EQ(s.read<float>(*m.c), want_c) << "bit for bit the CPU's result";
+            EXPECT_EQ(s.read<float>(*m.s), want_s);
+        }
+    }
+    // A profile times every node on its own: nothing overlaps.
+    Scheduler s = scheduler();
+    Profile profile;
+    s.set_profile(&profile);
+    EXPECT_EQ(s.run(m.g, plan).overlapped, 0u);
+    EXPECT_EQ(s.read<float>(*m.c), want_c);
 }
 
 // The policy decides: never offload, a minimum batch, a per-op switch.

@@ -170,6 +170,7 @@ mode = "always"
 min_batch = 32
 cost_table = "costs/mini.toml"
 staging_mib = 2048
+overlap = false
 [offload.ops]
 mul_mat_id = false
 "moe.fused_up_gate" = true
@@ -197,6 +198,8 @@ phase = "decode"
     EXPECT_EQ(c.offload.cost_table_where, "/etc/switchyard/test.toml:17:14");
     EXPECT_EQ(c.offload.staging_limit, uint64_t(2048) << 20);
     EXPECT_EQ(c.offload.staging_limit_where, "/etc/switchyard/test.toml:18:15");
+    EXPECT_FALSE(c.offload.overlap);
+    EXPECT_TRUE(sy::OffloadPolicy{}.overlap) << "on by default";
     ASSERT_EQ(c.offload.ops.size(), 2u);
     for (const sy::OffloadSwitch& s : c.offload.ops)
         EXPECT_EQ(s.allowed, s.op == "moe.fused_up_gate") << s.op;
@@ -244,6 +247,12 @@ TEST(Config, PolicyErrorsNameTheKey) {
                                "to 2^40 (MiB)"),
                   std::string::npos)
             << bad << ": " << staging;
+    }
+    for (const char* bad : {"1", "\"yes\"", "[true]"}) {
+        const std::string overlap = error_of(std::string("[offload]\noverlap = ") + bad + "\n");
+        EXPECT_NE(overlap.find("test.toml:2:11: 'offload.overlap' must be true or false"),
+                  std::string::npos)
+            << bad << ": " << overlap;
     }
     const std::string section = error_of("[placement]\nfits = true\n");
     EXPECT_NE(section.find("unknown key 'placement.fits' (known: default, rules, fit, "

@@ -14,9 +14,10 @@ import re, sys
 text = open(sys.argv[1]).read()
 m = re.search(r"^generation time: backend ops ([0-9.]+)%, waiting in synchronize ([0-9.]+)%, "
               r"copies between backends ([0-9.]+)%, staging on devices ([0-9.]+)%, host ([0-9.]+)% "
-              r"\(copies \+ synchronization \+ host: ([0-9.]+)%\)$", text, re.M)
+              r"\(copies \+ synchronization \+ host: ([0-9.]+)%\)"
+              r"(; [0-9.]+ nodes per step ran beside the split before them)?$", text, re.M)
 assert m, "no generation time line"
-ops, sync, copies, staging, host, overhead = map(float, m.groups())
+ops, sync, copies, staging, host, overhead = map(float, m.groups()[:6])
 assert abs(ops + sync + copies + staging + host - 100) < 0.3, m.group(0)
 assert abs(sync + copies + host - overhead) < 0.2, m.group(0)
 parts = {"ops": ops, "sync": sync, "copies": copies, "staging": staging, "host": host}
@@ -84,6 +85,23 @@ if [ -n "$sim" ]; then
   grep -Eq "copied to and between backends: prompt [0-9.]+ MiB, generation [0-9.]+ MiB per token" "$tmp/e" \
       || fail "no copy totals: $(cat "$tmp/e")"
   gen_time "$tmp/e" copies\>0 staging=0
+  # Everything but the routed experts on sim (the cpu's per-node cost set high), as a GPU would
+  # take it: the shared experts run beside the routed ones (on by default), with the same tokens
+  # as the cpu alone; with [offload] overlap = false, one after the other, the same tokens.
+  for overlap in true false; do
+    printf '[offload]\noverlap = %s\n[offload.ops]\nmul_mat_id = false\n"moe.fused_up_gate" = false\n[plugins.cpu]\nmemory_gbps = "55"\nlaunch_us = "50"\n' \
+        $overlap >"$tmp/overlap.toml"
+    on_sim --backend sim --cpu-moe --config "$tmp/overlap.toml" >"$tmp/overlap" 2>"$tmp/e" \
+        || fail "run on cpu + sim, overlap = $overlap: $(cat "$tmp/e")"
+    cmp -s "$tmp/out0" "$tmp/overlap" || fail "overlap = $overlap changed the tokens"
+    gen_time "$tmp/e"
+    if [ $overlap = true ]; then
+      grep -Eq "; [1-9][0-9.]* nodes per step ran beside the split before them$" "$tmp/e" \
+          || fail "nothing overlapped: $(grep '^generation time' "$tmp/e")"
+    else
+      grep -q "ran beside" "$tmp/e" && fail "overlap = false overlapped: $(grep '^generation time' "$tmp/e")"
+    fi
+  done
   # -ngl 2 of the tiny model's 3 layers (llama.cpp's partial offload): layers 1-2, weights and
   # KV cache, on sim; layer 0, the embeddings and the output on the cpu; the cpu's tokens.
   on_sim --backend sim -ngl 2 --config "$tmp/rates.toml" >"$tmp/ngl" 2>"$tmp/e" ||

@@ -81,12 +81,18 @@ void print_generation_time(const llm::EvalStats& before, const llm::EvalStats& a
     const double staging = after.stage_seconds - before.stage_seconds;
     const double host = build + after.plan_bind_seconds - before.plan_bind_seconds;
     const auto pct = [&](double s) { return 100.0 * s / total; };
+    const int64_t steps = after.graphs - before.graphs;
+    const std::string overlapped =
+        after.overlapped_nodes > before.overlapped_nodes
+            ? fmt::format("; {:.1f} nodes per step ran beside the split before them",
+                          double(after.overlapped_nodes - before.overlapped_nodes) / double(steps))
+            : "";
     std::fprintf(stderr,
                  "generation time: backend ops %.1f%%, waiting in synchronize %.1f%%, copies "
                  "between backends %.1f%%, staging on devices %.1f%%, host %.1f%% (copies + "
-                 "synchronization + host: %.1f%%)\n",
+                 "synchronization + host: %.1f%%)%s\n",
                  pct(ops), pct(sync), pct(copies), pct(staging), pct(host),
-                 pct(sync + copies + host));
+                 pct(sync + copies + host), overlapped.c_str());
 }
 
 // Logits of the prompt's and the generated positions as a float32 .npy array {positions,

@@ -24,6 +24,8 @@
 //                                    # keeps copies of for offloaded ops (default: half its
 //                                    # free memory); beyond it, copies made for the nodes that
 //                                    # read them, the room reused
+//   overlap = true                   # (under [offload]) nodes of the next split that do not
+//                                    # depend on the running one (on another plugin) run beside it
 #pragma once
 
 #include <cstdint>
@@ -94,6 +96,9 @@ struct OffloadPolicy {
     // the device has free besides its compute buffer (Executor::auto_staging_limit).
     uint64_t staging_limit = 0;
     std::string staging_limit_where;
+    // Run independent nodes of consecutive splits on two plugins at the same time
+    // (Scheduler::set_overlap).
+    bool overlap = true;
 };
 
 // -ot / --override-tensor: "REGEX=BACKEND" (the last '=' splits, so a regex may contain '=').

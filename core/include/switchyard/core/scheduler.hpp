@@ -39,6 +39,9 @@ struct MovedTensor {
 
 struct ScheduleReport {
     size_t splits = 0;
+    size_t overlapped = 0;           // nodes run beside the split before theirs (set_overlap)
+    double overlap_seconds = 0;      // time two executors ran at once (counted in both of their
+                                     // backend_seconds and stage_seconds)
     std::vector<MovedTensor> moves;  // tensors read across backends, in the order they moved
     uint64_t link_bytes = 0;         // sum of moves' bytes
     uint64_t staged_bytes = 0;       // weights and inputs staged by the executors
@@ -85,7 +88,15 @@ class Scheduler {
     const ScheduleReport& last_run() const { return report_; }
 
     // Times every node (Executor::set_profile) and every copy into `profile`; nullptr stops.
+    // A profile runs the splits one after another (see set_overlap).
     void set_profile(Profile* profile);
+
+    // Overlap (on by default): when a split is followed by one on another plugin, one of the
+    // two a device with its own memory, the nodes at the start of the next split that neither
+    // read what the split writes nor write what it touches run at the same time, on a helper
+    // thread: a GPU's shared experts while the CPU computes the routed ones. The results are
+    // the same either way.
+    void set_overlap(bool on) { overlap_ = on; }
 
   private:
     struct Import {
@@ -102,9 +113,14 @@ class Scheduler {
         std::vector<Import> imports;  // in the order given to the executor
     };
 
+    class Helper;  // the thread that runs the overlapped nodes
+
     void collect(const Graph& graph, const OpPlan& plan);
     void move_imports(const Graph& graph, int32_t backend, size_t first, size_t end);
     std::byte* fetch_buffer(const Tensor& root);
+    // The position in next's lane order up to which next's nodes may run beside `split`.
+    size_t independent_prefix(const Graph& graph, const Split& split, const Split& next);
+    size_t position_of(const Split& split, int32_t node) const;
 
     std::vector<Backend> backends_;
     std::vector<Lane> lanes_;                      // per backend
@@ -114,6 +130,9 @@ class Scheduler {
     ScheduleReport report_;
     Profile* profile_ = nullptr;
     uint64_t staging_limit_ = 0;
+    bool overlap_ = true;
+    std::vector<char> touched_;  // per tensor id: 1 read, 2 written by the split being overlapped
+    std::unique_ptr<Helper> helper_;
 };
 
 }  // namespace sy

@@ -298,6 +298,7 @@ struct EvalStats {
     double sync_seconds = 0;            // of backend_seconds: inside synchronize()
     double copy_seconds = 0;            // of compute_seconds: tensors moved between backends
     double stage_seconds = 0;           // of compute_seconds: weights and inputs uploaded
+    int64_t overlapped_nodes = 0;       // nodes run beside the split before theirs
     int64_t graphs = 0;
     uint64_t staged_bytes = 0;  // bytes copied to devices and between backends: staged
                                 // weights (experts as routed) and inputs, results passed on
