@@ -436,7 +436,7 @@ void Executor::run_nodes(size_t first, size_t end) {
             for (size_t i = first; i < end; ++i) {
                 const auto node_start = std::chrono::steady_clock::now();
                 plugin_.compute(device_, std::span<const sy_node* const>(&pointers[i - first], 1));
-                synchronize();
+                profile_->add_sync(backend, synchronize());
                 profile_->add_node(
                     backend, *graph_, order_[i],
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - node_start)
@@ -461,11 +461,13 @@ void Executor::run_nodes(size_t first, size_t end) {
     }
 }
 
-void Executor::synchronize() {
+double Executor::synchronize() {
     const auto start = std::chrono::steady_clock::now();
     plugin_.synchronize(device_);
-    report_.sync_seconds +=
+    const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report_.sync_seconds += seconds;
+    return seconds;
 }
 
 const Executor::Resident* Executor::resident(uint64_t offset, const Tensor& weight) const {

@@ -102,6 +102,10 @@ void Profile::add_copy(double seconds, uint64_t bytes) {
     p.copy_bytes += bytes;
 }
 
+void Profile::add_sync(std::string_view backend, double seconds) {
+    phases_[phase_].sync[std::string(backend)] += seconds;
+}
+
 void Profile::end_graph(double build_seconds, double run_seconds) {
     PhaseTimes& p = phases_[phase_];
     p.build += build_seconds;
@@ -122,8 +126,11 @@ std::string Profile::format() const {
             double seconds = 0;
             for (const auto& [name, time] : ops) seconds += time.seconds;
             in_ops += seconds;
-            out += fmt::format("  backend {}: {} in ops ({:.1f}%)\n", backend,
-                               milliseconds(seconds), total > 0 ? 100.0 * seconds / total : 0.0);
+            const auto sync = p.sync.find(backend);
+            out +=
+                fmt::format("  backend {}: {} in ops ({:.1f}%), {} of it in synchronize\n", backend,
+                            milliseconds(seconds), total > 0 ? 100.0 * seconds / total : 0.0,
+                            milliseconds(sync == p.sync.end() ? 0.0 : sync->second));
             format_table(out, "op", ops, total);
             if (const auto it = p.products.find(backend); it != p.products.end())
                 format_table(out, "matrix products by weight", it->second, total);

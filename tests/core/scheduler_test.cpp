@@ -13,6 +13,7 @@
 #include <iomanip>
 #include <memory>
 #include <numeric>
+#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -406,6 +407,13 @@ TEST(Profile, CountsEveryNodeWhereItRanAndTheCopies) {
     EXPECT_EQ(calls("backend sim:", "ffn_down"), "3") << text;
     EXPECT_EQ(calls("backend cpu:", "silu"), "3") << text;
     EXPECT_EQ(calls("backend cpu:", "mul_mat"), "no row") << text;
+    // Each backend's line says how much of its time was spent in synchronize().
+    for (const char* backend : {"cpu", "sim"}) {
+        const std::regex line(
+            std::string("\n  backend ") + backend +
+            ": [0-9.]+ ms in ops \\([0-9.]+%\\), [0-9.]+ ms of it in synchronize\n");
+        EXPECT_TRUE(std::regex_search(text, line)) << backend << "\n" << text;
+    }
     EXPECT_GT(link, 0u);
     std::ostringstream kib;
     kib << std::fixed << std::setprecision(1) << double(link) / 1024 << " KiB";

@@ -173,7 +173,7 @@ class Executor {
     void bind_external(const Tensor& root, const CachedPlan& plan);
     void bind_import(const Tensor& root, const CachedPlan& plan, const void* host);
     void run_nodes(size_t first, size_t end);
-    void synchronize();  // the plugin's, timed into report_.sync_seconds
+    double synchronize();  // the plugin's, timed into report_.sync_seconds; returns the time
     bool needs_upload(const StageStep& step) const;
     void stage(const StageStep& step);
     const Resident* resident(uint64_t offset, const Tensor& weight) const;

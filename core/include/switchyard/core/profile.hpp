@@ -34,6 +34,9 @@ class Profile {
                                             int32_t node, double seconds)>;
     void observe_nodes(NodeObserver observer) { observer_ = std::move(observer); }
     void add_copy(double seconds, uint64_t bytes);
+    // Of the node times `backend` added: time inside its synchronize() (a device that queues
+    // its work; the CPU computes inside compute()).
+    void add_sync(std::string_view backend, double seconds);
     // One graph's evaluation: building it, and the whole of running it (nodes, copies, the
     // host's planning and binding).
     void end_graph(double build_seconds, double run_seconds);
@@ -59,6 +62,7 @@ class Profile {
         uint64_t copy_bytes = 0;
         std::map<std::string, std::map<std::string, Time>> ops;       // backend -> op
         std::map<std::string, std::map<std::string, Time>> products;  // backend -> weight kind
+        std::map<std::string, double> sync;                           // backend -> seconds
     };
 
     Phase phase_ = Phase::decode;
