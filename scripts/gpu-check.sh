@@ -11,6 +11,10 @@
 #           for several weight types, attention modes, cache types and -ser
 #   speed   generation (tg128) and prompt (pp512) on mini and lite fully on the GPU, and the
 #           GEMV/GEMM bench, with a device-to-device copy for the bandwidth ceiling
+#   hybrid  lite Q4_0 (or $HYBRID_PRESET) with the routed experts in host RAM on the CPU and the rest on the GPU
+#           (--cpu-moe -ngl 99; issue 9): pp512 and tg128 against the CPU alone, with [offload]
+#           overlap on and off, run's "generation time" line (copies + synchronization + host),
+#           a --profile of the decode steps, and plan's placement of the expert products
 set -u
 
 if [[ ${1:-} == --stage ]]; then
@@ -24,7 +28,7 @@ fi
 
 stage=$(realpath "$1") out=$2
 shift 2
-parts=${*:-tests models speed}
+parts=${*:-tests models speed hybrid}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$stage/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SWITCHYARD_CUDA_PLUGIN="$stage/lib/switchyard/libswitchyard-cuda.so"
@@ -151,6 +155,32 @@ EOF
     SWITCHYARD_CUDA_PROFILE=1 timeout 200 "$sy" run -m "$m" -f "$models/prompt.txt" -n 1 --temp 0 -ngl 99 -c 1024 >/dev/null 2>"$out/profile-pp-$preset-$type.log"
     say "profile pp $preset $type:"; grep -A 10 '^cuda profile' "$out/profile-pp-$preset-$type.log" | tee -a "$summary"
   done
+fi
+if [[ $parts == *hybrid* ]]; then
+  head -c 880 README.md >"$models/prompt.txt"
+  printf '[plugins]\nload = ["cpu"]\n' >"$models/cpu-only.toml"
+  printf '[offload]\noverlap = false\n' >"$models/no-overlap.toml"
+  preset=${HYBRID_PRESET:-lite}
+  if m=$(model "$preset" q4_0); then
+    for label in cpu hybrid hybrid-no-overlap; do
+      case $label in
+        cpu) args=(-ngl 0 --config "$models/cpu-only.toml") ;;
+        hybrid) args=(-ngl 99 --cpu-moe) ;;
+        *) args=(-ngl 99 --cpu-moe --config "$models/no-overlap.toml") ;;
+      esac
+      log="$out/hybrid-$preset-q4_0-$label.log"
+      timeout 300 "$sy" run -m "$m" -f "$models/prompt.txt" -n 128 --temp 0 --ignore-eos -c 1024 \
+          "${args[@]}" >/dev/null 2>"$log"
+      rc=$?
+      say "$preset q4_0 $label (exit $rc): $(grep -E '^(prompt|generation|host overhead|weights:)' "$log" | tr -s ' ' | tr '\n' ';')$( ((rc)) && tail -n 1 "$log")"
+    done
+    timeout 300 "$sy" run -m "$m" -p "Once upon a time" -n 32 --temp 0 --ignore-eos -ngl 99 --cpu-moe \
+        --profile >/dev/null 2>"$out/hybrid-profile.log"
+    say "hybrid --profile (exit $?):"; grep -E '^(profile|  backend|  copies|  host)' "$out/hybrid-profile.log" | tee -a "$summary"
+    timeout 300 "$sy" plan -m "$m" -ngl 99 --cpu-moe -c 1024 >"$out/hybrid-plan.log" 2>&1
+    say "hybrid plan (exit $?): $(grep -cE 'ffn_(up|down)_exps.* cuda ' "$out/hybrid-plan.log") expert products on cuda"
+    grep -E '(prompt ubatch|decode step)|_exps' "$out/hybrid-plan.log" | head -n 12 | tee -a "$summary"
+  fi
 fi
 tar -C "$out" -czf /tmp/gpu-check-logs.tgz . && mv /tmp/gpu-check-logs.tgz "$out/"
 find "$out" -maxdepth 1 -type f ! -name summary.txt ! -name gpu-check-logs.tgz -delete
