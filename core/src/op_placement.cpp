@@ -504,6 +504,24 @@ const char* cost_source_name(CostSource source) {
     return "?";
 }
 
+int32_t independent_nodes(const Graph& graph, const Split& split, const Split& next) {
+    const auto& nodes = graph.nodes();
+    std::vector<char> touched(graph.tensors().size(), 0);  // 1 read, 2 written by split
+    for (int32_t i = split.first; i < split.end; ++i) {
+        for (const Tensor* s : nodes[size_t(i)].src) touched[size_t(s->base()->id())] |= 1;
+        touched[size_t(nodes[size_t(i)].dst->base()->id())] |= 2;
+    }
+    int32_t j = next.first;
+    for (; j < next.end; ++j) {
+        const Node& node = nodes[size_t(j)];
+        bool depends = touched[size_t(node.dst->base()->id())] != 0;
+        for (const Tensor* s : node.src)
+            depends = depends || (touched[size_t(s->base()->id())] & 2) != 0;
+        if (depends) break;
+    }
+    return j - next.first;
+}
+
 uint64_t OpPlan::copy_bytes() const {
     uint64_t total = 0;
     for (const TensorCopy& c : copies) total += c.bytes;

@@ -153,7 +153,7 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
             continue;
         }
         const size_t next_first = position_of(*next, next->first);
-        const size_t cut = independent_prefix(graph, split, *next);
+        const size_t cut = next_first + size_t(independent_nodes(graph, split, *next));
         if (cut == next_first) {
             lane.executor->compute(first, end);
             continue;
@@ -207,27 +207,6 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
 size_t Scheduler::position_of(const Split& split, int32_t node) const {
     const std::vector<int32_t>& order = lanes_[size_t(split.backend)].order;
     return static_cast<size_t>(std::lower_bound(order.begin(), order.end(), node) - order.begin());
-}
-
-// Next's nodes from its start up to the first that reads a tensor `split` writes or writes one
-// it reads or writes (views count as their base; external tensors too). Those before it depend
-// on nothing `split` does, directly or through each other, so they may run beside it.
-size_t Scheduler::independent_prefix(const Graph& graph, const Split& split, const Split& next) {
-    const auto& nodes = graph.nodes();
-    touched_.assign(graph.tensors().size(), 0);
-    for (int32_t i = split.first; i < split.end; ++i) {
-        for (const Tensor* s : nodes[size_t(i)].src) touched_[size_t(s->base()->id())] |= 1;
-        touched_[size_t(nodes[size_t(i)].dst->base()->id())] |= 2;
-    }
-    int32_t j = next.first;
-    for (; j < next.end; ++j) {
-        const Node& node = nodes[size_t(j)];
-        bool depends = touched_[size_t(node.dst->base()->id())] != 0;
-        for (const Tensor* s : node.src)
-            depends = depends || (touched_[size_t(s->base()->id())] & 2);
-        if (depends) break;
-    }
-    return position_of(next, next.first) + static_cast<size_t>(j - next.first);
 }
 
 // Which backend runs what, and what each backend reads from elsewhere.

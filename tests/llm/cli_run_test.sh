@@ -98,6 +98,20 @@ if [ -n "$sim" ]; then
     if [ $overlap = true ]; then
       grep -Eq "; [1-9][0-9.]* nodes per step ran beside the split before them$" "$tmp/e" \
           || fail "nothing overlapped: $(grep '^generation time' "$tmp/e")"
+      # plan names them beforehand: as many per decode step as run counted.
+      per_step=$(sed -n 's/.*; \([0-9.]*\) nodes per step ran beside.*/\1/p' "$tmp/e")
+      "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 --plugin "$sim" --backend sim --cpu-moe \
+          --config "$tmp/overlap.toml" --json >"$tmp/plan.json" 2>"$tmp/pe" || fail "plan --json, overlap: $(cat "$tmp/pe")"
+      python3 - "$tmp/plan.json" "$per_step" <<'PY' || fail "plan's overlap differs from run's $per_step nodes per step"
+import json, sys
+graphs = json.load(open(sys.argv[1]))["graphs"]
+decode = [g for g in graphs if g["phase"] == "decode"][0]
+assert decode["overlap"], decode["splits"]
+assert sum(o["nodes"] for o in decode["overlap"]) == float(sys.argv[2]), decode["overlap"]
+for o in decode["overlap"]:
+    a, b = decode["splits"][o["split"]], decode["splits"][o["split"] + 1]
+    assert {a["backend"], b["backend"]} == {"cpu", "sim"} and 0 < o["nodes"] <= b["end"] - b["first"], o
+PY
     else
       grep -q "ran beside" "$tmp/e" && fail "overlap = false overlapped: $(grep '^generation time' "$tmp/e")"
     fi

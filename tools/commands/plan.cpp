@@ -114,6 +114,34 @@ PlannedGraph plan_graph(llm::Deepseek2Session& session, int64_t tokens, int64_t 
     return p;
 }
 
+// Splits whose next split's first nodes run beside them (Scheduler::set_overlap): the two on
+// different plugins ("cuda" and "cuda:1" are one), one of them a device with its own memory.
+struct Overlap {
+    size_t split = 0;   // index in plan.splits
+    int32_t nodes = 0;  // of the next split, from its start
+};
+std::vector<Overlap> overlaps(const llm::Deepseek2Session& session, const Graph& graph,
+                              const OpPlan& plan) {
+    std::vector<Overlap> out;
+    if (!session.session_backends().offload.overlap) return out;
+    const auto backends = session.backend_infos();
+    const auto plugin = [&](const Split& s) {
+        const std::string& name = backends[size_t(s.backend)].name;
+        return name.substr(0, name.find(':'));
+    };
+    for (size_t i = 0; i + 1 < plan.splits.size(); ++i) {
+        const Split &a = plan.splits[i], &b = plan.splits[i + 1];
+        if (plugin(a) == plugin(b) || (backends[size_t(a.backend)].host_memory() &&
+                                       backends[size_t(b.backend)].host_memory()))
+            continue;
+        if (const int32_t n = independent_nodes(graph, a, b); n > 0) {
+            out.push_back({i, n});
+            ++i;  // the next split is taken as a whole; the one after it may overlap again
+        }
+    }
+    return out;
+}
+
 std::string candidate_text(std::span<const BackendInfo> backends, const CandidateCost& c) {
     std::string s = fmt::format("{} {:.1f} us", backends[size_t(c.backend)].name,
                                 c.total_ns() / 1e3);
@@ -193,6 +221,14 @@ std::string graph_text(const llm::Deepseek2Session& session, const PlannedGraph&
     for (const Split& s : plan.splits)
         splits.push_back(fmt::format("{} [{}, {})", backends[size_t(s.backend)].name, s.first, s.end));
     out += fmt::format("    splits: {}\n", fmt::join(splits, ", "));
+    std::vector<std::string> beside;
+    for (const Overlap& o : overlaps(session, p.ug.graph, plan)) {
+        const Split &a = plan.splits[o.split], &b = plan.splits[o.split + 1];
+        beside.push_back(fmt::format("{} [{}, {}) beside {} [{}, {})",
+                                     backends[size_t(b.backend)].name, b.first, b.first + o.nodes,
+                                     backends[size_t(a.backend)].name, a.first, a.end));
+    }
+    if (!beside.empty()) out += fmt::format("    overlap: {}\n", fmt::join(beside, ", "));
     for (const TensorCopy& c : plan.copies) {
         const Tensor& t = *g.tensors()[size_t(c.tensor)];
         out += fmt::format("    copy: {} {} -> {}, {}, first read by node {}\n",
@@ -313,6 +349,9 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
             g["splits"].push_back({{"backend", backends[size_t(s.backend)].name},
                                    {"first", s.first},
                                    {"end", s.end}});
+        g["overlap"] = Json::array();
+        for (const Overlap& o : overlaps(session, p.ug.graph, plan))
+            g["overlap"].push_back({{"split", o.split}, {"nodes", o.nodes}});
         g["copies"] = Json::array();
         for (const TensorCopy& c : plan.copies)
             g["copies"].push_back({{"tensor", p.ug.graph.tensors()[size_t(c.tensor)]->name()},

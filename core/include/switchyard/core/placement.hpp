@@ -140,6 +140,12 @@ struct OpPlan {
     uint64_t copy_bytes() const;
 };
 
+// How many nodes at the start of `next` depend on nothing `split` does: none reads a tensor
+// `split` writes or writes one it reads or writes (views count as their base, external tensors
+// too), so none depends on it through the others either. The scheduler runs them beside `split`
+// when the two backends may overlap (Scheduler::set_overlap).
+int32_t independent_nodes(const Graph& graph, const Split& split, const Split& next);
+
 struct OpPlacementRequest {
     Phase phase = Phase::decode;
     int64_t batch = 1;  // tokens in the ubatch: offload.min_batch is compared with it

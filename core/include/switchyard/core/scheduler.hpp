@@ -118,8 +118,6 @@ class Scheduler {
     void collect(const Graph& graph, const OpPlan& plan);
     void move_imports(const Graph& graph, int32_t backend, size_t first, size_t end);
     std::byte* fetch_buffer(const Tensor& root);
-    // The position in next's lane order up to which next's nodes may run beside `split`.
-    size_t independent_prefix(const Graph& graph, const Split& split, const Split& next);
     size_t position_of(const Split& split, int32_t node) const;
 
     std::vector<Backend> backends_;
@@ -131,7 +129,6 @@ class Scheduler {
     Profile* profile_ = nullptr;
     uint64_t staging_limit_ = 0;
     bool overlap_ = true;
-    std::vector<char> touched_;  // per tensor id: 1 read, 2 written by the split being overlapped
     std::unique_ptr<Helper> helper_;
 };
 
