@@ -116,6 +116,14 @@ PY
       grep -q "ran beside" "$tmp/e" && fail "overlap = false overlapped: $(grep '^generation time' "$tmp/e")"
     fi
   done
+  # The command line wins over the config: --overlap off with overlap = true in the file.
+  sed -i 's/^overlap = false/overlap = true/' "$tmp/overlap.toml"
+  on_sim --backend sim --cpu-moe --config "$tmp/overlap.toml" --overlap off >"$tmp/overlap" 2>"$tmp/e" \
+      || fail "run --overlap off: $(cat "$tmp/e")"
+  cmp -s "$tmp/out0" "$tmp/overlap" || fail "--overlap off changed the tokens"
+  grep -q "ran beside" "$tmp/e" && fail "--overlap off overlapped: $(grep '^generation time' "$tmp/e")"
+  on_sim --overlap maybe >"$tmp/o" 2>"$tmp/e" && fail "--overlap maybe accepted"
+  grep -q -- "--overlap: maybe not in {on,off}" "$tmp/e" || fail "--overlap maybe: $(cat "$tmp/e")"
   # -ngl 2 of the tiny model's 3 layers (llama.cpp's partial offload): layers 1-2, weights and
   # KV cache, on sim; layer 0, the embeddings and the output on the cpu; the cpu's tokens.
   on_sim --backend sim -ngl 2 --config "$tmp/rates.toml" >"$tmp/ngl" 2>"$tmp/e" ||
@@ -180,6 +188,10 @@ PY
   cmp -s "$tmp/out0" "$tmp/hybrid4" || fail "staging per use changed the tokens"
   gen_time "$tmp/e" staging\>0
   per_use=$(staging_mib)
+  # --staging-mib, the config key's twin: the same per-use buffer.
+  on_sim --backend sim --cpu-moe --config "$tmp/always.toml" --staging-mib 1 >"$tmp/o" 2>"$tmp/e" \
+      || fail "run --staging-mib 1: $(cat "$tmp/e")"
+  [ "$(staging_mib)" = "$per_use" ] || fail "--staging-mib 1: staging buffer $(staging_mib) MiB, not $per_use"
   python3 -c "import sys; f, p = float(sys.argv[1]), float(sys.argv[2]); assert 0 < p < f * 0.75, (f, p)" \
       "$full_staging" "$per_use" || fail "staging per use: $per_use MiB, all kept: $full_staging MiB"
   "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 --plugin "$sim" --backend sim --cpu-moe \

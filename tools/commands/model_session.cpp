@@ -109,6 +109,16 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--cost-table", cost_table,
                    "Measured op times from switchyard calibrate, taken before the plugins' cost "
                    "hints (the config's [offload] cost_table)");
+    app.add_option("--staging-mib", staging_mib,
+                   "The most MiB of host-resident weights a device keeps copies of for the ops "
+                   "offloaded to it (the config's [offload] staging_mib; default: half its free "
+                   "memory)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    app.add_option("--overlap", overlap,
+                   "on|off: nodes of the next split that do not depend on the running one run "
+                   "beside it when one of the two backends is a device (the config's [offload] "
+                   "overlap; default on)")
+        ->check(CLI::IsMember({"on", "off"}));
 }
 
 llm::Deepseek2Options ModelOptions::deepseek2_options() const {
@@ -182,6 +192,11 @@ LoadedModel load_model(const ModelOptions& o) {
         config.offload.cost_table = o.cost_table;
         config.offload.cost_table_where = "--cost-table";
     }
+    if (o.staging_mib > 0) {
+        config.offload.staging_limit = uint64_t(o.staging_mib) << 20;
+        config.offload.staging_limit_where = "--staging-mib";
+    }
+    if (!o.overlap.empty()) config.offload.overlap = o.overlap == "on";
     if (o.fit) {
         config.placement.fit = true;
         config.placement.fit_where = "--fit";

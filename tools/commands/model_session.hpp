@@ -40,6 +40,8 @@ struct ModelOptions {
     std::string offload_policy;                // --offload-policy op=0|1,...
     std::string cost_table;                    // --cost-table FILE (switchyard calibrate's)
     std::string tensor_split;                  // -ts / --tensor-split 3,1
+    int64_t staging_mib = 0;                   // --staging-mib N (0: the config's or auto)
+    std::string overlap;                       // --overlap on|off ("": the config's or on)
     // Loading and checking print only what goes wrong (bench, sweep): the model's shape, KV
     // and compute sizes and the weight totals are not printed; warnings are still kept in
     // LoadedModel::warnings.
