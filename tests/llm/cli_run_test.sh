@@ -188,6 +188,16 @@ PY
   cmp -s "$tmp/out0" "$tmp/hybrid4" || fail "staging per use changed the tokens"
   gen_time "$tmp/e" staging\>0
   per_use=$(staging_mib)
+  # --offload-mode and --offload-min-batch, the twins of [offload] mode and min_batch: every
+  # prompt node on sim; with a minimum batch above the prompt's, the experts back on the cpu.
+  plan_splits() {
+    "$sy" plan -m "$tmp/tiny.gguf" -mla 2 -ctk f32 -ctv f32 --plugin "$sim" --backend sim --cpu-moe \
+        --config "$tmp/rates.toml" "$@" 2>"$tmp/pe" | grep -m1 "splits:" || fail "plan $*: $(cat "$tmp/pe")"
+  }
+  plan_splits --offload-mode always | grep -Eq "splits: sim \[0, [0-9]+\)$" \
+      || fail "--offload-mode always: $(plan_splits --offload-mode always)"
+  plan_splits --offload-mode always --offload-min-batch 100000 | grep -q "cpu \[" \
+      || fail "--offload-min-batch: $(plan_splits --offload-mode always --offload-min-batch 100000)"
   # --staging-mib, the config key's twin: the same per-use buffer.
   on_sim --backend sim --cpu-moe --config "$tmp/always.toml" --staging-mib 1 >"$tmp/o" 2>"$tmp/e" \
       || fail "run --staging-mib 1: $(cat "$tmp/e")"

@@ -109,6 +109,14 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--cost-table", cost_table,
                    "Measured op times from switchyard calibrate, taken before the plugins' cost "
                    "hints (the config's [offload] cost_table)");
+    app.add_option("--offload-mode", offload_mode,
+                   "cost|never|always: how nodes that read host-resident weights are placed (the "
+                   "config's [offload] mode; default cost)")
+        ->check(CLI::IsMember({"cost", "never", "always"}));
+    app.add_option("--offload-min-batch", offload_min_batch,
+                   "Ubatches of fewer tokens keep such nodes on the host (the config's [offload] "
+                   "min_batch; 0: no minimum)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
     app.add_option("--staging-mib", staging_mib,
                    "The most MiB of host-resident weights a device keeps copies of for the ops "
                    "offloaded to it (the config's [offload] staging_mib; default: half its free "
@@ -192,6 +200,11 @@ LoadedModel load_model(const ModelOptions& o) {
         config.offload.cost_table = o.cost_table;
         config.offload.cost_table_where = "--cost-table";
     }
+    if (!o.offload_mode.empty())
+        config.offload.mode = o.offload_mode == "never"    ? OffloadMode::never
+                              : o.offload_mode == "always" ? OffloadMode::always
+                                                           : OffloadMode::cost;
+    if (o.offload_min_batch >= 0) config.offload.min_batch = o.offload_min_batch;
     if (o.staging_mib > 0) {
         config.offload.staging_limit = uint64_t(o.staging_mib) << 20;
         config.offload.staging_limit_where = "--staging-mib";

@@ -41,6 +41,8 @@ struct ModelOptions {
     std::string cost_table;                    // --cost-table FILE (switchyard calibrate's)
     std::string tensor_split;                  // -ts / --tensor-split 3,1
     int64_t staging_mib = 0;                   // --staging-mib N (0: the config's or auto)
+    std::string offload_mode;                  // --offload-mode cost|never|always
+    int64_t offload_min_batch = -1;            // --offload-min-batch N (-1: the config's)
     std::string overlap;                       // --overlap on|off ("": the config's or on)
     // Loading and checking print only what goes wrong (bench, sweep): the model's shape, KV
     // and compute sizes and the weight totals are not printed; warnings are still kept in
