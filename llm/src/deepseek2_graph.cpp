@@ -41,10 +41,11 @@ Strides strides_of(int64_t nb0, int64_t nb1, int64_t nb2 = 0, int64_t nb3 = 0) {
 class GraphBuilder {
   public:
     // `weights`: the device copies of weights (those not there are read from host memory);
-    // `all_on_device`: every weight must have a copy there (one backend on a device).
+    // `all_on_device`: every weight must have a copy there (one backend on a device);
+    // `overlap`: the scheduler may run independent nodes of two backends at once (moe()).
     GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache,
                  std::span<const DeviceWeights> weights, bool all_on_device, bool fused_moe,
-                 bool flash, int64_t n_tokens, int64_t n_past)
+                 bool flash, bool overlap, int64_t n_tokens, int64_t n_past)
         : m_(model),
           hp_(model.hparams()),
           o_(model.options()),
@@ -53,6 +54,7 @@ class GraphBuilder {
           all_on_device_(all_on_device),
           fused_moe_(fused_moe),
           flash_(flash),
+          overlap_(overlap),
           T_(n_tokens),
           n_past_(n_past),
           n_kv_(n_past + n_tokens) {}
@@ -513,15 +515,18 @@ class GraphBuilder {
                          g_.mul_mat_id(w(l.up_exps), y3, ids));
         }
         Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);  // {embd, k, T}
-        // The shared experts come right after the routed experts' products, before anything
-        // reads those: with the routed experts on one backend and the rest on another, the
-        // scheduler runs them at the same time (Scheduler::set_overlap).
-        Tensor* shared =
-            hp_.n_expert_shared > 0 ? swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp) : nullptr;
+        // With overlap, the shared experts come right after the routed experts' products,
+        // before anything reads those: with the routed experts on one backend and the rest on
+        // another, the scheduler runs them at the same time (Scheduler::set_overlap). Otherwise
+        // after the routed sum, which frees `down` ({embd, k, T}) first.
+        const bool shared_early = overlap_ && hp_.n_expert_shared > 0;
+        Tensor* shared = shared_early ? swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp) : nullptr;
         Tensor* experts = g_.mul(down, weights);  // {embd, k, T}
         // Sum over the k experts: rows of the transposed view.
         Tensor* routed = g_.reshape(g_.sum_rows(g_.transpose(experts)), {embd, T_});
-        return shared ? g_.add(routed, shared) : routed;
+        if (hp_.n_expert_shared == 0) return routed;
+        if (!shared) shared = swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp);
+        return g_.add(routed, shared);
     }
 
     const Deepseek2Model& m_;
@@ -532,6 +537,7 @@ class GraphBuilder {
     bool all_on_device_;
     bool fused_moe_;
     bool flash_;
+    bool overlap_;
     int64_t T_, n_past_, n_kv_;
     Graph g_;
     Tensor* pos_ = nullptr;
@@ -771,7 +777,8 @@ void Deepseek2Session::allocate() {
 
 Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
                                                       bool all_logits) {
-    GraphBuilder b(model_, cache_, weights_, !scheduler_, fused_moe_, flash_, n_tokens, n_past);
+    GraphBuilder b(model_, cache_, weights_, !scheduler_, fused_moe_, flash_,
+                   backends_.backends.size() > 1 && backends_.offload.overlap, n_tokens, n_past);
     return b.build(all_logits);
 }
 
@@ -902,7 +909,7 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         uint64_t staged = 0, compute_buffer = 0, staging_buffer = 0;
         if (scheduler_) {
             const ScheduleReport& r = scheduler_->run(ug.graph, plan(ug.graph, t));
-            backend_seconds = r.backend_seconds - r.overlap_seconds;  // wall time, not the sum
+            backend_seconds = r.backend_seconds;
             sync_seconds = r.sync_seconds;
             copy_seconds = r.copy_seconds;
             stage_seconds = r.stage_seconds;

@@ -40,14 +40,15 @@ struct MovedTensor {
 struct ScheduleReport {
     size_t splits = 0;
     size_t overlapped = 0;           // nodes run beside the split before theirs (set_overlap)
-    double overlap_seconds = 0;      // time two executors ran at once (counted in both of their
-                                     // backend_seconds and stage_seconds)
+    double overlap_seconds = 0;      // time saved by overlap (at least): already taken off
+                                     // the sums below, which are wall time
     std::vector<MovedTensor> moves;  // tensors read across backends, in the order they moved
     uint64_t link_bytes = 0;         // sum of moves' bytes
     uint64_t staged_bytes = 0;       // weights and inputs staged by the executors
     double backend_seconds = 0;      // inside the plugins' compute and synchronize calls
     double sync_seconds = 0;         // of backend_seconds: inside synchronize()
     double stage_seconds = 0;        // the executors' uploads of staged weights and inputs
+                                     // (each less its share of overlap_seconds)
     double copy_seconds = 0;         // fetching and uploading imports
     bool plans_reused = false;       // every executor reused a cached memory plan
     std::vector<uint64_t> compute_buffer_bytes;  // per backend (0: not used)
