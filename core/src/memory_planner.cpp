@@ -11,10 +11,6 @@
 
 namespace sy {
 
-namespace {
-
-}  // namespace
-
 uint64_t RangeAllocator::allocate(uint64_t size) {
     auto best = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it) {

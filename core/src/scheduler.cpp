@@ -94,6 +94,8 @@ Scheduler::Scheduler(std::vector<Backend> backends) : backends_(std::move(backen
         if (backends_[b].plugin == nullptr)
             throw Error("scheduler: backend " + std::to_string(b) + " has no plugin");
     lanes_.resize(backends_.size());
+    for (const Backend& b : backends_)
+        host_memory_.push_back(b.plugin->device_props(b.device).host_memory != 0);
 }
 
 Scheduler::~Scheduler() = default;
@@ -134,68 +136,22 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
         lane.executor->bind(hosts);
     }
 
-    double hidden_backend = 0, hidden_sync = 0, hidden_stage = 0;  // by overlap
+    Hidden hidden;  // by overlap
     for (size_t s = 0; s < plan.splits.size(); ++s) {
         const Split& split = plan.splits[s];
-        Lane& lane = lanes_[size_t(split.backend)];
-        const size_t first = position_of(split, split.first);
-        const size_t end = first + static_cast<size_t>(split.end - split.first);
-        move_imports(graph, split.backend, first, end);
-        ++report_.splits;
-        // The next split's nodes that do not depend on this one run beside it, on the helper:
-        // only between two plugins, one of them a device with its own memory (a GPU, which
-        // does not need the cores the other computes with).
         const Split* next = s + 1 < plan.splits.size() ? &plan.splits[s + 1] : nullptr;
-        if (!overlap_ || profile_ || next == nullptr ||
-            backends_[size_t(next->backend)].plugin == backends_[size_t(split.backend)].plugin ||
-            (lane.executor->computes_on_host_memory() &&
-             lanes_[size_t(next->backend)].executor->computes_on_host_memory())) {
+        const size_t beside = nodes_beside(graph, split, next);
+        if (beside == 0) {
+            Lane& lane = lanes_[size_t(split.backend)];
+            const size_t first = position_of(split, split.first);
+            const size_t end = first + static_cast<size_t>(split.end - split.first);
+            move_imports(graph, split.backend, first, end);
             lane.executor->compute(first, end);
+            ++report_.splits;
             continue;
         }
-        const size_t next_first = position_of(*next, next->first);
-        const size_t cut = next_first + size_t(independent_nodes(graph, split, *next));
-        if (cut == next_first) {
-            lane.executor->compute(first, end);
-            continue;
-        }
-        Lane& beside = lanes_[size_t(next->backend)];
-        move_imports(graph, next->backend, next_first, cut);
-        if (!helper_) helper_ = std::make_unique<Helper>();
-        // The two lanes' times in their executors count the overlapped stretch twice.
-        const RunReport &mine = lane.executor->last_run(), &theirs = beside.executor->last_run();
-        const double mine_before = mine.backend_seconds + mine.stage_seconds;
-        const RunReport theirs_before = theirs;
-        const auto start = Clock::now();
-        helper_->start([&beside, next_first, cut] { beside.executor->compute(next_first, cut); });
-        try {
-            lane.executor->compute(first, end);
-        } catch (...) {
-            try {
-                helper_->wait();
-            } catch (...) {  // the split's own error is the one reported
-            }
-            throw;
-        }
-        helper_->wait();
-        // Time saved: both lanes' time minus the stretch's wall time (a lower bound: the wall
-        // time includes handing over). It is taken off the helper lane's time, each kind
-        // (ops, synchronize, staging) in proportion, so the report's sums are wall time.
-        const double wall = seconds_since(start);
-        const double backend = theirs.backend_seconds - theirs_before.backend_seconds;
-        const double stage = theirs.stage_seconds - theirs_before.stage_seconds;
-        const double saved = std::max(
-            0.0, mine.backend_seconds + mine.stage_seconds - mine_before + backend + stage - wall);
-        const double hidden = backend + stage > 0 ? std::min(1.0, saved / (backend + stage)) : 0.0;
-        hidden_backend += hidden * backend;
-        hidden_sync += hidden * (theirs.sync_seconds - theirs_before.sync_seconds);
-        hidden_stage += hidden * stage;
-        report_.overlap_seconds += saved;
-        report_.overlapped += cut - next_first;
-        const size_t next_end = next_first + static_cast<size_t>(next->end - next->first);
-        move_imports(graph, next->backend, cut, next_end);
-        beside.executor->compute(cut, next_end);
-        ++report_.splits;
+        run_beside(graph, split, *next, beside, hidden);
+        report_.splits += 2;
         ++s;
     }
 
@@ -212,10 +168,66 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
         report_.staging_buffer_bytes[b] = r.staging_buffer_bytes;
         report_.staged_bytes += r.staged_bytes;
     }
-    report_.backend_seconds -= hidden_backend;
-    report_.sync_seconds -= hidden_sync;
-    report_.stage_seconds -= hidden_stage;
+    report_.backend_seconds -= hidden.backend;
+    report_.sync_seconds -= hidden.sync;
+    report_.stage_seconds -= hidden.stage;
     return report_;
+}
+
+// How many of the next split's first nodes run beside `split` on the helper: those that do not
+// depend on it, where overlap is on and the two backends may overlap.
+size_t Scheduler::nodes_beside(const Graph& graph, const Split& split, const Split* next) const {
+    if (!overlap_ || profile_ || next == nullptr) return 0;
+    const auto a = size_t(split.backend), b = size_t(next->backend);
+    if (!may_overlap(backends_[a].plugin, host_memory_[a], backends_[b].plugin, host_memory_[b]))
+        return 0;
+    return size_t(independent_nodes(graph, split, *next));
+}
+
+void Scheduler::run_beside(const Graph& graph, const Split& split, const Split& next, size_t beside,
+                           Hidden& hidden) {
+    Lane& lane = lanes_[size_t(split.backend)];
+    Lane& other = lanes_[size_t(next.backend)];
+    const size_t first = position_of(split, split.first);
+    const size_t end = first + static_cast<size_t>(split.end - split.first);
+    const size_t next_first = position_of(next, next.first);
+    const size_t cut = next_first + beside;
+    move_imports(graph, split.backend, first, end);
+    move_imports(graph, next.backend, next_first, cut);
+    if (!helper_) helper_ = std::make_unique<Helper>();
+    // The two lanes' times in their executors count the overlapped stretch twice.
+    const RunReport &mine = lane.executor->last_run(), &theirs = other.executor->last_run();
+    const double mine_before = mine.backend_seconds + mine.stage_seconds;
+    const RunReport theirs_before = theirs;
+    const auto start = Clock::now();
+    helper_->start([&other, next_first, cut] { other.executor->compute(next_first, cut); });
+    try {
+        lane.executor->compute(first, end);
+    } catch (...) {
+        try {
+            helper_->wait();
+        } catch (...) {  // the split's own error is the one reported
+        }
+        throw;
+    }
+    helper_->wait();
+    // Time saved: both lanes' time minus the stretch's wall time (a lower bound: the wall time
+    // includes handing over). It is taken off the helper lane's time, each kind (ops,
+    // synchronize, staging) in proportion, so the report's sums are wall time.
+    const double wall = seconds_since(start);
+    const double backend = theirs.backend_seconds - theirs_before.backend_seconds;
+    const double stage = theirs.stage_seconds - theirs_before.stage_seconds;
+    const double saved = std::max(
+        0.0, mine.backend_seconds + mine.stage_seconds - mine_before + backend + stage - wall);
+    const double share = backend + stage > 0 ? std::min(1.0, saved / (backend + stage)) : 0.0;
+    hidden.backend += share * backend;
+    hidden.sync += share * (theirs.sync_seconds - theirs_before.sync_seconds);
+    hidden.stage += share * stage;
+    report_.overlap_seconds += saved;
+    report_.overlapped += beside;
+    const size_t next_end = next_first + static_cast<size_t>(next.end - next.first);
+    move_imports(graph, next.backend, cut, next_end);
+    other.executor->compute(cut, next_end);
 }
 
 size_t Scheduler::position_of(const Split& split, int32_t node) const {

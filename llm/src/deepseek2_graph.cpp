@@ -519,14 +519,15 @@ class GraphBuilder {
         // before anything reads those: with the routed experts on one backend and the rest on
         // another, the scheduler runs them at the same time (Scheduler::set_overlap). Otherwise
         // after the routed sum, which frees `down` ({embd, k, T}) first.
-        const bool shared_early = overlap_ && hp_.n_expert_shared > 0;
-        Tensor* shared = shared_early ? swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp) : nullptr;
+        const auto shared_experts = [&] {
+            return swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp);
+        };
+        Tensor* shared = overlap_ && hp_.n_expert_shared > 0 ? shared_experts() : nullptr;
         Tensor* experts = g_.mul(down, weights);  // {embd, k, T}
         // Sum over the k experts: rows of the transposed view.
         Tensor* routed = g_.reshape(g_.sum_rows(g_.transpose(experts)), {embd, T_});
         if (hp_.n_expert_shared == 0) return routed;
-        if (!shared) shared = swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp);
-        return g_.add(routed, shared);
+        return g_.add(routed, shared ? shared : shared_experts());
     }
 
     const Deepseek2Model& m_;

@@ -114,8 +114,8 @@ PlannedGraph plan_graph(llm::Deepseek2Session& session, int64_t tokens, int64_t 
     return p;
 }
 
-// Splits whose next split's first nodes run beside them (Scheduler::set_overlap): the two on
-// different plugins ("cuda" and "cuda:1" are one), one of them a device with its own memory.
+// Splits whose next split's first nodes run beside them (Scheduler::set_overlap, with the
+// scheduler's rule: Scheduler::may_overlap).
 struct Overlap {
     size_t split = 0;   // index in plan.splits
     int32_t nodes = 0;  // of the next split, from its start
@@ -123,16 +123,15 @@ struct Overlap {
 std::vector<Overlap> overlaps(const llm::Deepseek2Session& session, const Graph& graph,
                               const OpPlan& plan) {
     std::vector<Overlap> out;
-    if (!session.session_backends().offload.overlap) return out;
-    const auto backends = session.backend_infos();
-    const auto plugin = [&](const Split& s) {
-        const std::string& name = backends[size_t(s.backend)].name;
-        return name.substr(0, name.find(':'));
-    };
+    const llm::SessionBackends& sb = session.session_backends();
+    if (!sb.offload.overlap) return out;
+    const auto infos = session.backend_infos();
     for (size_t i = 0; i + 1 < plan.splits.size(); ++i) {
         const Split &a = plan.splits[i], &b = plan.splits[i + 1];
-        if (plugin(a) == plugin(b) || (backends[size_t(a.backend)].host_memory() &&
-                                       backends[size_t(b.backend)].host_memory()))
+        const auto a_host = infos[size_t(a.backend)].host_memory();
+        const auto b_host = infos[size_t(b.backend)].host_memory();
+        if (!Scheduler::may_overlap(sb.backends[size_t(a.backend)].plugin, a_host,
+                                    sb.backends[size_t(b.backend)].plugin, b_host))
             continue;
         if (const int32_t n = independent_nodes(graph, a, b); n > 0) {
             out.push_back({i, n});

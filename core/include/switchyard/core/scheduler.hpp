@@ -98,6 +98,12 @@ class Scheduler {
     // thread: a GPU's shared experts while the CPU computes the routed ones. The results are
     // the same either way.
     void set_overlap(bool on) { overlap_ = on; }
+    // Whether splits on two backends may overlap: two plugins, one of them a device with its own
+    // memory (a GPU, which does not need the cores the other computes with).
+    static bool may_overlap(const Plugin* a, bool a_host_memory, const Plugin* b,
+                            bool b_host_memory) {
+        return a != b && !(a_host_memory && b_host_memory);
+    }
 
   private:
     struct Import {
@@ -120,6 +126,14 @@ class Scheduler {
     void move_imports(const Graph& graph, int32_t backend, size_t first, size_t end);
     std::byte* fetch_buffer(const Tensor& root);
     size_t position_of(const Split& split, int32_t node) const;
+    // Time the executors count twice for a stretch run on the helper (overlap).
+    struct Hidden {
+        double backend = 0, sync = 0, stage = 0;
+    };
+    size_t nodes_beside(const Graph& graph, const Split& split, const Split* next) const;
+    // Runs `split` and, beside it on the helper, the first `beside` nodes of `next`.
+    void run_beside(const Graph& graph, const Split& split, const Split& next, size_t beside,
+                    Hidden& hidden);
 
     std::vector<Backend> backends_;
     std::vector<Lane> lanes_;                      // per backend
@@ -130,6 +144,7 @@ class Scheduler {
     Profile* profile_ = nullptr;
     uint64_t staging_limit_ = 0;
     bool overlap_ = true;
+    std::vector<char> host_memory_;  // per backend: its device computes on host memory
     std::unique_ptr<Helper> helper_;
 };
 
