@@ -22,7 +22,11 @@ if [[ ${1:-} == --stage ]]; then
   mkdir -p "$stage/bin" "$stage/lib/switchyard" "$stage/syslib"
   cp "$build"/bin/{switchyard,cuda_plugin_test,switchyard-conformance,switchyard-gemv-bench} "$stage/bin/"
   cp "$build"/lib/switchyard/*.so "$stage/lib/switchyard/"
-  ldd "$stage/bin/switchyard" | awk '/(fmt|toml|icu)/ {print $3}' | xargs -r cp -L -t "$stage/syslib"
+  # Every shared library the programs and plugins use from this machine's system (cairo and its
+  # dependencies among them), except the C and C++ runtimes and CUDA's, which the GPU machine has.
+  for f in "$stage"/bin/* "$stage"/lib/switchyard/*.so; do ldd "$f"; done |
+    awk '$3 ~ /^\/(usr\/)?lib\// && $1 !~ /^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux.*)\.so/ {print $3}' |
+    sort -u | xargs -r cp -L -t "$stage/syslib"
   exit 0
 fi
 
@@ -72,7 +76,7 @@ if [[ $parts == *models* ]]; then
       say "$label: FAILED to run: $(tail -q -n 1 "$c-cpu.err" "$c-gpu.err" "$c-gpu1.err" | tr '\n' ' ')"
       return
     fi
-    say "$label: $(python3 - "$c-cpu.npy" "$c-gpu.npy" "$c-gpu1.npy" <<'EOF2'
+    say "$label: $(env -u LD_LIBRARY_PATH python3 - "$c-cpu.npy" "$c-gpu.npy" "$c-gpu1.npy" <<'EOF2'
 import sys, numpy as np
 a = np.load(sys.argv[1]).astype(np.float64)
 out = []
@@ -116,7 +120,7 @@ EOF2
 fi
 
 if [[ $parts == *speed* ]]; then
-  python3 - <<'EOF' 2>&1 | tee -a "$summary"
+  env -u LD_LIBRARY_PATH python3 - <<'EOF' 2>&1 | tee -a "$summary"
 import torch
 x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
 for _ in range(3): y.copy_(x)

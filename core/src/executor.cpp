@@ -50,8 +50,11 @@ const RunReport& Executor::run(const Graph& graph) {
 }
 
 const RunReport& Executor::run(const Graph& graph, std::span<const int32_t> order) {
+    const auto start = std::chrono::steady_clock::now();
     begin(graph, order, {});
     bind({});
+    report_.setup_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     compute(0, order.size());
     return report_;
 }
@@ -153,7 +156,8 @@ void Executor::find_steps(const Graph& graph, std::span<const int32_t> order,
 // limit, room that weights read at different times share (the memory planner's best-fit ranges
 // over the positions from a weight's first to its last reader).
 void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order,
-                            std::span<const int32_t> import_of, uint64_t limit,
+                            std::span<const int32_t> import_of,
+                            const std::function<uint64_t()>& limit,
                             const std::function<bool(const Tensor&)>& homed_here,
                             CachedPlan& plan) {
     const size_t n = graph.tensors().size();
@@ -196,7 +200,7 @@ void Executor::plan_staging(const Graph& graph, std::span<const int32_t> order,
     // weights in the same order, so their plans put them at the same offsets and find them
     // there (the buffer's records are by offset); inputs and imports, whose sizes differ
     // between such graphs, come after.
-    plan.per_use = weight_bytes > limit;
+    plan.per_use = weight_bytes > 0 && weight_bytes > limit();
     if (!plan.per_use) {
         for (int32_t id : weights) {
             plan.staging_offset[size_t(id)] = static_cast<int64_t>(plan.staging_bytes);
@@ -244,7 +248,8 @@ Executor::StagingLayout Executor::staging_layout(
     std::vector<int32_t> import_of(graph.tensors().size(), -1);
     for (size_t k = 0; k < imports.size(); ++k) import_of.at(size_t(imports[k])) = int32_t(k);
     CachedPlan plan;
-    plan_staging(graph, order, import_of, limit, homed_here, plan);
+    plan_staging(
+        graph, order, import_of, [limit] { return limit; }, homed_here, plan);
     return {plan.staging_bytes, plan.per_use};
 }
 
@@ -263,10 +268,11 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
     CachedPlan plan;
     plan.memory = plan_memory(graph, order);
     if (!host_memory_) {
-        uint64_t limit = staging_limit_;
-        if (limit == 0)
-            limit = auto_staging_limit(plugin_.device_props(device_),
-                                       staging_.size() + compute_.size(), plan.memory.peak_bytes);
+        const auto limit = [&] {
+            if (staging_limit_ != 0) return staging_limit_;
+            return auto_staging_limit(plugin_.device_props(device_),
+                                      staging_.size() + compute_.size(), plan.memory.peak_bytes);
+        };
         plan_staging(graph, order, import_of_, limit, {}, plan);
     }
     return cache_.emplace(std::move(key), std::move(plan)).first->second;

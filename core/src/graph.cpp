@@ -212,6 +212,14 @@ std::vector<int32_t> Graph::all_nodes() const {
 }
 
 std::string Graph::shape_signature(std::span<const int32_t> order) const {
+    return signature(order, true);
+}
+
+std::string Graph::structure_signature(std::span<const int32_t> order) const {
+    return signature(order, false);
+}
+
+std::string Graph::signature(std::span<const int32_t> order, bool shapes) const {
     std::string sig;
     sig.reserve(tensors_.size() * 80 + order.size() * 48);
     append_raw(sig, tensors_.size());
@@ -223,6 +231,7 @@ std::string Graph::shape_signature(std::span<const int32_t> order) const {
         // cache views of successive decode steps (one token longer each) leave the key alone.
         if (t->base() != t.get()) continue;
         append_raw(sig, static_cast<int32_t>(t->type()));
+        if (!shapes) continue;
         append_raw(sig, t->shape().ne);
         append_raw(sig, t->strides());
     }

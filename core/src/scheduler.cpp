@@ -102,6 +102,7 @@ Scheduler::~Scheduler() = default;
 
 const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
     report_ = ScheduleReport{};
+    const auto setup_start = Clock::now();
     collect(graph, plan);
 
     // Plan every lane first: the addresses of results in host-visible compute buffers are then
@@ -135,6 +136,7 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
         for (const Import& im : lane.imports) hosts.push_back(im.host);
         lane.executor->bind(hosts);
     }
+    report_.setup_seconds = seconds_since(setup_start);
 
     Hidden hidden;  // by overlap
     for (size_t s = 0; s < plan.splits.size(); ++s) {

@@ -261,5 +261,32 @@ TEST(GraphShapes, ShapeSignatureIgnoresViewShapes) {
     EXPECT_NE(c.shape_signature(c.all_nodes()), d.shape_signature(d.all_nodes()));
 }
 
+// The structure signature leaves out every shape: decode steps whose planned intermediates grow
+// with the cache share it (and so a placement), but not graphs with other ops, other types or
+// other connections.
+TEST(GraphShapes, StructureSignatureIgnoresShapesOnly) {
+    auto build = [](Graph& g, int64_t n_kv, sy_dtype type, bool norm, bool swap) {
+        Tensor* cache = g.input("cache", type, {64, 8});
+        const int64_t es = type == SY_TYPE_F16 ? 2 : 4;
+        Tensor* rows = g.cont(g.view(cache, {n_kv, 8}, {es, 64 * es}, 0));  // a planned {n_kv, 8}
+        Tensor* x = g.input("x", SY_TYPE_F32, {64});
+        Tensor* q = g.view(x, {n_kv}, {4, 256}, 0);
+        if (norm) q = g.rms_norm(q, 1e-5f);
+        g.mark_output(swap ? g.mul_mat(g.cont(q), rows) : g.mul_mat(rows, g.cont(q)));
+    };
+    Graph a, b, other_op, other_type, other_order;
+    build(a, 3, SY_TYPE_F32, false, false);
+    build(b, 40, SY_TYPE_F32, false, false);
+    build(other_op, 3, SY_TYPE_F32, true, false);
+    build(other_type, 3, SY_TYPE_F16, false, false);
+    build(other_order, 3, SY_TYPE_F32, false, true);
+    const auto sig = [](const Graph& g) { return g.structure_signature(g.all_nodes()); };
+    EXPECT_NE(a.shape_signature(a.all_nodes()), b.shape_signature(b.all_nodes()));
+    EXPECT_EQ(sig(a), sig(b));
+    EXPECT_NE(sig(a), sig(other_op));
+    EXPECT_NE(sig(a), sig(other_type));
+    EXPECT_NE(sig(a), sig(other_order));
+}
+
 }  // namespace
 }  // namespace sy

@@ -290,13 +290,18 @@ int run_run(const RunOptions& o) {
                  mib(model.weight_bytes_per_token()),
                  double(model.weight_bytes_per_token()) * tg / 1e9, tg);
     const double eval_s = st.graph_build_seconds + st.compute_seconds;
-    std::fprintf(stderr,
-                 "host overhead: %.1f%% of evaluation time (graph building %.1f%%, planning "
-                 "and binding %.1f%%; %lld graphs; the backend's own checks count as "
-                 "compute)\n",
-                 100.0 * (st.graph_build_seconds + st.plan_bind_seconds) / eval_s,
-                 100.0 * st.graph_build_seconds / eval_s, 100.0 * st.plan_bind_seconds / eval_s,
-                 static_cast<long long>(st.graphs));
+    const auto share = [&](double s) { return 100.0 * s / eval_s; };
+    std::fprintf(
+        stderr,
+        "host overhead: %.1f%% of evaluation time (graph building %.1f%%, planning "
+        "and binding %.1f%%: op placement %.1f%% (%lld placed anew), memory plans and "
+        "binding %.1f%%, between and around the backends' calls %.1f%%; %lld graphs; "
+        "the backend's own checks count as compute)\n",
+        share(st.graph_build_seconds + st.plan_bind_seconds), share(st.graph_build_seconds),
+        share(st.plan_bind_seconds), share(st.placement_seconds),
+        static_cast<long long>(st.placements), share(st.setup_seconds),
+        share(std::max(0.0, st.plan_bind_seconds - st.placement_seconds - st.setup_seconds)),
+        static_cast<long long>(st.graphs));
     print_generation_time(before_gen, st);
     if (st.staged_bytes > 0) {
         const uint64_t moved_gen = st.staged_bytes - moved_before_prompt - moved_prompt;

@@ -53,6 +53,8 @@ struct RunReport {
     double sync_seconds = 0;     // of backend_seconds: inside synchronize() (waiting for a device
                                  // that queues its work; ~0 for one that computes in compute())
     double stage_seconds = 0;    // uploading staged weights and inputs to the device
+    double setup_seconds = 0;    // run(): begin() and bind(), the memory plan (or its cache
+                                 // lookup), buffer growth and binding every tensor
 };
 
 // Throws Error naming the first node of `graph` that the plugin's device does not support
@@ -160,8 +162,11 @@ class Executor {
     };
 
     const CachedPlan& plan_for(const Graph& graph, std::span<const int32_t> order);
+    // `limit` is asked only when the order reads host-resident weights (a device's free
+    // memory can take a driver call to learn).
     static void plan_staging(const Graph& graph, std::span<const int32_t> order,
-                             std::span<const int32_t> import_of, uint64_t limit,
+                             std::span<const int32_t> import_of,
+                             const std::function<uint64_t()>& limit,
                              const std::function<bool(const Tensor&)>& homed_here,
                              CachedPlan& plan);
     static void find_steps(const Graph& graph, std::span<const int32_t> order,

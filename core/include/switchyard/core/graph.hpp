@@ -171,8 +171,12 @@ class Graph {
     // views' shapes and offsets: a view's memory is its root's). Equal signatures (from graphs
     // built the same way again, e.g. every decode step) can reuse one plan.
     std::string shape_signature(std::span<const int32_t> order) const;
+    // The same without the roots' shapes and strides: graphs built the same way for other
+    // sizes (decode steps over a longer cache) have equal structure signatures.
+    std::string structure_signature(std::span<const int32_t> order) const;
 
   private:
+    std::string signature(std::span<const int32_t> order, bool shapes) const;
     Tensor* add_tensor(std::string name, sy_dtype type, const Shape& shape, const Strides& strides,
                        TensorKind kind);
     Tensor* add_leaf(std::string name, sy_dtype type, const Shape& shape, TensorKind kind);

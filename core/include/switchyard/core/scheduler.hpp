@@ -50,6 +50,9 @@ struct ScheduleReport {
     double stage_seconds = 0;        // the executors' uploads of staged weights and inputs
                                      // (each less its share of overlap_seconds)
     double copy_seconds = 0;         // fetching and uploading imports
+    double setup_seconds = 0;        // before the first split: who runs what and reads what
+                                     // from elsewhere, every executor's memory plan (or its
+                                     // cache lookup), buffers and binding
     bool plans_reused = false;       // every executor reused a cached memory plan
     std::vector<uint64_t> compute_buffer_bytes;  // per backend (0: not used)
     std::vector<uint64_t> staging_buffer_bytes;  // per backend: host bytes staged on a device

@@ -292,6 +292,12 @@ struct EvalStats {
     double plan_bind_seconds = 0;       // executor runs outside the backends, their copies and
                                         // staging: planning, binding, buffer growth (host
                                         // overhead)
+    double placement_seconds = 0;       // of plan_bind_seconds: choosing each node's backend
+                                        // (or finding the choice in the cache)
+    int64_t placements = 0;             // graphs placed anew (not found in the cache)
+    double setup_seconds = 0;           // of plan_bind_seconds: memory plans and binding
+                                        // before the first node; the rest is spent between
+                                        // and around the backends' calls
     double compute_seconds = 0;         // executor runs, the backend's compute included
     double backend_seconds = 0;         // of compute_seconds: inside the plugins' compute and
                                         // synchronize calls
