@@ -425,9 +425,9 @@ TEST(OpPlacement, CountsTheCopyOfAResultBackToItsReaders) {
     const OpPlan plan = place_ops(g, backends, {}, {Phase::decode, 1, homes});
     ASSERT_EQ(plan.nodes.size(), 3u);
     EXPECT_EQ(plan.nodes[1].backend, 1) << plan.nodes[1].reason;
-    EXPECT_TRUE(
-        contains(plan.nodes[1].reason,
-                 "dev for the whole graph's copies (its own cheapest: cpu; greedy chose cpu)"))
+    EXPECT_TRUE(contains(
+        plan.nodes[1].reason,
+        "dev for the whole graph's copies and splits (its own cheapest: cpu; greedy chose cpu)"))
         << plan.nodes[1].reason;
     // Alone, the host was cheaper for it: its candidates say so.
     ASSERT_EQ(plan.nodes[1].candidates.size(), 2u);
@@ -435,6 +435,37 @@ TEST(OpPlacement, CountsTheCopyOfAResultBackToItsReaders) {
     ASSERT_EQ(plan.splits.size(), 1u);
     EXPECT_EQ(plan.splits[0].backend, 1);
     EXPECT_EQ(plan.copy_bytes(), uint64_t(2 * K * 4)) << "inp and bias, nothing else";
+}
+
+// Every stretch of nodes on a device ends in a synchronization (a round trip over its link), so
+// a cheap op on the host in front of the device's nodes costs more than its copies: here the
+// activation of a host input first, which alone is cheaper on the host (no launch; its result's
+// copy costs what copying the input would). Counting the extra split, everything runs on the
+// device in one split; the copies are the same either way.
+TEST(OpPlacement, CountsTheSynchronizationOfEverySplit) {
+    Graph g;
+    const int64_t K = 256;
+    Tensor* h = g.input("gate", SY_TYPE_F32, {K, 1});
+    Tensor* x = g.input("inp", SY_TYPE_F32, {K, 1});
+    Tensor* w1 = g.weight("blk.0.attn_q.weight", SY_TYPE_F32, {K, K});
+    Tensor* w2 = g.weight("blk.0.attn_output.weight", SY_TYPE_F32, {K, K});
+    Tensor* act = g.silu(h);
+    Tensor* a = g.mul_mat(w1, x);
+    g.mark_output(g.mul_mat(w2, g.add(a, act)));
+    BackendInfo dev = device(25e9);
+    dev.props.launch_overhead_ns = 2e3;  // an op there costs less than a split's round trip
+    const std::vector<BackendInfo> backends{host_cpu(), dev};
+    const auto homes = [](const Tensor& t) {
+        return t.kind() == TensorKind::weight ? 1 : kHostInput;
+    };
+    const OpPlan plan = place_ops(g, backends, {}, {Phase::decode, 1, homes});
+    ASSERT_EQ(plan.nodes.size(), 4u);
+    // Alone, the host was cheaper for the activation.
+    ASSERT_EQ(plan.nodes[0].candidates.size(), 2u);
+    EXPECT_LT(plan.nodes[0].candidates[0].total_ns(), plan.nodes[0].candidates[1].total_ns());
+    ASSERT_EQ(plan.splits.size(), 1u) << plan.nodes[0].reason;
+    EXPECT_EQ(plan.splits[0].backend, 1);
+    EXPECT_EQ(plan.copy_bytes(), uint64_t(2 * K * 4)) << "gate and inp, nothing else";
 }
 
 }  // namespace
