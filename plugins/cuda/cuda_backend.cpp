@@ -78,8 +78,15 @@ CudaBackend::~CudaBackend() {
         if (d.stream) cudaStreamSynchronize(d.stream);
         d.scratch.reset();
         d.profile.reset();
+        for (auto& [key, replay] : d.graphs)
+            if (replay.exec) cudaGraphExecDestroy(replay.exec);
         if (d.cublas) cublasDestroy(d.cublas);
-        if (d.error_word) cudaFree(d.error_word);
+        if (d.cublas_workspace) cudaFree(d.cublas_workspace);
+        if (d.host_error_word) {
+            cudaFreeHost(d.host_error_word);
+        } else if (d.error_word) {
+            cudaFree(d.error_word);
+        }
         if (d.stream) cudaStreamDestroy(d.stream);
     }
 }
@@ -104,9 +111,31 @@ sy_status CudaBackend::init_device(Device& d) {
     if (cublasCreate(&d.cublas) != CUBLAS_STATUS_SUCCESS)
         return sdk::error(SY_ERR_BACKEND, "init: cublasCreate failed on device %d", d.ordinal);
     cublasSetStream(d.cublas, d.stream);
-    if (cudaError_t e = cudaMalloc(&d.error_word, sizeof(int)); e != cudaSuccess)
-        return cuda_error(fn, "cudaMalloc (error word)", e);
-    cudaMemset(d.error_word, 0, sizeof(int));
+    // A workspace of cuBLAS's own choosing may be allocated during a graph capture; this one is
+    // there before any (32 MiB: what cuBLAS asks for on Hopper).
+    constexpr size_t kCublasWorkspace = size_t(32) << 20;
+    if (cudaMalloc(&d.cublas_workspace, kCublasWorkspace) == cudaSuccess) {
+        cublasSetWorkspace(d.cublas, d.cublas_workspace, kCublasWorkspace);
+    } else {
+        cudaGetLastError();
+        d.cublas_workspace = nullptr;
+    }
+    // The error word in mapped host memory: after the stream's synchronization the host reads
+    // it where it is, without another round trip over the link (a copy costs ~7 us here).
+    void* host_word = nullptr;
+    if (cudaHostAlloc(&host_word, sizeof(int), cudaHostAllocMapped) == cudaSuccess &&
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&d.error_word), host_word, 0) ==
+            cudaSuccess) {
+        d.host_error_word = static_cast<int*>(host_word);
+        *d.host_error_word = 0;
+    } else {
+        cudaGetLastError();
+        if (host_word) cudaFreeHost(host_word);
+        d.error_word = nullptr;
+        if (cudaError_t e = cudaMalloc(&d.error_word, sizeof(int)); e != cudaSuccess)
+            return cuda_error(fn, "cudaMalloc (error word)", e);
+        cudaMemset(d.error_word, 0, sizeof(int));
+    }
     d.scratch = std::make_unique<Scratch>(d.stream);
     d.profile = std::make_unique<NodeProfile>();
     return sdk::ok();
@@ -343,6 +372,8 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
     }
     cudaSetDevice(d.ordinal);
     const bool profiling = d.profile->enabled();
+    if (!profiling && graphs_enabled_ && count >= 2 && launch_graph(d, nodes, count))
+        return synchronize_and_check(d, nodes);
     std::chrono::steady_clock::time_point start;
     if (profiling) {
         start = std::chrono::steady_clock::now();
@@ -370,15 +401,159 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
     return synchronize_and_check(d, nodes);
 }
 
+namespace {
+
+// What decides a captured graph's topology, as far as the host can tell: the ops, named ops and
+// types of the list, in order. Lists with the same key usually differ only in pointers and
+// sizes, which an update of the executable graph takes.
+std::string graph_key(const sy_node* const* nodes, size_t count) {
+    std::string key;
+    key.reserve(count * 12);
+    for (size_t i = 0; i < count; ++i) {
+        const sy_node& n = *nodes[i];
+        key += char(n.op & 0x7f);
+        key += char(n.op >> 7);
+        if (n.named_op) key += n.named_op;
+        key += char(n.dst->type);
+        for (const sy_tensor* s : n.src) key += char(s ? s->type + 1 : 0);
+        key += sdk::nelements(*n.dst) == 0 ? '0' : ';';
+    }
+    return key;
+}
+
+template <typename T>
+void append_bytes(std::string& s, const T& value) {
+    s.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+// Everything a launch reads from the list: the ops, their parameters, every tensor's type,
+// shape, strides and address, and the scratch arena's block. Two equal contents launch the
+// same kernels with the same arguments.
+std::string list_content(const sy_node* const* nodes, size_t count, uint64_t scratch) {
+    std::string s;
+    s.reserve(count * 400);
+    append_bytes(s, scratch);
+    const auto tensor = [&](const sy_tensor* t) {
+        if (t == nullptr) {
+            s += '-';
+            return;
+        }
+        append_bytes(s, t->type);
+        append_bytes(s, t->ne);
+        append_bytes(s, t->nb);
+        append_bytes(s, t->data);
+    };
+    for (size_t i = 0; i < count; ++i) {
+        const sy_node& n = *nodes[i];
+        append_bytes(s, n.op);
+        if (n.named_op) s += n.named_op;
+        append_bytes(s, n.named_op_version);
+        append_bytes(s, n.iparams);
+        append_bytes(s, n.fparams);
+        for (const sy_tensor* src : n.src) tensor(src);
+        tensor(n.dst);
+    }
+    return s;
+}
+
+}  // namespace
+
+bool CudaBackend::launch_graph(Device& d, const sy_node* const* nodes, size_t count) {
+    constexpr size_t kMaxGraphs = 256;  // list shapes kept; more (many prompt sizes) start again
+    const std::string key = graph_key(nodes, count);
+    d.scratch->reset();  // blocks outgrown earlier are freed outside any capture
+    std::string content = list_content(nodes, count, d.scratch->generation());
+    auto found = d.graphs.find(key);
+    if (found == d.graphs.end()) {
+        if (d.graphs.size() >= kMaxGraphs) {
+            for (auto& [k, replay] : d.graphs)
+                if (replay.exec) cudaGraphExecDestroy(replay.exec);
+            d.graphs.clear();
+        }
+        d.graphs.emplace(key, Device::Replay{std::move(content), nullptr, false});
+        return false;
+    }
+    Device::Replay& replay = found->second;
+    if (replay.content != content) {  // changed since last time: launch it one by one
+        replay.content = std::move(content);
+        if (replay.exec) cudaGraphExecDestroy(replay.exec);
+        replay.exec = nullptr;
+        replay.refused = false;
+        return false;
+    }
+    if (replay.refused) return false;
+    if (replay.exec) {
+        if (cudaGraphLaunch(replay.exec, d.stream) == cudaSuccess) return true;
+        cudaGetLastError();
+        cudaGraphExecDestroy(replay.exec);
+        replay.exec = nullptr;
+        return false;
+    }
+    // The second time unchanged: capture it.
+    if (cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    bool captured = true;
+    d.scratch->set_capturing(true);
+    try {
+        for (size_t i = 0; i < count && captured; ++i) {
+            const sy_node& node = *nodes[i];
+            if (sdk::nelements(*node.dst) == 0) continue;
+            const OpLauncher launch = op_launcher(node.op);
+            if (launch == nullptr) {
+                captured = false;
+                break;
+            }
+            d.scratch->reset();
+            const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word, int32_t(i + 1)};
+            launch(ctx, node);
+        }
+    } catch (...) {  // launching them one by one reports what is wrong, if anything is
+        captured = false;
+    }
+    d.scratch->set_capturing(false);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(d.stream, &graph);
+    if (!captured || ended != cudaSuccess || graph == nullptr) {
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        replay.refused = true;  // not again for this content
+        return false;
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (instantiated != cudaSuccess) {
+        cudaGetLastError();
+        replay.refused = true;
+        return false;
+    }
+    if (cudaGraphLaunch(exec, d.stream) != cudaSuccess) {
+        cudaGetLastError();
+        cudaGraphExecDestroy(exec);
+        return false;
+    }
+    replay.exec = exec;
+    return true;
+}
+
 sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* nodes) {
     if (cudaError_t e = cudaStreamSynchronize(d.stream); e != cudaSuccess)
         return cuda_error("compute", "the device reported", e);
     int word = 0;
-    if (cudaError_t e = cudaMemcpy(&word, d.error_word, sizeof word, cudaMemcpyDeviceToHost);
-        e != cudaSuccess)
+    if (d.host_error_word) {
+        word = *static_cast<volatile int*>(d.host_error_word);
+    } else if (cudaError_t e = cudaMemcpy(&word, d.error_word, sizeof word, cudaMemcpyDeviceToHost);
+               e != cudaSuccess) {
         return cuda_error("compute", "reading the error word", e);
+    }
     if (word == 0) return sdk::ok();
-    cudaMemset(d.error_word, 0, sizeof(int));
+    if (d.host_error_word) {
+        *static_cast<volatile int*>(d.host_error_word) = 0;
+    } else {
+        cudaMemset(d.error_word, 0, sizeof(int));
+    }
     const sy_node& bad = *nodes[word - 1];
     const char* op = sdk::op_name(bad.op);
     return sdk::error(SY_ERR_INVALID_ARGUMENT,
@@ -401,6 +576,17 @@ sy_status CudaBackend::synchronize(int32_t device) {
 }
 
 sy_status CudaBackend::set_option(const char* key, const char* value) {
+    if (key != nullptr && std::string(key) == "graphs" && value != nullptr) {
+        const std::string v = value;
+        if (v == "on" || v == "off") {
+            std::lock_guard<std::mutex> lock(mutex_);
+            graphs_enabled_ = v == "on";
+            return sdk::ok();
+        }
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "set_option: the cuda plugin's option 'graphs' takes on or off, not '%s'",
+                          value);
+    }
     return sdk::error(SY_ERR_UNSUPPORTED, "set_option: the cuda plugin has no option '%s' (= '%s')",
                       key ? key : "(null)", value ? value : "(null)");
 }

@@ -2,6 +2,7 @@
 // conformance case plus buffers, copies and the errors a caller can provoke.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -203,6 +204,95 @@ TEST(CudaPlugin, OutOfRangeIndicesAreErrors) {
     float result[4];
     ASSERT_EQ(api.buffer_get(api.ctx, &out.b, 0, result, 16).code, SY_OK);
     for (float r : result) EXPECT_EQ(r, 32.0f);
+}
+
+// A list of several nodes that comes again unchanged (same tensors, addresses and sizes; other
+// data) is captured into a CUDA graph the second time and replayed from then on. Every run,
+// launched one by one, captured or replayed, computes the formula on its own data, and the
+// replay gives what the nodes compute one by one (the option graphs = off); an out-of-range
+// index inside a captured list is still the call's error.
+TEST(CudaPlugin, GraphsGiveTheResultsOfLaunchesOneByOne) {
+    REQUIRE_GPU();
+    const sy_plugin_api& api = cuda().api();
+    constexpr int64_t kMax = 4096;
+    DeviceBuffer xb(kMax * 4), yb(kMax * 4), ab(kMax * 4), bb(kMax * 4), cb(kMax * 4);
+    // c = (silu(x) + y) * x, over the first n values.
+    const auto run = [&](int64_t n, float scale, std::vector<float>& out) {
+        std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+            x[size_t(i)] = scale * float((i * 37) % 101 - 50) / 25.0f;
+            y[size_t(i)] = float((i * 13) % 17) / 8.0f - 1.0f;
+        }
+        EXPECT_EQ(api.buffer_set(api.ctx, &xb.b, 0, x.data(), uint64_t(n) * 4).code, SY_OK);
+        EXPECT_EQ(api.buffer_set(api.ctx, &yb.b, 0, y.data(), uint64_t(n) * 4).code, SY_OK);
+        sy_tensor tx = on(xb, SY_TYPE_F32, n), ty = on(yb, SY_TYPE_F32, n);
+        sy_tensor ta = on(ab, SY_TYPE_F32, n), tb = on(bb, SY_TYPE_F32, n);
+        sy_tensor tc = on(cb, SY_TYPE_F32, n);
+        sy_node silu = sy::sdk::make_node(SY_OP_SILU, &ta);
+        silu.n_src = 1;
+        silu.src[0] = &tx;
+        sy_node add = sy::sdk::make_node(SY_OP_ADD, &tb);
+        add.n_src = 2;
+        add.src[0] = &ta;
+        add.src[1] = &ty;
+        sy_node mul = sy::sdk::make_node(SY_OP_MUL, &tc);
+        mul.n_src = 2;
+        mul.src[0] = &tb;
+        mul.src[1] = &tx;
+        const sy_node* nodes[] = {&silu, &add, &mul};
+        const sy_status s = api.compute(api.ctx, 0, nodes, 3);
+        ASSERT_EQ(s.code, SY_OK) << message(s);
+        out.assign(size_t(n), -1.0f);
+        ASSERT_EQ(api.buffer_get(api.ctx, &cb.b, 0, out.data(), uint64_t(n) * 4).code, SY_OK);
+        for (int64_t i = 0; i < n; ++i) {
+            const double xi = x[size_t(i)];
+            const double want = (xi / (1.0 + std::exp(-xi)) + y[size_t(i)]) * xi;
+            ASSERT_NEAR(out[size_t(i)], want, 1e-5 * (1.0 + std::abs(want)))
+                << "n " << n << " at " << i;
+        }
+    };
+    std::vector<float> small, first, captured, replayed, direct;
+    ASSERT_EQ(api.set_option(api.ctx, "graphs", "on").code, SY_OK);
+    run(1000, 1.0f, small);      // a new list: launched one by one
+    run(kMax, 0.5f, first);      // other sizes: one by one again
+    run(kMax, 0.25f, captured);  // unchanged but for the data: captured
+    run(kMax, 2.0f, replayed);   // replayed, on new data
+    ASSERT_EQ(api.set_option(api.ctx, "graphs", "off").code, SY_OK);
+    run(kMax, 2.0f, direct);
+    ASSERT_EQ(api.set_option(api.ctx, "graphs", "on").code, SY_OK);
+    EXPECT_EQ(replayed, direct);
+    EXPECT_NE(captured, replayed);
+    EXPECT_EQ(api.set_option(api.ctx, "graphs", "maybe").code, SY_ERR_INVALID_ARGUMENT);
+
+    // A bad row id in a two-node list (a graph): reported by this call, then cleared.
+    DeviceBuffer table(4 * 8 * 4), ids(2 * 4), rows(4 * 2 * 4), act(4 * 2 * 4);
+    std::vector<float> values(32, 0.5f);
+    ASSERT_EQ(api.buffer_set(api.ctx, &table.b, 0, values.data(), 128).code, SY_OK);
+    const int32_t bad[2] = {1, 8}, good[2] = {1, 7};
+    ASSERT_EQ(api.buffer_set(api.ctx, &ids.b, 0, bad, 8).code, SY_OK);
+    sy_tensor src = on(table, SY_TYPE_F32, 4, 8), id = on(ids, SY_TYPE_I32, 2);
+    sy_tensor got = on(rows, SY_TYPE_F32, 4, 2), out = on(act, SY_TYPE_F32, 4, 2);
+    sy_node get = sy::sdk::make_node(SY_OP_GET_ROWS, &got);
+    get.n_src = 2;
+    get.src[0] = &src;
+    get.src[1] = &id;
+    sy_node silu = sy::sdk::make_node(SY_OP_SILU, &out);
+    silu.n_src = 1;
+    silu.src[0] = &got;
+    const sy_node* nodes[] = {&get, &silu};
+    sy_status s = sy_status{};
+    for (int time = 0; time < 3; ++time) {  // one by one, captured, replayed
+        s = api.compute(api.ctx, 0, nodes, 2);
+        EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT) << "time " << time;
+        EXPECT_NE(message(s).find("out of range"), std::string::npos) << message(s);
+    }
+    ASSERT_EQ(api.buffer_set(api.ctx, &ids.b, 0, good, 8).code, SY_OK);
+    s = api.compute(api.ctx, 0, nodes, 2);
+    ASSERT_EQ(s.code, SY_OK) << message(s);
+    float result[8];
+    ASSERT_EQ(api.buffer_get(api.ctx, &act.b, 0, result, 32).code, SY_OK);
+    for (float r : result) EXPECT_NEAR(r, 0.5f / (1.0f + std::exp(-0.5f)), 1e-6f);
+    ASSERT_EQ(api.set_option(api.ctx, "graphs", "off").code, SY_OK);  // the default
 }
 
 // Every case of every capability row, against the reference (the conformance kit).

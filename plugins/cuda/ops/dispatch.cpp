@@ -60,6 +60,7 @@ void* Scratch::take(size_t bytes) {
     constexpr size_t kAlign = 256;
     bytes = (bytes + kAlign - 1) / kAlign * kAlign;
     if (used_ + bytes > capacity_) {
+        if (capturing_) throw GrowthInCapture();
         // Earlier takes of this op stay valid: the old block is freed at the next reset(), in
         // stream order after the kernels that use it.
         if (block_) retired_.push_back(block_);
@@ -73,6 +74,7 @@ void* Scratch::take(size_t bytes) {
             throw std::bad_alloc();
         }
         capacity_ = want;
+        ++generation_;
     }
     void* p = block_ + used_;
     used_ += bytes;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "switchyard/plugin.h"
@@ -26,10 +27,20 @@ class Scratch {
     // Starts a new op: everything taken before may be reused.
     void reset();
     // `bytes` of device memory, 256-byte aligned, valid until the next reset(). Throws
-    // std::bad_alloc when the device has no room.
+    // std::bad_alloc when the device has no room, GrowthInCapture when it has to grow while
+    // the stream is being captured into a graph (the caller launches the nodes directly then).
     void* take(size_t bytes);
+    void set_capturing(bool capturing) { capturing_ = capturing; }
+    // Changes whenever the arena moves to a new block (what a captured graph's kernels address).
+    uint64_t generation() const { return generation_; }
+
+    struct GrowthInCapture : std::runtime_error {
+        GrowthInCapture() : std::runtime_error("the scratch arena must grow during a capture") {}
+    };
 
   private:
+    bool capturing_ = false;
+    uint64_t generation_ = 0;
     cudaStream_t stream_;
     char* block_ = nullptr;
     std::vector<char*> retired_;  // outgrown blocks, freed at the next reset()
