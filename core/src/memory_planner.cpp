@@ -61,7 +61,8 @@ MemoryPlan plan_memory(const Graph& graph) {
     return plan_memory(graph, order);
 }
 
-MemoryPlan plan_memory(const Graph& graph, std::span<const int32_t> order) {
+MemoryPlan plan_memory(const Graph& graph, std::span<const int32_t> order,
+                       std::span<const uint64_t> room) {
     const auto& nodes = graph.nodes();
     const size_t n_tensors = graph.tensors().size();
     const auto n_steps = static_cast<int32_t>(order.size());
@@ -136,7 +137,9 @@ MemoryPlan plan_memory(const Graph& graph, std::span<const int32_t> order) {
             const Tensor& t = *graph.tensors()[static_cast<size_t>(id)];
             PlannedTensor p;
             p.tensor = id;
-            p.size = aligned_size(std::max<uint64_t>(1, static_cast<uint64_t>(t.bytes())));
+            uint64_t bytes = std::max<uint64_t>(1, static_cast<uint64_t>(t.bytes()));
+            if (size_t(id) < room.size()) bytes = std::max(bytes, room[size_t(id)]);
+            p.size = aligned_size(bytes);
             p.offset = ranges.allocate(p.size);
             p.first_step = step;
             p.last_step = last[static_cast<size_t>(id)];

@@ -228,6 +228,46 @@ TEST_F(ExecutorOnCpu, GrowingCacheViewsReuseThePlan) {
     EXPECT_EQ(exec.cached_plans(), 1u);
 }
 
+// A planned intermediate that grows with the cache (the attention scores of a decode step): the
+// first step that outgrows the plan makes it again with room to spare, and the steps after it
+// reuse that plan until they outgrow it in turn; every step computes its own rows.
+TEST_F(ExecutorOnCpu, GrowingIntermediatesReuseAPlanWithRoom) {
+    constexpr int64_t kRows = 64, kCapacity = 32;
+    std::vector<float> cache(kRows * kCapacity), x(kCapacity);
+    for (size_t i = 0; i < cache.size(); ++i) cache[i] = 0.01f * float(i % 37) - 0.15f;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(i % 11) - 0.5f;
+    Executor exec(*plugin_, 0);
+    int reused = 0;
+    uint64_t largest = 0;
+    for (int64_t n_kv = 4; n_kv <= kCapacity; ++n_kv) {
+        Graph g;
+        Tensor* c = g.input("cache", SY_TYPE_F32, {kCapacity, kRows});
+        c->set_data(cache.data());
+        Tensor* x_all = g.input("x", SY_TYPE_F32, {kCapacity, 1});
+        x_all->set_data(x.data());
+        Tensor* xs = g.view(x_all, {n_kv, 1}, {4, 4 * kCapacity}, 0);
+        // {n_kv, kRows}: planned, n_kv * 256 bytes, so every step needs more than the last.
+        Tensor* rows = g.cont(g.view(c, {n_kv, kRows}, {4, 4 * kCapacity}, 0));
+        Tensor* out = g.mul_mat(rows, xs);
+        g.mark_output(out);
+        const RunReport& r = exec.run(g);
+        reused += r.plan_reused ? 1 : 0;
+        largest = std::max(largest, r.compute_buffer_bytes);
+        std::vector<float> want(kRows);
+        for (int64_t row = 0; row < kRows; ++row) {
+            double dot = 0;
+            for (int64_t j = 0; j < n_kv; ++j) dot += double(cache[row * kCapacity + j]) * x[j];
+            want[size_t(row)] = float(dot);
+        }
+        expect_near(exec.read<float>(*out), want);
+    }
+    // 29 steps: planned again about every quarter of growth (at 5, 7, 9, 12, 16, 21, 27 here).
+    EXPECT_GE(reused, 20);
+    EXPECT_EQ(exec.cached_plans(), 1u);
+    // The room costs at most a quarter more than the largest step needs.
+    EXPECT_LE(largest, uint64_t(kCapacity * kRows * 4 * 5 / 4 + kRows * 4 + 1024));
+}
+
 TEST_F(ExecutorOnCpu, MissingInputDataIsNamed) {
     Graph g;
     Tensor* x = g.input("inp_embd", SY_TYPE_F32, {8});

@@ -60,7 +60,10 @@ struct MemoryPlan {
 };
 
 // `order`: node indices of `graph` in execution order (ascending build order, or a part of it).
-MemoryPlan plan_memory(const Graph& graph, std::span<const int32_t> order);
+// `room`, when given (per tensor id), reserves at least that many bytes for an intermediate, so
+// that the plan also holds graphs of the same structure whose intermediates grow up to it.
+MemoryPlan plan_memory(const Graph& graph, std::span<const int32_t> order,
+                       std::span<const uint64_t> room = {});
 MemoryPlan plan_memory(const Graph& graph);
 
 }  // namespace sy
