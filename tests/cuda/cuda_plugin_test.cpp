@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -58,6 +59,15 @@ sy_tensor on(const DeviceBuffer& buf, int32_t type, int64_t ne0, int64_t ne1 = 1
 
 std::string message(const sy_status& s) {
     return s.message ? s.message : "";
+}
+
+// A node writing dst from the sources, in order.
+sy_node node_of(int32_t op, const sy_tensor* dst, std::initializer_list<const sy_tensor*> srcs) {
+    sy_node n = sy::sdk::make_node(op, dst);
+    n.n_src = int32_t(srcs.size());
+    int32_t i = 0;
+    for (const sy_tensor* s : srcs) n.src[i++] = s;
+    return n;
 }
 
 TEST(CudaPlugin, LoadsAnywhereAndDescribesItself) {
@@ -228,17 +238,9 @@ TEST(CudaPlugin, GraphsGiveTheResultsOfLaunchesOneByOne) {
         sy_tensor tx = on(xb, SY_TYPE_F32, n), ty = on(yb, SY_TYPE_F32, n);
         sy_tensor ta = on(ab, SY_TYPE_F32, n), tb = on(bb, SY_TYPE_F32, n);
         sy_tensor tc = on(cb, SY_TYPE_F32, n);
-        sy_node silu = sy::sdk::make_node(SY_OP_SILU, &ta);
-        silu.n_src = 1;
-        silu.src[0] = &tx;
-        sy_node add = sy::sdk::make_node(SY_OP_ADD, &tb);
-        add.n_src = 2;
-        add.src[0] = &ta;
-        add.src[1] = &ty;
-        sy_node mul = sy::sdk::make_node(SY_OP_MUL, &tc);
-        mul.n_src = 2;
-        mul.src[0] = &tb;
-        mul.src[1] = &tx;
+        const sy_node silu = node_of(SY_OP_SILU, &ta, {&tx});
+        const sy_node add = node_of(SY_OP_ADD, &tb, {&ta, &ty});
+        const sy_node mul = node_of(SY_OP_MUL, &tc, {&tb, &tx});
         const sy_node* nodes[] = {&silu, &add, &mul};
         const sy_status s = api.compute(api.ctx, 0, nodes, 3);
         ASSERT_EQ(s.code, SY_OK) << message(s);
@@ -272,13 +274,8 @@ TEST(CudaPlugin, GraphsGiveTheResultsOfLaunchesOneByOne) {
     ASSERT_EQ(api.buffer_set(api.ctx, &ids.b, 0, bad, 8).code, SY_OK);
     sy_tensor src = on(table, SY_TYPE_F32, 4, 8), id = on(ids, SY_TYPE_I32, 2);
     sy_tensor got = on(rows, SY_TYPE_F32, 4, 2), out = on(act, SY_TYPE_F32, 4, 2);
-    sy_node get = sy::sdk::make_node(SY_OP_GET_ROWS, &got);
-    get.n_src = 2;
-    get.src[0] = &src;
-    get.src[1] = &id;
-    sy_node silu = sy::sdk::make_node(SY_OP_SILU, &out);
-    silu.n_src = 1;
-    silu.src[0] = &got;
+    const sy_node get = node_of(SY_OP_GET_ROWS, &got, {&src, &id});
+    const sy_node silu = node_of(SY_OP_SILU, &out, {&got});
     const sy_node* nodes[] = {&get, &silu};
     sy_status s = sy_status{};
     for (int time = 0; time < 3; ++time) {  // one by one, captured, replayed
