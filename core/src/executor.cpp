@@ -62,6 +62,10 @@ const RunReport& Executor::run(const Graph& graph, std::span<const int32_t> orde
 void Executor::begin(const Graph& graph, std::span<const int32_t> order,
                      std::span<const int32_t> imports) {
     report_ = RunReport{};
+    // Until this sequence is planned and bound: plan_for may drop the plan plan_ points at, and
+    // a throw below must not leave it dangling for a later compute().
+    plan_ = nullptr;
+    nodes_.clear();
     graph_ = &graph;
     order_.assign(order.begin(), order.end());
     imports_.assign(imports.begin(), imports.end());

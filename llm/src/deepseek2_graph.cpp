@@ -817,9 +817,9 @@ int32_t Deepseek2Session::home_of(const Tensor& t) const {
 // successive decode steps differ only in the sizes that follow the cache length, so a placement
 // is kept for graphs of the same structure, batch and power-of-two range of cached tokens
 // (the costs that grow with the cache are re-weighed when it doubles).
-const OpPlan& Deepseek2Session::plan(const Graph& graph, int64_t n_tokens) {
+const OpPlan& Deepseek2Session::plan(const Graph& graph, int64_t n_tokens, int64_t n_past) {
     const std::vector<int32_t> all = graph.all_nodes();
-    std::string key = fmt::format("{}/{}/", n_tokens, std::bit_width(uint64_t(n_past_))) +
+    std::string key = fmt::format("{}/{}/", n_tokens, std::bit_width(uint64_t(n_past))) +
                       graph.structure_signature(all);
     for (const auto& t : graph.tensors())
         if (t->is_external()) key += std::to_string(home_of(*t)) + ",";
@@ -918,7 +918,7 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         double backend_seconds = 0, sync_seconds = 0, copy_seconds = 0, stage_seconds = 0;
         uint64_t staged = 0, compute_buffer = 0, staging_buffer = 0;
         if (scheduler_) {
-            const OpPlan& placed = plan(ug.graph, t);
+            const OpPlan& placed = plan(ug.graph, t, n_past_);
             stats_.placement_seconds += std::chrono::duration<double>(Clock::now() - t1).count();
             const ScheduleReport& r = scheduler_->run(ug.graph, placed);
             stats_.setup_seconds += r.setup_seconds;

@@ -373,7 +373,7 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
     cudaSetDevice(d.ordinal);
     const bool profiling = d.profile->enabled();
     if (!profiling && graphs_enabled_ && count >= 2 && launch_graph(d, nodes, count))
-        return synchronize_and_check(d, nodes);
+        return synchronize_and_check(d, nodes, count);
     std::chrono::steady_clock::time_point start;
     if (profiling) {
         start = std::chrono::steady_clock::now();
@@ -393,12 +393,13 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
         }
     } catch (const LaunchError& e) {
         cudaStreamSynchronize(d.stream);
+        clear_error_word(d);  // what the nodes before it reported is not the next call's
         return sdk::error(SY_ERR_BACKEND, "compute on cuda device %d: %s", d.ordinal, e.what());
     }
     if (profiling)
         d.profile->end(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    return synchronize_and_check(d, nodes);
+    return synchronize_and_check(d, nodes, count);
 }
 
 namespace {
@@ -447,6 +448,7 @@ std::string list_content(const sy_node* const* nodes, size_t count, uint64_t scr
         const sy_node& n = *nodes[i];
         append_bytes(s, n.op);
         if (n.named_op) s += n.named_op;
+        s += '\0';
         append_bytes(s, n.named_op_version);
         append_bytes(s, n.iparams);
         append_bytes(s, n.fparams);
@@ -492,6 +494,7 @@ bool CudaBackend::launch_graph(Device& d, const sy_node* const* nodes, size_t co
     // The second time unchanged: capture it.
     if (cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
         cudaGetLastError();
+        replay.refused = true;
         return false;
     }
     bool captured = true;
@@ -538,7 +541,15 @@ bool CudaBackend::launch_graph(Device& d, const sy_node* const* nodes, size_t co
     return true;
 }
 
-sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* nodes) {
+void CudaBackend::clear_error_word(Device& d) {
+    if (d.host_error_word) {
+        *static_cast<volatile int*>(d.host_error_word) = 0;
+    } else {
+        cudaMemset(d.error_word, 0, sizeof(int));
+    }
+}
+
+sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* nodes, size_t count) {
     if (cudaError_t e = cudaStreamSynchronize(d.stream); e != cudaSuccess)
         return cuda_error("compute", "the device reported", e);
     int word = 0;
@@ -549,11 +560,12 @@ sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* no
         return cuda_error("compute", "reading the error word", e);
     }
     if (word == 0) return sdk::ok();
-    if (d.host_error_word) {
-        *static_cast<volatile int*>(d.host_error_word) = 0;
-    } else {
-        cudaMemset(d.error_word, 0, sizeof(int));
-    }
+    clear_error_word(d);
+    if (word < 1 || size_t(word) > count)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                          "compute: a node reported an index out of range (node %d of a call of "
+                          "%zu)",
+                          word - 1, count);
     const sy_node& bad = *nodes[word - 1];
     const char* op = sdk::op_name(bad.op);
     return sdk::error(SY_ERR_INVALID_ARGUMENT,

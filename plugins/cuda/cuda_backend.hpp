@@ -99,7 +99,8 @@ class CudaBackend {
     const LinkRates& link_rates(Device& d);
     sy_status check_node_memory(const Device& d, const sy_node& node) const;
     // Waits for the stream, then turns a bad index a kernel reported into an error.
-    sy_status synchronize_and_check(Device& d, const sy_node* const* nodes);
+    sy_status synchronize_and_check(Device& d, const sy_node* const* nodes, size_t count);
+    static void clear_error_word(Device& d);
     // Replays the list's graph, or captures it when the list comes a second time unchanged;
     // false when the nodes are to be launched one by one (nothing was launched then).
     bool launch_graph(Device& d, const sy_node* const* nodes, size_t count);

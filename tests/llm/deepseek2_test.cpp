@@ -468,12 +468,13 @@ TEST(Deepseek2Runtime, ExpertsOnTheHostTheRestOnASimulatedDevice) {
             EXPECT_GT(r.link_bytes, 0u) << "activations to and from the experts";
             // What crossed the link is what the plan predicted (it places by those costs).
             Deepseek2Session::UbatchGraph step = split.build(1, split.n_past() - 1, false);
-            EXPECT_EQ(split.stats().staged_bytes - staged, split.plan(step.graph, 1).copy_bytes())
+            EXPECT_EQ(split.stats().staged_bytes - staged,
+                      split.plan(step.graph, 1, split.n_past() - 1).copy_bytes())
                 << "token " << t;
         }
         // The routed experts' products ran on the CPU in every graph.
         Deepseek2Session::UbatchGraph ug = split.build(1, split.n_past(), false);
-        const OpPlan& plan = split.plan(ug.graph, 1);
+        const OpPlan& plan = split.plan(ug.graph, 1, split.n_past());
         int on_cpu = 0;
         for (size_t i = 0; i < plan.nodes.size(); ++i) {
             const Node& n = ug.graph.nodes()[i];

@@ -73,7 +73,7 @@ PlannedGraph plan_graph(llm::Deepseek2Session& session, int64_t tokens, int64_t 
     p.tokens = tokens;
     p.n_past = n_past;
     p.ug = session.build(tokens, n_past, false);
-    p.plan = session.plan(p.ug.graph, tokens);
+    p.plan = session.plan(p.ug.graph, tokens, n_past);
     const size_t n_backends = session.backend_infos().size();
     for (size_t b = 0; b < n_backends; ++b) {
         std::vector<int32_t> order;

@@ -64,6 +64,7 @@ void* Scratch::take(size_t bytes) {
         // Earlier takes of this op stay valid: the old block is freed at the next reset(), in
         // stream order after the kernels that use it.
         if (block_) retired_.push_back(block_);
+        ++generation_;  // even if the allocation below fails: the old block is being freed
         const size_t want = std::max(bytes, 2 * capacity_);
         block_ = nullptr;
         capacity_ = 0;
@@ -74,7 +75,6 @@ void* Scratch::take(size_t bytes) {
             throw std::bad_alloc();
         }
         capacity_ = want;
-        ++generation_;
     }
     void* p = block_ + used_;
     used_ += bytes;

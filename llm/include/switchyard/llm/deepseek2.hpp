@@ -390,7 +390,9 @@ class Deepseek2Session {
     std::span<const BackendInfo> backend_infos() const { return infos_; }
     const WeightPlan& weight_plan() const { return weight_plan_; }
     std::span<const WeightInfo> weights() const { return weight_infos_; }
-    const OpPlan& plan(const Graph& graph, int64_t n_tokens);
+    // The placement of a graph built for n_tokens after n_past cached tokens (kept for graphs
+    // of the same structure, batch and power-of-two range of n_past).
+    const OpPlan& plan(const Graph& graph, int64_t n_tokens, int64_t n_past);
     // Where a weight or cache tensor of this session's graphs lives: the index of the backend
     // holding it in its own memory, kHostInput for host memory.
     int32_t home_of(const Tensor& t) const;
