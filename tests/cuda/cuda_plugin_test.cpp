@@ -78,6 +78,19 @@ TEST(CudaPlugin, LoadsAnywhereAndDescribesItself) {
     EXPECT_GT(p.capabilities().size(), 100u);
 }
 
+// The option `graphs` (CUDA graphs for node lists that repeat) takes on or off, with or without
+// a GPU; anything else is refused naming the option, and other keys are not the plugin's.
+TEST(CudaPlugin, GraphsOptionTakesOnOrOff) {
+    const sy_plugin_api& api = cuda().api();
+    EXPECT_EQ(api.set_option(api.ctx, "graphs", "on").code, SY_OK);
+    EXPECT_EQ(api.set_option(api.ctx, "graphs", "off").code, SY_OK);
+    const sy_status bad = api.set_option(api.ctx, "graphs", "yes");
+    EXPECT_EQ(bad.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message(bad).find("'graphs' takes on or off, not 'yes'"), std::string::npos)
+        << message(bad);
+    EXPECT_EQ(api.set_option(api.ctx, "streams", "2").code, SY_ERR_UNSUPPORTED);
+}
+
 TEST(CudaPlugin, RefusesDevicesItDoesNotHave) {
     Plugin& p = cuda();
     const int32_t n = p.device_count();
