@@ -276,21 +276,19 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
             "i" + std::to_string(id) + ":" + std::to_string(graph.tensors()[size_t(id)]->bytes());
     std::vector<uint64_t> room;
     if (auto it = cache_.find(key); it != cache_.end()) {
-        bool fits = true;
-        for (const PlannedTensor& p : it->second.memory.tensors) {
-            const auto bytes = static_cast<uint64_t>(graph.tensors()[size_t(p.tensor)]->bytes());
-            if (aligned_size(std::max<uint64_t>(1, bytes)) > p.size) {
-                fits = false;
-                break;
-            }
-        }
-        if (fits) {
+        const std::vector<PlannedTensor>& planned = it->second.memory.tensors;
+        const auto bytes_of = [&](const PlannedTensor& p) {
+            return std::max<uint64_t>(1, graph.tensors()[size_t(p.tensor)]->bytes());
+        };
+        if (std::all_of(planned.begin(), planned.end(), [&](const PlannedTensor& p) {
+                return aligned_size(bytes_of(p)) <= p.size;
+            })) {
             report_.plan_reused = true;
             return it->second;
         }
         room.assign(graph.tensors().size(), 0);
-        for (const PlannedTensor& p : it->second.memory.tensors) {
-            const auto bytes = static_cast<uint64_t>(graph.tensors()[size_t(p.tensor)]->bytes());
+        for (const PlannedTensor& p : planned) {
+            const uint64_t bytes = bytes_of(p);
             room[size_t(p.tensor)] = bytes > p.size ? bytes + bytes / 4 : p.size;
         }
         cache_.erase(it);

@@ -383,13 +383,9 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
         for (size_t i = 0; i < count; ++i) {
             const sy_node& node = *nodes[i];
             if (sdk::nelements(*node.dst) == 0) continue;
-            const OpLauncher launch = op_launcher(node.op);
-            if (launch == nullptr)
-                return sdk::error(SY_ERR_UNSUPPORTED, "op id %d has no cuda kernel", node.op);
-            d.scratch->reset();
-            const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word, int32_t(i + 1)};
             if (profiling) d.profile->mark(node, i);
-            launch(ctx, node);
+            if (!launch_node(d, node, i))
+                return sdk::error(SY_ERR_UNSUPPORTED, "op id %d has no cuda kernel", node.op);
         }
     } catch (const LaunchError& e) {
         cudaStreamSynchronize(d.stream);
@@ -460,6 +456,15 @@ std::string list_content(const sy_node* const* nodes, size_t count, uint64_t scr
 
 }  // namespace
 
+bool CudaBackend::launch_node(Device& d, const sy_node& node, size_t index) {
+    const OpLauncher launch = op_launcher(node.op);
+    if (launch == nullptr) return false;
+    d.scratch->reset();
+    const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word, int32_t(index + 1)};
+    launch(ctx, node);
+    return true;
+}
+
 bool CudaBackend::launch_graph(Device& d, const sy_node* const* nodes, size_t count) {
     constexpr size_t kMaxGraphs = 256;  // list shapes kept; more (many prompt sizes) start again
     const std::string key = graph_key(nodes, count);
@@ -500,18 +505,8 @@ bool CudaBackend::launch_graph(Device& d, const sy_node* const* nodes, size_t co
     bool captured = true;
     d.scratch->set_capturing(true);
     try {
-        for (size_t i = 0; i < count && captured; ++i) {
-            const sy_node& node = *nodes[i];
-            if (sdk::nelements(*node.dst) == 0) continue;
-            const OpLauncher launch = op_launcher(node.op);
-            if (launch == nullptr) {
-                captured = false;
-                break;
-            }
-            d.scratch->reset();
-            const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word, int32_t(i + 1)};
-            launch(ctx, node);
-        }
+        for (size_t i = 0; i < count && captured; ++i)
+            if (sdk::nelements(*nodes[i]->dst) != 0) captured = launch_node(d, *nodes[i], i);
     } catch (...) {  // launching them one by one reports what is wrong, if anything is
         captured = false;
     }

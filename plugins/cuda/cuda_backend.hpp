@@ -104,6 +104,9 @@ class CudaBackend {
     // Replays the list's graph, or captures it when the list comes a second time unchanged;
     // false when the nodes are to be launched one by one (nothing was launched then).
     bool launch_graph(Device& d, const sy_node* const* nodes, size_t count);
+    // Enqueues node `index` of a compute() call on the stream (its errors report 1 + index);
+    // false when the op has no kernel here. Throws LaunchError when CUDA refuses.
+    static bool launch_node(Device& d, const sy_node& node, size_t index);
     sy_status copy_one(const sy_copy& c, size_t index);
     void log(int32_t level, const std::string& message) const;
 
