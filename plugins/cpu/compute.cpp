@@ -12,14 +12,6 @@ namespace {
 
 using OpFn = void (*)(ThreadPool&, const sy_node&);
 
-// validate_node admits only the named ops of the capability table (named_ops.h).
-void compute_named(ThreadPool& pool, const sy_node& node) {
-    if (std::strcmp(node.named_op, SY_NAMED_MOE_FUSED_UP_GATE) == 0)
-        compute_moe_fused_up_gate(pool, node);
-    else
-        compute_attention(pool, node);
-}
-
 OpFn op_function(int32_t op) {
     switch (op) {
         case SY_OP_ADD: return compute_add;
@@ -27,8 +19,6 @@ OpFn op_function(int32_t op) {
         case SY_OP_DIV: return compute_div;
         case SY_OP_SCALE: return compute_scale;
         case SY_OP_RMS_NORM: return compute_rms_norm;
-        case SY_OP_MUL_MAT: return compute_mul_mat;
-        case SY_OP_MUL_MAT_ID: return compute_mul_mat_id;
         case SY_OP_GET_ROWS: return compute_get_rows;
         case SY_OP_ROPE: return compute_rope;
         case SY_OP_SOFTMAX: return compute_softmax;
@@ -42,14 +32,30 @@ OpFn op_function(int32_t op) {
         case SY_OP_CONCAT: return compute_concat;
         case SY_OP_CPY: return compute_cpy;
         case SY_OP_CONT: return compute_cont;
-        case SY_OP_NAMED: return compute_named;
         default: return nullptr;
+    }
+}
+
+// The matrix products, which may read interleaved weights; false for other nodes. validate_node
+// admits only the named ops of the capability table (named_ops.h).
+bool compute_product(ThreadPool& pool, InterleavedWeights* interleaved, const sy_node& node) {
+    switch (node.op) {
+        case SY_OP_MUL_MAT: compute_mul_mat(pool, node, interleaved); return true;
+        case SY_OP_MUL_MAT_ID: compute_mul_mat_id(pool, node, interleaved); return true;
+        case SY_OP_NAMED:
+            if (std::strcmp(node.named_op, SY_NAMED_MOE_FUSED_UP_GATE) == 0)
+                compute_moe_fused_up_gate(pool, node, interleaved);
+            else
+                compute_attention(pool, node);
+            return true;
+        default: return false;
     }
 }
 
 }  // namespace
 
-sy_status compute_nodes(ThreadPool& pool, const sy_node* const* nodes, size_t count) {
+sy_status compute_nodes(ThreadPool& pool, InterleavedWeights* interleaved,
+                        const sy_node* const* nodes, size_t count) {
     if (count > 0 && nodes == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "compute: nodes is NULL for %zu nodes", count);
     for (size_t i = 0; i < count; ++i) {
@@ -60,6 +66,7 @@ sy_status compute_nodes(ThreadPool& pool, const sy_node* const* nodes, size_t co
         // An empty dst has nothing to write, and its data (like an empty source's) may be NULL,
         // so it is not even addressed.
         if (sdk::nelements(*nodes[i]->dst) == 0) continue;
+        if (compute_product(pool, interleaved, *nodes[i])) continue;
         const OpFn fn = op_function(nodes[i]->op);
         if (fn == nullptr)  // validate_node refuses every op without a function; kept for safety
             return sdk::error(SY_ERR_UNSUPPORTED, "op id %d has no cpu kernel", nodes[i]->op);

@@ -9,7 +9,11 @@
 namespace sy::cpu {
 
 class ThreadPool;
+class InterleavedWeights;
 
-sy_status compute_nodes(ThreadPool& pool, const sy_node* const* nodes, size_t count);
+// `interleaved`: where the matrix products keep interleaved copies of weights, or null (the
+// option repack off).
+sy_status compute_nodes(ThreadPool& pool, InterleavedWeights* interleaved,
+                        const sy_node* const* nodes, size_t count);
 
 }  // namespace sy::cpu

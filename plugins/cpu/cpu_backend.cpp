@@ -150,6 +150,7 @@ sy_status CpuBackend::cost_params(int32_t device, const sy_cost_param** params, 
         row("peak_flops_f32", r.cost.peak_flops, "FLOP/s"),
         row("memory_bandwidth", r.cost.memory_bandwidth, "B/s"),
         row("launch_overhead", r.cost.launch_overhead_ns, "ns"),
+        row("extra_memory", double(interleaved_bytes()), "B"),  // plugin.h's convention
     };
     *params = cost_params_.data();
     *count = cost_params_.size();
@@ -169,7 +170,18 @@ sy_status CpuBackend::copy_tensors(const sy_copy* copies, size_t count) {
 sy_status CpuBackend::compute(int32_t device, const sy_node* const* nodes, size_t count) {
     if (sy_status s = check_device(device, "compute"); s.code) return s;
     std::lock_guard lock(run_mutex_);
-    return compute_nodes(*pool_, nodes, count);
+    return compute_nodes(*pool_, repack_ ? &interleaved_ : nullptr, nodes, count);
+}
+
+sy_status CpuBackend::release_constants(uint64_t constant_id) {
+    std::lock_guard lock(run_mutex_);
+    interleaved_.release(constant_id);
+    return sdk::ok();
+}
+
+size_t CpuBackend::interleaved_bytes() {
+    std::lock_guard lock(run_mutex_);
+    return interleaved_.bytes();
 }
 
 sy_status CpuBackend::set_option(const char* key, const char* value) {
@@ -195,10 +207,20 @@ sy_status CpuBackend::set_option(const char* key, const char* value) {
         (memory ? memory_gbps_ : launch_us_) = v;
         return sdk::ok();
     }
+    if (std::strcmp(key, "repack") == 0) {
+        const bool on = std::strcmp(value, "on") == 0;
+        if (!on && std::strcmp(value, "off") != 0)
+            return sdk::error(SY_ERR_INVALID_ARGUMENT,
+                              "set_option: repack = '%s'; expected on or off", value);
+        std::lock_guard run_lock(run_mutex_);
+        repack_ = on;
+        if (!on) interleaved_ = InterleavedWeights();  // the copies are not read any more
+        return sdk::ok();
+    }
     if (std::strcmp(key, "threads") != 0)
         return sdk::error(SY_ERR_UNSUPPORTED,
                           "set_option: unknown option '%s' (the cpu plugin knows threads, "
-                          "memory_gbps, launch_us)",
+                          "memory_gbps, launch_us, repack)",
                           key);
     char* end = nullptr;
     errno = 0;

@@ -2,7 +2,8 @@
 // persistent thread pool. plugin_entry.cpp turns the C function table into calls on this class.
 //
 // Locking. run_mutex_ guards the pool (it runs one job at a time and is replaced when the thread
-// count changes): compute, copy_tensors, set_option and calibration hold it. calibration_mutex_
+// count changes) and the interleaved weights: compute, copy_tensors, set_option,
+// release_constants and calibration hold it. calibration_mutex_
 // guards the lazily measured rates; when both are needed it is taken first.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "buffers.hpp"
 #include "cost_model.hpp"
 #include "device_facts.hpp"
+#include "interleaved_weights.hpp"
 #include "switchyard/plugin.h"
 #include "thread_pool.hpp"
 #include "variant.hpp"
@@ -38,6 +40,7 @@ class CpuBackend {
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
     sy_status check_device(int32_t device, const char* fn) const;
     sy_status set_option(const char* key, const char* value);
+    sy_status release_constants(uint64_t constant_id);
 
   private:
     struct Rates {
@@ -49,6 +52,7 @@ class CpuBackend {
     // thread count changed).
     Rates rates();
     void log(int32_t level, const std::string& message) const;
+    size_t interleaved_bytes();
 
     const sy_host_api host_;
     const VariantInfo variant_;
@@ -60,11 +64,15 @@ class CpuBackend {
     std::optional<Calibration> calibration_;
     // Rates given with the options memory_gbps and launch_us instead of measured (-1: measure).
     double memory_gbps_ = -1, launch_us_ = -1;
-    static constexpr size_t kCostParamCount = 6;
+    static constexpr size_t kCostParamCount = 7;
     std::array<sy_cost_param, kCostParamCount> cost_params_{};
 
     std::mutex run_mutex_;
     std::unique_ptr<ThreadPool> pool_;
+    // The option repack: the matrix products read row-interleaved copies of Q4_0 / Q8_0 weights,
+    // made on first use (under run_mutex_).
+    bool repack_ = false;
+    InterleavedWeights interleaved_;
 
     HostBuffers buffers_;
 };

@@ -110,6 +110,11 @@ sy_status set_option(void* ctx, const char* key, const char* value) {
     return guarded("set_option", [&] { return backend(ctx).set_option(key, value); });
 }
 
+sy_status release_constants(void* ctx, uint64_t constant_id) {
+    return guarded("release_constants",
+                   [&] { return backend(ctx).release_constants(constant_id); });
+}
+
 void shutdown(void* ctx) {
     delete static_cast<CpuBackend*>(ctx);
 }
@@ -163,6 +168,7 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
         table.synchronize = synchronize;
         table.named_ops = named_ops;
         table.set_option = set_option;
+        table.release_constants = release_constants;
         table.shutdown = shutdown;
         sy::sdk::publish_api(table, api);
         return sy::sdk::ok();

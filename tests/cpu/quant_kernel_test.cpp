@@ -410,4 +410,103 @@ TEST(QuantKernels, SupportsRefusesWhatComputeCannotDo) {
     }
 }
 
+
+// The plugin's host memory beyond its buffers (cost_params "extra_memory").
+double extra_memory(const sy_plugin_api& api) {
+    const sy_cost_param* params = nullptr;
+    size_t n = 0;
+    EXPECT_EQ(api.cost_params(api.ctx, 0, &params, &n).code, SY_OK);
+    for (size_t i = 0; i < n; ++i)
+        if (std::strcmp(params[i].key, "extra_memory") == 0) return params[i].value;
+    ADD_FAILURE() << "no extra_memory row";
+    return -1;
+}
+
+// The option repack: Q4_0 and Q8_0 weights with a constant_id are read from row-interleaved
+// copies (interleaved_weights.hpp; the avx512 variant). Products of 1 to 17 columns (the
+// interleaved kernel takes up to 4 at a time) match the double reference on the dequantized
+// weights for row lengths of 1, 3, 44 (DeepSeek's expert width) and 64 blocks and 16 to 48 rows;
+// a column's results do not depend on the columns beside it (a GEMV gives the bits of the same
+// row in a 5-column product); the experts of MUL_MAT_ID and weights without a constant_id (read
+// in place) too. The copies are reported as extra memory and dropped by release_constants.
+TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
+    std::mt19937 rng(2468);
+    for (const auto& cpu : cpu_plugins()) {
+        const sy_plugin_api& api = cpu.plugin_api();
+        ASSERT_NE(api.release_constants, nullptr);
+        EXPECT_NE(api.set_option(api.ctx, "repack", "sometimes").code, SY_OK);
+        ASSERT_EQ(api.set_option(api.ctx, "repack", "on").code, SY_OK);
+        const bool interleaves = cpu.variant == "avx512";
+        uint64_t id = 1000;
+        for (int32_t type : {SY_TYPE_Q4_0, SY_TYPE_Q8_0})
+            for (int64_t K : {32, 96, 1408, 2048})
+                for (int64_t N : {16, 48}) {
+                    const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
+                    const std::vector<float> w = dequantize_matrix(type, wq, K, N);
+                    const std::vector<float> x = random_floats(K * 17, rng);
+                    std::vector<float> gemv(size_t(N), NAN);
+                    for (int64_t M : {1, 5, 17}) {
+                        std::vector<float> out(size_t(N * M), NAN);
+                        sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, (void*)wq.data(), "w");
+                        a.constant_id = ++id;
+                        sy_tensor b = sy::sdk::make_tensor(SY_TYPE_F32, K, M, 1, 1, (void*)x.data());
+                        sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, N, M, 1, 1, out.data());
+                        const double before = extra_memory(api);
+                        ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d, {&a, &b})).code, SY_OK);
+                        EXPECT_EQ(extra_memory(api) - before, interleaves ? double(wq.size()) : 0.0);
+                        for (int64_t m = 0; m < M; ++m)
+                            for (int64_t n = 0; n < N; ++n) {
+                                const Expected e = reference_dot(&w[size_t(n * K)],
+                                                                 &x[size_t(m * K)], K, 32);
+                                ASSERT_NEAR(out[size_t(m * N + n)], e.value, e.bound)
+                                    << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
+                                    << " N=" << N << " M=" << M << " row " << n << " col " << m;
+                            }
+                        if (M == 1) gemv = out;
+                        else
+                            EXPECT_EQ(std::memcmp(gemv.data(), out.data(), size_t(N) * 4), 0)
+                                << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K;
+                        ASSERT_EQ(api.release_constants(api.ctx, a.constant_id).code, SY_OK);
+                        EXPECT_EQ(extra_memory(api), before);
+                    }
+                }
+        // Experts: 4 experts of 32 rows, 3 slots per token; the copy is kept for the next call.
+        const int64_t K = 256, N = 32, E = 4, U = 3, T = 5;
+        for (int32_t type : {SY_TYPE_Q4_0, SY_TYPE_Q8_0}) {
+            const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng);
+            const std::vector<float> w = dequantize_matrix(type, wq, K, N * E);
+            const std::vector<float> x = random_floats(K * T, rng);
+            std::vector<int32_t> ids(size_t(U * T));
+            for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(rng() % E);
+            sy_tensor tw = sy::sdk::make_tensor(type, K, N, E, 1, (void*)wq.data());
+            tw.constant_id = ++id;
+            sy_tensor tx = sy::sdk::make_tensor(SY_TYPE_F32, K, 1, T, 1, (void*)x.data());
+            sy_tensor ti = sy::sdk::make_tensor(SY_TYPE_I32, U, T, 1, 1, ids.data());
+            for (int call = 0; call < 2; ++call) {
+                std::vector<float> out(size_t(N * U * T), NAN);
+                sy_tensor td = sy::sdk::make_tensor(SY_TYPE_F32, N, U, T, 1, out.data());
+                ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT_ID, &td, {&tw, &tx, &ti})).code, SY_OK);
+                EXPECT_EQ(extra_memory(api), interleaves ? double(wq.size()) : 0.0);
+                for (int64_t t = 0; t < T; ++t)
+                    for (int64_t u = 0; u < U; ++u)
+                        for (int64_t n = 0; n < N; ++n) {
+                            const int32_t e = ids[size_t(t * U + u)];
+                            const Expected ex = reference_dot(&w[size_t((e * N + n) * K)],
+                                                              &x[size_t(t * K)], K, 32);
+                            ASSERT_NEAR(out[size_t((t * U + u) * N + n)], ex.value, ex.bound)
+                                << cpu.variant << " " << sy_dtype_info(type).name;
+                        }
+            }
+            ASSERT_EQ(api.release_constants(api.ctx, tw.constant_id).code, SY_OK);
+            // Without a constant_id the weights are read in place: nothing is kept.
+            tw.constant_id = 0;
+            std::vector<float> out(size_t(N * U * T), NAN);
+            sy_tensor td = sy::sdk::make_tensor(SY_TYPE_F32, N, U, T, 1, out.data());
+            ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT_ID, &td, {&tw, &tx, &ti})).code, SY_OK);
+            EXPECT_EQ(extra_memory(api), 0.0);
+        }
+        ASSERT_EQ(api.set_option(api.ctx, "repack", "off").code, SY_OK);
+    }
+}
+
 }  // namespace

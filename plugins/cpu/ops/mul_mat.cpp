@@ -65,8 +65,8 @@ void for_each_tile(ThreadPool& pool, const sy_tensor& a, const Rows& b, const sy
     });
 }
 
-void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel& qk) {
-    const sy_tensor& a = *node.src[0];
+void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const sy_tensor& a,
+                       const QuantKernel& qk) {
     const sy_tensor& dst = *node.dst;
     const QuantizedActivations b(pool, *node.src[1], qk);
     for_each_tile(pool, a, b, dst,
@@ -79,12 +79,12 @@ void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const QuantKernel&
 
 }  // namespace
 
-void compute_mul_mat(ThreadPool& pool, const sy_node& node) {
+void compute_mul_mat(ThreadPool& pool, const sy_node& node, InterleavedWeights* interleaved) {
     const sy_tensor& a = *node.src[0];
     const sy_tensor& dst = *node.dst;
     if (a.ne[0] == 0) return fill_with_zeros(dst);
-    const QuantKernel qk = quant_kernel(a.type, a.ne[0]);
-    if (qk.dot != nullptr) return mul_mat_quantized(pool, node, qk);
+    const ProductWeights w = product_weights(pool, a, interleaved);
+    if (w.kernel.dot != nullptr) return mul_mat_quantized(pool, node, w.tensor, w.kernel);
     const ActivationRows b(pool, *node.src[1]);
     for_each_tile(pool, a, b, dst,
                   [&](const char* weights, const float* const* b_rows, float* const* out,

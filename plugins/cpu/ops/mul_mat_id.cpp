@@ -90,8 +90,8 @@ void zero_dropped(const sy_tensor& dst, const std::vector<Slot>& dropped) {
 // type has a quant kernel, packed F32 rows otherwise; any weights of the type it was made for.
 class ExpertProduct {
   public:
-    ExpertProduct(ThreadPool& pool, const sy_tensor& w, const sy_tensor& x)
-        : qk_(quant_kernel(w.type, w.ne[0])), U1_(x.ne[1]) {
+    ExpertProduct(ThreadPool& pool, const QuantKernel& qk, const sy_tensor& x)
+        : qk_(qk), U1_(x.ne[1]) {
         if (qk_.dot != nullptr)
             xq_.emplace(pool, x, qk_);
         else
@@ -126,15 +126,16 @@ class ExpertProduct {
 
 }  // namespace
 
-void compute_mul_mat_id(ThreadPool& pool, const sy_node& node) {
-    const sy_tensor& w = *node.src[0];
+void compute_mul_mat_id(ThreadPool& pool, const sy_node& node, InterleavedWeights* interleaved) {
+    const ProductWeights pw = product_weights(pool, *node.src[0], interleaved);
+    const sy_tensor& w = pw.tensor;
     const sy_tensor& x = *node.src[1];
     const sy_tensor& ids = *node.src[2];
     const sy_tensor& dst = *node.dst;
     if (w.ne[0] == 0) return fill_with_zeros(dst);
     const ExpertSchedule plan(ids, w.ne[2], w.ne[1], pool.size());
     zero_dropped(dst, plan.dropped);
-    const ExpertProduct product(pool, w, x);
+    const ExpertProduct product(pool, pw.kernel, x);
     pool.parallel_for(int64_t(plan.blocks.size()), [&](int64_t task) {
         const ExpertBlock& blk = plan.blocks[size_t(task)];
         const Slot* slots = plan.slots.data() + blk.first_slot;
@@ -148,9 +149,18 @@ void compute_mul_mat_id(ThreadPool& pool, const sy_node& node) {
     });
 }
 
-void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node) {
-    const sy_tensor& up = *node.src[0];
-    const sy_tensor& gate = *node.src[1];
+void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node,
+                               InterleavedWeights* interleaved) {
+    // Up and gate share their type, so one quantization of x serves both; where only one of them
+    // has an interleaved copy (memory ran out), neither is read interleaved.
+    ProductWeights up_w = product_weights(pool, *node.src[0], interleaved);
+    ProductWeights gate_w = product_weights(pool, *node.src[1], interleaved);
+    if ((up_w.kernel.interleaved == nullptr) != (gate_w.kernel.interleaved == nullptr)) {
+        up_w = product_weights(pool, *node.src[0], nullptr);
+        gate_w = product_weights(pool, *node.src[1], nullptr);
+    }
+    const sy_tensor& up = up_w.tensor;
+    const sy_tensor& gate = gate_w.tensor;
     const sy_tensor& x = *node.src[2];
     const sy_tensor& ids = *node.src[3];
     const sy_tensor& dst = *node.dst;
@@ -158,7 +168,7 @@ void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node) {
     if (up.ne[0] == 0) return fill_with_zeros(dst);  // act(0) * 0
     const ExpertSchedule plan(ids, up.ne[2], up.ne[1], pool.size());
     zero_dropped(dst, plan.dropped);
-    const ExpertProduct product(pool, up, x);  // up and gate share their type, so one quantization
+    const ExpertProduct product(pool, up_w.kernel, x);
     const int64_t rows = plan.block_rows;
     pool.parallel_for(int64_t(plan.blocks.size()), [&](int64_t task) {
         const ExpertBlock& blk = plan.blocks[size_t(task)];

@@ -9,6 +9,7 @@
 namespace sy::cpu {
 
 class ThreadPool;
+class InterleavedWeights;
 
 // Arithmetic kernels, built once per instruction-set variant (simd.hpp).
 void compute_add(ThreadPool& pool, const sy_node& node);
@@ -16,10 +17,13 @@ void compute_mul(ThreadPool& pool, const sy_node& node);
 void compute_div(ThreadPool& pool, const sy_node& node);
 void compute_scale(ThreadPool& pool, const sy_node& node);
 void compute_rms_norm(ThreadPool& pool, const sy_node& node);
-void compute_mul_mat(ThreadPool& pool, const sy_node& node);
-void compute_mul_mat_id(ThreadPool& pool, const sy_node& node);
+// The matrix products read a weight's interleaved copy where `interleaved` (the option repack; null
+// when off) keeps or makes one (interleaved_weights.hpp).
+void compute_mul_mat(ThreadPool& pool, const sy_node& node, InterleavedWeights* interleaved);
+void compute_mul_mat_id(ThreadPool& pool, const sy_node& node, InterleavedWeights* interleaved);
 // The named op moe.fused_up_gate v1 (named_ops.h), beside MUL_MAT_ID in ops/mul_mat_id.cpp.
-void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node);
+void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node,
+                               InterleavedWeights* interleaved);
 // The named ops attn.flash v1 and attn.mla v1 (ops/flash_attn.cpp).
 void compute_attention(ThreadPool& pool, const sy_node& node);
 void compute_softmax(ThreadPool& pool, const sy_node& node);

@@ -72,6 +72,10 @@ struct QuantKernel {
     int64_t act_group;     // elements per activation unit: 32 (ActQ8x32), 256 (Q8_K, ActQ8G8)
     int64_t act_bytes;     // bytes per activation unit
     VecDotRowsFn dot_rows = nullptr;  // where the kernel has a several-row form (GEMV)
+    // Weights row-interleaved 16 rows at a time (interleaved_weights.hpp): `interleaved` takes
+    // the blocks of one 16-row group and writes out[16 c + r] for column c, row r; `dot` is then
+    // the plain kernel of the same activation format, for reference.
+    VecDotFn interleaved = nullptr;
 
     int64_t act_row_bytes(int64_t K) const { return (K + act_group - 1) / act_group * act_bytes; }
 };
@@ -97,6 +101,13 @@ void quantize_act_q8_K_nibbles(const float* x, void* y, int64_t n);
 // n (a multiple of 32) floats into ceil(n / 256) ActQ8G8, natural or nibble order.
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);
 void quantize_act_g8_nibbles(const float* x, void* y, int64_t n);
+
+// The product of row-interleaved Q4_0 / Q8_0 weights with ActQ8x32 activations
+// (vec_dot_interleaved.cpp), or nullptr where the variant has none.
+VecDotFn interleaved_dot(int32_t weight_type);
+// The kernel for weights of that type in the interleaved layout, or {nullptr, ...} where the
+// variant has no interleaved product for it.
+QuantKernel interleaved_kernel(int32_t weight_type);
 
 // The AVX-512 VBMI kernels on ActQ8G8 activations, or {nullptr, ...} where the variant has none
 // (vec_dot_groups.cpp).

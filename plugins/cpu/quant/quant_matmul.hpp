@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "interleaved_weights.hpp"
 #include "ops/activation_rows.hpp"
 #include "quant/quant_kernels.hpp"
 
@@ -42,6 +43,26 @@ class QuantizedActivations {
     std::vector<char> data_;  // operator new's alignment suffices for the f32 scales
 };
 
+// The weights a product reads and its kernel: w's interleaved copy where the plugin keeps them
+// (`interleaved` non-null: the option repack) and the variant has a product for them, else w.
+struct ProductWeights {
+    sy_tensor tensor;  // w, or w with its data at the interleaved copy
+    QuantKernel kernel;
+};
+inline ProductWeights product_weights(ThreadPool& pool, const sy_tensor& w,
+                                      InterleavedWeights* interleaved) {
+    if (interleaved != nullptr) {
+        const QuantKernel k = interleaved_kernel(w.type);
+        if (k.interleaved != nullptr)
+            if (const void* copy = interleaved->find_or_make(pool, w)) {
+                sy_tensor t = w;
+                t.data = const_cast<void*>(copy);
+                return {t, k};
+            }
+    }
+    return {w, quant_kernel(w.type, w.ne[0])};
+}
+
 // Weight rows [n0, n1) at `a` (rows a_row_stride bytes apart, K values each) against `count`
 // quantized activation rows act[c]; the result of row n, column c goes to
 // out[c] + n * out_row_stride bytes. Each weight row is read once (it stays in L1 while the
@@ -53,6 +74,20 @@ inline void quant_matmul_block(const QuantKernel& kernel, const char* a, int64_t
                                int64_t n0, int64_t n1, int64_t K, const void* const* act,
                                float* const* out, int64_t count, int64_t out_row_stride) {
     const int64_t blocks = K / kernel.weight_block;
+    if (kernel.interleaved != nullptr) {  // n0 and n1 are multiples of 16 (rows_per_task)
+        for (int64_t n = n0; n < n1; n += kInterleavedRows) {
+            for (int64_t c = 0; c < count; c += kMaxDotCols) {
+                const int cols = int(count - c < kMaxDotCols ? count - c : kMaxDotCols);
+                float r[kMaxDotCols * kInterleavedRows];
+                kernel.interleaved(blocks, a + n * a_row_stride, act + c, cols, r);
+                for (int j = 0; j < cols; ++j)
+                    for (int64_t i = 0; i < kInterleavedRows; ++i)
+                        std::memcpy(reinterpret_cast<char*>(out[c + j]) + (n + i) * out_row_stride,
+                                    &r[j * kInterleavedRows + i], sizeof(float));
+            }
+        }
+        return;
+    }
     if (count == 1 && kernel.dot_rows != nullptr) {
         for (int64_t n = n0; n < n1; n += kMaxDotRows) {
             const int rows = int(n1 - n < kMaxDotRows ? n1 - n : kMaxDotRows);

@@ -112,6 +112,15 @@ void quantize_act_g8_nibbles(const float* x, void* y, int64_t n) {
     });
 }
 
+QuantKernel interleaved_kernel(int32_t weight_type) {
+    const VecDotFn interleaved = interleaved_dot(weight_type);
+    if (interleaved == nullptr) return {nullptr, nullptr, 0, 0, 0};
+    QuantKernel k{weight_type == SY_TYPE_Q4_0 ? vec_dot_q4_0 : vec_dot_q8_0, quantize_act_q8x32_row,
+                  32, 32, sizeof(ActQ8x32)};
+    k.interleaved = interleaved;
+    return k;
+}
+
 QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
     constexpr int64_t a32 = sizeof(ActQ8x32), a256 = sizeof(sy_block_q8_K);
     // The variant's wide AVX-512 kernels first, each with its own activation layout.
