@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
 # Token generation against the memory-bandwidth bound (issue 4's target: >= 70%).
-#   bench/tg_bound.sh [-r ROUNDS] [-n TOKENS] [-t THREADS] MODEL.gguf [MODEL.gguf ...]
+#   bench/tg_bound.sh [-r ROUNDS] [-n TOKENS] [-t THREADS] [-a "RUN FLAGS"] MODEL.gguf [MODEL.gguf ...]
 # Each round runs, per model, ../shared/tools/membw.sh (or $MEMBW), then
 # `switchyard run -n TOKENS --no-mmap` on the cpu plugin alone; the machine's bandwidth is taken
 # as the mean of the membw readings just before and just after the run (it moves from minute to
 # minute on shared machines), and the share is the weight bytes the run read per token (run's
 # own "weights read per generated token" line) times its t/s over that bandwidth. Prints one line
-# per run and the median share per model.
+# per run and the median share per model. With -a, each round runs every model twice, as it is
+# and with those flags added (e.g. -a -rtr), so that both see the same minutes of the machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 sy=${SWITCHYARD:-$here/build/bin/switchyard}
 membw=${MEMBW:-$here/../shared/tools/membw.sh}
-rounds=5 tokens=200 threads=$(nproc)
-while getopts "r:n:t:" opt; do
+rounds=5 tokens=200 threads=$(nproc) alt=""
+while getopts "r:n:t:a:" opt; do
   case $opt in
     r) rounds=$OPTARG ;;
     n) tokens=$OPTARG ;;
     t) threads=$OPTARG ;;
-    *) echo "usage: $0 [-r ROUNDS] [-n TOKENS] [-t THREADS] MODEL.gguf ..." >&2; exit 2 ;;
+    a) alt=$OPTARG ;;
+    *) echo "usage: $0 [-r ROUNDS] [-n TOKENS] [-t THREADS] [-a \"RUN FLAGS\"] MODEL.gguf ..." >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-r ROUNDS] [-n TOKENS] [-t THREADS] MODEL.gguf ..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [-r ROUNDS] [-n TOKENS] [-t THREADS] [-a \"RUN FLAGS\"] MODEL.gguf ..." >&2; exit 2; }
+flag_sets=("")
+[ -z "$alt" ] || flag_sets+=("$alt")
 for m in "$@"; do [ -f "$m" ] || { echo "$0: no model file '$m'" >&2; exit 2; }; done
 [ -x "$sy" ] || { echo "$0: $sy not built" >&2; exit 2; }
 tmp=$(mktemp -d)
@@ -33,21 +37,25 @@ echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(
 before=$(gbps)
 for ((r = 1; r <= rounds; r++)); do
   for m in "$@"; do
-    "$sy" run -m "$m" -p "The quick brown fox" -n "$tokens" --temp 0 --ignore-eos --no-mmap \
-        -t "$threads" --config "$tmp/cpu.toml" >/dev/null 2>"$tmp/e" \
-        || { echo "$0: run failed on $m: $(tail -3 "$tmp/e")" >&2; exit 1; }
-    after=$(gbps)
-    line=$(grep '^weights read per generated token' "$tmp/e")
-    mib=$(sed -n 's/.*token: \([0-9.]*\) MiB.*/\1/p' <<<"$line")
-    ts=$(sed -n 's/.* at \([0-9.]*\) t\/s).*/\1/p' <<<"$line")
-    python3 - "$m" "$mib" "$ts" "$before" "$after" <<'PY' | tee -a "$tmp/rows"
+    for flags in "${flag_sets[@]}"; do
+      # shellcheck disable=SC2086 # the flags are words to split
+      "$sy" run -m "$m" -p "The quick brown fox" -n "$tokens" --temp 0 --ignore-eos --no-mmap \
+          -t "$threads" --config "$tmp/cpu.toml" $flags >/dev/null 2>"$tmp/e" \
+          || { echo "$0: run failed on $m $flags: $(tail -3 "$tmp/e")" >&2; exit 1; }
+      after=$(gbps)
+      line=$(grep '^weights read per generated token' "$tmp/e")
+      mib=$(sed -n 's/.*token: \([0-9.]*\) MiB.*/\1/p' <<<"$line")
+      ts=$(sed -n 's/.* at \([0-9.]*\) t\/s).*/\1/p' <<<"$line")
+      python3 - "$m" "$flags" "$mib" "$ts" "$before" "$after" <<'PY' | tee -a "$tmp/rows"
 import os, sys
-m, mib, ts, before, after = sys.argv[1], *map(float, sys.argv[2:])
+m, flags, (mib, ts, before, after) = sys.argv[1], sys.argv[2], map(float, sys.argv[3:])
+m = os.path.basename(m) + (" " + flags if flags else "")
 read = mib * 1048576 * ts / 1e9
 bound = (before + after) / 2
-print(f"{os.path.basename(m)}\t{ts:.1f} t/s\t{read:.1f} GB/s of weights\tmembw {before:.1f} / {after:.1f}\tshare {read / bound:.3f}")
+print(f"{m}\t{ts:.1f} t/s\t{read:.1f} GB/s of weights\tmembw {before:.1f} / {after:.1f}\tshare {read / bound:.3f}")
 PY
-    before=$after
+      before=$after
+    done
   done
 done
 python3 - "$tmp/rows" <<'PY'

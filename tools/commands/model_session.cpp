@@ -86,6 +86,10 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                  "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
     app.add_flag("--no-mmap", no_mmap,
                  "Read the weights into memory (huge pages) instead of mapping the file");
+    app.add_flag("--run-time-repack", repack,
+                 "The cpu plugin reads Q4_0 and Q8_0 weights from row-interleaved copies made "
+                 "at first use (faster products; as much host memory again as those weights; "
+                 "[plugins.cpu] repack = \"on\" in the config)");
     app.add_option("--override-tensor", override_tensor,
                    "REGEX=BACKEND: weights whose name matches live on BACKEND (repeatable, first "
                    "match wins; before the config's [[placement.rules]])");
@@ -236,6 +240,7 @@ LoadedModel load_model(const ModelOptions& o) {
         config.plugins.load.push_back(backend);
         if ((several || o.ngl > 0) && backend != "cpu") config.plugins.load.push_back("cpu");
     }
+    if (o.repack) config.plugins.options.push_back({"cpu", "repack", "on", "-rtr"});
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
         out.warn(w);

@@ -30,6 +30,7 @@ struct ModelOptions {
     std::string ser;
     bool no_group_routing = false;
     bool no_mmap = false;
+    bool repack = false;  // -rtr: the cpu plugin's option repack
     // Placement across backends (with the config's [placement] and [offload]; the command line
     // comes first / wins).
     std::vector<std::string> override_tensor;  // -ot REGEX=BACKEND, in order

@@ -20,7 +20,8 @@ std::vector<std::string> expand_llama_flags(int argc, char** argv) {
                                                              {"-gp", "--gp"},
                                                              {"-ncmoe", "--n-cpu-moe"},
                                                              {"-cmoe", "--cpu-moe"},
-                                                             {"-ts", "--tensor-split"}};
+                                                             {"-ts", "--tensor-split"},
+                                                             {"-rtr", "--run-time-repack"}};
     std::vector<std::string> args;
     for (int i = 1; i < argc; ++i) {
         const auto it = kLong.find(argv[i]);
