@@ -21,7 +21,7 @@ struct BenchInstance {
 struct BenchGrid {
     static constexpr size_t kMaxInstances = 10000;
     // Lists as given (each occurrence may hold a comma-separated list).
-    std::vector<std::string> models, threads, batches, ubatches, mla, fused_moe, amb, cache_k,
+    std::vector<std::string> models, threads, batches, ubatches, mla, fused_moe, repack, amb, cache_k,
         cache_v, flash_attn, ngl, n_cpu_moe, configs, cost_tables, overrides, tensor_splits;
     std::vector<std::string> prompts{"512"}, gens{"128"}, depths{"0"}, pg, gp;
     int repetitions = 5;

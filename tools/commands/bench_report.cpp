@@ -45,6 +45,7 @@ Json record_json(const BenchRecord& r, bool arrays) {
     j["attn_max_batch"] = r.attn_max_batch;
     j["ser"] = r.ser;
     j["use_mmap"] = r.use_mmap;
+    j["repack"] = r.repack;
     j["embeddings"] = false;
     j["fused_moe"] = r.fused_moe;
     j["override_tensor"] = r.override_tensor;
@@ -154,6 +155,7 @@ const std::vector<Column>& md_columns() {
         {"ser", false, [](const BenchRecord& r) { return r.ser; }, ""},
         {"ncmoe", true, [](const BenchRecord& r) { return std::to_string(r.n_cpu_moe); }, "0"},
         {"mmap", true, [](const BenchRecord& r) { return bool_text(r.use_mmap); }, "1"},
+        {"rtr", true, [](const BenchRecord& r) { return bool_text(r.repack); }, "0"},
         {"ot", false, [](const BenchRecord& r) { return r.override_tensor; }, ""},
         {"ts", false, [](const BenchRecord& r) { return r.tensor_split; }, "0.00"},
         {"config", false, [](const BenchRecord& r) { return r.config; }, ""},
