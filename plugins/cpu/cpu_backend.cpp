@@ -208,13 +208,16 @@ sy_status CpuBackend::set_option(const char* key, const char* value) {
         return sdk::ok();
     }
     if (std::strcmp(key, "repack") == 0) {
-        const bool on = std::strcmp(value, "on") == 0;
-        if (!on && std::strcmp(value, "off") != 0)
+        const bool on = std::strcmp(value, "on") == 0, automatic = std::strcmp(value, "auto") == 0;
+        if (!on && !automatic && std::strcmp(value, "off") != 0)
             return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                              "set_option: repack = '%s'; expected on or off", value);
+                              "set_option: repack = '%s'; expected auto, on or off", value);
         std::lock_guard run_lock(run_mutex_);
-        repack_ = on;
-        if (!on) interleaved_ = InterleavedWeights();  // the copies are not read any more
+        repack_ = on || automatic;
+        // Copies made under another mode are dropped: off reads none, and auto's budget or
+        // on's absence of one applies to all of them.
+        interleaved_ = InterleavedWeights();
+        interleaved_.set_automatic_budget(automatic);
         return sdk::ok();
     }
     if (std::strcmp(key, "threads") != 0)

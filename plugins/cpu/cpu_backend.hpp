@@ -69,9 +69,9 @@ class CpuBackend {
 
     std::mutex run_mutex_;
     std::unique_ptr<ThreadPool> pool_;
-    // The option repack: the matrix products read row-interleaved copies of Q4_0 / Q8_0 weights,
-    // made on first use (under run_mutex_).
-    bool repack_ = false;
+    // The option repack (auto by default, on, off): the matrix products read row-interleaved
+    // copies of Q4_0 / Q8_0 weights, made on first use (under run_mutex_).
+    bool repack_ = true;
     InterleavedWeights interleaved_;
 
     HostBuffers buffers_;

@@ -1,5 +1,7 @@
 #include "interleaved_weights.hpp"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -30,14 +32,17 @@ void interleave_row_group(int32_t type, const uint8_t* rows, int64_t row_bytes, 
                           uint8_t* dst) {
     const int64_t bb = block_bytes(type);
     const int64_t chunks = (bb - 2) / 4;  // 4 (Q4_0) or 8 (Q8_0)
-    const uint8_t flip = type == SY_TYPE_Q8_0 ? 0x80 : 0x00;
+    const uint32_t flip = type == SY_TYPE_Q8_0 ? 0x80808080u : 0u;  // Q8_0's q + 128 per byte
     for (int64_t b = 0; b < K / 32; ++b, dst += kInterleavedRows * bb) {
         for (int64_t r = 0; r < kInterleavedRows; ++r) {
             const uint8_t* block = rows + r * row_bytes + b * bb;
             std::memcpy(dst + 2 * r, block, 2);  // the f16 scale
-            for (int64_t c = 0; c < chunks; ++c)
-                for (int j = 0; j < 4; ++j)
-                    dst[32 + 64 * c + 4 * r + j] = uint8_t(block[2 + 4 * c + j] ^ flip);
+            for (int64_t c = 0; c < chunks; ++c) {
+                uint32_t q;
+                std::memcpy(&q, block + 2 + 4 * c, 4);
+                q ^= flip;
+                std::memcpy(dst + 32 + 64 * c + 4 * r, &q, 4);
+            }
         }
     }
 }
@@ -52,9 +57,14 @@ const void* InterleavedWeights::find_or_make(ThreadPool& pool, const sy_tensor& 
     if (auto it = copies_.find(key); it != copies_.end())
         return it->second.type == w.type ? it->second.data.get() : nullptr;
     const size_t bytes = size_t(w.nb[3] * w.ne[3]);
-    std::unique_ptr<uint8_t, Free> data(
-        static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (automatic_ && !budget_) budget_ = sdk::available_memory() / 2;
+    if (automatic_ && bytes_ + bytes > *budget_) return nullptr;
+    // In whole 2 MiB pages, advised for huge pages (advice only: none is not an error).
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+    std::unique_ptr<uint8_t, Free> data(static_cast<uint8_t*>(std::aligned_alloc(kHuge, rounded)));
     if (!data) return nullptr;
+    ::madvise(data.get(), rounded, MADV_HUGEPAGE);
     const int64_t groups = w.ne[1] / kInterleavedRows * w.ne[2] * w.ne[3];
     const int64_t group_bytes = kInterleavedRows * w.nb[1];
     const auto* src = static_cast<const uint8_t*>(w.data);

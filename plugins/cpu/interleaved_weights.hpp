@@ -16,14 +16,19 @@
 //
 // A copy is made on first use of a weight (sy_tensor.constant_id nonzero, ABI 1.1) and kept,
 // keyed by the id and the address, until release_constants(id). It costs as much host memory as
-// the weights it copies (reported as the plugin's extra_memory); the original's pages are no
-// longer read, so with a memory-mapped model the kernel may drop them.
+// the weights it copies (reported as the plugin's extra_memory), advised for huge pages as the
+// host's --no-mmap copy is; the original's pages are no longer read by the cpu, so with a
+// memory-mapped model the kernel may drop them. Copies stop at a budget: with `repack = "auto"`
+// (the default) half of the memory available when the first copy is made, so a model larger
+// than that is copied in part and the rest read in place; with "on" no limit but the
+// allocation's own.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "switchyard/plugin.h"
@@ -47,6 +52,10 @@ class InterleavedWeights {
     // Drops the copies of the weights with this constant_id.
     void release(uint64_t constant_id);
 
+    // Copies stop at half of the memory available at the first copy (true), or only where an
+    // allocation fails (false).
+    void set_automatic_budget(bool automatic) { automatic_ = automatic; }
+
     size_t bytes() const { return bytes_; }
 
   private:
@@ -60,6 +69,8 @@ class InterleavedWeights {
     };
     std::map<std::pair<uint64_t, const void*>, Copy> copies_;
     size_t bytes_ = 0;
+    bool automatic_ = true;
+    std::optional<uint64_t> budget_;  // resolved at the first copy under the automatic budget
 };
 
 // Packs rows [16 g, 16 g + 16) of one matrix (K values per row, rows row_bytes apart) into the

@@ -26,11 +26,15 @@ done
 grep -E '^ +mul_mat +f32 <- \{f32,f16,bf16,q4_0,' <<<"$blas" >/dev/null ||
     fail "plugins: blas mul_mat weight types: $blas"
 
-# plan: the bf16 model's dense products in a prompt ubatch on blas, every product of a one-token
-# step on cpu. (The tiny model's experts are too small for a GEMM library to pay: they stay on
-# cpu here; on the mini model they go to blas too.) A ubatch of 1024: at 512 the tiny model's
-# attn_q_b product is ~50 us on blas against ~76 on cpu, and blas's per-product cost (waking its
-# passive OpenMP workers) measures 5 to 30 us from one process to the next.
+# plan: every product of the bf16 model goes where its hints say, with both candidates and their
+# estimates in the plan. blas's hints are its GEMM rates measured at load, the cpu's come from
+# its clock: on a VM whose cores are throttled (another tenant on them) blas measures half its
+# usual rate and honestly loses the prompt products it wins otherwise, so each node is checked
+# against its own estimates where one backend is clearly (1.25x) cheaper; the prompt's dense
+# products on blas and every decode product on cpu are the usual outcome, not asserted. (The
+# tiny model's experts are too small for a GEMM library to pay.) A ubatch of 1024: at 512 the
+# tiny model's attn_q_b product is ~50 us on blas against ~76 on cpu, and blas's per-product
+# cost (waking its passive OpenMP workers) measures 5 to 30 us from one process to the next.
 "$sy" plan -m "$m" --plugin "$blas_so" -ub 1024 -c 1024 --json >"$tmp/plan.json" 2>"$tmp/e" ||
     fail "plan: $(cat "$tmp/e")"
 python3 - "$tmp/plan.json" "$placement" <<'PY' || fail "plan placement"
@@ -39,29 +43,31 @@ plan = json.load(open(sys.argv[1]))
 check_placement = sys.argv[2] == "on"
 graphs = {g["phase"]: g for g in plan["graphs"]}
 products = ("mul_mat", "mul_mat_id", "moe.fused_up_gate")
-def on(graph, weight):
-    return [n["backend"] for n in graph["nodes"]
-            if n["op"] in products and weight in n["subject"]]
-prompt, decode = graphs["prompt"], graphs["decode"]
-for w in ("ffn_up.", "ffn_down.", "attn_q_b", "attn_output"):
-    got = on(prompt, w)
-    assert got and (not check_placement or all(b == "blas" for b in got)), (w, got)
-dec = [n["backend"] for n in decode["nodes"] if n["op"] in products]
-assert dec and (not check_placement or all(b == "cpu" for b in dec)), dec
-# the costs that decided it are in the plan: both candidates with their estimates
-node = next(n for n in prompt["nodes"] if "ffn_down_exps" in n["subject"])
-assert all(c["source"] == "hint" for c in node["candidates"]), node
-names = sorted(c["backend"] for c in node["candidates"])
-assert names == ["blas", "cpu"], node["candidates"]
+checked = 0
+for phase in ("prompt", "decode"):
+    nodes = [n for n in graphs[phase]["nodes"] if n["op"] in products and n["subject"].startswith("blk.")]
+    assert nodes, phase
+    for n in nodes:
+        cost = {c["backend"]: c["total_ns"] for c in n["candidates"]}
+        assert sorted(cost) == ["blas", "cpu"], n
+        assert all(c["source"] == "hint" and c["total_ns"] > 0 for c in n["candidates"]), n
+        cheap = min(cost, key=cost.get)
+        other = max(cost, key=cost.get)
+        if check_placement and cost[other] >= 1.25 * cost[cheap]:
+            assert n["backend"] == cheap, (phase, n["subject"], n["backend"], cost)
+            checked += 1
+assert not check_placement or checked > 0, "no node with a clear winner"
 PY
 
 # The same text with and without blas (greedy), with a prompt long enough (~400 tokens in one
-# ubatch) that blas really runs its products: --profile must show it.
+# ubatch) that blas really runs its products (the prompt's dense products pinned to it, whatever
+# this machine's rates): --profile must show it.
 prompt=$(for i in $(seq 1 40); do printf 'one two three four five six seven eight nine ten '; done)
 "$sy" run -m "$m" -p "$prompt" -n 12 --temp 0 -ub 512 >"$tmp/cpu.txt" 2>"$tmp/e" ||
     fail "run cpu: $(cat "$tmp/e")"
-"$sy" run -m "$m" -p "$prompt" -n 12 --temp 0 -ub 512 --plugin "$blas_so" --profile >"$tmp/blas.txt" \
-    2>"$tmp/e" || fail "run blas: $(cat "$tmp/e")"
+printf '[[offload.pins]]\nop = "mul_mat"\nbackend = "blas"\nphase = "prompt"\n' >"$tmp/pin.toml"
+"$sy" run -m "$m" -p "$prompt" -n 12 --temp 0 -ub 512 --plugin "$blas_so" --config "$tmp/pin.toml" \
+    --profile >"$tmp/blas.txt" 2>"$tmp/e" || fail "run blas: $(cat "$tmp/e")"
 [ "$placement" = off ] || grep -q "backend blas:" "$tmp/e" || fail "blas ran nothing: $(cat "$tmp/e")"
 cmp -s "$tmp/cpu.txt" "$tmp/blas.txt" || fail "run with blas differs: $(cat "$tmp/cpu.txt") / $(cat "$tmp/blas.txt")"
 

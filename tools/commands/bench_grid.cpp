@@ -112,8 +112,9 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("--fused-moe", fused_moe,
                    "0/1 (default: the fused MoE op when the backend has it)");
     app.add_option("--run-time-repack", repack,
-                   "0/1: the cpu plugin reads Q4_0 and Q8_0 weights from row-interleaved copies "
-                   "(default 0)");
+                   "0/1: the cpu plugin reads Q4_0 and Q8_0 weights in place, or from "
+                   "row-interleaved copies (default: its repack = auto, copies up to half of "
+                   "the available memory)");
     app.add_option("--attention-max-batch", amb, "MiB per attention step (default 256)");
     app.add_option("--cache-type-k", cache_k, "K cache types (default f16)");
     app.add_option("--cache-type-v", cache_v, "V cache types (default f16)");
@@ -175,7 +176,7 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     const auto ubs = int_list("-ub", ubatches, "512", 1, 1 << 16);
     const auto mlas = int_list("-mla", mla, "3", 0, 3);
     const auto fmoes = int_list("-fmoe", fused_moe, "-1", -1, 1);
-    const auto rtrs = int_list("-rtr", repack, "0", 0, 1);
+    const auto rtrs = int_list("-rtr", repack, "-1", -1, 1);
     const auto ambs = int_list("-amb", amb, "256", 0, int64_t{1} << 30);
     const auto ngls = int_list("-ngl", ngl, "-1", -1, 1 << 20);
     const auto ncmoes = int_list("-ncmoe", n_cpu_moe, "0", 0, 1 << 20);
@@ -269,7 +270,7 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     expand(mlas, [](BenchInstance& c, I v) { c.model.mla = int(v); });
     expand(ambs, [](BenchInstance& c, I v) { c.model.attn_max_mib = v; });
     expand(fmoes, [](BenchInstance& c, I v) { c.model.fused_moe = int(v); });
-    expand(rtrs, [](BenchInstance& c, I v) { c.model.repack = v != 0; });
+    expand(rtrs, [](BenchInstance& c, I v) { c.model.repack_mode = int(v); });
     return grid;
 }
 

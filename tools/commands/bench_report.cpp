@@ -155,7 +155,7 @@ const std::vector<Column>& md_columns() {
         {"ser", false, [](const BenchRecord& r) { return r.ser; }, ""},
         {"ncmoe", true, [](const BenchRecord& r) { return std::to_string(r.n_cpu_moe); }, "0"},
         {"mmap", true, [](const BenchRecord& r) { return bool_text(r.use_mmap); }, "1"},
-        {"rtr", true, [](const BenchRecord& r) { return bool_text(r.repack); }, "0"},
+        {"rtr", false, [](const BenchRecord& r) { return r.repack; }, "auto"},
         {"ot", false, [](const BenchRecord& r) { return r.override_tensor; }, ""},
         {"ts", false, [](const BenchRecord& r) { return r.tensor_split; }, "0.00"},
         {"config", false, [](const BenchRecord& r) { return r.config; }, ""},

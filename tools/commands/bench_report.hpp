@@ -24,7 +24,8 @@ struct BenchRecord {
     int n_threads = 0;
     std::string type_k, type_v;
     int n_gpu_layers = -1, n_cpu_moe = 0;
-    bool flash_attn = false, fused_moe = false, use_mmap = true, repack = false;
+    bool flash_attn = false, fused_moe = false, use_mmap = true;
+    std::string repack = "auto";  // the cpu plugin's option: auto, on, off
     int mla_attn = 3;
     int64_t attn_max_batch = 0;
     std::string ser, override_tensor, config, placement, offload_policy;

@@ -87,9 +87,9 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_flag("--no-mmap", no_mmap,
                  "Read the weights into memory (huge pages) instead of mapping the file");
     app.add_flag("--run-time-repack", repack,
-                 "The cpu plugin reads Q4_0 and Q8_0 weights from row-interleaved copies made "
-                 "at first use (faster products; as much host memory again as those weights; "
-                 "[plugins.cpu] repack = \"on\" in the config)");
+                 "The cpu plugin reads every Q4_0 and Q8_0 weight from row-interleaved copies "
+                 "made at first use (as much host memory again as those weights; by default "
+                 "(repack = \"auto\") up to half of the available memory)");
     app.add_option("--override-tensor", override_tensor,
                    "REGEX=BACKEND: weights whose name matches live on BACKEND (repeatable, first "
                    "match wins; before the config's [[placement.rules]])");
@@ -240,7 +240,9 @@ LoadedModel load_model(const ModelOptions& o) {
         config.plugins.load.push_back(backend);
         if ((several || o.ngl > 0) && backend != "cpu") config.plugins.load.push_back("cpu");
     }
-    if (o.repack) config.plugins.options.push_back({"cpu", "repack", "on", "-rtr"});
+    if (o.repack || o.repack_mode >= 0)
+        config.plugins.options.push_back(
+            {"cpu", "repack", o.repack || o.repack_mode > 0 ? "on" : "off", "-rtr"});
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
         out.warn(w);
