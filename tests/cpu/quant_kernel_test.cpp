@@ -422,8 +422,8 @@ double extra_memory(const sy_plugin_api& api) {
     return -1;
 }
 
-// The option repack: Q4_0 and Q8_0 weights with a constant_id are read from row-interleaved
-// copies (interleaved_weights.hpp; the avx512 variant). Products of 1 to 17 columns (the
+// The option repack (on here; auto at the end): Q4_0 and Q8_0 weights with a constant_id are
+// read from row-interleaved copies (interleaved_weights.hpp; the avx512 variant). Products of 1 to 17 columns (the
 // interleaved kernel takes up to 4 at a time) match the double reference on the dequantized
 // weights for row lengths of 1, 3, 44 (DeepSeek's expert width) and 64 blocks and 16 to 48 rows;
 // a column's results do not depend on the columns beside it (a GEMV gives the bits of the same
@@ -505,7 +505,20 @@ TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
             ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT_ID, &td, {&tw, &tx, &ti})).code, SY_OK);
             EXPECT_EQ(extra_memory(api), 0.0);
         }
+        // auto (the default) copies too, within half of the available memory; off drops them.
+        ASSERT_EQ(api.set_option(api.ctx, "repack", "auto").code, SY_OK);
+        const std::vector<uint8_t> wq = random_blocks(SY_TYPE_Q4_0, 512 * 32, rng);
+        const std::vector<float> x = random_floats(512, rng);
+        std::vector<float> out(32, NAN);
+        sy_tensor a = sy::sdk::make_tensor(SY_TYPE_Q4_0, 512, 32, 1, 1, (void*)wq.data());
+        a.constant_id = ++id;
+        sy_tensor b = sy::sdk::make_tensor(SY_TYPE_F32, 512, 1, 1, 1, (void*)x.data());
+        sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, 32, 1, 1, 1, out.data());
+        ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d, {&a, &b})).code, SY_OK);
+        EXPECT_EQ(extra_memory(api), interleaves ? double(wq.size()) : 0.0);
         ASSERT_EQ(api.set_option(api.ctx, "repack", "off").code, SY_OK);
+        EXPECT_EQ(extra_memory(api), 0.0);
+        ASSERT_EQ(api.set_option(api.ctx, "repack", "auto").code, SY_OK);  // the plugin's default
     }
 }
 
