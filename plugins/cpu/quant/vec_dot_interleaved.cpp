@@ -27,32 +27,41 @@ inline __m512i splat4(const int8_t* p) {
     return _mm512_set1_epi32(v);
 }
 
-// The 16 rows' scales of a block times each column's d_a, into acc[c] with the block's sums.
+// The C activation columns of a call and their accumulators: lane r of acc[c] is row r's sum.
 template <int C>
-inline void scale_block(const uint8_t* p, const ActQ8x32* const* a, int64_t b, const __m512i* sums,
-                        __m512* acc) {
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    for (int c = 0; c < C; ++c)
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]),
-                                 _mm512_mul_ps(dw, _mm512_set1_ps(a[c][b].d)), acc[c]);
-}
+struct Columns {
+    const ActQ8x32* a[C];
+    __m512 acc[C];
+
+    explicit Columns(const void* const* act) {
+        for (int c = 0; c < C; ++c) {
+            a[c] = static_cast<const ActQ8x32*>(act[c]);
+            acc[c] = _mm512_setzero_ps();
+        }
+    }
+    // acc[c] += the block's integer sums[c] times its 16 row scales (f16 at p) times d_a.
+    void scale_block(const uint8_t* p, int64_t b, const __m512i* sums) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(a[c][b].d)), acc[c]);
+    }
+    void store(float* out) const {
+        for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, acc[c]);
+    }
+};
 
 template <int C>
 void q4_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     constexpr int64_t kBlock = 288;
     const uint8_t* p = static_cast<const uint8_t*>(w);
-    const ActQ8x32* a[C];
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const ActQ8x32*>(act[c]);
-        acc[c] = _mm512_setzero_ps();
-    }
+    Columns<C> cols(act);
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < blocks; ++b, p += kBlock) {
         i8::prefetch_ahead(p, kBlock);
         __m512i lo[C], hi[C];  // low and high nibbles: two chains of 4
         for (int c = 0; c < C; ++c) {
-            lo[c] = _mm512_set1_epi32(-8 * a[c][b].sum);
+            lo[c] = _mm512_set1_epi32(-8 * cols.a[c][b].sum);
             hi[c] = _mm512_setzero_si512();
         }
         for (int k = 0; k < 4; ++k) {
@@ -60,45 +69,40 @@ void q4_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float*
             const __m512i l = _mm512_and_si512(x, low4);
             const __m512i h = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
             for (int c = 0; c < C; ++c) {
-                lo[c] = _mm512_dpbusd_epi32(lo[c], l, splat4(a[c][b].qs + 4 * k));
-                hi[c] = _mm512_dpbusd_epi32(hi[c], h, splat4(a[c][b].qs + 16 + 4 * k));
+                lo[c] = _mm512_dpbusd_epi32(lo[c], l, splat4(cols.a[c][b].qs + 4 * k));
+                hi[c] = _mm512_dpbusd_epi32(hi[c], h, splat4(cols.a[c][b].qs + 16 + 4 * k));
             }
         }
         for (int c = 0; c < C; ++c) lo[c] = _mm512_add_epi32(lo[c], hi[c]);
-        scale_block<C>(p, a, b, lo, acc);
+        cols.scale_block(p, b, lo);
     }
-    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, acc[c]);
+    cols.store(out);
 }
 
 template <int C>
 void q8_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     constexpr int64_t kBlock = 544;
     const uint8_t* p = static_cast<const uint8_t*>(w);
-    const ActQ8x32* a[C];
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const ActQ8x32*>(act[c]);
-        acc[c] = _mm512_setzero_ps();
-    }
+    Columns<C> cols(act);
     for (int64_t b = 0; b < blocks; ++b, p += kBlock) {
         i8::prefetch_ahead(p, kBlock);
         __m512i even[C], odd[C];  // chunks 0, 2, 4, 6 and 1, 3, 5, 7: two chains of 4
         for (int c = 0; c < C; ++c) {
-            even[c] = _mm512_set1_epi32(-128 * a[c][b].sum);
+            even[c] = _mm512_set1_epi32(-128 * cols.a[c][b].sum);
             odd[c] = _mm512_setzero_si512();
         }
         for (int k = 0; k < 8; k += 2) {
             const __m512i x0 = _mm512_loadu_si512(p + 32 + 64 * k);
             const __m512i x1 = _mm512_loadu_si512(p + 96 + 64 * k);
             for (int c = 0; c < C; ++c) {
-                even[c] = _mm512_dpbusd_epi32(even[c], x0, splat4(a[c][b].qs + 4 * k));
-                odd[c] = _mm512_dpbusd_epi32(odd[c], x1, splat4(a[c][b].qs + 4 * k + 4));
+                even[c] = _mm512_dpbusd_epi32(even[c], x0, splat4(cols.a[c][b].qs + 4 * k));
+                odd[c] = _mm512_dpbusd_epi32(odd[c], x1, splat4(cols.a[c][b].qs + 4 * k + 4));
             }
         }
         for (int c = 0; c < C; ++c) even[c] = _mm512_add_epi32(even[c], odd[c]);
-        scale_block<C>(p, a, b, even, acc);
+        cols.scale_block(p, b, even);
     }
-    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, acc[c]);
+    cols.store(out);
 }
 
 SY_CPU_DEFINE_VEC_DOT(q4_0_x16)
