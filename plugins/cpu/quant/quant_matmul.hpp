@@ -46,21 +46,21 @@ class QuantizedActivations {
 // The weights a product reads and its kernel: w's interleaved copy where the plugin keeps them
 // (`interleaved` non-null: the option repack) and the variant has a product for them, else w.
 struct ProductWeights {
-    sy_tensor tensor;  // w, or w with its data at the interleaved copy
+    sy_tensor tensor;  // w (as sdk::copy_tensor reads it), or with its data at the interleaved copy
     QuantKernel kernel;
 };
 inline ProductWeights product_weights(ThreadPool& pool, const sy_tensor& w,
                                       InterleavedWeights* interleaved) {
+    ProductWeights out{sdk::copy_tensor(w), quant_kernel(w.type, w.ne[0])};
     if (interleaved != nullptr) {
         const QuantKernel k = interleaved_kernel(w.type);
         if (k.interleaved != nullptr)
             if (const void* copy = interleaved->find_or_make(pool, w)) {
-                sy_tensor t = w;
-                t.data = const_cast<void*>(copy);
-                return {t, k};
+                out.tensor.data = const_cast<void*>(copy);
+                out.kernel = k;
             }
     }
-    return {w, quant_kernel(w.type, w.ne[0])};
+    return out;
 }
 
 // Weight rows [n0, n1) at `a` (rows a_row_stride bytes apart, K values each) against `count`
