@@ -270,7 +270,7 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     expand(mlas, [](BenchInstance& c, I v) { c.model.mla = int(v); });
     expand(ambs, [](BenchInstance& c, I v) { c.model.attn_max_mib = v; });
     expand(fmoes, [](BenchInstance& c, I v) { c.model.fused_moe = int(v); });
-    expand(rtrs, [](BenchInstance& c, I v) { c.model.repack_mode = int(v); });
+    expand(rtrs, [](BenchInstance& c, I v) { c.model.repack = int(v); });
     return grid;
 }
 

@@ -132,7 +132,7 @@ BenchRecord BenchSession::describe(const BenchInstance& in) const {
     r.flash_attn = session->uses_flash_attention();
     r.fused_moe = session->uses_fused_moe();
     r.use_mmap = !in.model.no_mmap;
-    r.repack = in.model.repack_mode < 0 ? "auto" : in.model.repack_mode > 0 ? "on" : "off";
+    r.repack = in.model.repack < 0 ? "auto" : in.model.repack > 0 ? "on" : "off";
     r.mla_attn = opt.mla;
     r.attn_max_batch = in.model.attn_max_mib;
     r.ser = in.model.ser;

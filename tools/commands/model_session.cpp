@@ -86,7 +86,7 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                  "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
     app.add_flag("--no-mmap", no_mmap,
                  "Read the weights into memory (huge pages) instead of mapping the file");
-    app.add_flag("--run-time-repack", repack,
+    app.add_flag_callback("--run-time-repack", [this] { repack = 1; },
                  "The cpu plugin reads every Q4_0 and Q8_0 weight from row-interleaved copies "
                  "made at first use (as much host memory again as those weights; by default "
                  "(repack = \"auto\") up to half of the available memory)");
@@ -240,9 +240,8 @@ LoadedModel load_model(const ModelOptions& o) {
         config.plugins.load.push_back(backend);
         if ((several || o.ngl > 0) && backend != "cpu") config.plugins.load.push_back("cpu");
     }
-    if (o.repack || o.repack_mode >= 0)
-        config.plugins.options.push_back(
-            {"cpu", "repack", o.repack || o.repack_mode > 0 ? "on" : "off", "-rtr"});
+    if (o.repack >= 0)
+        config.plugins.options.push_back({"cpu", "repack", o.repack > 0 ? "on" : "off", "-rtr"});
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
         out.warn(w);

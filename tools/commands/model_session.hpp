@@ -30,8 +30,7 @@ struct ModelOptions {
     std::string ser;
     bool no_group_routing = false;
     bool no_mmap = false;
-    bool repack = false;  // -rtr: the cpu plugin's option repack = on (else its own, or bench's)
-    int repack_mode = -1;  // bench's -rtr 0|1: off or on; -1: as above
+    int repack = -1;  // the cpu plugin's option repack: -1 its own default (auto), 0 off, 1 on
     // Placement across backends (with the config's [placement] and [offload]; the command line
     // comes first / wins).
     std::vector<std::string> override_tensor;  // -ot REGEX=BACKEND, in order
