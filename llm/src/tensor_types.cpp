@@ -51,27 +51,6 @@ std::string writable_type_names() {
     return out;
 }
 
-uint32_t file_type_of(int32_t type) {
-    switch (type) {
-        case SY_TYPE_F32: return 0;
-        case SY_TYPE_F16: return 1;
-        case SY_TYPE_Q4_0: return 2;
-        case SY_TYPE_Q4_1: return 3;
-        case SY_TYPE_Q8_0: return 7;
-        case SY_TYPE_Q5_0: return 8;
-        case SY_TYPE_Q5_1: return 9;
-        case SY_TYPE_Q2_K: return 10;
-        case SY_TYPE_Q3_K: return 11;  // Q3_K_S
-        case SY_TYPE_Q4_K: return 14;  // Q4_K_S
-        case SY_TYPE_Q5_K: return 16;  // Q5_K_S
-        case SY_TYPE_Q6_K: return 18;
-        case SY_TYPE_IQ4_NL: return 25;
-        case SY_TYPE_IQ4_XS: return 30;
-        case SY_TYPE_BF16: return 32;
-        default: return 0;
-    }
-}
-
 bool is_attn_k_b(std::string_view name) {
     return name.find("attn_k_b") != std::string_view::npos;
 }

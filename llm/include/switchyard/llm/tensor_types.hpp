@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "switchyard/llm/file_type.hpp"  // file_type_of, which lived here
+
 namespace sy::llm {
 
 // "q4_K", "Q4_K", "q8_0", "bf16" ... -> GGUF type id; nullopt for an unknown name.
@@ -17,10 +19,6 @@ std::optional<int32_t> parse_type_name(std::string_view name);
 std::string type_name(int32_t type);
 // The type names accepted by parse_type_name that can be written (for help and errors).
 std::string writable_type_names();
-
-// general.file_type (llama_ftype) for a file whose bulk is `type` (pure K types map to the
-// "_S" variant, the closest llama.cpp file type).
-uint32_t file_type_of(int32_t type);
 
 // 1-D tensors, norms, the router (ffn_gate_inp) and exp_probs_b: always F32, whatever a rule
 // asks (as llama-quantize never quantizes them).

@@ -1,0 +1,60 @@
+// general.file_type: llama.cpp's llama_ftype ids (the numbers files carry) and the names
+// llama.cpp prints for them (llama-bench's model column, quantize presets).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sy::llm {
+
+// llama.cpp's enum llama_ftype, same numbers. Ids 4-6 and 33+ are not listed: 5 and 6 were
+// removed from llama.cpp, the rest are llama.cpp-only or fork-specific.
+enum class FileType : uint32_t {
+    kAllF32 = 0,
+    kMostlyF16 = 1,
+    kMostlyQ4_0 = 2,
+    kMostlyQ4_1 = 3,
+    kMostlyQ8_0 = 7,
+    kMostlyQ5_0 = 8,
+    kMostlyQ5_1 = 9,
+    kMostlyQ2_K = 10,
+    kMostlyQ3_K_S = 11,
+    kMostlyQ3_K_M = 12,
+    kMostlyQ3_K_L = 13,
+    kMostlyQ4_K_S = 14,
+    kMostlyQ4_K_M = 15,
+    kMostlyQ5_K_S = 16,
+    kMostlyQ5_K_M = 17,
+    kMostlyQ6_K = 18,
+    kMostlyIQ2_XXS = 19,
+    kMostlyIQ2_XS = 20,
+    kMostlyQ2_K_S = 21,
+    kMostlyIQ3_XS = 22,
+    kMostlyIQ3_XXS = 23,
+    kMostlyIQ1_S = 24,
+    kMostlyIQ4_NL = 25,
+    kMostlyIQ3_S = 26,
+    kMostlyIQ3_M = 27,
+    kMostlyIQ2_S = 28,
+    kMostlyIQ2_M = 29,
+    kMostlyIQ4_XS = 30,
+    kMostlyIQ1_M = 31,
+    kMostlyBF16 = 32,
+};
+
+// Set on a file type that was inferred from the tensors rather than read from the file.
+inline constexpr uint32_t kFileTypeGuessed = 1024;
+
+// llama.cpp's llama_model_ftype_name: "Q4_K - Medium", "IQ2_XXS - 2.0625 bpw", "all F32";
+// "<name> (guessed)" with kFileTypeGuessed set; "unknown, may not work" for other ids.
+std::string file_type_name(uint32_t ftype);
+
+// The name without the guessed suffix; empty for an id not in FileType.
+std::string_view known_file_type_name(uint32_t ftype);
+
+// general.file_type for a file whose bulk is tensor type `type` (GGUF type id). Pure K types
+// map to the "_S" variant, the closest llama.cpp file type; 0 (all F32) for types without one.
+uint32_t file_type_of(int32_t type);
+
+}  // namespace sy::llm

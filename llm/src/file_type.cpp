@@ -1,0 +1,72 @@
+#include "switchyard/llm/file_type.hpp"
+
+#include "switchyard/dtype.h"
+
+namespace sy::llm {
+
+std::string_view known_file_type_name(uint32_t ftype) {
+    switch (static_cast<FileType>(ftype)) {
+        case FileType::kAllF32: return "all F32";
+        case FileType::kMostlyF16: return "F16";
+        case FileType::kMostlyBF16: return "BF16";
+        case FileType::kMostlyQ4_0: return "Q4_0";
+        case FileType::kMostlyQ4_1: return "Q4_1";
+        case FileType::kMostlyQ5_0: return "Q5_0";
+        case FileType::kMostlyQ5_1: return "Q5_1";
+        case FileType::kMostlyQ8_0: return "Q8_0";
+        case FileType::kMostlyQ2_K: return "Q2_K - Medium";
+        case FileType::kMostlyQ2_K_S: return "Q2_K - Small";
+        case FileType::kMostlyQ3_K_S: return "Q3_K - Small";
+        case FileType::kMostlyQ3_K_M: return "Q3_K - Medium";
+        case FileType::kMostlyQ3_K_L: return "Q3_K - Large";
+        case FileType::kMostlyQ4_K_S: return "Q4_K - Small";
+        case FileType::kMostlyQ4_K_M: return "Q4_K - Medium";
+        case FileType::kMostlyQ5_K_S: return "Q5_K - Small";
+        case FileType::kMostlyQ5_K_M: return "Q5_K - Medium";
+        case FileType::kMostlyQ6_K: return "Q6_K";
+        case FileType::kMostlyIQ2_XXS: return "IQ2_XXS - 2.0625 bpw";
+        case FileType::kMostlyIQ2_XS: return "IQ2_XS - 2.3125 bpw";
+        case FileType::kMostlyIQ2_S: return "IQ2_S - 2.5 bpw";
+        case FileType::kMostlyIQ2_M: return "IQ2_M - 2.7 bpw";
+        case FileType::kMostlyIQ3_XS: return "IQ3_XS - 3.3 bpw";
+        case FileType::kMostlyIQ3_XXS: return "IQ3_XXS - 3.0625 bpw";
+        case FileType::kMostlyIQ1_S: return "IQ1_S - 1.5625 bpw";
+        case FileType::kMostlyIQ1_M: return "IQ1_M - 1.75 bpw";
+        case FileType::kMostlyIQ4_NL: return "IQ4_NL - 4.5 bpw";
+        case FileType::kMostlyIQ4_XS: return "IQ4_XS - 4.25 bpw";
+        case FileType::kMostlyIQ3_S: return "IQ3_S - 3.4375 bpw";
+        case FileType::kMostlyIQ3_M: return "IQ3_S mix - 3.66 bpw";
+    }
+    return {};
+}
+
+std::string file_type_name(uint32_t ftype) {
+    if (ftype & kFileTypeGuessed) return file_type_name(ftype & ~kFileTypeGuessed) + " (guessed)";
+    const std::string_view name = known_file_type_name(ftype);
+    return name.empty() ? "unknown, may not work" : std::string(name);
+}
+
+uint32_t file_type_of(int32_t type) {
+    FileType ft = FileType::kAllF32;
+    switch (type) {
+        case SY_TYPE_F32: ft = FileType::kAllF32; break;
+        case SY_TYPE_F16: ft = FileType::kMostlyF16; break;
+        case SY_TYPE_BF16: ft = FileType::kMostlyBF16; break;
+        case SY_TYPE_Q4_0: ft = FileType::kMostlyQ4_0; break;
+        case SY_TYPE_Q4_1: ft = FileType::kMostlyQ4_1; break;
+        case SY_TYPE_Q8_0: ft = FileType::kMostlyQ8_0; break;
+        case SY_TYPE_Q5_0: ft = FileType::kMostlyQ5_0; break;
+        case SY_TYPE_Q5_1: ft = FileType::kMostlyQ5_1; break;
+        case SY_TYPE_Q2_K: ft = FileType::kMostlyQ2_K; break;
+        case SY_TYPE_Q3_K: ft = FileType::kMostlyQ3_K_S; break;
+        case SY_TYPE_Q4_K: ft = FileType::kMostlyQ4_K_S; break;
+        case SY_TYPE_Q5_K: ft = FileType::kMostlyQ5_K_S; break;
+        case SY_TYPE_Q6_K: ft = FileType::kMostlyQ6_K; break;
+        case SY_TYPE_IQ4_NL: ft = FileType::kMostlyIQ4_NL; break;
+        case SY_TYPE_IQ4_XS: ft = FileType::kMostlyIQ4_XS; break;
+        default: break;
+    }
+    return static_cast<uint32_t>(ft);
+}
+
+}  // namespace sy::llm

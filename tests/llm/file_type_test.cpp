@@ -1,0 +1,49 @@
+// general.file_type ids and names as llama.cpp has them (llama-bench's model column).
+#include "switchyard/llm/file_type.hpp"
+
+#include <gtest/gtest.h>
+
+#include "switchyard/dtype.h"
+
+namespace sy::llm {
+namespace {
+
+TEST(FileType, NamesMatchLlamaCpp) {
+    EXPECT_EQ(file_type_name(0), "all F32");
+    EXPECT_EQ(file_type_name(1), "F16");
+    EXPECT_EQ(file_type_name(2), "Q4_0");
+    EXPECT_EQ(file_type_name(7), "Q8_0");
+    EXPECT_EQ(file_type_name(10), "Q2_K - Medium");
+    EXPECT_EQ(file_type_name(15), "Q4_K - Medium");
+    EXPECT_EQ(file_type_name(19), "IQ2_XXS - 2.0625 bpw");
+    EXPECT_EQ(file_type_name(21), "Q2_K - Small");
+    EXPECT_EQ(file_type_name(27), "IQ3_S mix - 3.66 bpw");
+    EXPECT_EQ(file_type_name(30), "IQ4_XS - 4.25 bpw");
+    EXPECT_EQ(file_type_name(31), "IQ1_M - 1.75 bpw");
+    EXPECT_EQ(file_type_name(32), "BF16");
+}
+
+TEST(FileType, EveryEnumeratorHasAName) {
+    for (uint32_t id : {0u, 1u, 2u, 3u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u, 17u, 18u,
+                        19u, 20u, 21u, 22u, 23u, 24u, 25u, 26u, 27u, 28u, 29u, 30u, 31u, 32u}) {
+        EXPECT_FALSE(known_file_type_name(id).empty()) << id;
+    }
+}
+
+TEST(FileType, GuessedAndUnknown) {
+    EXPECT_EQ(file_type_name(15 | kFileTypeGuessed), "Q4_K - Medium (guessed)");
+    EXPECT_EQ(file_type_name(5), "unknown, may not work");
+    EXPECT_EQ(file_type_name(999), "unknown, may not work");
+    EXPECT_TRUE(known_file_type_name(4).empty());
+}
+
+TEST(FileType, OfTensorType) {
+    EXPECT_EQ(file_type_of(SY_TYPE_Q8_0), 7u);
+    EXPECT_EQ(file_type_of(SY_TYPE_Q4_K), static_cast<uint32_t>(FileType::kMostlyQ4_K_S));
+    EXPECT_EQ(file_type_of(SY_TYPE_BF16), 32u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ4_XS), 30u);
+    EXPECT_EQ(file_type_of(SY_TYPE_I32), 0u);
+}
+
+}  // namespace
+}  // namespace sy::llm
