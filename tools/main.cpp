@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     sy::tools::Command bench = sy::tools::add_bench_command(app);
     sy::tools::Command sweep = sy::tools::add_sweep_command(app);
     sy::tools::Command calibrate = sy::tools::add_calibrate_command(app);
+    sy::tools::Command tokenize = sy::tools::add_tokenize_command(app);
 
     try {
         std::vector<std::string> args = sy::tools::expand_llama_flags(argc, argv);
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("bench")) return bench();
         if (app.got_subcommand("sweep")) return sweep();
         if (app.got_subcommand("calibrate")) return calibrate();
+        if (app.got_subcommand("tokenize")) return tokenize();
     } catch (const sy::Error& e) {
         std::fprintf(stderr, "switchyard: error: %s\n", e.what());
         return 1;

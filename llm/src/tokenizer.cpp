@@ -114,6 +114,46 @@ const ByteAlphabet& alphabet() {
     return a;
 }
 
+// The bytes a byte-level BPE token's spelling stands for; characters outside GPT-2's alphabet
+// are kept as they are.
+std::string gpt2_bytes(std::string_view spelling) {
+    const ByteAlphabet& a = alphabet();
+    std::string bytes;
+    for (size_t k = 0; k < spelling.size();) {
+        const size_t len = code_point(spelling, k).second;
+        const auto it = a.byte_of.find(std::string(spelling.substr(k, len)));
+        if (it != a.byte_of.end())
+            bytes.push_back(static_cast<char>(it->second));
+        else
+            bytes.append(spelling, k, len);
+        k += len;
+    }
+    return bytes;
+}
+
+// A SentencePiece piece's text: U+2581 back to spaces.
+std::string spm_text(std::string_view piece) {
+    std::string text;
+    for (size_t k = 0; k < piece.size();) {
+        if (piece.compare(k, kSpmSpace.size(), kSpmSpace) == 0) {
+            text += ' ';
+            k += kSpmSpace.size();
+        } else {
+            text += piece[k++];
+        }
+    }
+    return text;
+}
+
+// A SentencePiece byte token "<0xXX>": its byte (nothing if it is not spelled that way).
+std::string spm_byte(std::string_view piece) {
+    unsigned byte = 0;
+    if (piece.size() == 6 && piece.starts_with("<0x") && piece[5] == '>' &&
+        std::from_chars(piece.data() + 3, piece.data() + 5, byte, 16).ptr == piece.data() + 5)
+        return std::string(1, static_cast<char>(byte));
+    return {};
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_gguf(const gguf::Reader& file) {
@@ -150,12 +190,10 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& file) {
     for (size_t i = 0; i < types.size(); ++i) t.types_[i] = static_cast<int32_t>(types[i].as_i64());
     for (size_t i = 0; i < t.tokens_.size(); ++i) {
         const auto type = static_cast<TokenType>(t.types_[i]);
-        if ((type == TokenType::control || type == TokenType::user_defined) &&
-            !t.tokens_[i].empty())
-            t.specials_.push_back(t.tokens_[i]);
+        if (type == TokenType::user_defined || type == TokenType::control ||
+            type == TokenType::unknown)
+            t.added_.add(static_cast<int32_t>(i), t.tokens_[i], type == TokenType::user_defined);
     }
-    std::sort(t.specials_.begin(), t.specials_.end(),
-              [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
 
     const auto& merges = array_of(file, "tokenizer.ggml.merges", gguf::ValueType::STRING, !t.spm_);
     t.merge_rank_.reserve(merges.size());
@@ -381,76 +419,37 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
     std::vector<int32_t> out;
     if (add_bos && bos_ >= 0) out.push_back(bos_);
-    size_t start = 0;
-    bool after_special = true;  // SentencePiece: the space prefix goes here
-    auto plain = [&](std::string_view part) {
-        if (part.empty()) return;
+    bool after_added = true;  // SentencePiece: the space prefix goes here
+    for (const AddedTokens::Fragment& f : added_.split(text, parse_special)) {
+        if (f.id >= 0) {
+            out.push_back(f.id);
+            after_added = true;
+            continue;
+        }
+        const std::string_view part = text.substr(f.at, f.len);
         if (spm_) {
-            spm(part, add_space_prefix_ && after_special, out);
+            spm(part, add_space_prefix_ && after_added, out);
         } else {
             for (const std::string& p : pre_tokenize(part)) bpe(p, out);
         }
-        after_special = false;
-    };
-    if (parse_special && !specials_.empty()) {
-        for (size_t i = 0; i < text.size();) {
-            const std::string* hit = nullptr;
-            for (const std::string& s : specials_)
-                if (text.compare(i, s.size(), s) == 0) {
-                    hit = &s;
-                    break;
-                }
-            if (hit == nullptr) {
-                ++i;
-                continue;
-            }
-            plain(text.substr(start, i - start));
-            out.push_back(ids_.at(*hit));
-            after_special = true;
-            i += hit->size();
-            start = i;
-        }
+        after_added = false;
     }
-    plain(text.substr(start));
     return out;
 }
 
 std::string Tokenizer::token_bytes(int32_t id, bool special) const {
     if (id < 0 || id >= n_vocab()) return {};
     const std::string& s = tokens_[size_t(id)];
-    const auto type = static_cast<TokenType>(types_[size_t(id)]);
-    if (type == TokenType::control) return special ? s : std::string();
-    if (type == TokenType::user_defined) return s;
-    if (spm_) {
-        if (type == TokenType::unknown) return special ? s : std::string();
-        unsigned byte = 0;
-        if (type == TokenType::byte && s.size() == 6 && s.starts_with("<0x") && s[5] == '>' &&
-            std::from_chars(s.data() + 3, s.data() + 5, byte, 16).ptr == s.data() + 5)
-            return std::string(1, static_cast<char>(byte));
-        std::string text;
-        for (size_t k = 0; k < s.size();) {
-            if (s.compare(k, kSpmSpace.size(), kSpmSpace) == 0) {
-                text += ' ';
-                k += kSpmSpace.size();
-            } else {
-                text += s[k++];
-            }
-        }
-        return text;
+    // As llama.cpp's token_to_piece: added tokens are their text as is, normal tokens the bytes
+    // their spelling stands for, byte tokens (SentencePiece) their byte, other types nothing.
+    switch (static_cast<TokenType>(types_[size_t(id)])) {
+        case TokenType::control:
+        case TokenType::unknown: return special ? s : std::string();
+        case TokenType::user_defined: return s;
+        case TokenType::normal: return spm_ ? spm_text(s) : gpt2_bytes(s);
+        case TokenType::byte: return spm_ ? spm_byte(s) : std::string();
+        default: return {};
     }
-    const ByteAlphabet& a = alphabet();
-    std::string bytes;
-    for (size_t k = 0; k < s.size();) {
-        const auto [cp, len] = code_point(s, k);
-        (void)cp;
-        const auto it = a.byte_of.find(s.substr(k, len));
-        if (it != a.byte_of.end())
-            bytes.push_back(static_cast<char>(it->second));
-        else
-            bytes.append(s, k, len);
-        k += len;
-    }
-    return bytes;
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool special) const {

@@ -32,5 +32,6 @@ Command add_plan_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
 Command add_calibrate_command(CLI::App& app);
+Command add_tokenize_command(CLI::App& app);
 
 }  // namespace sy::tools

@@ -1,16 +1,19 @@
 // Text <-> tokens from a GGUF vocabulary (tokenizer.ggml.*): byte-level BPE (`gpt2` model, the
 // DeepSeek families' tokenizer).
 //
-// Encoding: special tokens (control and user-defined entries) are matched literally first when
-// asked to; the text between them is pre-tokenized, each piece spelled in GPT-2's byte-to-
-// unicode alphabet and merged pair by pair in merge-rank order. Pre-tokenization follows the
+// Encoding: the vocabulary's added tokens cut the text first (added_tokens.hpp: user-defined
+// entries always, control and unknown ones when special tokens are parsed); each stretch of text
+// between them is pre-tokenized, each piece spelled in GPT-2's byte-to-unicode alphabet and
+// merged pair by pair in merge-rank order. Pre-tokenization follows the
 // `tokenizer.ggml.pre` family: digits in runs of at most 3 (deepseek-v3, llama3, qwen2) or whole
 // runs (deepseek-llm, deepseek-coder), CJK runs apart, letters with one leading space,
 // punctuation with one leading space and trailing newlines, whitespace that leaves its last
 // space to the next word. Characters are classified by their Unicode general category (ICU):
 // letters (and marks, for the DeepSeek families), numbers, white space, punctuation and
 // symbols, with the CJK ideograph, kana and hangul ranges apart.
-// Decoding maps tokens back to their bytes; control tokens decode to nothing unless asked.
+// Decoding, as llama.cpp's token_to_piece: normal tokens map back to their bytes, user-defined
+// tokens are their text as is (so decode(encode(text)) == text), control and unknown tokens are
+// nothing unless asked, other token types nothing.
 //
 // SentencePiece-style vocabularies (`llama` model: tokenizer.ggml.scores, byte tokens <0xXX>)
 // are encoded the way SentencePiece's BPE does it: spaces become U+2581 "▁" (and one is put in
@@ -28,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "switchyard/llm/added_tokens.hpp"
 #include "switchyard/llm/gguf.hpp"
 
 namespace sy::llm {
@@ -39,7 +43,7 @@ class Tokenizer {
     static Tokenizer from_gguf(const gguf::Reader& file);
 
     std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
-    // The bytes a token stands for; control tokens give "" unless `special`.
+    // The bytes a token stands for; control and unknown tokens give "" unless `special`.
     std::string token_bytes(int32_t id, bool special = false) const;
     std::string decode(std::span<const int32_t> ids, bool special = false) const;
 
@@ -66,7 +70,7 @@ class Tokenizer {
     std::vector<int32_t> types_;
     std::unordered_map<std::string, int32_t> ids_;
     std::unordered_map<std::string, int32_t> merge_rank_;  // "left right" -> rank
-    std::vector<std::string> specials_;                    // longest first
+    AddedTokens added_;
     std::string pre_;
     bool digits_whole_ = false;
     bool marks_are_letters_ = false;  // \p{M} joins words (the DeepSeek families)
