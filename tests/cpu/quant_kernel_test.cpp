@@ -82,9 +82,11 @@ const std::vector<LoadedCpu>& cpu_plugins() {
     return plugins;
 }
 
-constexpr int32_t kTypes[] = {SY_TYPE_Q8_0, SY_TYPE_Q4_0, SY_TYPE_Q4_1,   SY_TYPE_Q5_0,
-                              SY_TYPE_Q5_1, SY_TYPE_Q2_K, SY_TYPE_Q3_K,   SY_TYPE_Q4_K,
-                              SY_TYPE_Q5_K, SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
+constexpr int32_t kTypes[] = {
+    SY_TYPE_Q8_0,    SY_TYPE_Q4_0,    SY_TYPE_Q4_1,   SY_TYPE_Q5_0,   SY_TYPE_Q5_1,
+    SY_TYPE_Q2_K,    SY_TYPE_Q3_K,    SY_TYPE_Q4_K,   SY_TYPE_Q5_K,   SY_TYPE_Q6_K,
+    SY_TYPE_IQ4_NL,  SY_TYPE_IQ4_XS,  SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S,
+    SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S,   SY_TYPE_IQ1_S,  SY_TYPE_IQ1_M};
 
 // Byte offsets of the f16 scale fields (d, and dmin / m where the type has one) in a block.
 std::vector<int> half_offsets(int32_t type) {
@@ -96,7 +98,8 @@ std::vector<int> half_offsets(int32_t type) {
         case SY_TYPE_Q2_K: return {80, 82};
         case SY_TYPE_Q3_K: return {108};
         case SY_TYPE_Q6_K: return {208};
-        default: return {0};  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS
+        case SY_TYPE_IQ1_M: return {};  // its f16 scale is spread over 4 nibbles: see below
+        default: return {0};  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, IQ1_S ... IQ3_S
     }
 }
 
@@ -113,6 +116,15 @@ std::vector<uint8_t> random_blocks(int32_t type, int64_t values, std::mt19937& r
         for (int off : half_offsets(type)) {
             const uint16_t h = sy::sdk::f32_to_fp16(scale(rng) * (byte(rng) & 1 ? 1.0f : -1.0f));
             std::memcpy(&bytes[size_t(i * t.type_size + off)], &h, 2);
+        }
+    if (type == SY_TYPE_IQ1_M)  // the top nibble of each of the 4 u16 scale words at byte 48
+        for (int64_t i = 0; i < blocks; ++i) {
+            const uint16_t h = sy::sdk::f32_to_fp16(scale(rng) * (byte(rng) & 1 ? 1.0f : -1.0f));
+            uint16_t sc[4];
+            std::memcpy(sc, &bytes[size_t(i * t.type_size + 48)], 8);
+            for (int k = 0; k < 4; ++k)
+                sc[k] = uint16_t((sc[k] & 0x0fff) | (((h >> (4 * k)) & 15) << 12));
+            std::memcpy(&bytes[size_t(i * t.type_size + 48)], sc, 8);
         }
     return bytes;
 }

@@ -3,11 +3,13 @@
 // bytes with sane scales, so layout mistakes in either direction show up.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
 
 #include "switchyard/dtype.h"
+#include "switchyard/iquant_grids.h"
 #include "switchyard/quant_blocks.h"
 #include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
@@ -50,6 +52,87 @@ int k_crumb(const uint8_t* qs, int k) {
 int k_nibble(const uint8_t* qs, int k) {
     const uint8_t byte = qs[(k / 64) * 32 + k % 32];
     return (k % 64) < 32 ? byte & 0xF : byte >> 4;
+}
+
+// Byte e of codebook entry i (8-byte and 4-byte grids).
+int grid8(const uint64_t* grid, int i, int e) { return uint8_t(grid[i] >> (8 * e)); }
+int grid4(const uint32_t* grid, int i, int e) { return uint8_t(grid[i] >> (8 * e)); }
+float sign(int negative) { return negative ? -1.f : 1.f; }
+uint32_t u32_at(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// The i-quants, element k of a 256-value block: sub-block j = k / 32, r = k % 32, 8-value group
+// g = r / 8, e = r % 8. Each expression keeps ggml's operation order, so the library's results
+// must be equal, not just near (see DequantizeMatchesTheFormulaPerElement).
+float iquant_formula(int32_t type, const uint8_t* p, int k) {
+    const int j = k / 32, r = k % 32, g = r / 8, e = r % 8;
+    switch (type) {
+        case SY_TYPE_IQ2_XXS: {
+            const auto& b = as<sy_block_iq2_xxs>(p);
+            const uint32_t a0 = u32_at(reinterpret_cast<const uint8_t*>(b.qs + 4 * j));
+            const uint32_t a1 = u32_at(reinterpret_cast<const uint8_t*>(b.qs + 4 * j + 2));
+            const float db = fp16_to_f32(b.d) * (0.5f + float(a1 >> 28)) * 0.25f;
+            const int s = sy_ksigns_iq2xs[(a1 >> (7 * g)) & 127] >> e & 1;
+            return db * float(grid8(sy_iq2xxs_grid, int(a0 >> (8 * g)) & 255, e)) * sign(s);
+        }
+        case SY_TYPE_IQ2_XS: {
+            const auto& b = as<sy_block_iq2_xs>(p);
+            const uint16_t q = b.qs[4 * j + g];
+            const int ls = g < 2 ? b.scales[j] & 15 : b.scales[j] >> 4;
+            const float db = fp16_to_f32(b.d) * (0.5f + float(ls)) * 0.25f;
+            const int s = sy_ksigns_iq2xs[q >> 9] >> e & 1;
+            return db * float(grid8(sy_iq2xs_grid, q & 511, e)) * sign(s);
+        }
+        case SY_TYPE_IQ2_S: {
+            const auto& b = as<sy_block_iq2_s>(p);
+            const int index = b.qs[4 * j + g] | ((b.qh[j] >> (2 * g)) & 3) << 8;
+            const int ls = g < 2 ? b.scales[j] & 15 : b.scales[j] >> 4;
+            const float db = fp16_to_f32(b.d) * (0.5f + float(ls)) * 0.25f;
+            const int s = b.qs[32 + 4 * j + g] >> e & 1;
+            return db * float(grid8(sy_iq2s_grid, index, e)) * sign(s);
+        }
+        case SY_TYPE_IQ3_XXS: {
+            const auto& b = as<sy_block_iq3_xxs>(p);
+            const uint32_t aux = u32_at(b.qs + 64 + 4 * j);
+            const float db = fp16_to_f32(b.d) * (0.5f + float(aux >> 28)) * 0.5f;
+            const int s = sy_ksigns_iq2xs[(aux >> (7 * g)) & 127] >> e & 1;
+            return db * float(grid4(sy_iq3xxs_grid, b.qs[8 * j + r / 4], r % 4)) * sign(s);
+        }
+        case SY_TYPE_IQ3_S: {
+            const auto& b = as<sy_block_iq3_s>(p);
+            const int h = r / 4;
+            const int index = b.qs[8 * j + h] | ((b.qh[j] >> h) & 1) << 8;
+            const float db = fp16_to_f32(b.d) * float(1 + 2 * ((b.scales[j / 2] >> (4 * (j % 2))) & 15));
+            const int s = b.signs[4 * j + g] >> e & 1;
+            return db * float(grid4(sy_iq3s_grid, index, r % 4)) * sign(s);
+        }
+        case SY_TYPE_IQ1_S: {
+            const auto& b = as<sy_block_iq1_s>(p);
+            const uint16_t qh = b.qh[j];
+            const int index = b.qs[4 * j + g] | ((qh >> (3 * g)) & 7) << 8;
+            const float dl = fp16_to_f32(b.d) * float(2 * ((qh >> 12) & 7) + 1);
+            const float delta = qh & 0x8000 ? -SY_IQ1S_DELTA : SY_IQ1S_DELTA;
+            return dl * (float(int8_t(grid8(sy_iq1s_grid, index, e))) + delta);
+        }
+        case SY_TYPE_IQ1_M: {
+            const auto& b = as<sy_block_iq1_m>(p);
+            uint16_t sc[4];
+            std::memcpy(sc, b.scales, 8);
+            const uint16_t dh = uint16_t((sc[0] >> 12) | (sc[1] >> 12) << 4 | (sc[2] >> 12) << 8 |
+                                         (sc[3] >> 12) << 12);
+            const int m = k / 16, g8 = k / 8;
+            const float dl = fp16_to_f32(dh) * float(2 * ((sc[m / 4] >> (3 * (m % 4))) & 7) + 1);
+            const uint8_t qh = b.qh[g8 / 2];
+            const int high = g8 % 2 == 0 ? qh & 7 : (qh >> 4) & 7;
+            const int negative = g8 % 2 == 0 ? qh & 0x08 : qh & 0x80;
+            const float delta = negative ? -SY_IQ1S_DELTA : SY_IQ1S_DELTA;
+            return dl * (float(int8_t(grid8(sy_iq1s_grid, b.qs[g8] | high << 8, e))) + delta);
+        }
+        default: ADD_FAILURE() << "no formula for type " << type; return 0;
+    }
 }
 
 float formula(int32_t type, const uint8_t* p, int k) {
@@ -139,7 +222,7 @@ float formula(int32_t type, const uint8_t* p, int k) {
             return fp16_to_f32(b.d) * float(ls - 32) *
                    float(sy_kvalues_iq4nl[nibble(b.qs + 16 * j, k % 32)]);
         }
-        default: ADD_FAILURE() << "no formula for type " << type; return 0;
+        default: return iquant_formula(type, p, k);
     }
 }
 
@@ -158,7 +241,17 @@ std::vector<uint8_t> random_blocks(int32_t type, int blocks, uint32_t seed) {
         uint8_t* b = bytes.data() + size_t(i * t.type_size);
         switch (type) {
             case SY_TYPE_Q4_0: case SY_TYPE_Q5_0: case SY_TYPE_Q8_0: case SY_TYPE_IQ4_NL:
-            case SY_TYPE_IQ4_XS: set_half(b); break;
+            case SY_TYPE_IQ4_XS: case SY_TYPE_IQ2_XXS: case SY_TYPE_IQ2_XS: case SY_TYPE_IQ2_S:
+            case SY_TYPE_IQ3_XXS: case SY_TYPE_IQ3_S: case SY_TYPE_IQ1_S: set_half(b); break;
+            case SY_TYPE_IQ1_M: {  // the f16 scale in the top nibbles of the 4 scale words
+                const uint16_t h = sy::sdk::f32_to_fp16(scale(rng));
+                uint16_t sc[4];
+                std::memcpy(sc, b + 48, 8);
+                for (int w = 0; w < 4; ++w)
+                    sc[w] = uint16_t((sc[w] & 0x0fff) | ((h >> (4 * w)) & 15) << 12);
+                std::memcpy(b + 48, sc, 8);
+                break;
+            }
             case SY_TYPE_Q4_1: case SY_TYPE_Q5_1: case SY_TYPE_Q8_1: case SY_TYPE_Q4_K:
             case SY_TYPE_Q5_K: set_half(b); set_half(b + 2); break;
             case SY_TYPE_Q2_K: set_half(b + 80); set_half(b + 82); break;
@@ -175,6 +268,12 @@ std::vector<uint8_t> random_blocks(int32_t type, int blocks, uint32_t seed) {
     return bytes;
 }
 
+bool is_iquant(int32_t type) {
+    return type == SY_TYPE_IQ2_XXS || type == SY_TYPE_IQ2_XS || type == SY_TYPE_IQ2_S ||
+           type == SY_TYPE_IQ3_XXS || type == SY_TYPE_IQ3_S || type == SY_TYPE_IQ1_S ||
+           type == SY_TYPE_IQ1_M;
+}
+
 class BlockFormula : public ::testing::TestWithParam<int32_t> {};
 
 TEST_P(BlockFormula, DequantizeMatchesTheFormulaPerElement) {
@@ -187,8 +286,13 @@ TEST_P(BlockFormula, DequantizeMatchesTheFormulaPerElement) {
     for (int i = 0; i < blocks; ++i) {
         for (int k = 0; k < t.block_size; ++k) {
             const float want = formula(type, bytes.data() + size_t(i * t.type_size), k);
-            ASSERT_NEAR(y[size_t(i * t.block_size + k)], want, 1e-6f * (1 + std::fabs(want)))
-                << t.name << " block " << i << " element " << k;
+            if (is_iquant(type)) {
+                ASSERT_EQ(y[size_t(i * t.block_size + k)], want)
+                    << t.name << " block " << i << " element " << k;
+            } else {
+                ASSERT_NEAR(y[size_t(i * t.block_size + k)], want, 1e-6f * (1 + std::fabs(want)))
+                    << t.name << " block " << i << " element " << k;
+            }
         }
     }
 }
@@ -197,7 +301,9 @@ INSTANTIATE_TEST_SUITE_P(Types, BlockFormula,
                          ::testing::Values(SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,
                                            SY_TYPE_Q8_0, SY_TYPE_Q8_1, SY_TYPE_Q2_K, SY_TYPE_Q3_K,
                                            SY_TYPE_Q4_K, SY_TYPE_Q5_K, SY_TYPE_Q6_K, SY_TYPE_Q8_K,
-                                           SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS),
+                                           SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS,
+                                           SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S, SY_TYPE_IQ3_XXS,
+                                           SY_TYPE_IQ3_S, SY_TYPE_IQ1_S, SY_TYPE_IQ1_M),
                          [](const auto& p) { return std::string(sy_dtype_info(p.param).name); });
 
 }  // namespace

@@ -20,7 +20,9 @@ namespace q = sy::quants;
 const int32_t kWeightTypes[] = {SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16,  SY_TYPE_Q4_0,
                                 SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,  SY_TYPE_Q8_0,
                                 SY_TYPE_Q2_K, SY_TYPE_Q3_K, SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
-                                SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
+                                SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS,
+                                SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S, SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S,
+                                SY_TYPE_IQ1_S, SY_TYPE_IQ1_M};
 const int32_t kActivationTypes[] = {SY_TYPE_Q8_0, SY_TYPE_Q8_1, SY_TYPE_Q8_K};
 
 std::vector<float> gaussian(int64_t n, uint32_t seed, float sigma = 1.0f) {

@@ -78,6 +78,9 @@ inline I8x32 or8(I8x32 a, I8x32 b) {
 inline I8x32 sub8(I8x32 a, I8x32 b) {
     return {_mm256_sub_epi8(a.v, b.v)};
 }
+inline I8x32 add8(I8x32 a, I8x32 b) {
+    return {_mm256_add_epi8(a.v, b.v)};
+}
 // Per-byte shifts; shl8 assumes no bit crosses out of its byte (callers mask first).
 inline I8x32 shr8(I8x32 a, int n) {
     return {_mm256_and_si256(_mm256_srl_epi16(a.v, _mm_cvtsi32_si128(n)),
@@ -94,6 +97,18 @@ inline I8x32 bits32(uint32_t bits) {
     const __m256i select = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
     b = _mm256_or_si256(b, select);
     return {_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1))};
+}
+// Bytes 0..31 from four 8-byte codebook entries (a first), or eight 4-byte ones.
+inline I8x32 from_u64x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    return {_mm256_set_epi64x(int64_t(d), int64_t(c), int64_t(b), int64_t(a))};
+}
+inline I8x32 from_u32x8(const uint32_t (&v)[8]) {
+    return {_mm256_set_epi32(int(v[7]), int(v[6]), int(v[5]), int(v[4]), int(v[3]), int(v[2]),
+                             int(v[1]), int(v[0]))};
+}
+// -a where mask's byte is 0xFF, a where it is 0.
+inline I8x32 negate_where(I8x32 a, I8x32 mask) {
+    return {_mm256_sub_epi8(_mm256_xor_si256(a.v, mask.v), mask.v)};
 }
 // table: 16 signed bytes; idx bytes in [0, 16).
 inline I8x32 lut16(const int8_t* table, I8x32 idx) {
@@ -219,6 +234,10 @@ inline I8x32 sub8(I8x32 a, I8x32 b) {
     for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) - uint8_t(b.b[j]));
     return a;
 }
+inline I8x32 add8(I8x32 a, I8x32 b) {
+    for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) + uint8_t(b.b[j]));
+    return a;
+}
 inline I8x32 shr8(I8x32 a, int n) {
     for (int j = 0; j < 32; ++j) a.b[j] = int8_t(uint8_t(a.b[j]) >> n);
     return a;
@@ -231,6 +250,21 @@ inline I8x32 bits32(uint32_t bits) {
     I8x32 r;
     for (int j = 0; j < 32; ++j) r.b[j] = (bits >> j) & 1 ? int8_t(-1) : int8_t(0);
     return r;
+}
+inline I8x32 from_u64x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    I8x32 r;
+    const uint64_t v[4] = {a, b, c, d};
+    std::memcpy(r.b, v, 32);
+    return r;
+}
+inline I8x32 from_u32x8(const uint32_t (&v)[8]) {
+    I8x32 r;
+    std::memcpy(r.b, v, 32);
+    return r;
+}
+inline I8x32 negate_where(I8x32 a, I8x32 mask) {
+    for (int j = 0; j < 32; ++j) a.b[j] = mask.b[j] ? int8_t(-a.b[j]) : a.b[j];
+    return a;
 }
 inline I8x32 lut16(const int8_t* table, I8x32 idx) {
     for (int j = 0; j < 32; ++j) idx.b[j] = table[idx.b[j] & 15];

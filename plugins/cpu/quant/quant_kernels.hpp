@@ -2,7 +2,8 @@
 // activation row is quantized once per op to an 8-bit block format, so that every block's dot
 // product is an integer one (int8_simd.hpp):
 //   ActQ8x32 (Q8_0 / Q8_1 semantics, f32 scales)  for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL;
-//   sy_block_q8_K                                 for Q2_K ... Q6_K and IQ4_XS.
+//   sy_block_q8_K                                 for Q2_K ... Q6_K, IQ4_XS and the codebook
+//                                                 i-quants (IQ1_S ... IQ3_S).
 // Error: the products are exact in int32; the activation rounding (|x - d q| <= d / 2 with
 // d = max|x| / 127) is the only approximation.
 #pragma once
@@ -124,6 +125,13 @@ void vec_dot_q5_1(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q8_0(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq4_nl(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq4_xs(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq2_xxs(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq2_xs(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq2_s(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq3_xxs(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq3_s(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq1_s(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq1_m(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q2_K(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q3_K(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q4_K(int64_t, const void*, const void* const*, int, float*);

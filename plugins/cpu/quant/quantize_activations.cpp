@@ -141,6 +141,13 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
         case SY_TYPE_Q5_K: return {vec_dot_q5_K, q256, 256, 256, a256};
         case SY_TYPE_Q6_K: return {vec_dot_q6_K, q256, 256, 256, a256};
         case SY_TYPE_IQ4_XS: return {vec_dot_iq4_xs, q256, 256, 256, a256};
+        case SY_TYPE_IQ2_XXS: return {vec_dot_iq2_xxs, q256, 256, 256, a256};
+        case SY_TYPE_IQ2_XS: return {vec_dot_iq2_xs, q256, 256, 256, a256};
+        case SY_TYPE_IQ2_S: return {vec_dot_iq2_s, q256, 256, 256, a256};
+        case SY_TYPE_IQ3_XXS: return {vec_dot_iq3_xxs, q256, 256, 256, a256};
+        case SY_TYPE_IQ3_S: return {vec_dot_iq3_s, q256, 256, 256, a256};
+        case SY_TYPE_IQ1_S: return {vec_dot_iq1_s, q256, 256, 256, a256};
+        case SY_TYPE_IQ1_M: return {vec_dot_iq1_m, q256, 256, 256, a256};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }

@@ -311,13 +311,16 @@ std::vector<Case> cases_for(const sy_capability& row) {
 // quantized with switchyard_quants, and the reference multiplies the dequantized weights in
 // double, so the weights' own quantization error is not counted. What remains is the
 // backend's float accumulation and its quantization of the activations (ggml-style kernels
-// quantize B/X to Q8_0 or Q8_1 for the 32-blocks and to Q8_K for the K-quants and IQ4_XS):
+// quantize B/X to Q8_0 or Q8_1 for the 32-blocks and to Q8_K for the K-quants, IQ4_XS and the
+// codebook i-quants):
 // the relative RMS error of those round trips on random data is 0.0055 (q8_0/q8_1) and 0.0077
 // (q8_K) (tests/quants), and a dot product of random vectors carries it through at about the
 // same relative size, so the bounds are about twice that:
 //
 //   q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl    1e-2   (Q8_0 / Q8_1 activations)
 //   q2_K q3_K q4_K q5_K q6_K iq4_xs    2e-2   (Q8_K activations)
+//   iq1_s iq1_m iq2_xxs iq2_xs iq2_s
+//   iq3_xxs iq3_s                      2e-2   (Q8_K activations)
 //
 // attn.flash / attn.mla with a block-quantized K or V (a Q8_0 KV cache) take the same bound:
 // the reference reads the decoded cache exactly, and a backend may quantize Q to Q8_0 for the
@@ -333,6 +336,8 @@ constexpr ToleranceRow kTolerances[] = {
     {SY_TYPE_Q4_1, 1e-2},   {SY_TYPE_Q5_0, 1e-2}, {SY_TYPE_Q5_1, 1e-2},   {SY_TYPE_Q8_0, 1e-2},
     {SY_TYPE_IQ4_NL, 1e-2}, {SY_TYPE_Q2_K, 2e-2}, {SY_TYPE_Q3_K, 2e-2},   {SY_TYPE_Q4_K, 2e-2},
     {SY_TYPE_Q5_K, 2e-2},   {SY_TYPE_Q6_K, 2e-2}, {SY_TYPE_IQ4_XS, 2e-2},
+    {SY_TYPE_IQ1_S, 2e-2},  {SY_TYPE_IQ1_M, 2e-2}, {SY_TYPE_IQ2_XXS, 2e-2}, {SY_TYPE_IQ2_XS, 2e-2},
+    {SY_TYPE_IQ2_S, 2e-2},  {SY_TYPE_IQ3_XXS, 2e-2}, {SY_TYPE_IQ3_S, 2e-2},
 };
 constexpr double kLongReductionF32 = 5e-5;
 constexpr int64_t kLongReduction = 1024;

@@ -136,6 +136,41 @@ static inline sy_dtype_traits sy_dtype_info(int32_t type) {
             t.block_size = 256;
             t.type_size = 136;
             break;
+        case SY_TYPE_IQ2_XXS:
+            t.name = "iq2_xxs";
+            t.block_size = 256;
+            t.type_size = 66;
+            break;
+        case SY_TYPE_IQ2_XS:
+            t.name = "iq2_xs";
+            t.block_size = 256;
+            t.type_size = 74;
+            break;
+        case SY_TYPE_IQ3_XXS:
+            t.name = "iq3_xxs";
+            t.block_size = 256;
+            t.type_size = 98;
+            break;
+        case SY_TYPE_IQ1_S:
+            t.name = "iq1_s";
+            t.block_size = 256;
+            t.type_size = 50;
+            break;
+        case SY_TYPE_IQ3_S:
+            t.name = "iq3_s";
+            t.block_size = 256;
+            t.type_size = 110;
+            break;
+        case SY_TYPE_IQ2_S:
+            t.name = "iq2_s";
+            t.block_size = 256;
+            t.type_size = 82;
+            break;
+        case SY_TYPE_IQ1_M:
+            t.name = "iq1_m";
+            t.block_size = 256;
+            t.type_size = 56;
+            break;
         default: break;
     }
     return t;

@@ -91,6 +91,56 @@ typedef struct {
     uint8_t qs[SY_QK_K / 2];
 } sy_block_iq4_xs;
 
+/* The i-quants of 256-element super-blocks (ggml-common.h): 8-value groups are indices into a
+   codebook of sign-free grid points (switchyard/iquant_grids.h), with separately stored signs.
+   IQ2_XXS: per 32 values two u32 words: the first holds four 8-bit indices into iq2xxs_grid, the
+   second four 7-bit sign indices into ksigns_iq2xs (bits 0-27) and a 4-bit scale ls (bits
+   28-31); x = d * (0.5 + ls) / 4 * grid * sign. */
+typedef struct { sy_half d; uint16_t qs[SY_QK_K / 8]; } sy_block_iq2_xxs;
+/* IQ2_XS: qs[i] = 9-bit index into iq2xs_grid | 7-bit sign index << 9; scales: two 4-bit
+   scales per 32 values (low nibble: first 16); x = d * (0.5 + ls) / 4 * grid * sign. */
+typedef struct {
+    sy_half d;
+    uint16_t qs[SY_QK_K / 8];
+    uint8_t scales[SY_QK_K / 32];
+} sy_block_iq2_xs;
+/* IQ2_S: qs[0..31] the low 8 bits of 10-bit iq2s_grid indices, qs[32..63] the sign bytes (one
+   per 8 values), qh 2 high index bits per group; scales as IQ2_XS. */
+typedef struct {
+    sy_half d;
+    uint8_t qs[SY_QK_K / 4];
+    uint8_t qh[SY_QK_K / 32];
+    uint8_t scales[SY_QK_K / 32];
+} sy_block_iq2_s;
+/* IQ3_XXS: qs[0..63] 8-bit indices into iq3xxs_grid (4 values each); qs[64..95] one u32 per 32
+   values: four 7-bit sign indices and a 4-bit scale ls; x = d * (0.5 + ls) / 2 * grid * sign. */
+typedef struct { sy_half d; uint8_t qs[3 * SY_QK_K / 8]; } sy_block_iq3_xxs;
+/* IQ3_S: 9-bit iq3s_grid indices (low 8 in qs, high bit in qh), explicit sign bits, 4-bit
+   scales (two per byte, one per 32 values); x = d * (1 + 2 ls) * grid * sign. */
+typedef struct {
+    sy_half d;
+    uint8_t qs[SY_QK_K / 4];
+    uint8_t qh[SY_QK_K / 32];
+    uint8_t signs[SY_QK_K / 8];
+    uint8_t scales[SY_QK_K / 64];
+} sy_block_iq3_s;
+/* IQ1_S: per 32 values a u16 qh: 3 high bits of each of four 11-bit iq1s_grid indices (bits
+   0-11), a 3-bit scale ls (12-14), the sign of the shift delta (15);
+   x = d * (2 ls + 1) * (grid + delta), delta = -/+ IQ1S_DELTA. */
+typedef struct {
+    sy_half d;
+    uint8_t qs[SY_QK_K / 8];
+    uint16_t qh[SY_QK_K / 32];
+} sy_block_iq1_s;
+/* IQ1_M: no d field: the f16 super-block scale is spread over the top 4 bits of the four u16
+   scale words; qh holds per 8 values 3 high index bits and the delta's sign; 3-bit scales per
+   16 values; x = d * (2 ls + 1) * (grid + delta). */
+typedef struct {
+    uint8_t qs[SY_QK_K / 8];
+    uint8_t qh[SY_QK_K / 16];
+    uint8_t scales[SY_QK_K / 32];
+} sy_block_iq1_m;
+
 /* The non-linear 16-entry table of IQ4_NL and IQ4_XS. */
 static const int8_t sy_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
@@ -110,6 +160,13 @@ static_assert(sizeof(sy_block_q6_K) == 210, "q6_K");
 static_assert(sizeof(sy_block_q8_K) == 292, "q8_K");
 static_assert(sizeof(sy_block_iq4_nl) == 18, "iq4_nl");
 static_assert(sizeof(sy_block_iq4_xs) == 136, "iq4_xs");
+static_assert(sizeof(sy_block_iq2_xxs) == 66, "iq2_xxs");
+static_assert(sizeof(sy_block_iq2_xs) == 74, "iq2_xs");
+static_assert(sizeof(sy_block_iq2_s) == 82, "iq2_s");
+static_assert(sizeof(sy_block_iq3_xxs) == 98, "iq3_xxs");
+static_assert(sizeof(sy_block_iq3_s) == 110, "iq3_s");
+static_assert(sizeof(sy_block_iq1_s) == 50, "iq1_s");
+static_assert(sizeof(sy_block_iq1_m) == 56, "iq1_m");
 }
 #endif
 

@@ -48,6 +48,26 @@ SY_QUANTS_DECLARE(q8_K)
 SY_QUANTS_DECLARE(iq4_nl)
 SY_QUANTS_DECLARE(iq4_xs)
 
+SY_QUANTS_DECLARE(iq2_xxs)
+SY_QUANTS_DECLARE(iq2_xs)
+SY_QUANTS_DECLARE(iq2_s)
+SY_QUANTS_DECLARE(iq3_xxs)
+SY_QUANTS_DECLARE(iq3_s)
+SY_QUANTS_DECLARE(iq1_s)
+SY_QUANTS_DECLARE(iq1_m)
+
 #undef SY_QUANTS_DECLARE
+
+// The quantizers that take an importance matrix: `importance` holds n weights (or is null).
+#define SY_QUANTS_DECLARE_WEIGHTED(name) \
+    void quantize_##name##_weighted(const float* x, void* y, int64_t n, const float* importance);
+SY_QUANTS_DECLARE_WEIGHTED(iq2_xxs)
+SY_QUANTS_DECLARE_WEIGHTED(iq2_xs)
+SY_QUANTS_DECLARE_WEIGHTED(iq2_s)
+SY_QUANTS_DECLARE_WEIGHTED(iq3_xxs)
+SY_QUANTS_DECLARE_WEIGHTED(iq3_s)
+SY_QUANTS_DECLARE_WEIGHTED(iq1_s)
+SY_QUANTS_DECLARE_WEIGHTED(iq1_m)
+#undef SY_QUANTS_DECLARE_WEIGHTED
 
 }  // namespace sy::quants::detail

@@ -14,11 +14,13 @@ namespace {
 
 using QuantizeFn = void (*)(const float*, void*, int64_t);
 using DequantizeFn = void (*)(const void*, float*, int64_t);
+using QuantizeWeightedFn = void (*)(const float*, void*, int64_t, const float*);
 
 struct TypeFns {
     QuantizeFn quantize;
     DequantizeFn dequantize;
     bool weight_format;  // false for the activation-only formats Q8_1 and Q8_K
+    QuantizeWeightedFn weighted = nullptr;  // the quantizer that uses an importance matrix
 };
 
 TypeFns fns(int32_t type) {
@@ -41,6 +43,16 @@ TypeFns fns(int32_t type) {
         case SY_TYPE_Q8_K: return {quantize_q8_K, dequantize_q8_K, false};
         case SY_TYPE_IQ4_NL: return {quantize_iq4_nl, dequantize_iq4_nl, true};
         case SY_TYPE_IQ4_XS: return {quantize_iq4_xs, dequantize_iq4_xs, true};
+        case SY_TYPE_IQ2_XXS:
+            return {quantize_iq2_xxs, dequantize_iq2_xxs, true, quantize_iq2_xxs_weighted};
+        case SY_TYPE_IQ2_XS:
+            return {quantize_iq2_xs, dequantize_iq2_xs, true, quantize_iq2_xs_weighted};
+        case SY_TYPE_IQ2_S: return {quantize_iq2_s, dequantize_iq2_s, true, quantize_iq2_s_weighted};
+        case SY_TYPE_IQ3_XXS:
+            return {quantize_iq3_xxs, dequantize_iq3_xxs, true, quantize_iq3_xxs_weighted};
+        case SY_TYPE_IQ3_S: return {quantize_iq3_s, dequantize_iq3_s, true, quantize_iq3_s_weighted};
+        case SY_TYPE_IQ1_S: return {quantize_iq1_s, dequantize_iq1_s, true, quantize_iq1_s_weighted};
+        case SY_TYPE_IQ1_M: return {quantize_iq1_m, dequantize_iq1_m, true, quantize_iq1_m_weighted};
         default: return {nullptr, nullptr, false};
     }
 }
@@ -94,8 +106,13 @@ void dequantize_row(int32_t type, const void* x, float* y, int64_t n) {
     f.dequantize(x, y, n);
 }
 
+bool requires_importance(int32_t type) {
+    return type == SY_TYPE_IQ1_S || type == SY_TYPE_IQ1_M || type == SY_TYPE_IQ2_XXS ||
+           type == SY_TYPE_IQ2_XS || type == SY_TYPE_IQ2_S;
+}
+
 void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
-                   int threads) {
+                   int threads, const float* importance) {
     const TypeFns f = fns(type);
     if (!f.quantize) {
         throw std::invalid_argument("switchyard quants: cannot quantize to " + type_name(type));
@@ -104,7 +121,12 @@ void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t 
     const int64_t bytes_per_row = row_size(type, n_per_row);
     auto run = [&](int64_t first, int64_t last) {
         for (int64_t r = first; r < last; ++r) {
-            f.quantize(x + r * n_per_row, static_cast<char*>(y) + r * bytes_per_row, n_per_row);
+            char* out = static_cast<char*>(y) + r * bytes_per_row;
+            if (importance && f.weighted) {
+                f.weighted(x + r * n_per_row, out, n_per_row, importance);
+            } else {
+                f.quantize(x + r * n_per_row, out, n_per_row);
+            }
         }
     };
     const int64_t workers = std::clamp<int64_t>(threads, 1, std::max<int64_t>(rows, 1));
@@ -122,7 +144,9 @@ void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t 
 
 // The worst relative RMS error measured on N(0, 1) rows of 256 and 4096 values (tests/quants,
 // seeds 1..4), plus about 20%: q8_0 0.0055, q6_K 0.018, q5_K 0.037, q5_0 0.045, q4_K 0.074,
-// iq4_nl 0.079, iq4_xs 0.080, q4_0 0.088, q3_K 0.155, q2_K 0.313, bf16 0.0017, f16 0.00021.
+// iq4_nl 0.079, iq4_xs 0.080, q4_0 0.088, q3_K 0.155, q2_K 0.313, bf16 0.0017, f16 0.00021;
+// without an importance matrix: iq3_s 0.135, iq3_xxs 0.183, iq2_s 0.243, iq2_xs 0.292,
+// iq2_xxs 0.336, iq1_m 0.442, iq1_s 0.461.
 double expected_roundtrip_error(int32_t type) {
     switch (type) {
         case SY_TYPE_F32: return 0.0;
@@ -142,6 +166,13 @@ double expected_roundtrip_error(int32_t type) {
         case SY_TYPE_IQ4_XS: return 9.6e-2;
         case SY_TYPE_Q3_K: return 1.87e-1;
         case SY_TYPE_Q2_K: return 3.75e-1;
+        case SY_TYPE_IQ3_S: return 1.63e-1;
+        case SY_TYPE_IQ3_XXS: return 2.2e-1;
+        case SY_TYPE_IQ2_S: return 2.9e-1;
+        case SY_TYPE_IQ2_XS: return 3.5e-1;
+        case SY_TYPE_IQ2_XXS: return 4.0e-1;
+        case SY_TYPE_IQ1_M: return 5.3e-1;
+        case SY_TYPE_IQ1_S: return 5.5e-1;
         default:
             throw std::invalid_argument("switchyard quants: no round-trip bound for " +
                                         type_name(type));

@@ -10,7 +10,10 @@
 namespace sy::quants {
 
 // True for the types this library can quantize and dequantize (F32, F16, BF16 and the block
-// types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS).
+// types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, and the
+// i-quants IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S). quantize_row is bit-identical
+// to ggml's reference quantizers for the former; the i-quants search their codebooks their own
+// way (iquant_codebook.hpp), their dequantization is ggml's bit for bit.
 bool can_quantize(int32_t type);
 bool can_dequantize(int32_t type);  // the above plus Q8_1 and Q8_K
 
@@ -31,8 +34,18 @@ void dequantize_row(int32_t type, const void* x, float* y, int64_t n);
 
 // Multi-threaded convenience for whole tensors: `rows` rows of `n_per_row` values, rows packed
 // (row r at y + r * row_size(type, n_per_row)); threads <= 1 runs on the calling thread.
+// `importance`, where given, holds n_per_row non-negative weights (an importance matrix's
+// column: the mean squared activation each input column meets); the quantizer then minimises
+// the importance-weighted squared error of every row, as ggml's quantizers do with
+// quant_weights (the i-quants; the other types ignore it). Without it every type still
+// quantizes, weighting by x^2, but the types that need one (requires_importance) lose much
+// quality: the quantize command refuses them without an imatrix, as llama-quantize does.
 void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
-                   int threads);
+                   int threads, const float* importance = nullptr);
+
+// True for the types whose quantizer needs an importance matrix (llama-quantize refuses them
+// without one): IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S.
+bool requires_importance(int32_t type);
 
 // The error a round trip of this type is expected to stay within, as relative RMS error
 // ||dequant(quant(x)) - x|| / ||x|| on Gaussian data (stated per type; tests assert it).

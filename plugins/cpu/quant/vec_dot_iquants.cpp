@@ -1,0 +1,226 @@
+// Dot products of the codebook i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M)
+// with Q8_K activations. Each 32-value sub-block is decoded into 32 signed bytes: its codebook
+// entries (iquant_grids.h) gathered into one register, then the stored signs applied; the
+// sub-block scales are integers applied in the widening multiply-add (dot_ss_scaled), and one
+// float factor per super-block carries d:
+//   IQ2_*    x = d/8 * (2 ls + 1) * grid * sign            grid bytes 8, 25, 43
+//   IQ3_XXS  x = d/4 * (2 ls + 1) * grid * sign            grid bytes 4 .. 62
+//   IQ3_S    x = d   * (2 ls + 1) * grid * sign            grid bytes 1 .. 15
+//   IQ1_*    x = d/8 * (2 ls + 1) * (8 grid + delta_sign)   grid -1, 0, 1; delta = +-1/8
+// All bytes stay within |w| <= 62, so the int16 pair sums of vpmaddubsw cannot saturate against
+// activations |a| <= 127. The products are exact in int32; only the activations are rounded.
+#include "quant/int8_simd.hpp"
+#include "quant/quant_kernels.hpp"
+#include "switchyard/iquant_grids.h"
+#include "switchyard/sdk.hpp"
+
+namespace sy::cpu {
+inline namespace SY_CPU_SIMD_ISA {
+namespace {
+
+using namespace i8;
+
+// The sign bits of four 8-value groups from their 7-bit ksigns indices (the 8th bit is the
+// parity), as a 32-bit word: bit j set where value j is negative.
+inline uint32_t parity_signs(uint32_t packed7x4) {
+    return uint32_t(sy_ksigns_iq2xs[packed7x4 & 127]) |
+           uint32_t(sy_ksigns_iq2xs[(packed7x4 >> 7) & 127]) << 8 |
+           uint32_t(sy_ksigns_iq2xs[(packed7x4 >> 14) & 127]) << 16 |
+           uint32_t(sy_ksigns_iq2xs[(packed7x4 >> 21) & 127]) << 24;
+}
+
+inline int16_t odd(int ls) { return int16_t(2 * ls + 1); }
+
+struct Iq2xxs {
+    using Block = sy_block_iq2_xxs;
+    static float factor(const Block& b) { return h2f(b.d) * 0.125f; }
+    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+        uint32_t aux[2];
+        std::memcpy(aux, b.qs + 4 * ib, sizeof(aux));
+        const I8x32 g = from_u64x4(sy_iq2xxs_grid[aux[0] & 255], sy_iq2xxs_grid[(aux[0] >> 8) & 255],
+                                   sy_iq2xxs_grid[(aux[0] >> 16) & 255], sy_iq2xxs_grid[aux[0] >> 24]);
+        sc = scales16(odd(int(aux[1] >> 28)), odd(int(aux[1] >> 28)));
+        return negate_where(g, bits32(parity_signs(aux[1])));
+    }
+};
+
+struct Iq2xs {
+    using Block = sy_block_iq2_xs;
+    static float factor(const Block& b) { return h2f(b.d) * 0.125f; }
+    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+        const uint16_t* q = b.qs + 4 * ib;
+        const I8x32 g = from_u64x4(sy_iq2xs_grid[q[0] & 511], sy_iq2xs_grid[q[1] & 511],
+                                   sy_iq2xs_grid[q[2] & 511], sy_iq2xs_grid[q[3] & 511]);
+        const uint32_t signs = uint32_t(sy_ksigns_iq2xs[q[0] >> 9]) |
+                               uint32_t(sy_ksigns_iq2xs[q[1] >> 9]) << 8 |
+                               uint32_t(sy_ksigns_iq2xs[q[2] >> 9]) << 16 |
+                               uint32_t(sy_ksigns_iq2xs[q[3] >> 9]) << 24;
+        sc = scales16(odd(b.scales[ib] & 15), odd(b.scales[ib] >> 4));
+        return negate_where(g, bits32(signs));
+    }
+};
+
+struct Iq2s {
+    using Block = sy_block_iq2_s;
+    static float factor(const Block& b) { return h2f(b.d) * 0.125f; }
+    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+        const uint8_t* q = b.qs + 4 * ib;
+        const int h = b.qh[ib];
+        const I8x32 g = from_u64x4(sy_iq2s_grid[q[0] | ((h << 8) & 0x300)],
+                                   sy_iq2s_grid[q[1] | ((h << 6) & 0x300)],
+                                   sy_iq2s_grid[q[2] | ((h << 4) & 0x300)],
+                                   sy_iq2s_grid[q[3] | ((h << 2) & 0x300)]);
+        uint32_t signs;
+        std::memcpy(&signs, b.qs + SY_QK_K / 8 + 4 * ib, sizeof(signs));
+        sc = scales16(odd(b.scales[ib] & 15), odd(b.scales[ib] >> 4));
+        return negate_where(g, bits32(signs));
+    }
+};
+
+struct Iq3xxs {
+    using Block = sy_block_iq3_xxs;
+    static float factor(const Block& b) { return h2f(b.d) * 0.25f; }
+    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+        const uint8_t* q = b.qs + 8 * ib;
+        uint32_t g[8];
+        for (int k = 0; k < 8; ++k) g[k] = sy_iq3xxs_grid[q[k]];
+        uint32_t aux;
+        std::memcpy(&aux, b.qs + SY_QK_K / 4 + 4 * ib, sizeof(aux));
+        sc = scales16(odd(int(aux >> 28)), odd(int(aux >> 28)));
+        return negate_where(from_u32x8(g), bits32(parity_signs(aux)));
+    }
+};
+
+struct Iq3s {
+    using Block = sy_block_iq3_s;
+    static float factor(const Block& b) { return h2f(b.d); }
+    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+        const uint8_t* q = b.qs + 8 * ib;
+        const int h = b.qh[ib];
+        uint32_t g[8];
+        for (int k = 0; k < 8; ++k) g[k] = sy_iq3s_grid[q[k] | (((h >> k) & 1) << 8)];
+        uint32_t signs;
+        std::memcpy(&signs, b.signs + 4 * ib, sizeof(signs));
+        const int16_t s = odd((b.scales[ib / 2] >> (4 * (ib % 2))) & 15);
+        sc = scales16(s, s);
+        return negate_where(from_u32x8(g), bits32(signs));
+    }
+};
+
+// 8 grid + delta sign: the eight bytes of a group's delta, +1 or -1 each.
+constexpr uint64_t kDeltaPlus = 0x0101010101010101ull, kDeltaMinus = ~0ull;
+
+inline I8x32 one_bit_values(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, uint64_t d0,
+                            uint64_t d1, uint64_t d2, uint64_t d3) {
+    I8x32 g = from_u64x4(g0, g1, g2, g3);
+    g = and8(shl8(g, 3), 0xF8);  // 8 grid per byte (the 16-bit shift's spill masked off)
+    return add8(g, from_u64x4(d0, d1, d2, d3));
+}
+
+struct Iq1s {
+    using Block = sy_block_iq1_s;
+    static float factor(const Block& b) { return h2f(b.d) * 0.125f; }
+    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+        const uint8_t* q = b.qs + 4 * ib;
+        const int h = b.qh[ib];
+        const uint64_t d = h & 0x8000 ? kDeltaMinus : kDeltaPlus;
+        sc = scales16(odd((h >> 12) & 7), odd((h >> 12) & 7));
+        return one_bit_values(sy_iq1s_grid[q[0] | ((h << 8) & 0x700)],
+                              sy_iq1s_grid[q[1] | ((h << 5) & 0x700)],
+                              sy_iq1s_grid[q[2] | ((h << 2) & 0x700)],
+                              sy_iq1s_grid[q[3] | ((h >> 1) & 0x700)], d, d, d, d);
+    }
+};
+
+struct Iq1m {
+    using Block = sy_block_iq1_m;
+    static float factor(const Block& b) {
+        uint16_t sc[4];
+        std::memcpy(sc, b.scales, sizeof(sc));
+        return h2f(uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
+                            (sc[3] & 0xf000))) *
+               0.125f;
+    }
+    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+        const uint8_t* q = b.qs + 4 * ib;
+        const uint8_t* h = b.qh + 2 * ib;
+        uint16_t s;
+        std::memcpy(&s, b.scales + 2 * (ib / 2), sizeof(s));
+        sc = scales16(odd((s >> (6 * (ib % 2))) & 7), odd((s >> (6 * (ib % 2) + 3)) & 7));
+        return one_bit_values(sy_iq1s_grid[q[0] | ((h[0] << 8) & 0x700)],
+                              sy_iq1s_grid[q[1] | ((h[0] << 4) & 0x700)],
+                              sy_iq1s_grid[q[2] | ((h[1] << 8) & 0x700)],
+                              sy_iq1s_grid[q[3] | ((h[1] << 4) & 0x700)],
+                              h[0] & 0x08 ? kDeltaMinus : kDeltaPlus,
+                              h[0] & 0x80 ? kDeltaMinus : kDeltaPlus,
+                              h[1] & 0x08 ? kDeltaMinus : kDeltaPlus,
+                              h[1] & 0x80 ? kDeltaMinus : kDeltaPlus);
+    }
+};
+
+template <typename T, int C>
+void iquant_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const auto* x = static_cast<const typename T::Block*>(w);
+    const sy_block_q8_K* a[C];
+    F32x8 acc[C];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+        acc[c] = zerof();
+    }
+    for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
+        I32x8 sum[C];
+        for (int c = 0; c < C; ++c) sum[c] = zero32();
+        for (int ib = 0; ib < SY_QK_K / 32; ++ib) {
+            Scale16 sc;
+            const I8x32 q = T::decode(x[i], ib, sc);
+            for (int c = 0; c < C; ++c)
+                sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * ib), sc);
+        }
+        const float f = T::factor(x[i]);
+        for (int c = 0; c < C; ++c) acc[c] = fma_i32(sum[c], f * a[c][i].d, acc[c]);
+    }
+    for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]);
+}
+
+template <int C>
+void iq2_xxs_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    iquant_cols<Iq2xxs, C>(b, w, a, o);
+}
+template <int C>
+void iq2_xs_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    iquant_cols<Iq2xs, C>(b, w, a, o);
+}
+template <int C>
+void iq2_s_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    iquant_cols<Iq2s, C>(b, w, a, o);
+}
+template <int C>
+void iq3_xxs_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    iquant_cols<Iq3xxs, C>(b, w, a, o);
+}
+template <int C>
+void iq3_s_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    iquant_cols<Iq3s, C>(b, w, a, o);
+}
+template <int C>
+void iq1_s_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    iquant_cols<Iq1s, C>(b, w, a, o);
+}
+template <int C>
+void iq1_m_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    iquant_cols<Iq1m, C>(b, w, a, o);
+}
+
+}  // namespace
+
+SY_CPU_DEFINE_VEC_DOT(iq2_xxs)
+SY_CPU_DEFINE_VEC_DOT(iq2_xs)
+SY_CPU_DEFINE_VEC_DOT(iq2_s)
+SY_CPU_DEFINE_VEC_DOT(iq3_xxs)
+SY_CPU_DEFINE_VEC_DOT(iq3_s)
+SY_CPU_DEFINE_VEC_DOT(iq1_s)
+SY_CPU_DEFINE_VEC_DOT(iq1_m)
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu
