@@ -35,6 +35,8 @@ printf 'Hello\nworld' >"$tmp/text"
 [ "$(ids -p 'Hello\nworld')" = "$(ids -f "$tmp/text")" ] || fail "-p with \\n differs from -f"
 [ "$(ids -p 'Hello\nworld')" = "[100000, 17464, 185, 11123]" ] || fail "escapes: $(ids -p 'Hello\nworld')"
 [ "$(ids -p 'Hello\nworld' --no-escape)" != "$(ids -p 'Hello\nworld')" ] || fail "--no-escape"
+[ "$(ids -p '\x46\xc3\xbchrer')" = "[100000, 37, 100014, 71, 6245]" ] || fail "\\xHH: $(ids -p '\x46\xc3\xbchrer')"
+[ "$(ids -p 'a\qb\x4')" = "$(ids -p 'a\qb\x4' --no-escape)" ] || fail "unknown escapes are not kept as written"
 
 # Bad input: exit status 1 (no crash) and a message that names what is wrong.
 expect_error() {  # PATTERN ARGS...

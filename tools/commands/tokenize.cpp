@@ -2,6 +2,7 @@
 // [--no-escape] [--show-count]`: a text's tokens under a GGUF file's vocabulary, printed as
 // llama.cpp's llama-tokenize prints them. Only the metadata is read (the file is mapped and no
 // tensor is touched), so a vocabulary-only GGUF is enough.
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -28,13 +29,6 @@ struct TokenizeOptions {
     CLI::Option* file_option = nullptr;
 };
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 // llama-tokenize's escapes: \n \r \t \' \" \\ and \xHH; any other backslash stays as it is.
 std::string process_escapes(const std::string& in) {
     std::string out;
@@ -45,12 +39,14 @@ std::string process_escapes(const std::string& in) {
         }
         const char c = in[i + 1];
         const char simple = c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : 0;
+        unsigned byte = 0;
+        const char* hex = in.data() + i + 2;
         if (simple != 0 || c == '\'' || c == '"' || c == '\\') {
             out += simple != 0 ? simple : c;
             ++i;
-        } else if (c == 'x' && i + 3 < in.size() && hex_digit(in[i + 2]) >= 0 &&
-                   hex_digit(in[i + 3]) >= 0) {
-            out += static_cast<char>(hex_digit(in[i + 2]) * 16 + hex_digit(in[i + 3]));
+        } else if (c == 'x' && i + 3 < in.size() &&
+                   std::from_chars(hex, hex + 2, byte, 16).ptr == hex + 2) {
+            out += static_cast<char>(byte);
             i += 3;
         } else {
             out += in[i];
