@@ -11,7 +11,7 @@
 // enough to span twice the last-level cache (which is ~500 MiB on some EPYC parts), and the GEMV
 // (one activation row) rotates through them, so every run streams its weights from memory. Printed:
 // best and median ms, GB/s of weight bytes read (best run), and that as a share of --bandwidth
-// (e.g. from ../shared/tools/membw.sh); then a GEMM (--gemm-rows activation rows, default 512)
+// (e.g. from bench/membw.sh); then a GEMM (--gemm-rows activation rows, default 512)
 // in GFLOP/s (2 K N M flops).
 //
 // A plugin whose device does not compute on host memory (a GPU) gets its weights, activations
@@ -54,8 +54,10 @@ struct Options {
     int reps = 20;
     bool hot = false;  // --hot: one weight copy, re-read from cache when it fits (kernel ceiling)
     int64_t experts = 0, experts_used = 0;  // --experts E:U (0: plain MUL_MAT)
-    std::vector<std::string> types = {"f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",   "q5_1",
-                                      "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs"};
+    std::vector<std::string> types = {
+        "f16",    "bf16",   "q8_0",    "q4_0",   "q4_1",  "q5_0",    "q5_1",  "q2_K",
+        "q3_K",   "q4_K",   "q5_K",    "q6_K",   "iq4_nl", "iq4_xs", "iq3_s", "iq3_xxs",
+        "iq2_s",  "iq2_xs", "iq2_xxs", "iq1_m",  "iq1_s"};
 };
 
 void usage() {
@@ -195,6 +197,12 @@ void fill_weights(int32_t type, uint8_t* p, int64_t bytes, std::mt19937& rng) {
     const uint16_t h = sy::sdk::f32_to_fp16(0.01f);
     for (int64_t b = 0; b < bytes / t.type_size; ++b)
         for (int o : offs) std::memcpy(p + b * t.type_size + o, &h, 2);
+    if (type == SY_TYPE_IQ1_M)  // its f16 scale is the top nibbles of the u16 words at byte 48
+        for (int64_t b = 0; b < bytes / t.type_size; ++b)
+            for (int k = 0; k < 4; ++k) {
+                uint8_t* top = p + b * t.type_size + 48 + 2 * k + 1;
+                *top = uint8_t((*top & 0x0f) | (((h >> (4 * k)) & 15) << 4));
+            }
 }
 
 double now_ms() {

@@ -12,7 +12,7 @@
 # cell by cell, new/old and whether within twice the two runs' combined sd; per test the
 # median ratio), e.g. with the committed bench/results/headline.md.
 #
-# Memory bandwidth is measured with ../shared/tools/membw.sh (the team's tool) when it is
+# Memory bandwidth is measured with bench/membw.sh when it is
 # there, or with the program MEMBW names; otherwise the report says it was not measured.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +42,7 @@ for type in q8_0 q4_0; do
   [ -s "$models/mini-$type.gguf" ] ||
     "$sy" make-model --preset mini --type $type -o "$models/mini-$type.gguf" >/dev/null
 done
-membw=${MEMBW:-$root/../shared/tools/membw.sh}
+membw=${MEMBW:-$root/bench/membw.sh}
 bandwidth() { if [ -x "$membw" ]; then "$membw" 2>/dev/null | grep -o '[0-9.]* GB/s' | head -1; else echo "not measured"; fi; }
 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Token generation against the memory-bandwidth bound (issue 4's target: >= 70%).
 #   bench/tg_bound.sh [-r ROUNDS] [-n TOKENS] [-t THREADS] [-a "RUN FLAGS"] MODEL.gguf [MODEL.gguf ...]
-# Each round runs, per model, ../shared/tools/membw.sh (or $MEMBW), then
+# Each round runs, per model, bench/membw.sh (or $MEMBW), then
 # `switchyard run -n TOKENS --no-mmap` on the cpu plugin alone; the machine's bandwidth is taken
 # as the mean of the membw readings just before and just after the run (it moves from minute to
 # minute on shared machines), and the share is the weight bytes the run read per token (run's
@@ -11,7 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 sy=${SWITCHYARD:-$here/build/bin/switchyard}
-membw=${MEMBW:-$here/../shared/tools/membw.sh}
+membw=${MEMBW:-$here/membw.sh}
 rounds=5 tokens=200 threads=$(nproc) alt=""
 while getopts "r:n:t:a:" opt; do
   case $opt in

@@ -1,8 +1,10 @@
 // Dot products of the codebook i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M)
-// with Q8_K activations. Each 32-value sub-block is decoded into 32 signed bytes: its codebook
-// entries (iquant_grids.h) gathered into one register, then the stored signs applied; the
-// sub-block scales are integers applied in the widening multiply-add (dot_ss_scaled), and one
-// float factor per super-block carries d:
+// with Q8_K activations. Each 32-value sub-block's codebook entries (iquant_grids.h) are gathered
+// into one register. The IQ2/IQ3 grids hold magnitudes (unsigned bytes), so their stored signs go
+// onto the activations instead (one negate per column) and the product is the unsigned x signed
+// one (dot_us_scaled) with no further sign juggling; the sign masks of the parity-coded types come
+// whole from ksigns64. IQ1's values are signed (8 grid + delta sign). The sub-block scales are
+// integers applied in the widening multiply-add, and one float factor per super-block carries d:
 //   IQ2_*    x = d/8 * (2 ls + 1) * grid * sign            grid bytes 8, 25, 43
 //   IQ3_XXS  x = d/4 * (2 ls + 1) * grid * sign            grid bytes 4 .. 62
 //   IQ3_S    x = d   * (2 ls + 1) * grid * sign            grid bytes 1 .. 15
@@ -20,81 +22,81 @@ namespace {
 
 using namespace i8;
 
-// The sign bits of four 8-value groups from their 7-bit ksigns indices (the 8th bit is the
-// parity), as a 32-bit word: bit j set where value j is negative.
-inline uint32_t parity_signs(uint32_t packed7x4) {
-    return uint32_t(sy_ksigns_iq2xs[packed7x4 & 127]) |
-           uint32_t(sy_ksigns_iq2xs[(packed7x4 >> 7) & 127]) << 8 |
-           uint32_t(sy_ksigns_iq2xs[(packed7x4 >> 14) & 127]) << 16 |
-           uint32_t(sy_ksigns_iq2xs[(packed7x4 >> 21) & 127]) << 24;
+// The sign masks (0xFF where negative) of four 8-value groups from their 7-bit ksigns indices.
+inline I8x32 parity_sign_mask(uint32_t packed7x4) {
+    return from_u64x4(sy_ksigns64[packed7x4 & 127], sy_ksigns64[(packed7x4 >> 7) & 127],
+                      sy_ksigns64[(packed7x4 >> 14) & 127], sy_ksigns64[(packed7x4 >> 21) & 127]);
 }
 
 inline int16_t odd(int ls) { return int16_t(2 * ls + 1); }
 
+// A sub-block of a magnitude type: |x| codes, the mask of negative values, the scales.
+struct Magnitudes {
+    I8x32 mag;
+    I8x32 negative;
+    Scale16 sc;
+};
+
 struct Iq2xxs {
     using Block = sy_block_iq2_xxs;
     static float factor(const Block& b) { return h2f(b.d) * 0.125f; }
-    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+    static Magnitudes decode(const Block& b, int ib) {
         uint32_t aux[2];
         std::memcpy(aux, b.qs + 4 * ib, sizeof(aux));
-        const I8x32 g = from_u64x4(sy_iq2xxs_grid[aux[0] & 255], sy_iq2xxs_grid[(aux[0] >> 8) & 255],
-                                   sy_iq2xxs_grid[(aux[0] >> 16) & 255], sy_iq2xxs_grid[aux[0] >> 24]);
-        sc = scales16(odd(int(aux[1] >> 28)), odd(int(aux[1] >> 28)));
-        return negate_where(g, bits32(parity_signs(aux[1])));
+        const int16_t s = odd(int(aux[1] >> 28));
+        return {from_u64x4(sy_iq2xxs_grid[aux[0] & 255], sy_iq2xxs_grid[(aux[0] >> 8) & 255],
+                           sy_iq2xxs_grid[(aux[0] >> 16) & 255], sy_iq2xxs_grid[aux[0] >> 24]),
+                parity_sign_mask(aux[1]), scales16(s, s)};
     }
 };
 
 struct Iq2xs {
     using Block = sy_block_iq2_xs;
     static float factor(const Block& b) { return h2f(b.d) * 0.125f; }
-    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+    static Magnitudes decode(const Block& b, int ib) {
         const uint16_t* q = b.qs + 4 * ib;
-        const I8x32 g = from_u64x4(sy_iq2xs_grid[q[0] & 511], sy_iq2xs_grid[q[1] & 511],
-                                   sy_iq2xs_grid[q[2] & 511], sy_iq2xs_grid[q[3] & 511]);
-        const uint32_t signs = uint32_t(sy_ksigns_iq2xs[q[0] >> 9]) |
-                               uint32_t(sy_ksigns_iq2xs[q[1] >> 9]) << 8 |
-                               uint32_t(sy_ksigns_iq2xs[q[2] >> 9]) << 16 |
-                               uint32_t(sy_ksigns_iq2xs[q[3] >> 9]) << 24;
-        sc = scales16(odd(b.scales[ib] & 15), odd(b.scales[ib] >> 4));
-        return negate_where(g, bits32(signs));
+        return {from_u64x4(sy_iq2xs_grid[q[0] & 511], sy_iq2xs_grid[q[1] & 511],
+                           sy_iq2xs_grid[q[2] & 511], sy_iq2xs_grid[q[3] & 511]),
+                from_u64x4(sy_ksigns64[q[0] >> 9], sy_ksigns64[q[1] >> 9], sy_ksigns64[q[2] >> 9],
+                           sy_ksigns64[q[3] >> 9]),
+                scales16(odd(b.scales[ib] & 15), odd(b.scales[ib] >> 4))};
     }
 };
 
 struct Iq2s {
     using Block = sy_block_iq2_s;
     static float factor(const Block& b) { return h2f(b.d) * 0.125f; }
-    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+    static Magnitudes decode(const Block& b, int ib) {
         const uint8_t* q = b.qs + 4 * ib;
         const int h = b.qh[ib];
-        const I8x32 g = from_u64x4(sy_iq2s_grid[q[0] | ((h << 8) & 0x300)],
-                                   sy_iq2s_grid[q[1] | ((h << 6) & 0x300)],
-                                   sy_iq2s_grid[q[2] | ((h << 4) & 0x300)],
-                                   sy_iq2s_grid[q[3] | ((h << 2) & 0x300)]);
         uint32_t signs;
         std::memcpy(&signs, b.qs + SY_QK_K / 8 + 4 * ib, sizeof(signs));
-        sc = scales16(odd(b.scales[ib] & 15), odd(b.scales[ib] >> 4));
-        return negate_where(g, bits32(signs));
+        return {from_u64x4(sy_iq2s_grid[q[0] | ((h << 8) & 0x300)],
+                           sy_iq2s_grid[q[1] | ((h << 6) & 0x300)],
+                           sy_iq2s_grid[q[2] | ((h << 4) & 0x300)],
+                           sy_iq2s_grid[q[3] | ((h << 2) & 0x300)]),
+                bits32(signs), scales16(odd(b.scales[ib] & 15), odd(b.scales[ib] >> 4))};
     }
 };
 
 struct Iq3xxs {
     using Block = sy_block_iq3_xxs;
     static float factor(const Block& b) { return h2f(b.d) * 0.25f; }
-    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+    static Magnitudes decode(const Block& b, int ib) {
         const uint8_t* q = b.qs + 8 * ib;
         uint32_t g[8];
         for (int k = 0; k < 8; ++k) g[k] = sy_iq3xxs_grid[q[k]];
         uint32_t aux;
         std::memcpy(&aux, b.qs + SY_QK_K / 4 + 4 * ib, sizeof(aux));
-        sc = scales16(odd(int(aux >> 28)), odd(int(aux >> 28)));
-        return negate_where(from_u32x8(g), bits32(parity_signs(aux)));
+        const int16_t s = odd(int(aux >> 28));
+        return {from_u32x8(g), parity_sign_mask(aux), scales16(s, s)};
     }
 };
 
 struct Iq3s {
     using Block = sy_block_iq3_s;
     static float factor(const Block& b) { return h2f(b.d); }
-    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+    static Magnitudes decode(const Block& b, int ib) {
         const uint8_t* q = b.qs + 8 * ib;
         const int h = b.qh[ib];
         uint32_t g[8];
@@ -102,8 +104,7 @@ struct Iq3s {
         uint32_t signs;
         std::memcpy(&signs, b.signs + 4 * ib, sizeof(signs));
         const int16_t s = odd((b.scales[ib / 2] >> (4 * (ib % 2))) & 15);
-        sc = scales16(s, s);
-        return negate_where(from_u32x8(g), bits32(signs));
+        return {from_u32x8(g), bits32(signs), scales16(s, s)};
     }
 };
 
@@ -158,8 +159,10 @@ struct Iq1m {
     }
 };
 
-template <typename T, int C>
-void iquant_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+// The super-block loop, shared: T::decode's sub-blocks against each column's Q8_K block.
+template <typename T, int C, typename SubBlockDot>
+void iquant_cols(int64_t blocks, const void* w, const void* const* act, float* out,
+                 SubBlockDot sub_block_dot) {
     const auto* x = static_cast<const typename T::Block*>(w);
     const sy_block_q8_K* a[C];
     F32x8 acc[C];
@@ -171,45 +174,67 @@ void iquant_cols(int64_t blocks, const void* w, const void* const* act, float* o
         prefetch_ahead(&x[i], sizeof x[i]);
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
-        for (int ib = 0; ib < SY_QK_K / 32; ++ib) {
-            Scale16 sc;
-            const I8x32 q = T::decode(x[i], ib, sc);
-            for (int c = 0; c < C; ++c)
-                sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * ib), sc);
-        }
+        for (int ib = 0; ib < SY_QK_K / 32; ++ib) sub_block_dot(x[i], ib, a, i, sum);
         const float f = T::factor(x[i]);
         for (int c = 0; c < C; ++c) acc[c] = fma_i32(sum[c], f * a[c][i].d, acc[c]);
     }
     for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]);
 }
 
+// Magnitudes: each column's activations take the signs, then unsigned x signed.
+template <typename T, int C>
+void magnitude_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    iquant_cols<T, C>(blocks, w, act, out,
+                      [](const typename T::Block& b, int ib, const sy_block_q8_K* const* a,
+                         int64_t i, I32x8* sum) {
+                          const Magnitudes m = T::decode(b, ib);
+                          for (int c = 0; c < C; ++c)
+                              sum[c] = dot_us_scaled(
+                                  sum[c], m.mag,
+                                  negate_where(load32(a[c][i].qs + 32 * ib), m.negative), m.sc);
+                      });
+}
+
+// Signed values (IQ1).
+template <typename T, int C>
+void signed_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    iquant_cols<T, C>(blocks, w, act, out,
+                      [](const typename T::Block& b, int ib, const sy_block_q8_K* const* a,
+                         int64_t i, I32x8* sum) {
+                          Scale16 sc;
+                          const I8x32 q = T::decode(b, ib, sc);
+                          for (int c = 0; c < C; ++c)
+                              sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * ib), sc);
+                      });
+}
+
 template <int C>
 void iq2_xxs_cols(int64_t b, const void* w, const void* const* a, float* o) {
-    iquant_cols<Iq2xxs, C>(b, w, a, o);
+    magnitude_cols<Iq2xxs, C>(b, w, a, o);
 }
 template <int C>
 void iq2_xs_cols(int64_t b, const void* w, const void* const* a, float* o) {
-    iquant_cols<Iq2xs, C>(b, w, a, o);
+    magnitude_cols<Iq2xs, C>(b, w, a, o);
 }
 template <int C>
 void iq2_s_cols(int64_t b, const void* w, const void* const* a, float* o) {
-    iquant_cols<Iq2s, C>(b, w, a, o);
+    magnitude_cols<Iq2s, C>(b, w, a, o);
 }
 template <int C>
 void iq3_xxs_cols(int64_t b, const void* w, const void* const* a, float* o) {
-    iquant_cols<Iq3xxs, C>(b, w, a, o);
+    magnitude_cols<Iq3xxs, C>(b, w, a, o);
 }
 template <int C>
 void iq3_s_cols(int64_t b, const void* w, const void* const* a, float* o) {
-    iquant_cols<Iq3s, C>(b, w, a, o);
+    magnitude_cols<Iq3s, C>(b, w, a, o);
 }
 template <int C>
 void iq1_s_cols(int64_t b, const void* w, const void* const* a, float* o) {
-    iquant_cols<Iq1s, C>(b, w, a, o);
+    signed_cols<Iq1s, C>(b, w, a, o);
 }
 template <int C>
 void iq1_m_cols(int64_t b, const void* w, const void* const* a, float* o) {
-    iquant_cols<Iq1m, C>(b, w, a, o);
+    signed_cols<Iq1m, C>(b, w, a, o);
 }
 
 }  // namespace
