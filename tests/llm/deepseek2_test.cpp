@@ -214,7 +214,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{3, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85},
                       Case{0, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85},
                       Case{3, spec(SY_TYPE_Q8_0), SY_TYPE_F16, 130, 2e-2, 0.85},
-                      Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 130, 5e-3}),
+                      Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 130, 5e-3},
+                      Case{3, spec(SY_TYPE_IQ2_XXS), SY_TYPE_F16, 9, 5e-2, 0.85},
+                      Case{2, spec(SY_TYPE_IQ1_M), SY_TYPE_F16, 9, 5e-2, 0.85},
+                      Case{0, spec(SY_TYPE_IQ3_S), SY_TYPE_F16, 130, 5e-2, 0.85}),
     case_name);
 
 // Attention without attn.flash / attn.mla (-fa off): the K.Q scores materialized, softmax, V.
@@ -323,6 +326,71 @@ TEST(Deepseek2Runtime, IncrementalDecodingMatchesTheWholePrompt) {
             EXPECT_LT(max_diff / max_ref, 1e-4) << "mla " << mla << " flash " << flash;
             EXPECT_EQ(step.n_past(), 7);
         }
+}
+
+// Sequences side by side in one graph (eval_sequences, perplexity's chunks per pass) give each
+// sequence's logits as it alone gives them, in every mode, with and without flash attention,
+// over ubatches that hold all or part of each sequence (mla 3 with 130 tokens per sequence
+// decompresses the latents); the last-token logits of a prefix too. Mixing counts in one cache
+// and overflowing a sequence's share of the context are errors.
+TEST(Deepseek2Runtime, SequencesSideBySideMatchEachAlone) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    const int64_t S = 3;
+    struct Run {
+        int mla, flash;
+        int64_t prefix, rest, ubatch;
+    };
+    for (const Run& r : {Run{0, 0, 6, 5, 512}, Run{0, 1, 6, 5, 8}, Run{1, 0, 6, 5, 512},
+                         Run{1, 1, 6, 5, 7}, Run{2, 0, 6, 5, 9}, Run{2, 1, 6, 5, 512},
+                         Run{3, 1, 6, 5, 512}, Run{3, 1, 10, 130, 512}, Run{3, 0, 10, 130, 400}}) {
+        Deepseek2Options o;
+        o.mla = r.mla;
+        o.flash_attn = r.flash;
+        o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
+        o.n_ctx = S * (r.prefix + r.rest);
+        o.n_ubatch = r.ubatch;
+        Deepseek2Model model(gguf::Reader::open(path), o);
+        const std::string label = "mla " + std::to_string(r.mla) + " flash " +
+                                  std::to_string(r.flash) + " ubatch " + std::to_string(r.ubatch);
+        // Sequence s: tokens offset by 100 s, so that every sequence differs.
+        std::vector<std::vector<int32_t>> seqs;
+        std::vector<int32_t> prefixes, rests;
+        for (int64_t s = 0; s < S; ++s) {
+            std::vector<int32_t> t = prompt(size_t(r.prefix + r.rest), 512);
+            for (int32_t& x : t) x = (x + int32_t(100 * s)) % 512;
+            prefixes.insert(prefixes.end(), t.begin(), t.begin() + r.prefix);
+            rests.insert(rests.end(), t.begin() + r.prefix, t.end());
+            seqs.push_back(std::move(t));
+        }
+        Deepseek2Session together(model, cpu_plugin());
+        const std::vector<float> last = together.eval_sequences(prefixes, S);
+        const std::vector<float> all = together.eval_sequences(rests, S, true);
+        EXPECT_EQ(together.n_past(), r.prefix + r.rest) << label;
+        const size_t V = 512;
+        ASSERT_EQ(last.size(), size_t(S) * V) << label;
+        ASSERT_EQ(all.size(), size_t(S * r.rest) * V) << label;
+        double max_diff = 0, max_ref = 0;
+        const auto compare = [&](const float* got, const std::vector<float>& want) {
+            for (size_t i = 0; i < want.size(); ++i) {
+                max_diff = std::max(max_diff, double(std::fabs(got[i] - want[i])));
+                max_ref = std::max(max_ref, double(std::fabs(want[i])));
+            }
+        };
+        for (int64_t s = 0; s < S; ++s) {
+            Deepseek2Session alone(model, cpu_plugin());
+            const std::span<const int32_t> t(seqs[size_t(s)]);
+            compare(last.data() + s * V, alone.eval(t.first(size_t(r.prefix))));
+            compare(all.data() + size_t(s * r.rest) * V,
+                    alone.eval(t.subspan(size_t(r.prefix)), true));
+        }
+        EXPECT_LT(max_diff / max_ref, 1e-5) << label << ": " << max_diff << " of " << max_ref;
+        // 3 sequences in the cache: 2 now, or more than a third of the context each, refused.
+        EXPECT_THROW(together.eval_sequences(std::vector<int32_t>(2, 1), 2), Error) << label;
+        EXPECT_THROW(together.eval_sequences(std::vector<int32_t>(4, 1), 3), Error) << label;
+        EXPECT_THROW(together.eval_sequences(std::vector<int32_t>(3, 1), 3), Error) << label;
+        EXPECT_EQ(together.n_past(), r.prefix + r.rest) << label;
+    }
 }
 
 // Perplexity (llama.cpp's method) agrees across the attention modes, with F32 and Q8_0 weights
