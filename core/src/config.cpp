@@ -157,12 +157,13 @@ void read_placement(const fs::path& file, const toml::table& table, PlacementPol
     for (const auto& [key, node] : table) {
         const std::string k(key.str());
         if (k == "default") {
-            out.default_backend = string_at(file, node, "placement.default");
+            out.default_backend = canonical_backend_name(string_at(file, node, "placement.default"));
         } else if (k == "rules") {
             read_entries(
                 file, node, "placement.rules", {"match", "backend"},
                 [&](const auto& values, const std::string& at, const toml::node& item) {
-                    PlacementRule rule{value_of(values, "match"), value_of(values, "backend"), at};
+                    PlacementRule rule{value_of(values, "match"),
+                                       canonical_backend_name(value_of(values, "backend")), at};
                     if (rule.match.empty() || rule.backend.empty())
                         fail(file, item,
                              "a placement rule needs both 'match' (a regex) and "
@@ -239,7 +240,7 @@ void read_offload(const fs::path& file, const toml::table& table, OffloadPolicy&
             read_entries(file, node, "offload.pins", {"op", "match", "backend", "phase"},
                          [&](const auto& values, const std::string& at, const toml::node& item) {
                              OpPin pin{value_of(values, "op"), value_of(values, "match"),
-                                       value_of(values, "backend"),
+                                       canonical_backend_name(value_of(values, "backend")),
                                        phase_from(file, item, value_of(values, "phase")), at};
                              if (pin.op.empty() || pin.backend.empty())
                                  fail(file, item, "a pin needs both 'op' and 'backend'");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -41,12 +42,69 @@ std::vector<double> parse_tensor_split(std::string_view text, const std::string&
     return out;
 }
 
+std::string canonical_backend_name(std::string_view name) {
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const BackendRef ref = parse_backend_name(lower);
+    return ref.device == 0 ? ref.plugin : ref.plugin + ":" + std::to_string(ref.device);
+}
+
+BackendRef parse_backend_name(std::string_view name) {
+    const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    // "cuda:1" splits at the colon; "cuda1" (llama.cpp's CUDA1) before its trailing digits.
+    size_t cut = name.rfind(':');
+    size_t digits = cut == std::string_view::npos ? name.size() : cut + 1;
+    if (cut == std::string_view::npos) {
+        while (digits > 0 && is_digit(name[digits - 1])) --digits;
+        cut = digits;
+    }
+    const std::string_view index = name.substr(digits);
+    // Up to 4 digits: a device index, not part of a plugin name such as "x86_64".
+    if (cut == 0 || index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), is_digit) ||
+        (cut == digits && !std::isalpha(static_cast<unsigned char>(name[cut - 1]))))
+        return {std::string(name), 0};
+    return {std::string(name.substr(0, cut)), static_cast<int32_t>(std::stoi(std::string(index)))};
+}
+
 PlacementRule parse_override_tensor(std::string_view text, std::string where) {
     const size_t eq = text.rfind('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
         throw Error(where + ": '" + std::string(text) +
                     "' is not REGEX=BACKEND (e.g. '\\.ffn_.*_exps\\.=cpu')");
-    return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)), std::move(where)};
+    return {std::string(text.substr(0, eq)), canonical_backend_name(text.substr(eq + 1)),
+            std::move(where)};
+}
+
+std::vector<PlacementRule> parse_override_tensors(std::string_view text, size_t first,
+                                                  std::vector<std::string>& warnings) {
+    std::vector<PlacementRule> out;
+    std::string pending;  // pieces without '=' so far, commas restored
+    std::string cut;      // the first of them, for the warning
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        const std::string_view piece = text.substr(start, comma - start);
+        start = comma + 1;
+        if (piece.empty() && pending.empty())
+            throw Error(fmt::format("-ot '{}': an empty rule (two commas, or one at an end)", text));
+        const std::string rule = pending.empty() ? std::string(piece) : pending + "," + std::string(piece);
+        const std::string where = fmt::format("-ot #{}", first + out.size());
+        if (rule.find('=') == std::string::npos) {
+            if (comma == text.size()) parse_override_tensor(rule, where);  // throws: no backend
+            if (pending.empty()) cut = std::string(piece);
+            pending = rule;
+            continue;
+        }
+        if (!pending.empty())
+            warnings.push_back(fmt::format(
+                "-ot '{}': '{}' has no '=', so the comma after it was read as part of the regex "
+                "of rule '{}' ({}); llama.cpp splits at every comma and would refuse it",
+                text, cut, rule, where));
+        out.push_back(parse_override_tensor(rule, where));
+        pending.clear();
+    }
+    return out;
 }
 
 std::vector<OffloadSwitch> parse_offload_switches(std::string_view text, std::string where) {

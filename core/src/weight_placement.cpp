@@ -28,10 +28,9 @@ BackendInfo backend_info(const Plugin& plugin, int32_t device) {
 int32_t find_backend(std::span<const BackendInfo> backends, std::string_view name,
                      const std::string& where) {
     std::string loaded;
-    const std::string_view first =
-        name.ends_with(":0") ? name.substr(0, name.size() - 2) : name;  // "cuda:0" is "cuda"
+    const std::string wanted = canonical_backend_name(name);  // "CUDA0", "cuda:0": "cuda"
     for (size_t i = 0; i < backends.size(); ++i) {
-        if (backends[i].name == first) return static_cast<int32_t>(i);
+        if (backends[i].name == wanted) return static_cast<int32_t>(i);
         loaded += (loaded.empty() ? "" : ", ") + backends[i].name;
     }
     throw Error(fmt::format("{}: backend '{}' is not loaded (loaded: {})", where, name,

@@ -127,6 +127,20 @@ TEST(WeightPlacement, WarnsAboutRulesThatMatchNothingOrAreShadowed) {
         << plan.warnings[1];
 }
 
+TEST(WeightPlacement, BackendNamesAreMatchedInLlamaCppsSpellings) {
+    BackendInfo cuda1 = device(25e9);
+    cuda1.name = "cuda:1";
+    BackendInfo cuda0 = device(25e9);
+    cuda0.name = "cuda";
+    const std::vector<BackendInfo> backends{host_cpu(), cuda0, cuda1};
+    EXPECT_EQ(find_backend(backends, "CPU", "-ot #1"), 0);
+    EXPECT_EQ(find_backend(backends, "CUDA0", "-ot #1"), 1);
+    EXPECT_EQ(find_backend(backends, "cuda:0", "-ot #1"), 1);
+    EXPECT_EQ(find_backend(backends, "CUDA1", "-ot #1"), 2);
+    EXPECT_TRUE(contains(error_of([&] { find_backend(backends, "CUDA2", "-ot #1"); }),
+                         "-ot #1: backend 'CUDA2' is not loaded (loaded: cpu, cuda, cuda:1)"));
+}
+
 TEST(WeightPlacement, RefusesUnknownBackendsBadRegexesAndOverfullDevices) {
     const std::vector<BackendInfo> backends{host_cpu(), device(25e9)};
     const std::vector<WeightInfo> weights{{"blk.0.ffn_up_exps.weight", uint64_t(9) << 30}};

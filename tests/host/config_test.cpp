@@ -282,3 +282,65 @@ TEST(Config, CommandLinePolicyForms) {
             << e.what();
     }
 }
+
+TEST(Config, BackendNamesIgnoreCaseAndTakeLlamaCppDeviceNames) {
+    EXPECT_EQ(sy::canonical_backend_name("CPU"), "cpu");
+    EXPECT_EQ(sy::canonical_backend_name("CUDA0"), "cuda");
+    EXPECT_EQ(sy::canonical_backend_name("CUDA1"), "cuda:1");
+    EXPECT_EQ(sy::canonical_backend_name("cuda:0"), "cuda");
+    EXPECT_EQ(sy::canonical_backend_name("Cuda:2"), "cuda:2");
+    EXPECT_EQ(sy::canonical_backend_name("blas"), "blas");
+    EXPECT_EQ(sy::canonical_backend_name("x86_64"), "x86_64") << "digits after '_' are a name";
+    const sy::BackendRef ref = sy::parse_backend_name("cuda:1");
+    EXPECT_EQ(ref.plugin, "cuda");
+    EXPECT_EQ(ref.device, 1);
+    EXPECT_EQ(sy::parse_override_tensor("exps=CUDA1", "-ot #1").backend, "cuda:1");
+
+    const sy::Config c = sy::parse_config(R"(
+[placement]
+default = "CUDA0"
+[[placement.rules]]
+match = 'exps'
+backend = "CPU"
+[[offload.pins]]
+op = "attn.mla"
+backend = "CUDA1"
+)",
+                                          "/etc/switchyard/test.toml");
+    EXPECT_EQ(c.placement.default_backend, "cuda");
+    EXPECT_EQ(c.placement.rules.at(0).backend, "cpu");
+    EXPECT_EQ(c.offload.pins.at(0).backend, "cuda:1");
+}
+
+TEST(Config, OverrideTensorListsSplitAtCommasAsLlamaCpp) {
+    std::vector<std::string> warnings;
+    auto rules = sy::parse_override_tensors("exps=CPU,blk\\.3\\.=CUDA0", 1, warnings);
+    ASSERT_EQ(rules.size(), 2u);
+    EXPECT_EQ(rules[0].match, "exps");
+    EXPECT_EQ(rules[0].backend, "cpu");
+    EXPECT_EQ(rules[0].where, "-ot #1");
+    EXPECT_EQ(rules[1].match, "blk\\.3\\.");
+    EXPECT_EQ(rules[1].backend, "cuda");
+    EXPECT_EQ(rules[1].where, "-ot #2");
+    EXPECT_TRUE(warnings.empty());
+
+    // A regex with a comma: the piece without '=' is joined to the next, with a warning.
+    rules = sy::parse_override_tensors("a=cpu,blk\\.[0-9]{1,2}\\.=cuda", 4, warnings);
+    ASSERT_EQ(rules.size(), 2u);
+    EXPECT_EQ(rules[1].match, "blk\\.[0-9]{1,2}\\.");
+    EXPECT_EQ(rules[1].where, "-ot #5");
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("'blk\\.[0-9]{1' has no '='"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("rule 'blk\\.[0-9]{1,2}\\.=cuda' (-ot #5)"), std::string::npos)
+        << warnings[0];
+
+    try {
+        sy::parse_override_tensors("a=cpu,exps", 1, warnings);
+        ADD_FAILURE() << "no error";
+    } catch (const sy::Error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "-ot #2: 'exps' is not REGEX=BACKEND (e.g. '\\.ffn_.*_exps\\.=cpu')");
+    }
+    EXPECT_THROW(sy::parse_override_tensors("a=cpu,", 1, warnings), sy::Error);
+    EXPECT_THROW(sy::parse_override_tensors("", 1, warnings), sy::Error);
+}

@@ -49,8 +49,8 @@ BackendInfo backend_info(const Plugin& plugin, int32_t device);
 // ("cuda"), with the index for the others ("cuda:1").
 std::string backend_name(const Plugin& plugin, int32_t device);
 
-// Index of the backend called `name` ("cuda:0" is "cuda"); throws Error naming `where` and the
-// loaded backends.
+// Index of the backend called `name`, in any spelling canonical_backend_name (policy.hpp)
+// accepts ("CUDA0" and "cuda:0" are "cuda"); throws Error naming `where` and the loaded backends.
 int32_t find_backend(std::span<const BackendInfo> backends, std::string_view name,
                      const std::string& where);
 

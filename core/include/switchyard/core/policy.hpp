@@ -101,9 +101,31 @@ struct OffloadPolicy {
     bool overlap = true;
 };
 
-// -ot / --override-tensor: "REGEX=BACKEND" (the last '=' splits, so a regex may contain '=').
-// Throws Error naming `where` for text without a regex or a backend.
+// A backend name as -ot, --backend, [placement] and [[offload.pins]] may write it, in the form
+// backend_name() (placement.hpp) gives: case does not matter, llama.cpp's device names are
+// accepted ("CPU" -> "cpu", "CUDA0" -> "cuda", "CUDA1" -> "cuda:1": a name ending in digits
+// without a ':' is a plugin and a device index), and device 0 has no index ("cuda:0" -> "cuda").
+std::string canonical_backend_name(std::string_view name);
+
+// A canonical backend name's plugin and device: "cuda:1" -> {"cuda", 1}, "cpu" -> {"cpu", 0}.
+struct BackendRef {
+    std::string plugin;
+    int32_t device = 0;
+};
+BackendRef parse_backend_name(std::string_view name);
+
+// -ot / --override-tensor: "REGEX=BACKEND" (the last '=' splits, so a regex may contain '=');
+// the backend in canonical form. Throws Error naming `where` for text without a regex or a
+// backend.
 PlacementRule parse_override_tensor(std::string_view text, std::string where);
+
+// One -ot value: comma-separated REGEX=BACKEND rules, as llama.cpp reads it
+// (-ot 'exps=CPU,blk\.3\.=CUDA0'). llama.cpp splits at every comma; a piece without '=' (a
+// regex like 'x{2,3}=cpu' cut in two) is joined to the piece after it instead, with a warning
+// naming the rule, and a piece that stays without '=' is an error. The rules are numbered on
+// from `first` in their `where` ("-ot #3").
+std::vector<PlacementRule> parse_override_tensors(std::string_view text, size_t first,
+                                                  std::vector<std::string>& warnings);
 
 // --offload-policy: "op=0|1[,op=0|1...]". Throws Error naming `where` and the bad entry.
 std::vector<OffloadSwitch> parse_offload_switches(std::string_view text, std::string where);
