@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     sy::tools::Command inspect = sy::tools::add_inspect_command(app);
     sy::tools::Command make_model = sy::tools::add_make_model_command(app);
     sy::tools::Command quantize = sy::tools::add_quantize_command(app);
+    sy::tools::Command imatrix = sy::tools::add_imatrix_command(app);
     sy::tools::Command run = sy::tools::add_run_command(app);
     sy::tools::Command perplexity = sy::tools::add_perplexity_command(app);
     sy::tools::Command plan = sy::tools::add_plan_command(app);
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("inspect")) return inspect();
         if (app.got_subcommand("make-model")) return make_model();
         if (app.got_subcommand("quantize")) return quantize();
+        if (app.got_subcommand("imatrix")) return imatrix();
         if (app.got_subcommand("run")) return run();
         if (app.got_subcommand("perplexity")) return perplexity();
         if (app.got_subcommand("plan")) return plan();

@@ -460,6 +460,19 @@ void Executor::compute(size_t first, size_t end) {
 }
 
 void Executor::run_nodes(size_t first, size_t end) {
+    if (observer_ == nullptr) return run_batch(first, end);
+    size_t from = first;
+    for (size_t i = first; i < end; ++i) {
+        const Node& node = graph_->nodes()[static_cast<size_t>(order_[i])];
+        if (!observer_->wants(node)) continue;
+        run_batch(from, i);
+        observer_->observe(node, *this);
+        from = i;
+    }
+    run_batch(from, end);
+}
+
+void Executor::run_batch(size_t first, size_t end) {
     if (first == end) return;
     std::vector<const sy_node*> pointers;
     pointers.reserve(end - first);

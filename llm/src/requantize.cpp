@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "switchyard/core/error.hpp"
@@ -20,9 +21,32 @@ uint64_t tensor_bytes(int32_t type, std::span<const int64_t> ne) {
     return static_cast<uint64_t>(n / t.block_size) * static_cast<uint64_t>(t.type_size);
 }
 
-// Keys that describe the source file rather than the model.
-bool copied_key(std::string_view key) {
-    return key != "general.file_type" && key != "general.alignment" && !key.starts_with("split.");
+// Keys that describe the source file rather than the model (and the source's imatrix record,
+// replaced when this run has an importance matrix).
+bool copied_key(std::string_view key, bool imatrix) {
+    return key != "general.file_type" && key != "general.alignment" && !key.starts_with("split.") &&
+           !(imatrix && key.starts_with("quantize.imatrix."));
+}
+
+bool is_block_type(int32_t type) {
+    return sy_dtype_info(type).block_size > 1;
+}
+
+// The first matching rule's type, or nullopt.
+std::optional<TensorDecision> rule_decision(std::string_view name, std::span<const int64_t> ne,
+                                            const std::vector<QuantRule>& rules) {
+    const std::string s(name);
+    for (const QuantRule& rule : rules) {
+        if (std::regex_search(s, rule.pattern)) {
+            TensorDecision d;
+            d.rule = &rule;
+            d.wanted = rule.type;
+            if (is_attn_k_b(name) && d.wanted == SY_TYPE_F16) d.wanted = SY_TYPE_BF16;
+            d.type = fit_block(name, ne.empty() ? 1 : ne[0], d.wanted);
+            return d;
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -55,23 +79,22 @@ QuantRule parse_quant_rule(std::string_view rule) {
 TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,
                                   int32_t target, const std::vector<QuantRule>& rules) {
     TensorDecision d;
-    const std::string s(name);
     if (keeps_f32(name, ne)) {
         d.wanted = d.type = SY_TYPE_F32;
         return d;
     }
-    for (const QuantRule& rule : rules) {
-        if (std::regex_search(s, rule.pattern)) {
-            d.rule = &rule;
-            d.wanted = rule.type;
-            if (is_attn_k_b(name) && d.wanted == SY_TYPE_F16) d.wanted = SY_TYPE_BF16;
-            d.type = fit_block(name, ne.empty() ? 1 : ne[0], d.wanted);
-            return d;
-        }
-    }
+    if (auto ruled = rule_decision(name, ne, rules)) return *ruled;
     d.wanted = preferred_tensor_type(name, ne, target);
     d.type = fit_block(name, ne.empty() ? 1 : ne[0], d.wanted);
     return d;
+}
+
+TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,
+                                  const QuantPreset& preset, const MixModel& model,
+                                  MixCounters& counters, const std::vector<QuantRule>& rules) {
+    if (keeps_f32(name, ne)) return decide_tensor_type(name, ne, SY_TYPE_F32, {});
+    if (auto ruled = rule_decision(name, ne, rules)) return *ruled;
+    return decide_tensor_type(name, ne, mix_tensor_type(preset, model, counters, name, ne), {});
 }
 
 RequantizeResult requantize(const std::filesystem::path& in, const std::filesystem::path& out,
@@ -81,25 +104,35 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                             ? options.threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const gguf::Reader reader = gguf::Reader::open(in);
-    gguf::Writer writer(out, reader.alignment());
-    bool has_file_type = false;
-    for (const gguf::KeyValue& kv : reader.metadata()) {
-        if (kv.key == "general.file_type") {
-            writer.add(kv.key, gguf::Value::u32(file_type_of(options.target)));
-            has_file_type = true;
-        } else if (copied_key(kv.key)) {
-            writer.add(kv.key, kv.value);
-        }
-    }
-    if (!has_file_type) {
-        writer.add("general.file_type", gguf::Value::u32(file_type_of(options.target)));
-    }
+    const Imatrix* imatrix = options.imatrix;
+    const uint32_t file_type = options.file_type ? options.file_type
+                               : options.preset  ? static_cast<uint32_t>(options.preset->ftype)
+                                                 : file_type_of(options.target);
 
+    // Every tensor's type first (a mix's counters advance in llama.cpp's order), and whether
+    // its quantizer has the importance it needs: nothing is written before all are known.
     RequantizeResult result;
-    std::vector<TensorDecision> decisions;
-    for (const gguf::TensorInfo& t : reader.tensors()) {
-        const std::span<const int64_t> ne(t.ne, t.n_dims);
-        TensorDecision d = decide_tensor_type(t.name, ne, options.target, options.rules);
+    const std::vector<gguf::TensorInfo>& tensors = reader.tensors();
+    std::vector<TensorDecision> decisions(tensors.size());
+    if (options.preset) {
+        std::vector<std::string> names;
+        for (const gguf::TensorInfo& t : tensors) names.push_back(t.name);
+        const MixModel model = MixModel::from_file(reader, imatrix != nullptr);
+        MixCounters counters;
+        for (size_t i : mix_order(names))
+            decisions[i] = decide_tensor_type(
+                tensors[i].name, std::span<const int64_t>(tensors[i].ne, tensors[i].n_dims),
+                *options.preset, model, counters, options.rules);
+    } else {
+        for (size_t i = 0; i < tensors.size(); ++i)
+            decisions[i] = decide_tensor_type(
+                tensors[i].name, std::span<const int64_t>(tensors[i].ne, tensors[i].n_dims),
+                options.target, options.rules);
+    }
+    const bool q2_k_s = options.preset && options.preset->ftype == FileType::kMostlyQ2_K_S;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const gguf::TensorInfo& t = tensors[i];
+        const TensorDecision& d = decisions[i];
         if (d.type != t.type &&
             (!quants::can_dequantize(t.type) || !quants::can_quantize(d.type))) {
             throw Error(in.string() + ": tensor " + t.name + ": cannot convert " +
@@ -111,9 +144,46 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                                        " is not a multiple of " +
                                        std::to_string(sy_dtype_info(d.wanted).block_size) + ")");
         }
-        writer.declare_tensor(t.name, d.type, ne);
-        decisions.push_back(d);
-        result.bytes_in += t.nbytes;
+        if (d.type == t.type || !is_block_type(d.type)) continue;
+        // As llama.cpp, the token embeddings and the output (which no imatrix covers) are exempt.
+        const bool needs =
+            (quants::requires_importance(d.type) || (q2_k_s && d.type == SY_TYPE_Q2_K)) &&
+            t.name != "token_embd.weight" && t.name != "output.weight";
+        const bool has = imatrix && imatrix->entries.count(t.name);
+        if (needs && !has)
+            throw Error(in.string() + ": missing importance matrix for tensor " + t.name +
+                        " in a very low-bit quantization (" + type_name(d.type) + "): " +
+                        (imatrix ? imatrix->source + " has no entry for it"
+                                 : "give one with --imatrix (switchyard imatrix makes it)"));
+        if (imatrix && !has) result.warnings.push_back(t.name);
+        // An entry of the wrong size (another model's imatrix) stops the run before writing.
+        if (has && t.ne[0] > 0) imatrix->importance(t.name, t.ne[0], t.ne[2] * t.ne[3]);
+    }
+
+    gguf::Writer writer(out, reader.alignment());
+    bool has_file_type = false;
+    for (const gguf::KeyValue& kv : reader.metadata()) {
+        if (kv.key == "general.file_type") {
+            writer.add(kv.key, gguf::Value::u32(file_type));
+            has_file_type = true;
+        } else if (copied_key(kv.key, imatrix != nullptr)) {
+            writer.add(kv.key, kv.value);
+        }
+    }
+    if (!has_file_type) writer.add("general.file_type", gguf::Value::u32(file_type));
+    if (imatrix) {
+        writer.add("quantize.imatrix.file", gguf::Value::string(imatrix->source));
+        if (!imatrix->datasets.empty())
+            writer.add("quantize.imatrix.dataset", gguf::Value::string(imatrix->datasets[0]));
+        writer.add("quantize.imatrix.entries_count",
+                   gguf::Value::u32(static_cast<uint32_t>(imatrix->entries.size())));
+        if (imatrix->chunk_count > 0)
+            writer.add("quantize.imatrix.chunks_count", gguf::Value::u32(imatrix->chunk_count));
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        writer.declare_tensor(tensors[i].name, decisions[i].type,
+                              std::span<const int64_t>(tensors[i].ne, tensors[i].n_dims));
+        result.bytes_in += tensors[i].nbytes;
     }
     writer.write_header();
 
@@ -143,8 +213,14 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
             bytes.resize(out_total);
             const int64_t chunk =
                 std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, n0));
-            for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-                const int64_t nr = std::min(chunk, rows - r0);
+            // Each matrix (expert) of ne1 rows has its own importance: chunks stay inside one.
+            const int64_t per_matrix = std::max<int64_t>(1, t.ne[1]);
+            std::optional<std::vector<float>> importance;
+            if (imatrix && is_block_type(d.type))
+                importance = imatrix->importance(t.name, n0, rows / per_matrix);
+            if (importance) ++result.with_importance;
+            for (int64_t r0 = 0; r0 < rows;) {
+                const int64_t nr = std::min({chunk, rows - r0, per_matrix - r0 % per_matrix});
                 float* f32 = d.type == SY_TYPE_F32
                                  ? reinterpret_cast<float*>(bytes.data() + r0 * out_row)
                                  : (staging.resize(static_cast<size_t>(nr * n0)), staging.data());
@@ -152,9 +228,12 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                     quants::dequantize_row(t.type, t.data + (r0 + r) * in_row, f32 + r * n0, n0);
                 }
                 if (d.type != SY_TYPE_F32) {
+                    const float* imp =
+                        importance ? importance->data() + (r0 / per_matrix) * n0 : nullptr;
                     quants::quantize_rows(d.type, f32, bytes.data() + r0 * out_row, nr, n0,
-                                          threads);
+                                          threads, imp);
                 }
+                r0 += nr;
             }
             writer.write_tensor(bytes);
             ++result.converted;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <vector>
 
 #include "switchyard/dtype.h"
 #include "switchyard/quants.hpp"
@@ -9,12 +10,22 @@
 namespace sy::llm {
 namespace {
 
-// Types a file can be written in, in the order help text lists them.
-constexpr int32_t kWritable[] = {
-    SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16, SY_TYPE_Q8_0,   SY_TYPE_Q5_1,
-    SY_TYPE_Q5_0, SY_TYPE_Q4_1, SY_TYPE_Q4_0, SY_TYPE_Q6_K,   SY_TYPE_Q5_K,
-    SY_TYPE_Q4_K, SY_TYPE_Q3_K, SY_TYPE_Q2_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
+// Types a file may be written in, in the order help text lists them; those the quantizers
+// cannot produce (yet) are left out at run time (writable()).
+constexpr int32_t kCandidates[] = {
+    SY_TYPE_F32,    SY_TYPE_F16,    SY_TYPE_BF16,    SY_TYPE_Q8_0,   SY_TYPE_Q5_1,
+    SY_TYPE_Q5_0,   SY_TYPE_Q4_1,   SY_TYPE_Q4_0,    SY_TYPE_Q6_K,   SY_TYPE_Q5_K,
+    SY_TYPE_Q4_K,   SY_TYPE_Q3_K,   SY_TYPE_Q2_K,    SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
+    SY_TYPE_IQ3_S,  SY_TYPE_IQ3_XXS, SY_TYPE_IQ2_S,  SY_TYPE_IQ2_XS, SY_TYPE_IQ2_XXS,
+    SY_TYPE_IQ1_M,  SY_TYPE_IQ1_S,
 };
+
+std::vector<int32_t> writable() {
+    std::vector<int32_t> out;
+    for (int32_t t : kCandidates)
+        if (quants::can_quantize(t)) out.push_back(t);
+    return out;
+}
 
 std::string lower(std::string_view s) {
     std::string out(s);
@@ -31,7 +42,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 std::optional<int32_t> parse_type_name(std::string_view name) {
     const std::string wanted = lower(name);
-    for (int32_t t : kWritable) {
+    for (int32_t t : writable()) {
         if (lower(sy_dtype_info(t).name) == wanted) return t;
     }
     return std::nullopt;
@@ -44,7 +55,7 @@ std::string type_name(int32_t type) {
 
 std::string writable_type_names() {
     std::string out;
-    for (int32_t t : kWritable) {
+    for (int32_t t : writable()) {
         if (!out.empty()) out += ", ";
         out += sy_dtype_info(t).name;
     }
@@ -60,6 +71,13 @@ int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
     if (block > 0 && ne0 % block == 0) return type;
     int32_t fallback = is_attn_k_b(name) ? SY_TYPE_BF16 : SY_TYPE_F16;
     switch (type) {
+        case SY_TYPE_IQ1_S:
+        case SY_TYPE_IQ1_M:
+        case SY_TYPE_IQ2_XXS:
+        case SY_TYPE_IQ2_XS:
+        case SY_TYPE_IQ2_S:
+        case SY_TYPE_IQ3_XXS:
+        case SY_TYPE_IQ3_S:
         case SY_TYPE_Q2_K:
         case SY_TYPE_Q3_K:
         case SY_TYPE_IQ4_XS: fallback = SY_TYPE_IQ4_NL; break;

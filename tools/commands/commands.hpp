@@ -26,6 +26,7 @@ Command add_plugins_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_make_model_command(CLI::App& app);
 Command add_quantize_command(CLI::App& app);
+Command add_imatrix_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);

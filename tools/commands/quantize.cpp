@@ -1,14 +1,19 @@
-// `switchyard quantize`: re-quantize a GGUF file with per-tensor rules (llm/requantize.hpp).
+// `switchyard quantize`: re-quantize a GGUF file to a type or a llama-quantize mix (Q4_K_M,
+// IQ2_XXS, ...: llm/quant_preset.hpp), with per-tensor rules and an importance matrix
+// (llm/requantize.hpp, llm/imatrix.hpp).
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "commands/commands.hpp"
 #include "commands/progress.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/llm/imatrix.hpp"
+#include "switchyard/llm/quant_preset.hpp"
 #include "switchyard/llm/requantize.hpp"
 #include "switchyard/llm/tensor_types.hpp"
 
@@ -18,17 +23,43 @@ namespace {
 struct QuantizeOptions {
     std::string input, output, type;
     std::vector<std::string> rules;
+    std::string imatrix;
+    bool pure = false;
     int threads = 0;
 };
 
 int run_quantize(const QuantizeOptions& o) {
     llm::RequantizeOptions options;
-    const auto target = llm::parse_type_name(o.type);
-    if (!target) {
-        throw Error("quantize: unknown type '" + o.type +
-                    "' (known: " + llm::writable_type_names() + ")");
+    const llm::QuantPreset* preset = llm::find_quant_preset(o.type);
+    const auto plain = llm::parse_type_name(o.type);
+    if (preset && o.pure) {
+        // llama-quantize's --pure: the mix's base type everywhere, its file type kept.
+        if (!llm::parse_type_name(llm::type_name(preset->base_type)))
+            throw Error("quantize: --pure " + std::string(preset->name) + ": type " +
+                        llm::type_name(preset->base_type) + " cannot be written yet");
+        options.target = preset->base_type;
+        options.file_type = static_cast<uint32_t>(preset->ftype);
+        preset = nullptr;
+    } else if (preset) {
+        options.preset = preset;
+    } else if (plain) {
+        options.target = *plain;
+    } else {
+        throw Error("quantize: unknown type or mix '" + o.type + "' (mixes: " +
+                    llm::quant_preset_names() + "; types: " + llm::writable_type_names() + ")");
     }
-    options.target = *target;
+    std::optional<llm::Imatrix> imatrix;
+    if (!o.imatrix.empty()) {
+        imatrix = llm::read_imatrix(o.imatrix);
+        options.imatrix = &*imatrix;
+        std::fprintf(stderr, "quantize: %zu importance matrix entries from %s (%u chunks)\n",
+                     imatrix->entries.size(), o.imatrix.c_str(), imatrix->chunk_count);
+    } else if (preset && preset->needs_imatrix) {
+        throw Error("quantize: " + std::string(preset->name) +
+                    " needs an importance matrix for acceptable quality (llama-quantize refuses "
+                    "IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S and Q2_K_S without one): compute one "
+                    "with 'switchyard imatrix' and pass --imatrix FILE");
+    }
     for (const std::string& rule : o.rules) options.rules.push_back(llm::parse_quant_rule(rule));
     options.threads = o.threads;
 
@@ -43,12 +74,20 @@ int run_quantize(const QuantizeOptions& o) {
     bar.finish();
     for (const std::string& f : result.fallbacks)
         std::fprintf(stderr, "quantize: fallback %s\n", f.c_str());
+    for (const std::string& w : result.warnings)
+        std::fprintf(stderr, "quantize: warning: %s has no importance matrix entry in %s\n",
+                     w.c_str(), o.imatrix.c_str());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string what =
+        options.preset ? std::string(options.preset->name) : llm::type_name(options.target);
+    const std::string imatrix_note =
+        imatrix ? ", " + std::to_string(result.with_importance) + " with importance" : "";
     std::printf(
-        "%s: %s, %zu tensors (%zu converted, %zu fell back), %.2f MiB -> %.2f MiB, %.1f s\n",
-        o.output.c_str(), llm::type_name(*target).c_str(), result.tensors, result.converted,
-        result.fallbacks.size(), static_cast<double>(result.bytes_in) / (1024.0 * 1024.0),
+        "%s: %s, %zu tensors (%zu converted, %zu fell back%s), %.2f MiB -> %.2f MiB, %.1f s\n",
+        o.output.c_str(), what.c_str(), result.tensors, result.converted,
+        result.fallbacks.size(), imatrix_note.c_str(),
+        static_cast<double>(result.bytes_in) / (1024.0 * 1024.0),
         static_cast<double>(result.bytes_out) / (1024.0 * 1024.0), seconds);
     return 0;
 }
@@ -62,8 +101,16 @@ Command add_quantize_command(CLI::App& app) {
         ->required()
         ->check(CLI::ExistingFile);
     cmd->add_option("output", options->output, "Output GGUF file (written atomically)")->required();
-    cmd->add_option("type", options->type, "Target type: " + llm::writable_type_names())
+    cmd->add_option("type", options->type,
+                    "A llama-quantize mix (case-insensitive): " + llm::quant_preset_names() +
+                        "; or a type for every tensor: " + llm::writable_type_names())
         ->required();
+    cmd->add_option("--imatrix", options->imatrix,
+                    "Importance matrix (GGUF or legacy .dat, as switchyard imatrix and "
+                    "llama-imatrix write them) the quantizers weigh their error by")
+        ->check(CLI::ExistingFile);
+    cmd->add_flag("--pure", options->pure,
+                  "A mix's base type for every tensor (no per-tensor mix), as llama-quantize");
     cmd->add_option("--rule", options->rules,
                     "REGEX=TYPE for tensors whose name matches (ECMAScript search); repeatable, "
                     "first match wins; F16 for attn_k_b becomes BF16")

@@ -37,6 +37,7 @@ namespace sy {
 
 class Graph;
 class Profile;
+struct Node;
 
 struct RunReport {
     bool plan_reused = false;           // the plan came from the cache (same shape signature)
@@ -108,6 +109,16 @@ class Executor {
     // With a profile (profile.hpp), compute() runs and times one node at a time; nullptr stops.
     void set_profile(Profile* profile) { profile_ = profile; }
 
+    // A look at the nodes `wants` picks, just before each runs: its sources are computed and
+    // readable through host_data() or read() (activation statistics such as an importance
+    // matrix, without keeping intermediates alive). The other nodes still run in batches
+    // between them. nullptr stops; the observer must outlive the runs it watches.
+    struct NodeObserver {
+        std::function<bool(const Node&)> wants;
+        std::function<void(const Node&, const Executor&)> observe;
+    };
+    void set_observer(const NodeObserver* observer) { observer_ = observer; }
+
     // The most bytes of host-resident weights a plan keeps staged at once; beyond it, weights
     // share room by when they are read (see above). 0 (the default): auto_staging_limit when a
     // plan is made. Applies to plans made after the call.
@@ -177,7 +188,8 @@ class Executor {
     static void grow(Plugin& plugin, int32_t device, Buffer& buffer, uint64_t size);
     void bind_external(const Tensor& root, const CachedPlan& plan);
     void bind_import(const Tensor& root, const CachedPlan& plan, const void* host);
-    void run_nodes(size_t first, size_t end);
+    void run_nodes(size_t first, size_t end);  // split at observed nodes
+    void run_batch(size_t first, size_t end);
     double synchronize();  // the plugin's, timed into report_.sync_seconds; returns the time
     bool needs_upload(const StageStep& step) const;
     void stage(const StageStep& step);
@@ -208,6 +220,7 @@ class Executor {
     uint64_t last_graph_serial_ = 0;
     RunReport report_;
     Profile* profile_ = nullptr;
+    const NodeObserver* observer_ = nullptr;
 };
 
 }  // namespace sy

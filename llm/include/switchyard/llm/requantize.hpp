@@ -1,6 +1,10 @@
 // Re-quantizing a GGUF file: every tensor converted to a target type (through f32), chosen by
-// ordered name rules and the defaults of tensor_types.hpp, streamed one tensor at a time into a
-// new file written atomically. Metadata is copied; general.file_type follows the target.
+// ordered name rules and the defaults of tensor_types.hpp, or by a llama-quantize mix
+// (quant_preset.hpp), streamed one tensor at a time into a new file written atomically.
+// Metadata is copied; general.file_type follows the target or the mix. With an importance
+// matrix (imatrix.hpp) each matrix (each expert of a 3-D expert tensor) is quantized with its
+// own importance, and the file records it as llama-quantize does (quantize.imatrix.file,
+// .dataset, .entries_count, .chunks_count).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +15,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "switchyard/llm/imatrix.hpp"
+#include "switchyard/llm/quant_preset.hpp"
 
 namespace sy::llm {
 
@@ -39,10 +46,23 @@ struct TensorDecision {
 TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,
                                   int32_t target, const std::vector<QuantRule>& rules);
 
+// The same with a mix: where no rule matches, the mix's type for the tensor (mix_tensor_type,
+// which advances `counters`: call it in mix_order).
+TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,
+                                  const QuantPreset& preset, const MixModel& model,
+                                  MixCounters& counters, const std::vector<QuantRule>& rules);
+
 struct RequantizeOptions {
     int32_t target = 0;
+    const QuantPreset* preset = nullptr;  // a mix instead of one target type (target ignored)
     std::vector<QuantRule> rules;
     int threads = 0;  // <= 0: all hardware threads
+    // Per-matrix importance for the quantizers. Without one, a tensor whose type needs it
+    // (sy::quants::requires_importance, or Q2_K in the Q2_K_S mix) is refused; with one, a
+    // tensor it has no entry for is a warning (and refused for those types), as llama-quantize.
+    const Imatrix* imatrix = nullptr;
+    // general.file_type to write; 0: the mix's, else file_type_of(target).
+    uint32_t file_type = 0;
 };
 
 struct RequantizeEvent {
@@ -59,6 +79,8 @@ struct RequantizeResult {
     size_t tensors = 0;
     size_t converted = 0;                // tensors whose type changed
     std::vector<std::string> fallbacks;  // "name: q4_K -> q5_0 (ne0 128)"
+    std::vector<std::string> warnings;   // quantized tensors the imatrix has no entry for
+    size_t with_importance = 0;          // tensors quantized with an importance matrix
     uint64_t bytes_in = 0, bytes_out = 0;
 };
 

@@ -17,7 +17,8 @@ namespace sy::llm {
 std::optional<int32_t> parse_type_name(std::string_view name);
 // As GGUF tools print it ("q4_K"); "type<id>" for an id without a name.
 std::string type_name(int32_t type);
-// The type names accepted by parse_type_name that can be written (for help and errors).
+// The type names accepted by parse_type_name that can be written (for help and errors): the
+// types sy::quants::can_quantize produces.
 std::string writable_type_names();
 
 // 1-D tensors, norms, the router (ffn_gate_inp) and exp_probs_b: always F32, whatever a rule
@@ -32,9 +33,11 @@ int32_t preferred_tensor_type(std::string_view name, std::span<const int64_t> ne
 // preferred_tensor_type, then fit_block for ne[0].
 int32_t default_tensor_type(std::string_view name, std::span<const int64_t> ne, int32_t requested);
 
-// `type` if ne0 divides into its blocks, else the nearest type whose block does (K types fall
-// back to 32-element types as llama-quantize does: q2_K/q3_K/iq4_xs -> iq4_nl, q4_K -> q5_0,
-// q5_K -> q5_1, q6_K -> q8_0; 32-element types fall back to f16, or bf16 for attn_k_b).
+// `type` if ne0 divides into its blocks, else the nearest type whose block does (256-element
+// types fall back to 32-element types as llama-quantize does: the i-quants iq1_s, iq1_m,
+// iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s and iq4_xs -> iq4_nl, q4_K -> q5_0, q5_K -> q5_1,
+// q6_K -> q8_0; q2_K/q3_K -> iq4_nl as ik_llama.cpp and llama.cpp until 2025 (llama.cpp now
+// takes q4_0); 32-element types fall back to f16, or bf16 for attn_k_b).
 int32_t fit_block(std::string_view name, int64_t ne0, int32_t type);
 
 // True for the one tensor family F16 must never hold.
