@@ -6,6 +6,11 @@
 //   kv_a {kv_lora + qk_rope, T} -> c {kv_lora, T} (normed), k_pe {qk_rope, 1, T} (roped)
 // and the attention scores of every mode are split into a "nope" and a "rope" product that
 // are added, so no per-head copy of k_pe is ever made.
+//
+// A graph may hold S independent sequences of Tq = T / S tokens each, one after the other
+// (perplexity's chunks, eval_sequences): everything but the attention is per token and runs
+// over all T at once; the attention runs per sequence on its own stretch of n_ctx / S cache
+// rows, with Tq queries and n_kv = n_past + Tq keys, and the outputs are concatenated.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -46,7 +51,7 @@ class GraphBuilder {
     // `overlap`: the scheduler may run independent nodes of two backends at once (moe()).
     GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache,
                  std::span<const DeviceWeights> weights, bool all_on_device, bool fused_moe,
-                 bool flash, bool overlap, int64_t n_tokens, int64_t n_past)
+                 bool flash, bool overlap, int64_t n_tokens, int64_t n_past, int64_t n_seqs)
         : m_(model),
           hp_(model.hparams()),
           o_(model.options()),
@@ -57,8 +62,11 @@ class GraphBuilder {
           flash_(flash),
           overlap_(overlap),
           T_(n_tokens),
+          S_(n_seqs),
+          Tq_(n_tokens / n_seqs),
           n_past_(n_past),
-          n_kv_(n_past + n_tokens) {}
+          n_kv_(n_past + n_tokens / n_seqs),
+          seq_rows_(cache.n_ctx() / n_seqs) {}
 
     Deepseek2Session::UbatchGraph build(bool all_logits) {
         Deepseek2Session::UbatchGraph out;
@@ -74,7 +82,10 @@ class GraphBuilder {
             Tensor* ffn = l.dense ? swiglu(y, l.ffn_gate, l.ffn_up, l.ffn_down) : moe(l, y);
             x = g_.add(x, ffn)->set_name("l_out-" + std::to_string(il));
         }
-        if (!all_logits && T_ > 1)
+        if (!all_logits && S_ > 1)  // the last token of each sequence
+            x = g_.cont(g_.view(x, {hp_.n_embd, S_}, strides_of(x->nb(0), x->nb(1) * Tq_),
+                                uint64_t(x->nb(1) * (Tq_ - 1))));
+        else if (!all_logits && T_ > 1)
             x = g_.view(x, {hp_.n_embd, 1}, x->strides(), uint64_t(x->nb(1) * (T_ - 1)));
         out.logits = g_.mul_mat(w(m_.output()), norm(x, m_.output_norm()))->set_name("logits");
         g_.mark_output(out.logits);
@@ -131,20 +142,33 @@ class GraphBuilder {
     int64_t k_nb0() const { return sy_dtype_info(o_.cache_type_k).type_size; }
     int64_t v_nb0() const { return sy_dtype_info(o_.cache_type_v).type_size; }
 
-    // The cache of layer il as graph tensors (external memory, written in place).
+    // The cache of layer il as graph tensors (external memory, written in place), as the
+    // current sequence's rows: the whole cache with one sequence.
     Tensor* k_cache(uint32_t il) {
-        Tensor* t =
-            g_.input("cache_k-" + std::to_string(il), static_cast<sy_dtype>(o_.cache_type_k),
-                     {cache_.k_row_elements(), cache_.n_ctx()});
-        place(t, cache_.k(il), cache_.k_buffer(il));
-        return t;
+        Tensor* t = cache_input("cache_k-" + std::to_string(il), o_.cache_type_k,
+                                {cache_.k_row_elements(), cache_.n_ctx()}, cache_.k(il),
+                                cache_.k_buffer(il));
+        return sequence_rows(t, 1);
     }
     Tensor* v_cache(uint32_t il) {  // transposed: {n_ctx, v_rows}
-        Tensor* t =
-            g_.input("cache_v-" + std::to_string(il), static_cast<sy_dtype>(o_.cache_type_v),
-                     {cache_.n_ctx(), cache_.v_rows()});
-        place(t, cache_.v(il), cache_.v_buffer(il));
-        return t;
+        Tensor* t = cache_input("cache_v-" + std::to_string(il), o_.cache_type_v,
+                                {cache_.n_ctx(), cache_.v_rows()}, cache_.v(il),
+                                cache_.v_buffer(il));
+        return sequence_rows(t, 0);
+    }
+    // One input per cache tensor and graph (each sequence views it), so that the graph's
+    // writes and reads of it are of one tensor.
+    Tensor* cache_input(const std::string& name, int32_t type, const Shape& shape, void* host,
+                        const Buffer* device) {
+        if (const auto it = cache_inputs_.find(name); it != cache_inputs_.end()) return it->second;
+        Tensor* t = g_.input(name, static_cast<sy_dtype>(type), shape);
+        place(t, host, device);
+        return cache_inputs_[name] = t;
+    }
+    // The current sequence's seq_rows_ tokens of a cache tensor whose dimension `d` counts
+    // tokens.
+    Tensor* sequence_rows(Tensor* t, int d) {
+        return S_ == 1 ? t : narrow(t, d, seq_ * seq_rows_, seq_rows_);
     }
     // A cache tensor's memory: the device buffer when the cache lives there.
     static void place(Tensor* t, void* host, const Buffer* device) {
@@ -180,11 +204,16 @@ class GraphBuilder {
         const int64_t H = hp_.n_head, per = heads_per_step(bytes_per_head);
         std::vector<Tensor*> parts;
         for (int64_t h0 = 0; h0 < H; h0 += per) parts.push_back(step(h0, std::min(per, H - h0)));
-        // Pairwise, so each output element is copied about log2(parts) times.
+        return concat_pairwise(std::move(parts), 2);
+    }
+
+    // The parts concatenated along dimension d, pairwise, so each output element is copied
+    // about log2(parts) times.
+    Tensor* concat_pairwise(std::vector<Tensor*> parts, int d) {
         while (parts.size() > 1) {
             std::vector<Tensor*> next;
             for (size_t i = 0; i + 1 < parts.size(); i += 2)
-                next.push_back(g_.concat(parts[i], parts[i + 1], 2));
+                next.push_back(g_.concat(parts[i], parts[i + 1], d));
             if (parts.size() % 2 == 1) next.push_back(parts.back());
             parts = std::move(next);
         }
@@ -193,7 +222,7 @@ class GraphBuilder {
 
     // The scores of one head live three times at once: the nope and rope products and their
     // sum (the softmax and the product with V come after the two products are freed).
-    int64_t kq_bytes_per_head() const { return 3 * n_kv_ * T_ * int64_t(sizeof(float)); }
+    int64_t kq_bytes_per_head() const { return 3 * n_kv_ * Tq_ * int64_t(sizeof(float)); }
 
     Tensor* softmax_scores(Tensor* kq) {
         SoftmaxParams sp;
@@ -214,7 +243,7 @@ class GraphBuilder {
     // q {D, T, H} against K {D, n_kv, Hk} and V {Dv, n_kv, Hk}: {Dv, T, H}.
     Tensor* flash(Tensor* q, Tensor* k, Tensor* v) {
         return g_.named(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, {q, k, v}, SY_TYPE_F32,
-                        {v->shape()[0], T_, q->shape()[2]}, flash_params());
+                        {v->shape()[0], Tq_, q->shape()[2]}, flash_params());
     }
 
     Tensor* attention(const Deepseek2Layer& l, uint32_t il, Tensor* cur) {
@@ -241,13 +270,26 @@ class GraphBuilder {
         Tensor* k_pe = g_.rope(g_.view(kv_a, {rope, 1, T_}, a_strides, uint64_t(kvl * f)), pos_,
                                rope_params());  // {rope, 1, T}
 
-        Tensor* o;  // {vh, T, H}
-        if (o_.mla == 0)
-            o = attention_standard(l, il, q_nope, q_pe, c, k_pe);
-        else if (o_.mla == 3 && T_ >= kMla3DecompressTokens)
-            o = attention_decompressed(l, il, q_nope, q_pe, c, k_pe);
-        else
-            o = attention_latent(l, il, q_nope, q_pe, c, k_pe);
+        // {vh, T, H}: each sequence's queries against its own cache rows.
+        const auto of_sequence = [&](Tensor* qn, Tensor* qr, Tensor* cs, Tensor* kr) {
+            if (o_.mla == 0) return attention_standard(l, il, qn, qr, cs, kr);
+            if (o_.mla == 3 && Tq_ >= kMla3DecompressTokens)
+                return attention_decompressed(l, il, qn, qr, cs, kr);
+            return attention_latent(l, il, qn, qr, cs, kr);
+        };
+        Tensor* o;
+        if (S_ == 1) {
+            o = of_sequence(q_nope, q_pe, c, k_pe);
+        } else {
+            std::vector<Tensor*> parts;
+            for (seq_ = 0; seq_ < S_; ++seq_) {
+                const int64_t t0 = seq_ * Tq_;
+                parts.push_back(of_sequence(narrow(q_nope, 2, t0, Tq_), narrow(q_pe, 2, t0, Tq_),
+                                            narrow(c, 1, t0, Tq_), narrow(k_pe, 2, t0, Tq_)));
+            }
+            seq_ = 0;
+            o = concat_pairwise(std::move(parts), 1);
+        }
         // {vh, T, H} -> {vh, H, T} -> {vh*H, T}
         Tensor* merged = g_.reshape(g_.cont(g_.permute(o, {0, 2, 1, 3})), {vh * H, T_});
         return g_.mul_mat(w(l.attn_output), merged);
@@ -260,37 +302,38 @@ class GraphBuilder {
                       vh = hp_.v_head, f = sizeof(float);
         Tensor* kv = g_.mul_mat(w(l.kv_b), c);  // {H*(nope+vh), T}
         const Strides kv_strides =
-            strides_of(f, (nope + vh) * f, H * (nope + vh) * f, H * (nope + vh) * f * T_);
+            strides_of(f, (nope + vh) * f, H * (nope + vh) * f, H * (nope + vh) * f * Tq_);
 
         Tensor* kc = k_cache(il);
-        const Strides kc_strides = strides_of(k_nb0(), kb(qk), H * kb(qk), H * kb(qk) * T_);
+        const Strides kc_strides = strides_of(k_nb0(), kb(qk), H * kb(qk), H * kb(qk) * Tq_);
         const uint64_t at = uint64_t(n_past_ * H * kb(qk));
-        g_.cpy(g_.view(kv, {nope, H, T_}, kv_strides, 0),
-               g_.view(kc, {nope, H, T_}, kc_strides, at));
+        g_.cpy(g_.view(kv, {nope, H, Tq_}, kv_strides, 0),
+               g_.view(kc, {nope, H, Tq_}, kc_strides, at));
         // k_pe is shared by all heads: a view that repeats it (stride 0 over heads).
-        g_.cpy(g_.view(k_pe, {rope, H, T_}, strides_of(f, 0, rope * f, rope * f * T_), 0),
-               g_.view(kc, {rope, H, T_}, kc_strides, at + uint64_t(kb(nope))));
+        g_.cpy(g_.view(k_pe, {rope, H, Tq_}, strides_of(f, 0, rope * f, rope * f * Tq_), 0),
+               g_.view(kc, {rope, H, Tq_}, kc_strides, at + uint64_t(kb(nope))));
 
         const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
         const Strides kr = strides_of(k_nb0(), H * kb(qk), kb(qk), H * kb(qk) * n_kv_);
         if (flash_) {
             // V rows {H*vh, n_ctx} (the same bytes as the transposed layout), read in place.
-            Tensor* vc = g_.input("cache_v-" + std::to_string(il),
-                                  static_cast<sy_dtype>(o_.cache_type_v), {H * vh, n_ctx});
-            place(vc, cache_.v(il), cache_.v_buffer(il));
+            Tensor* vc = sequence_rows(cache_input("cache_v-" + std::to_string(il),
+                                                   o_.cache_type_v, {H * vh, n_ctx}, cache_.v(il),
+                                                   cache_.v_buffer(il)),
+                                       1);
             const Strides vr = strides_of(v_nb0(), H * vb(vh), vb(vh), H * vb(vh) * n_ctx);
             g_.cpy(
-                g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
-                g_.view(vc, {vh, H, T_}, strides_of(v_nb0(), vb(vh), H * vb(vh), H * vb(vh) * T_),
+                g_.view(kv, {vh, H, Tq_}, kv_strides, uint64_t(nope * f)),
+                g_.view(vc, {vh, H, Tq_}, strides_of(v_nb0(), vb(vh), H * vb(vh), H * vb(vh) * Tq_),
                         uint64_t(n_past_ * H * vb(vh))));
             Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);  // {qk, T, H}
             return flash(q, g_.view(kc, {qk, n_kv_, H}, kr, 0), g_.view(vc, {vh, n_kv_, H}, vr, 0));
         }
         Tensor* vc = v_cache(il);  // {n_ctx, H*vh}: element (j, h*vh + d)
-        Tensor* v_dst = g_.view(vc, {T_, vh, H},
+        Tensor* v_dst = g_.view(vc, {Tq_, vh, H},
                                 strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H),
                                 uint64_t(n_past_ * sv));
-        g_.cpy(g_.view(kv, {vh, H, T_}, kv_strides, uint64_t(nope * f)),
+        g_.cpy(g_.view(kv, {vh, H, Tq_}, kv_strides, uint64_t(nope * f)),
                g_.permute(v_dst, {2, 0, 1, 3}));
 
         Tensor* k_nope = g_.view(kc, {nope, n_kv_, H}, kr, 0);
@@ -315,13 +358,13 @@ class GraphBuilder {
         Tensor* kc = k_cache(il);
         const uint64_t at = uint64_t(n_past_ * kb(lat));
         g_.cpy(k_pe,
-               g_.view(kc, {rope, 1, T_}, strides_of(k_nb0(), kb(lat), kb(lat), kb(lat) * T_), at));
-        g_.cpy(c, g_.view(kc, {kvl, T_}, strides_of(k_nb0(), kb(lat), kb(lat) * T_, kb(lat) * T_),
+               g_.view(kc, {rope, 1, Tq_}, strides_of(k_nb0(), kb(lat), kb(lat), kb(lat) * Tq_), at));
+        g_.cpy(c, g_.view(kc, {kvl, Tq_}, strides_of(k_nb0(), kb(lat), kb(lat) * Tq_, kb(lat) * Tq_),
                           at + uint64_t(kb(rope))));
         if (o_.mla == 1) {
             Tensor* vc = v_cache(il);
             const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
-            Tensor* dst = g_.view(vc, {T_, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl),
+            Tensor* dst = g_.view(vc, {Tq_, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl),
                                   uint64_t(n_past_ * sv));
             g_.cpy(c, g_.transpose(dst));
             v_t_ = g_.view(vc, {n_kv_, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl), 0);
@@ -357,7 +400,7 @@ class GraphBuilder {
                         strides_of(k_nb0(), kb(lat), kb(lat) * n_kv_, kb(lat) * n_kv_), 0);
             Tensor* o_lat =
                 g_.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, rows}, SY_TYPE_F32,
-                         {int64_t(hp_.kv_lora_rank), T_, int64_t(hp_.n_head)},
+                         {int64_t(hp_.kv_lora_rank), Tq_, int64_t(hp_.n_head)},
                          flash_params(static_cast<int32_t>(hp_.qk_rope)));
             return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
         }
@@ -540,8 +583,15 @@ class GraphBuilder {
     bool fused_moe_;
     bool flash_;
     bool overlap_;
-    int64_t T_, n_past_, n_kv_;
+    int64_t T_;            // tokens of the graph
+    int64_t S_;            // sequences, each of Tq_ tokens
+    int64_t Tq_;           // tokens (queries) of one sequence
+    int64_t n_past_;       // cached tokens of each sequence before this graph
+    int64_t n_kv_;         // keys of each sequence: n_past_ + Tq_
+    int64_t seq_rows_;     // cache rows of each sequence
+    int64_t seq_ = 0;      // the sequence whose attention is being built
     Graph g_;
+    std::unordered_map<std::string, Tensor*> cache_inputs_;
     Tensor* pos_ = nullptr;
     Tensor* v_t_ = nullptr;
 };
@@ -778,9 +828,13 @@ void Deepseek2Session::allocate() {
 }
 
 Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
-                                                      bool all_logits) {
+                                                      bool all_logits, int64_t n_seqs) {
+    if (n_seqs < 1 || n_tokens % n_seqs != 0)
+        throw Error("a graph of " + std::to_string(n_tokens) + " tokens cannot hold " +
+                    std::to_string(n_seqs) + " equal sequences");
     GraphBuilder b(model_, cache_, weights_, !scheduler_, fused_moe_, flash_,
-                   backends_.backends.size() > 1 && backends_.offload.overlap, n_tokens, n_past);
+                   backends_.backends.size() > 1 && backends_.offload.overlap, n_tokens, n_past,
+                   n_seqs);
     return b.build(all_logits);
 }
 
@@ -879,13 +933,6 @@ void Deepseek2Session::set_profile(Profile* profile) {
     if (scheduler_) scheduler_->set_profile(profile);
 }
 
-void Deepseek2Session::set_node_observer(const Executor::NodeObserver* observer) {
-    if (observer != nullptr && scheduler_)
-        throw Error("observing nodes (imatrix collection) needs a session on one backend; this one "
-                    "runs on " + std::to_string(backends_.backends.size()));
-    executor_.set_observer(observer);
-}
-
 void Deepseek2Session::rewind(int64_t n_past) {
     if (n_past < 0 || n_past > n_past_)
         throw Error("rewind to " + std::to_string(n_past) + " tokens: the cache holds " +
@@ -894,32 +941,60 @@ void Deepseek2Session::rewind(int64_t n_past) {
 }
 
 std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+    return eval_sequences(tokens, 1, all_logits);
+}
+
+std::vector<float> Deepseek2Session::eval_sequences(std::span<const int32_t> tokens,
+                                                    int64_t n_seqs, bool all_logits) {
     const int64_t n = static_cast<int64_t>(tokens.size());
     const uint32_t n_vocab = model_.hparams().n_vocab;
     if (n == 0) throw Error("eval: no tokens");
-    if (n_past_ + n > cache_.n_ctx())
+    if (n_seqs < 1 || n % n_seqs != 0)
+        throw Error("eval: " + std::to_string(n) + " tokens are not " + std::to_string(n_seqs) +
+                    " sequences of equal length");
+    if (n_past_ > 0 && n_seqs != n_seqs_)
+        throw Error("eval: the cache holds " + std::to_string(n_seqs_) + " sequences, not " +
+                    std::to_string(n_seqs) + " (reset() first)");
+    const int64_t per = n / n_seqs, seq_rows = cache_.n_ctx() / n_seqs;
+    if (n_past_ + per > seq_rows)
         throw Error("the context is full: " + std::to_string(n_past_) + " cached + " +
-                    std::to_string(n) + " new tokens exceed the context of " +
-                    std::to_string(cache_.n_ctx()) + " (raise it with -c)");
+                    std::to_string(per) + " new tokens exceed the context of " +
+                    std::to_string(seq_rows) +
+                    (n_seqs > 1 ? " per sequence (" + std::to_string(cache_.n_ctx()) + " / " +
+                                      std::to_string(n_seqs) + ")"
+                                : std::string()) +
+                    " (raise it with -c)");
     for (size_t i = 0; i < tokens.size(); ++i)
         if (tokens[i] < 0 || uint32_t(tokens[i]) >= n_vocab)
             throw Error("token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                         " is outside the vocabulary of " + std::to_string(n_vocab));
 
     allocate();
+    n_seqs_ = n_seqs;
+    // Each graph takes `step` tokens of every sequence (sequence-major), at most n_ubatch in all.
+    const int64_t step = std::max<int64_t>(1, model_.options().n_ubatch / n_seqs);
     std::vector<float> logits;
-    const int64_t ub = model_.options().n_ubatch;
-    std::vector<int32_t> positions;
-    for (int64_t start = 0; start < n; start += ub) {
-        const int64_t t = std::min(ub, n - start);
-        const bool last = start + t == n;
+    if (n_seqs > 1) logits.resize(size_t(all_logits ? n : n_seqs) * n_vocab);
+    std::vector<int32_t> positions, batch;
+    for (int64_t start = 0; start < per; start += step) {
+        const int64_t ts = std::min(step, per - start), t = ts * n_seqs;
+        const bool last = start + ts == per;
         const auto t0 = Clock::now();
         if (profile_)
             profile_->begin_graph(t > 1 ? Profile::Phase::prompt : Profile::Phase::decode, t);
-        UbatchGraph ug = build(t, n_past_, all_logits);
+        UbatchGraph ug = build(t, n_past_, all_logits, n_seqs);
         positions.resize(size_t(t));
-        std::iota(positions.begin(), positions.end(), static_cast<int32_t>(n_past_));
-        ug.tokens->set_data(const_cast<int32_t*>(tokens.data() + start));
+        for (int64_t s = 0; s < n_seqs; ++s)
+            std::iota(positions.begin() + s * ts, positions.begin() + (s + 1) * ts,
+                      static_cast<int32_t>(n_past_));
+        if (n_seqs == 1) {
+            ug.tokens->set_data(const_cast<int32_t*>(tokens.data() + start));
+        } else {
+            batch.resize(size_t(t));
+            for (int64_t s = 0; s < n_seqs; ++s)
+                std::copy_n(tokens.data() + s * per + start, ts, batch.begin() + s * ts);
+            ug.tokens->set_data(batch.data());
+        }
         ug.positions->set_data(positions.data());
         const auto t1 = Clock::now();
         double backend_seconds = 0, sync_seconds = 0, copy_seconds = 0, stage_seconds = 0;
@@ -964,11 +1039,21 @@ std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool 
         stats_.staged_bytes += staged;
         stats_.compute_buffer_bytes = std::max(stats_.compute_buffer_bytes, compute_buffer);
         stats_.staging_buffer_bytes = std::max(stats_.staging_buffer_bytes, staging_buffer);
-        n_past_ += t;
+        n_past_ += ts;
         if (all_logits || last) {
             const std::vector<float> part = scheduler_ ? scheduler_->read<float>(*ug.logits)
                                                        : executor_.read<float>(*ug.logits);
-            logits.insert(logits.end(), part.begin(), part.end());
+            if (n_seqs == 1) {
+                logits.insert(logits.end(), part.begin(), part.end());
+            } else {
+                // The graph's rows are sequence-major, `rows` of each (ts tokens, or the
+                // last); the result holds each sequence's `stride` rows together.
+                const int64_t rows = all_logits ? ts : 1, stride = all_logits ? per : 1,
+                              first = all_logits ? start : 0, v = n_vocab;
+                for (int64_t s = 0; s < n_seqs; ++s)
+                    std::copy_n(part.begin() + s * rows * v, rows * v,
+                                logits.begin() + (s * stride + first) * v);
+            }
         }
     }
     return logits;

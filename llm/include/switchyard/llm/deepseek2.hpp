@@ -353,6 +353,16 @@ class Deepseek2Session {
     // n_vocab floats per token. Throws sy::Error when the tokens do not fit in the cache or an
     // id is outside the vocabulary; the cache is unchanged then.
     std::vector<float> eval(std::span<const int32_t> tokens, bool all_logits = false);
+    // Several independent sequences side by side (perplexity's chunks): `tokens` holds n_seqs
+    // equally long runs, sequence s in cache rows [s, s + 1) * n_ctx / n_seqs at positions
+    // n_past() .. (n_past() counts each sequence's tokens). Each graph takes up to n_ubatch
+    // tokens, n_ubatch / n_seqs (at least one) of every sequence, so the weights are read once
+    // for all of them. Returns each sequence's logits in turn: of every token (all_logits) or of
+    // its last. The count is kept until reset(); eval() is eval_sequences(tokens, 1, ...).
+    // Throws sy::Error as eval() does, for a count the tokens do not divide into, or another
+    // count than the cached tokens'.
+    std::vector<float> eval_sequences(std::span<const int32_t> tokens, int64_t n_seqs,
+                                      bool all_logits = false);
 
     int64_t n_past() const { return n_past_; }
     int64_t n_ctx() const { return cache_.n_ctx(); }
@@ -368,19 +378,16 @@ class Deepseek2Session {
     // Times every node, copy and graph of the following evals into `profile` (profile.hpp):
     // the nodes then run one at a time. nullptr stops.
     void set_profile(Profile* profile);
-    // Shows each node `observer` picks to it just before the node runs (the collection of an
-    // importance matrix, imatrix.hpp); nullptr stops. Throws sy::Error for a session over
-    // several backends (its nodes run in the scheduler's executors).
-    void set_node_observer(const Executor::NodeObserver* observer);
 
-    // The graph of one ubatch (exposed for `switchyard plan` and tests): `tokens` at n_past.
+    // The graph of one ubatch (exposed for `switchyard plan` and tests): `tokens` at n_past, as
+    // n_seqs sequences of n_tokens / n_seqs tokens each (eval_sequences).
     struct UbatchGraph {
         Graph graph;
         Tensor* tokens = nullptr;     // input {T} I32
         Tensor* positions = nullptr;  // input {T} I32
         Tensor* logits = nullptr;     // output {n_vocab, T or 1}
     };
-    UbatchGraph build(int64_t n_tokens, int64_t n_past, bool all_logits);
+    UbatchGraph build(int64_t n_tokens, int64_t n_past, bool all_logits, int64_t n_seqs = 1);
 
     // What the backends are, where each weight lives and why, and the node placement of a graph
     // this session built (cached per shape, as eval() uses it with several backends; with one,
@@ -425,6 +432,7 @@ class Deepseek2Session {
     std::unordered_map<std::string, OpPlan> plans_;         // by phase + shape signature
     std::unique_ptr<Scheduler> scheduler_;
     int64_t n_past_ = 0;
+    int64_t n_seqs_ = 1;  // sequences in the cache (eval_sequences)
     EvalStats stats_;
     Profile* profile_ = nullptr;
 };
