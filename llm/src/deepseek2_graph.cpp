@@ -933,6 +933,13 @@ void Deepseek2Session::set_profile(Profile* profile) {
     if (scheduler_) scheduler_->set_profile(profile);
 }
 
+void Deepseek2Session::set_node_observer(const Executor::NodeObserver* observer) {
+    if (observer != nullptr && scheduler_)
+        throw Error("observing nodes (imatrix collection) needs a session on one backend; this one "
+                    "runs on " + std::to_string(backends_.backends.size()));
+    executor_.set_observer(observer);
+}
+
 void Deepseek2Session::rewind(int64_t n_past) {
     if (n_past < 0 || n_past > n_past_)
         throw Error("rewind to " + std::to_string(n_past) + " tokens: the cache holds " +

@@ -214,7 +214,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{3, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85},
                       Case{0, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85},
                       Case{3, spec(SY_TYPE_Q8_0), SY_TYPE_F16, 130, 2e-2, 0.85},
-                      Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 130, 5e-3}),
+                      Case{0, spec(SY_TYPE_F32), SY_TYPE_F16, 130, 5e-3},
+                      Case{3, spec(SY_TYPE_IQ2_XXS), SY_TYPE_F16, 9, 5e-2, 0.85},
+                      Case{2, spec(SY_TYPE_IQ1_M), SY_TYPE_F16, 9, 5e-2, 0.85},
+                      Case{0, spec(SY_TYPE_IQ3_S), SY_TYPE_F16, 130, 5e-2, 0.85}),
     case_name);
 
 // Attention without attn.flash / attn.mla (-fa off): the K.Q scores materialized, softmax, V.

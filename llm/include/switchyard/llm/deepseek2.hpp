@@ -378,6 +378,10 @@ class Deepseek2Session {
     // Times every node, copy and graph of the following evals into `profile` (profile.hpp):
     // the nodes then run one at a time. nullptr stops.
     void set_profile(Profile* profile);
+    // Shows each node `observer` picks to it just before the node runs (the collection of an
+    // importance matrix, imatrix.hpp); nullptr stops. Throws sy::Error for a session over
+    // several backends (its nodes run in the scheduler's executors).
+    void set_node_observer(const Executor::NodeObserver* observer);
 
     // The graph of one ubatch (exposed for `switchyard plan` and tests): `tokens` at n_past, as
     // n_seqs sequences of n_tokens / n_seqs tokens each (eval_sequences).
