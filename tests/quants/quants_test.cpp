@@ -218,4 +218,55 @@ TEST(Api, RejectsTypesAndLengthsItCannotHandle) {
     for (int32_t t : kActivationTypes) EXPECT_TRUE(q::can_quantize_activation(t));
 }
 
+
+
+// ---- importance matrix ----------------------------------------------------------------------
+
+// With an importance matrix the i-quants minimise the importance-weighted error: measured in
+// that weighting, rows quantized with it must come out clearly better than without it.
+class Importance : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(Importance, WeightedErrorDropsWhenTheQuantizerKnowsTheWeights) {
+    const int32_t type = GetParam();
+    const int64_t rows = 8, n = 1024;
+    const auto x = gaussian(rows * n, 21);
+    std::vector<float> importance(static_cast<size_t>(n));
+    std::mt19937 rng(5);
+    std::lognormal_distribution<float> spread(0.0f, 1.5f);
+    for (float& v : importance) v = spread(rng);
+    const int64_t row_bytes = q::row_size(type, n);
+    auto weighted_error = [&](const float* imp) {
+        Bytes y(size_t(rows * row_bytes));
+        q::quantize_rows(type, x.data(), y.data(), rows, n, 2, imp);
+        double num = 0, den = 0;
+        std::vector<float> back(static_cast<size_t>(n));
+        for (int64_t r = 0; r < rows; ++r) {
+            q::dequantize_row(type, y.data() + r * row_bytes, back.data(), n);
+            for (int64_t i = 0; i < n; ++i) {
+                const double d = back[size_t(i)] - x[size_t(r * n + i)];
+                num += importance[size_t(i)] * d * d;
+                den += importance[size_t(i)] * x[size_t(r * n + i)] * x[size_t(r * n + i)];
+            }
+        }
+        return std::sqrt(num / den);
+    };
+    const double with = weighted_error(importance.data()), without = weighted_error(nullptr);
+    std::printf("  %-7s importance-weighted RMS %.4f with the matrix, %.4f without\n",
+                name(type).c_str(), with, without);
+    EXPECT_LT(with, 0.9 * without) << name(type);
+}
+
+INSTANTIATE_TEST_SUITE_P(IQuants, Importance,
+                         ::testing::Values(SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S,
+                                           SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S, SY_TYPE_IQ1_S,
+                                           SY_TYPE_IQ1_M),
+                         [](const auto& p) { return name(p.param); });
+
+TEST(Importance, RequiredByTheTypesLlamaQuantizeRefusesWithoutOne) {
+    for (int32_t t : {SY_TYPE_IQ1_S, SY_TYPE_IQ1_M, SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S})
+        EXPECT_TRUE(q::requires_importance(t)) << name(t);
+    for (int32_t t : {SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S, SY_TYPE_Q2_K, SY_TYPE_Q4_K, SY_TYPE_Q8_0})
+        EXPECT_FALSE(q::requires_importance(t)) << name(t);
+}
+
 }  // namespace

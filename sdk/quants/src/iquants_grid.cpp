@@ -57,7 +57,7 @@ struct GroupChoice {
 // lattice points go to the candidate with the least weighted error at scale 1 / id. D = dims.
 template <int D>
 void choose_groups_d(const LatticeCodebook& cb, const float* a, const float* w, int n, float id,
-                     GroupChoice& out) {
+                     bool search, GroupChoice& out) {
     float mid[7];
     for (int l = 0; l + 1 < cb.levels; ++l)
         mid[l] = 0.5f * (cb.level_value[l] + cb.level_value[l + 1]);
@@ -76,7 +76,7 @@ void choose_groups_d(const LatticeCodebook& cb, const float* a, const float* w, 
         uint16_t single;
         const int count = cb.candidates(packed, &list, &single);
         int best = list[0];
-        if (count > 1) {
+        if (count > 1 && search) {
             // Four lanes at a time (GCC vector extensions: SSE on the baseline target).
             typedef float V4 __attribute__((vector_size(16)));
             constexpr int kV = D / 4;
@@ -104,12 +104,13 @@ void choose_groups_d(const LatticeCodebook& cb, const float* a, const float* w, 
     }
 }
 
+// search = false takes an off-grid point's first (nearest in level space) neighbour unweighed.
 void choose_groups(const LatticeCodebook& cb, const float* a, const float* w, int n, float id,
-                   GroupChoice& out) {
+                   GroupChoice& out, bool search = true) {
     if (cb.dims == 8) {
-        choose_groups_d<8>(cb, a, w, n, id, out);
+        choose_groups_d<8>(cb, a, w, n, id, search, out);
     } else {
-        choose_groups_d<4>(cb, a, w, n, id, out);
+        choose_groups_d<4>(cb, a, w, n, id, search, out);
     }
 }
 
@@ -153,10 +154,35 @@ float search_magnitudes(const MagnitudeSearch& m, const float* x, const float* w
     }
     const float top = m.cb.level_value[m.cb.levels - 1];
     GroupChoice best{}, trial{};
-    float best_score = -1, scale = 0;
+    // The scan in two passes: every candidate scale with off-grid points taken at their nearest
+    // neighbour, then the full neighbour search at the kRescan best of them. Against the full
+    // search at every scale: 1.2-1.9x faster, RMS error on Gaussian rows up to 1% larger.
+    constexpr int kRescan = 6;
+    float top_score[kRescan], top_id[kRescan];
+    std::fill(top_score, top_score + kRescan, -1.f);
+    std::fill(top_id, top_id + kRescan, 0.f);
     for (int i = -m.steps; i <= m.steps; ++i) {
         const float id = top * (1 + float(i) * m.step) / max;
-        choose_groups(m.cb, a, w, n, id, trial);
+        choose_groups(m.cb, a, w, n, id, trial, false);
+        float sumqx, sumq2;
+        fit_sums(a, w, trial.q, n, sumqx, sumq2);
+        const float score = sumq2 > 0 && sumqx > 0 ? sumqx * sumqx / sumq2 : 0.f;
+        for (int r = 0; r < kRescan; ++r) {
+            if (score > top_score[r]) {
+                for (int q = kRescan - 1; q > r; --q) {
+                    top_score[q] = top_score[q - 1];
+                    top_id[q] = top_id[q - 1];
+                }
+                top_score[r] = score;
+                top_id[r] = id;
+                break;
+            }
+        }
+    }
+    float best_score = -1, scale = 0;
+    for (int r = 0; r < kRescan; ++r) {
+        if (top_id[r] <= 0) continue;
+        choose_groups(m.cb, a, w, n, top_id[r], trial);
         float sumqx, sumq2;
         fit_sums(a, w, trial.q, n, sumqx, sumq2);
         if (sumq2 > 0 && sumqx > 0 && sumqx * sumqx > best_score * sumq2) {
