@@ -64,7 +64,8 @@ __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColu
 // it measured faster on an H100 (gemv-bench 4096 x 16384, 2026-11-23, GB/s): Q2_K 863-868 ->
 // 948, Q3_K 836-839 -> 981-989, Q4_K 1189-1237 -> 1460-1474, Q5_K 1156-1177 -> 1631-1636, Q6_K
 // 1366-1404 -> 1724-1733. The 32-value types read their blocks directly (staged they were
-// slower: Q4_0 1583-1627 -> 1430-1444, Q8_0 2007-2084 -> 1989-2008); IQ4_XS is unmeasured.
+// slower: Q4_0 1583-1627 -> 1430-1444, Q8_0 2007-2084 -> 1989-2008); IQ4_XS and the codebook
+// i-quants (IQ2_*, IQ3_*, IQ1_*) read theirs directly too, unmeasured either way.
 template <int Type>
 struct StagedRows
     : std::bool_constant<Type == SY_TYPE_Q2_K || Type == SY_TYPE_Q3_K || Type == SY_TYPE_Q4_K ||

@@ -8,9 +8,12 @@
 // the activation quants computed once, when the activations are quantized.
 // The 32-blocks (Q4_0 ... IQ4_NL) have one d for both halves; Q2_K, Q3_K and Q6_K carry a scale
 // per 16 values; Q4_1, Q5_1, Q2_K, Q4_K and Q5_K have offsets (the K-quants' "- dmin * min" is
-// m = -(dmin * min)). Dot products then run on int8 with __dp4a against activations quantized to
-// ActRows, and dequantization forms each value with the same float operations, in the same
-// order, as switchyard_quants (so GET_ROWS to F32 is bit-exact).
+// m = -(dmin * min)). The codebook i-quants (IQ2_XXS ... IQ1_M) expand their grid entries to
+// signed int8 values; IQ2_XS, IQ2_S and IQ1_M carry a scale per 16 values, and IQ1_S/IQ1_M's
+// shift by delta = +-1/8 is folded into the quants (see iq1_group). Dot products then run on int8
+// with __dp4a against activations quantized to ActRows, and dequantization forms each value with
+// the same float operations, in the same order, as switchyard_quants (so GET_ROWS to F32 is
+// bit-exact).
 //
 // Block fields are read as aligned 32-bit words (load_words): every block size and field offset
 // is even, but not every one is a multiple of 4, so a field at an address 2 mod 4 is assembled
@@ -22,6 +25,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "quant/iquant_grids.cuh"
 #include "switchyard/plugin.h"
 
 namespace sy::cuda {
@@ -148,6 +152,27 @@ struct BlockTraits<SY_TYPE_IQ4_XS> {
     static constexpr int kOffset = 0;
     static constexpr bool kHasMin = false;
 };
+// The codebook i-quants: 256 values, no offset, no minimum (block sizes: quant_blocks.h).
+template <int Bytes>
+struct CodebookTraits {
+    static constexpr int kValues = 256, kBytes = Bytes;
+    static constexpr int kOffset = 0;
+    static constexpr bool kHasMin = false;
+};
+template <>
+struct BlockTraits<SY_TYPE_IQ2_XXS> : CodebookTraits<66> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ2_XS> : CodebookTraits<74> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ2_S> : CodebookTraits<82> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ3_XXS> : CodebookTraits<98> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ3_S> : CodebookTraits<110> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ1_S> : CodebookTraits<50> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ1_M> : CodebookTraits<56> {};
 
 // The N little-endian 32-bit words at p (an even address): aligned word loads, shifted into
 // place when p is 2 mod 4. The word after the last is read only then, and only its low half is
@@ -379,6 +404,160 @@ __device__ inline void decode<SY_TYPE_Q3_K>(const uint8_t* b, int sub, Sub32& s)
     s.m[0] = s.m[1] = 0.0f;
 }
 
+// ---- the codebook i-quants (layouts and formulas: quant_blocks.h, sdk/quants iquants_*.cpp) ----
+// Each sub-block of 32 values is four groups of 8: group l fills q[2l] (values 8l .. 8l+3) and
+// q[2l+1] (8l+4 .. 8l+7) from one 8-byte grid entry (IQ2_*, IQ1_*) or two 4-byte ones (IQ3_*).
+
+// The bytes of v negated where bit k (k = 0..3) of `signs` is set: byte k of the mask is 0xFF
+// there, and (v ^ 0xFF) - 0xFF = -v per byte.
+__device__ inline int negate_bytes(uint32_t v, uint32_t signs) {
+    const uint32_t mask = __vcmpne4(((signs & 0xFu) * 0x01010101u) & 0x08040201u, 0u);
+    return int(__vsub4(v ^ mask, mask));
+}
+
+// Group l from its magnitudes (bytes of lo: values 0..3, of hi: 4..7) and 8 sign bits (bit k:
+// value k negative).
+__device__ inline void signed_group(Sub32& s, int l, uint32_t lo, uint32_t hi, uint32_t signs) {
+    s.q[2 * l] = negate_bytes(lo, signs);
+    s.q[2 * l + 1] = negate_bytes(hi, signs >> 4);
+}
+
+// IQ2_XXS, IQ2_XS, IQ3_XXS store 7 sign bits per group; the 8th makes the count of set bits
+// even (ggml's ksigns_iq2xs[s7]).
+__device__ inline uint32_t even_signs(uint32_t s7) {
+    return s7 | ((__popc(s7) & 1u) << 7);
+}
+
+// d * (0.5 + ls) * unit (unit 1/4 for IQ2, 1/2 for IQ3_XXS), in switchyard_quants' order.
+__device__ inline float half_step_scale(float d, uint32_t ls, float unit) {
+    return __fmul_rn(__fmul_rn(d, __fadd_rn(0.5f, float(ls))), unit);
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ2_XXS>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t w[2];  // four 8-bit grid indices; four 7-bit sign indices and the scale (bits 28-31)
+    load_words(b + 2 + 8 * sub, w);
+    for (int l = 0; l < 4; ++l) {
+        const uint64_t g = iq2xxs_grid((w[0] >> (8 * l)) & 0xFF);
+        signed_group(s, l, uint32_t(g), uint32_t(g >> 32), even_signs((w[1] >> (7 * l)) & 0x7F));
+    }
+    set_scale(s, half_step_scale(load_half(b), w[1] >> 28, 0.25f));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ2_XS>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t w[2];  // four u16: 9-bit grid index | 7-bit sign index << 9
+    load_words(b + 2 + 8 * sub, w);
+    for (int l = 0; l < 4; ++l) {
+        const uint32_t q = (w[l / 2] >> (16 * (l % 2))) & 0xFFFF;
+        const uint64_t g = iq2xs_grid(q & 511);
+        signed_group(s, l, uint32_t(g), uint32_t(g >> 32), even_signs(q >> 9));
+    }
+    const float d = load_half(b);
+    const uint32_t scales = b[66 + sub];
+    s.d[0] = half_step_scale(d, scales & 0xF, 0.25f);
+    s.d[1] = half_step_scale(d, scales >> 4, 0.25f);
+    s.m[0] = s.m[1] = 0.0f;
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ2_S>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[1], signs[1];  // low 8 bits of four grid indices; four sign bytes
+    load_words(b + 2 + 4 * sub, qs);
+    load_words(b + 34 + 4 * sub, signs);
+    const uint32_t qh = b[66 + sub];  // 2 high index bits per group
+    for (int l = 0; l < 4; ++l) {
+        const uint32_t index = ((qs[0] >> (8 * l)) & 0xFF) | (((qh >> (2 * l)) & 3) << 8);
+        const uint64_t g = iq2s_grid(index);
+        signed_group(s, l, uint32_t(g), uint32_t(g >> 32), (signs[0] >> (8 * l)) & 0xFF);
+    }
+    const float d = load_half(b);
+    const uint32_t scales = b[74 + sub];
+    s.d[0] = half_step_scale(d, scales & 0xF, 0.25f);
+    s.d[1] = half_step_scale(d, scales >> 4, 0.25f);
+    s.m[0] = s.m[1] = 0.0f;
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ3_XXS>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[2], aux[1];  // eight grid indices; four 7-bit sign indices and the scale
+    load_words(b + 2 + 8 * sub, qs);
+    load_words(b + 66 + 4 * sub, aux);
+    for (int l = 0; l < 4; ++l) {
+        const uint32_t pair = qs[l / 2] >> (16 * (l % 2));
+        signed_group(s, l, iq3xxs_grid(pair & 0xFF), iq3xxs_grid((pair >> 8) & 0xFF),
+                     even_signs((aux[0] >> (7 * l)) & 0x7F));
+    }
+    set_scale(s, half_step_scale(load_half(b), aux[0] >> 28, 0.5f));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ3_S>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[2], signs[1];  // low 8 bits of eight grid indices; four sign bytes
+    load_words(b + 2 + 8 * sub, qs);
+    load_words(b + 74 + 4 * sub, signs);
+    const uint32_t qh = b[66 + sub];  // bit k: the 9th index bit of entry k
+    for (int l = 0; l < 4; ++l) {
+        const uint32_t pair = qs[l / 2] >> (16 * (l % 2));
+        const uint32_t lo = (pair & 0xFF) | (((qh >> (2 * l)) & 1) << 8);
+        const uint32_t hi = ((pair >> 8) & 0xFF) | (((qh >> (2 * l + 1)) & 1) << 8);
+        signed_group(s, l, iq3s_grid(lo), iq3s_grid(hi), (signs[0] >> (8 * l)) & 0xFF);
+    }
+    const uint32_t ls = (b[106 + sub / 2] >> (4 * (sub % 2))) & 0xF;
+    set_scale(s, __fmul_rn(load_half(b), float(1 + 2 * ls)));
+}
+
+// IQ1_S / IQ1_M: group l is dl * (grid + delta), grid bytes -1, 0, 1 and delta = +-1/8. It is
+// stored as int8 8 * (grid + delta) = 8 grid +- 1 with the scale dl / 8: (dl / 8) * (8 g +- 1)
+// is the same real number as dl * (g +- 1/8), both exact operands (dl = d * (2 ls + 1) has at
+// most 15 significant bits, so dl / 8 is exact), rounded once either way.
+__device__ inline void iq1_group(Sub32& s, int l, uint64_t g, bool negative_delta) {
+    const uint32_t delta = negative_delta ? 0xFFFFFFFFu : 0x01010101u;  // -1 or +1 per byte
+    s.q[2 * l] = int(__vadd4((uint32_t(g) << 3) & 0xF8F8F8F8u, delta));
+    s.q[2 * l + 1] = int(__vadd4((uint32_t(g >> 32) << 3) & 0xF8F8F8F8u, delta));
+}
+
+// dl / 8, dl = d * (2 ls + 1) as switchyard_quants forms it.
+__device__ inline float iq1_scale(float d, uint32_t ls) {
+    return __fmul_rn(__fmul_rn(d, float(2 * ls + 1)), 0.125f);
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ1_S>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[1];  // low 8 bits of four grid indices
+    load_words(b + 2 + 4 * sub, qs);
+    // 3 high index bits per group (bits 0-11), the scale (12-14), delta's sign (15)
+    const uint32_t qh = *reinterpret_cast<const uint16_t*>(b + 34 + 2 * sub);
+    for (int l = 0; l < 4; ++l) {
+        const uint32_t index = ((qs[0] >> (8 * l)) & 0xFF) | (((qh >> (3 * l)) & 7) << 8);
+        iq1_group(s, l, iq1s_grid(index), (qh & 0x8000) != 0);
+    }
+    set_scale(s, iq1_scale(load_half(b), (qh >> 12) & 7));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ1_M>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[1], sc[2];  // low 8 bits of four grid indices; the four u16 scale words
+    load_words(b + 4 * sub, qs);
+    load_words(b + 48, sc);
+    // Per group a nibble: 3 high index bits and delta's sign (bit 3).
+    const uint32_t qh = *reinterpret_cast<const uint16_t*>(b + 32 + 2 * sub);
+    for (int l = 0; l < 4; ++l) {
+        const uint32_t nibble = (qh >> (4 * l)) & 0xF;
+        const uint32_t index = ((qs[0] >> (8 * l)) & 0xFF) | ((nibble & 7) << 8);
+        iq1_group(s, l, iq1s_grid(index), (nibble & 8) != 0);
+    }
+    // The f16 super-block scale: the top nibbles of the four scale words, lowest first.
+    const uint32_t d_bits = ((sc[0] >> 12) & 0x000F) | ((sc[0] >> 24) & 0x00F0) |
+                            ((sc[1] >> 4) & 0x0F00) | ((sc[1] >> 16) & 0xF000);
+    const float d = __half2float(__ushort_as_half(uint16_t(d_bits)));
+    // Scale word sub / 2, 6 bits per sub-block (sub % 2): a 3-bit scale per 16 values.
+    const uint32_t word = sc[sub / 4] >> (16 * ((sub / 2) % 2) + 6 * (sub % 2));
+    s.d[0] = iq1_scale(d, word & 7);
+    s.d[1] = iq1_scale(d, (word >> 3) & 7);
+    s.m[0] = s.m[1] = 0.0f;
+}
+
 // Sub-block s of a row: its block and the sub-block within it.
 template <int Type>
 __device__ inline void decode_row_sub(const uint8_t* row, int64_t s, Sub32& out) {
@@ -428,6 +607,13 @@ __host__ bool with_block_type(int32_t type, F&& f) {
         case SY_TYPE_Q5_K: f(std::integral_constant<int, SY_TYPE_Q5_K>{}); return true;
         case SY_TYPE_Q6_K: f(std::integral_constant<int, SY_TYPE_Q6_K>{}); return true;
         case SY_TYPE_IQ4_XS: f(std::integral_constant<int, SY_TYPE_IQ4_XS>{}); return true;
+        case SY_TYPE_IQ2_XXS: f(std::integral_constant<int, SY_TYPE_IQ2_XXS>{}); return true;
+        case SY_TYPE_IQ2_XS: f(std::integral_constant<int, SY_TYPE_IQ2_XS>{}); return true;
+        case SY_TYPE_IQ2_S: f(std::integral_constant<int, SY_TYPE_IQ2_S>{}); return true;
+        case SY_TYPE_IQ3_XXS: f(std::integral_constant<int, SY_TYPE_IQ3_XXS>{}); return true;
+        case SY_TYPE_IQ3_S: f(std::integral_constant<int, SY_TYPE_IQ3_S>{}); return true;
+        case SY_TYPE_IQ1_S: f(std::integral_constant<int, SY_TYPE_IQ1_S>{}); return true;
+        case SY_TYPE_IQ1_M: f(std::integral_constant<int, SY_TYPE_IQ1_M>{}); return true;
         default: return false;
     }
 }
