@@ -35,8 +35,9 @@ int main(int argc, char** argv) {
     sy::tools::Command calibrate = sy::tools::add_calibrate_command(app);
     sy::tools::Command tokenize = sy::tools::add_tokenize_command(app);
 
+    sy::tools::show_llama_spellings(app);
     try {
-        std::vector<std::string> args = sy::tools::expand_llama_flags(argc, argv);
+        std::vector<std::string> args = sy::tools::expand_llama_flags(app, argc, argv);
         std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
         app.parse(args);
     } catch (const CLI::ParseError& e) {

@@ -107,6 +107,13 @@ Deepseek2HParams Deepseek2HParams::from_gguf(const gguf::Reader& file) {
 
     Deepseek2HParams hp;
     hp.n_layer = u32_key(file, kArch + "block_count", 1);
+    hp.n_nextn = static_cast<uint32_t>(
+        count_key(file, kArch + "nextn_predict_layers", false).value_or(0));
+    if (hp.n_nextn >= hp.n_layer)
+        key_error(file, kArch + "nextn_predict_layers",
+                  "(" + std::to_string(hp.n_nextn) + ") leaves none of the " +
+                      std::to_string(hp.n_layer) + " blocks (block_count) to run");
+    hp.n_layer -= hp.n_nextn;
     hp.n_ctx_train = u32_key(file, kArch + "context_length", 1);
     hp.n_embd = u32_key(file, kArch + "embedding_length", 1);
     hp.n_ff = u32_key(file, kArch + "feed_forward_length", 0);

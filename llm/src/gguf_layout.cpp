@@ -46,6 +46,20 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
+std::string known_type_names() {
+    std::string out;
+    for (int32_t t = 0; t < 256; ++t) {
+        const sy_dtype_traits info = sy_dtype_info(t);
+        if (info.name == nullptr || info.block_size <= 0 || info.type_size <= 0) continue;
+        out += (out.empty() ? "" : ", ") + std::string(info.name) + " (" + std::to_string(t) + ")";
+    }
+    return out;
+}
+
+std::string unknown_type(uint64_t type) {
+    return "unknown type id " + std::to_string(type) + "; this build reads " + known_type_names();
+}
+
 std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne, uint64_t& nbytes) {
     if (n_dims == 0 || n_dims > 4) {
         return "n_dims " + std::to_string(n_dims) + " is out of range (1..4)";
@@ -62,7 +76,7 @@ std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne,
     }
     const sy_dtype_traits info = sy_dtype_info(type);
     if (info.name == nullptr || info.block_size <= 0 || info.type_size <= 0) {
-        return "unknown type id " + std::to_string(type);
+        return unknown_type(static_cast<uint64_t>(type));
     }
     if (ne[0] % info.block_size != 0) {
         return "ne[0] = " + std::to_string(ne[0]) + " is not a multiple of the " + info.name +

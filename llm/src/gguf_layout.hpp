@@ -25,6 +25,10 @@ inline bool is_power_of_two(uint64_t v) {
 
 bool valid_utf8(std::string_view s);
 
+// "unknown type id 98; this build reads f32 (0), f16 (1), ...": every type id sy_dtype_info
+// describes, for the message about a tensor of another type.
+std::string unknown_type(uint64_t type);
+
 // Checks n_dims, dimensions, the type id and the block multiple; on success stores the tensor's
 // byte size in `nbytes` and returns "", otherwise returns the problem ("n_dims 0 is out of
 // range (1..4)").

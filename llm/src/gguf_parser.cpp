@@ -258,8 +258,7 @@ void read_tensor_infos(Cursor& in, uint64_t tensor_count, uint32_t shard, Parsed
         }
         const uint32_t raw_type = in.read<uint32_t>("type");
         if (raw_type > static_cast<uint32_t>(INT32_MAX)) {
-            in.fail("tensor " + in_quotes(t.name) + ": unknown type id " +
-                    std::to_string(raw_type));
+            in.fail("tensor " + in_quotes(t.name) + ": " + unknown_type(raw_type));
         }
         t.type = static_cast<int32_t>(raw_type);
         t.offset = in.read<uint64_t>("offset");

@@ -152,7 +152,8 @@ size_t deepseek2_tensor_count(const Deepseek2Config& cfg, KvLayout layout) {
     const size_t dense = attn + 1 + 3;  // ffn_norm, gate/up/down
     const size_t moe = attn + 1 + 1 + (cfg.gating_func == 2 ? 1 : 0) + 3 + 3;
     const size_t n_dense = std::min(cfg.n_dense_lead, cfg.n_layer);
-    return 3 + n_dense * dense + (cfg.n_layer - n_dense) * moe;
+    const size_t nextn = moe + 6;  // eh_proj, enorm, hnorm, embed_tokens, shared_head_{head,norm}
+    return 3 + n_dense * dense + (cfg.n_layer - n_dense) * moe + cfg.n_nextn * nextn;
 }
 
 ModelPlan plan_deepseek2(const Deepseek2Config& c, int32_t type, KvLayout layout) {
@@ -165,7 +166,8 @@ ModelPlan plan_deepseek2(const Deepseek2Config& c, int32_t type, KvLayout layout
     kv("general.name", Value::string(c.name));
     kv("general.file_type", u32(file_type_of(type)));
     kv("general.quantization_version", u32(2));
-    kv(a + "block_count", u32(c.n_layer));
+    kv(a + "block_count", u32(c.n_layer + c.n_nextn));
+    if (c.n_nextn > 0) kv(a + "nextn_predict_layers", u32(c.n_nextn));
     kv(a + "context_length", u32(c.n_ctx_train));
     kv(a + "embedding_length", u32(c.n_embd));
     kv(a + "feed_forward_length", u32(c.n_ff));
@@ -233,8 +235,16 @@ ModelPlan plan_deepseek2(const Deepseek2Config& c, int32_t type, KvLayout layout
     const int64_t embd = c.n_embd, heads = c.n_head, nope = c.qk_nope, rope = c.qk_rope,
                   vh = c.v_head, kvl = c.kv_lora_rank, ql = c.q_lora_rank;
     add("token_embd.weight", {embd, c.n_vocab}, Init::normal, 1.0f);
-    for (uint32_t il = 0; il < c.n_layer; ++il) {
+    for (uint32_t il = 0; il < c.n_layer + c.n_nextn; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
+        if (il >= c.n_layer) {  // an MTP block: its own input projection and head
+            weight(p + "nextn.eh_proj.weight", {2 * embd, embd});
+            norm(p + "nextn.enorm.weight", embd);
+            norm(p + "nextn.hnorm.weight", embd);
+            add(p + "nextn.embed_tokens.weight", {embd, c.n_vocab}, Init::normal, 1.0f);
+            norm(p + "nextn.shared_head_norm.weight", embd);
+            weight(p + "nextn.shared_head_head.weight", {embd, c.n_vocab});
+        }
         norm(p + "attn_norm.weight", embd);
         if (ql) {
             weight(p + "attn_q_a.weight", {embd, ql});

@@ -235,14 +235,26 @@ TEST_F(GgufMalformed, ElementCountOverflow) {
     EXPECT_EQ(error(), "tensor \"w.a\": element count overflows int64");
 }
 
+// A type this build does not know: the tensor, the id and the types it does read.
 TEST_F(GgufMalformed, UnknownTensorType) {
-    patch<uint32_t>(bytes, after("w.a") + 20, 99);
-    EXPECT_EQ(error(), "tensor \"w.a\": unknown type id 99");
+    for (uint32_t id : {98u, 0x80000000u}) {
+        patch<uint32_t>(bytes, after("w.a") + 20, id);
+        const std::string e = error();
+        EXPECT_EQ(e.rfind("tensor \"w.a\": unknown type id " + std::to_string(id) +
+                              "; this build reads f32 (0), f16 (1), ",
+                          0),
+                  0u)
+            << e;
+        EXPECT_NE(e.find("q8_0 (8)"), std::string::npos) << e;
+        EXPECT_NE(e.find("bf16 (30)"), std::string::npos) << e;
+    }
 }
 
 TEST_F(GgufMalformed, RetiredTensorTypeId) {
     patch<uint32_t>(bytes, after("w.a") + 20, 4);  // Q4_2, removed from ggml
-    EXPECT_EQ(error(), "tensor \"w.a\": unknown type id 4");
+    const std::string e = error();
+    EXPECT_EQ(e.rfind("tensor \"w.a\": unknown type id 4; this build reads ", 0), 0u) << e;
+    EXPECT_EQ(e.find("(4)"), std::string::npos) << e;
 }
 
 TEST_F(GgufMalformed, Ne0NotBlockMultiple) {

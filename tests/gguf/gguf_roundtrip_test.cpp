@@ -104,7 +104,7 @@ TEST(GgufRoundTrip, TypedGettersNameFileAndKey) {
 
 // Every type the ABI knows, with its size from block and type size.
 TEST(GgufRoundTrip, EveryTensorTypeSizeAndData) {
-    for (uint64_t alignment : {uint64_t{32}, uint64_t{64}}) {
+    for (uint64_t alignment : {uint64_t{32}, uint64_t{64}, uint64_t{1}, uint64_t{4096}}) {
         SCOPED_TRACE(alignment);
         ScratchDir dir;
         struct Expect {

@@ -10,6 +10,7 @@
 
 #include "llm_test_util.hpp"
 #include "switchyard/dtype.h"
+#include "switchyard/llm/deepseek2.hpp"
 #include "switchyard/llm/gguf.hpp"
 
 namespace sy::llm {
@@ -312,6 +313,47 @@ TEST(SyntheticDeepseek2, LitePlanIsDeepSeekV2Lite) {
         if (t.name == "blk.5.ffn_up_exps.weight") {
             EXPECT_EQ(t.type, SY_TYPE_Q4_K);
         }
+    }
+}
+
+// MTP (NextN) blocks: counted in block_count, named by nextn_predict_layers, with their
+// nextn.* tensors; the model reader leaves them out and runs the others.
+TEST(SyntheticDeepseek2, NextnBlocksAreWrittenAndLeftOutWhenRead) {
+    ScratchDir dir;
+    Deepseek2Config c = deepseek2_preset("tiny");
+    c.n_nextn = 1;
+    const ModelPlan plan = plan_deepseek2(c, SY_TYPE_Q8_0, KvLayout::kv_b);
+    EXPECT_EQ(plan.tensors.size(), deepseek2_tensor_count(c, KvLayout::kv_b));
+    write_synthetic_model(dir / "mtp.gguf", plan, 42, 2);
+    const gguf::Reader r = gguf::Reader::open(dir / "mtp.gguf");
+    const std::string last = "blk." + std::to_string(c.n_layer) + ".";
+    EXPECT_EQ(r.get_u64("deepseek2.block_count"), c.n_layer + 1);
+    EXPECT_EQ(r.get_u64("deepseek2.nextn_predict_layers"), 1u);
+    ASSERT_NE(r.tensor(last + "nextn.eh_proj.weight"), nullptr);
+    EXPECT_EQ(shape(*r.tensor(last + "nextn.eh_proj.weight")),
+              (std::vector<int64_t>{2 * int64_t(c.n_embd), c.n_embd}));
+    EXPECT_NE(r.tensor(last + "ffn_gate_exps.weight"), nullptr);
+    const Deepseek2HParams hp = Deepseek2HParams::from_gguf(r);
+    EXPECT_EQ(hp.n_layer, c.n_layer);
+    EXPECT_EQ(hp.n_nextn, 1u);
+}
+
+TEST(SyntheticDeepseek2, NextnLayersThatLeaveNoBlockAreRefused) {
+    ScratchDir dir;
+    Deepseek2Config c = deepseek2_preset("tiny");
+    c.n_nextn = 1;
+    ModelPlan plan = plan_deepseek2(c, SY_TYPE_Q8_0, KvLayout::kv_b);
+    for (gguf::KeyValue& kv : plan.metadata)
+        if (kv.key == "deepseek2.nextn_predict_layers") kv.value = gguf::Value::u32(c.n_layer + 1);
+    write_synthetic_model(dir / "bad.gguf", plan, 42, 2);
+    const gguf::Reader r = gguf::Reader::open(dir / "bad.gguf");
+    try {
+        Deepseek2HParams::from_gguf(r);
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("deepseek2.nextn_predict_layers"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("leaves none of the"), std::string::npos) << e.what();
     }
 }
 

@@ -129,8 +129,14 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("--cost-table", cost_tables,
                    "Cost tables from switchyard calibrate (\"\" none: the plugins' hints)");
     app.add_option("--override-tensor", overrides,
-                   "REGEX=BACKEND[;REGEX=BACKEND...]: one placement per occurrence or comma "
-                   "(repeatable)");
+                   "REGEX=BACKEND[,REGEX=BACKEND...]: placement rules for every combination, "
+                   "as ik_llama.cpp's llama-bench (';' separates rules too; repeatable, the "
+                   "rules add up; to compare placements, --config a.toml,b.toml)");
+    app.add_option("--mmap", mmap, "0/1: map the file, or read it into memory (default 1)");
+    app.add_option("--grouped-expert-routing", grouped_er,
+                   "0/1: ignore or honour expert_group_count (default 1)");
+    app.add_flag("--no-flash-attn", no_flash_attn, "-fa 0");
+    app.add_flag("--no-fused-moe", no_fused_moe, "-fmoe 0");
     app.add_option("--plugin", base.plugins.plugins, "Load this plugin too (repeatable)");
     app.add_option("--backend", base.backend, "Backend plugin that runs the model (default cpu)");
     app.add_flag("--cpu-moe", base.cpu_moe, "All routed experts' weights on the cpu backend");
@@ -138,7 +144,11 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("--offload-policy", base.offload_policy,
                    "op=0|1,...: whether nodes reading host-resident weights may run on a device");
     app.add_option("--smart-expert-reduction", base.ser, "K,t: smart expert reduction");
-    app.add_flag("--no-mmap", base.no_mmap, "Read the weights into memory");
+    app.add_flag("--no-mmap", base.no_mmap, "Read the weights into memory (-mmp 0)");
+    app.add_option("-b,--batch-size", batches,
+                   tests ? "Prompt tokens per eval call (default 2048)"
+                         : "Logical batch (default 2048): -ub is cut to it, as llama.cpp; each "
+                           "row adds one ubatch");
     if (!tests) return;
     app.add_option("-p,--n-prompt", prompts,
                    "Prompt tokens of the ppN tests (0: none); every number list also takes ranges: "
@@ -147,7 +157,6 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("-d,--n-depth", depths, "Tokens in the cache before each test (default 0)");
     app.add_option("--pg", pg, "P,N: a prompt of P then N generated tokens, timed together");
     app.add_option("--gp", gp, "P,N: N generated tokens after a P-token prompt (untimed)");
-    app.add_option("-b,--batch-size", batches, "Prompt tokens per eval call (default 2048)");
     app.add_option("-r,--repetitions", repetitions, "Timed repetitions of every test")
         ->check(CLI::Range(1, 1000));
 }
@@ -175,20 +184,32 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     const auto bs = int_list("-b", batches, "2048", 1, 1 << 20);
     const auto ubs = int_list("-ub", ubatches, "512", 1, 1 << 16);
     const auto mlas = int_list("-mla", mla, "3", 0, 3);
-    const auto fmoes = int_list("-fmoe", fused_moe, "-1", -1, 1);
+    if (no_fused_moe && !fused_moe.empty()) throw Error("-no-fmoe and -fmoe: give one of them");
+    if (no_flash_attn && !flash_attn.empty()) throw Error("-no-fa and -fa: give one of them");
+    const auto fmoes = int_list("-fmoe", no_fused_moe ? std::vector<std::string>{"0"} : fused_moe,
+                                "-1", -1, 1);
+    if (base.no_mmap && !mmap.empty()) throw Error("--no-mmap and -mmp: give one of them");
+    const auto mmaps = int_list("-mmp", mmap, base.no_mmap ? "0" : "1", 0, 1);
+    const auto gers = int_list("-ger", grouped_er, "1", 0, 1);
     const auto rtrs = int_list("-rtr", repack, "-1", -1, 1);
     const auto ambs = int_list("-amb", amb, "256", 0, int64_t{1} << 30);
     const auto ngls = int_list("-ngl", ngl, "-1", -1, 1 << 20);
     const auto ncmoes = int_list("-ncmoe", n_cpu_moe, "0", 0, 1 << 20);
     const auto cks = split_list("-ctk", cache_k, ',', "f16");
     const auto cvs = split_list("-ctv", cache_v, ',', "f16");
-    const auto fas = split_list("-fa", flash_attn, ',', "auto");
+    const auto fas = split_list("-fa", no_flash_attn ? std::vector<std::string>{"off"} : flash_attn,
+                                ',', "auto");
     for (const std::string& fa : fas)
         if (fa != "on" && fa != "off" && fa != "auto" && fa != "1" && fa != "0")
             throw Error("-fa '" + fa + "': expected on, off or auto");
     const auto cfgs = split_list("--config", configs, ',', "", true);
     const auto costs = split_list("--cost-table", cost_tables, ',', "", true);
-    const auto ots = split_list("-ot", overrides, ',', "", true);
+    // -ot: every value's rules, for every combination (';' read as ',').
+    std::string ot_text;
+    for (std::string v : overrides) {
+        std::replace(v.begin(), v.end(), ';', ',');
+        ot_text += (ot_text.empty() ? "" : ",") + v;
+    }
     const auto tss = split_list("-ts", tensor_splits, ',', "", true);
     // llama-bench's "3/1" is --tensor-split's "3,1".
     const auto as_split = [](std::string v) {
@@ -197,9 +218,10 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     };
     const auto files = split_list("-m", models, ',', "");
     size_t count = 1;
-    for (size_t n : {files.size(), cfgs.size(), costs.size(), ots.size(), tss.size(), ngls.size(),
+    for (size_t n : {files.size(), cfgs.size(), costs.size(), tss.size(), ngls.size(),
                      ncmoes.size(), ts.size(), bs.size(), ubs.size(), cks.size(), cvs.size(),
-                     fas.size(), mlas.size(), ambs.size(), fmoes.size(), rtrs.size()}) {
+                     fas.size(), mlas.size(), ambs.size(), fmoes.size(), rtrs.size(),
+                     mmaps.size(), gers.size()}) {
         count *= n;
         if (count > kMaxInstances)
             throw Error(
@@ -218,10 +240,8 @@ std::vector<BenchInstance> BenchGrid::instances() const {
         check.cache_type_v = cv;
         check.deepseek2_options();
     }
-    for (const std::string& ot : ots)
-        if (!ot.empty())
-            for (const std::string& rule : split_list("-ot", {ot}, ';', ""))
-                parse_override_tensor(rule, "-ot '" + ot + "'");
+    std::vector<std::string> ot_warnings;  // reported by each combination's loading
+    if (!ot_text.empty()) parse_override_tensors(ot_text, 1, ot_warnings);
     for (const std::string& split : tss)
         if (!split.empty()) parse_tensor_split(as_split(split), "-ts '" + split + "'");
     for (const std::string& cfg : cfgs)
@@ -233,6 +253,8 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     first.model = base;
     first.model.quiet = true;
     first.tests = tests();
+    first.override_text = ot_text;
+    if (!ot_text.empty()) first.model.override_tensor = {ot_text};
     std::vector<BenchInstance> grid{first};
     // Every value of a list for every instance so far: the first list expanded is the outermost.
     const auto expand = [&grid](const auto& values, const auto& set) {
@@ -250,10 +272,6 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     expand(files, [](BenchInstance& c, S v) { c.model.model = v; });
     expand(cfgs, [](BenchInstance& c, S v) { c.model.plugins.config_file = v; });
     expand(costs, [](BenchInstance& c, S v) { c.model.cost_table = v; });
-    expand(ots, [](BenchInstance& c, S v) {
-        c.override_text = v;
-        if (!v.empty()) c.model.override_tensor = split_list("-ot", {v}, ';', "");
-    });
     expand(tss, [&as_split](BenchInstance& c, S v) { c.model.tensor_split = as_split(v); });
     expand(ngls, [](BenchInstance& c, I v) { c.model.ngl = int(v); });
     expand(ncmoes, [](BenchInstance& c, I v) { c.model.n_cpu_moe = int(v); });
@@ -261,8 +279,8 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     expand(bs, [](BenchInstance& c, I v) { c.n_batch = v; });
     expand(ubs, [this](BenchInstance& c, I v) {
         // As llama.cpp: a ubatch is part of a batch. A sweep evaluates one ubatch at a time.
-        c.model.ubatch = with_tests ? std::min(v, c.n_batch) : v;
-        if (!with_tests) c.n_batch = v;
+        c.model.ubatch = std::min(v, c.n_batch);
+        if (!with_tests) c.n_batch = c.model.ubatch;
     });
     expand(cks, [](BenchInstance& c, S v) { c.model.cache_type_k = v; });
     expand(cvs, [](BenchInstance& c, S v) { c.model.cache_type_v = v; });
@@ -271,6 +289,8 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     expand(ambs, [](BenchInstance& c, I v) { c.model.attn_max_mib = v; });
     expand(fmoes, [](BenchInstance& c, I v) { c.model.fused_moe = int(v); });
     expand(rtrs, [](BenchInstance& c, I v) { c.model.repack = int(v); });
+    expand(mmaps, [](BenchInstance& c, I v) { c.model.no_mmap = v == 0; });
+    expand(gers, [](BenchInstance& c, I v) { c.model.no_group_routing = v == 0; });
     return grid;
 }
 

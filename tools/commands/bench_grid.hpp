@@ -14,7 +14,7 @@ namespace sy::tools {
 struct BenchInstance {
     ModelOptions model;
     int64_t n_batch = 2048;
-    std::string override_text;  // the -ot alternative as given ("" none)
+    std::string override_text;  // the -ot values as given, joined by ',' ("" none)
     std::vector<llm::BenchTest> tests;
 };
 
@@ -22,7 +22,12 @@ struct BenchGrid {
     static constexpr size_t kMaxInstances = 10000;
     // Lists as given (each occurrence may hold a comma-separated list).
     std::vector<std::string> models, threads, batches, ubatches, mla, fused_moe, repack, amb, cache_k,
-        cache_v, flash_attn, ngl, n_cpu_moe, configs, cost_tables, overrides, tensor_splits;
+        cache_v, flash_attn, ngl, n_cpu_moe, configs, cost_tables, tensor_splits, mmap,
+        grouped_er;
+    // -ot values: as ik_llama.cpp's llama-bench, one placement for every combination, its rules
+    // separated by ',' (or ';', mainline's separator) and added up over repeated -ot.
+    std::vector<std::string> overrides;
+    bool no_flash_attn = false, no_fused_moe = false;  // -no-fa, -no-fmoe: -fa 0, -fmoe 0
     std::vector<std::string> prompts{"512"}, gens{"128"}, depths{"0"}, pg, gp;
     int repetitions = 5;
     bool with_tests = true;  // bench; sweep has no tests and no -b (its batch is the ubatch)

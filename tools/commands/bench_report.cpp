@@ -48,6 +48,7 @@ Json record_json(const BenchRecord& r, bool arrays) {
     j["repack"] = r.repack;
     j["embeddings"] = false;
     j["fused_moe"] = r.fused_moe;
+    j["grouped_er"] = r.grouped_er;
     j["override_tensor"] = r.override_tensor;
     j["config"] = r.config;
     j["placement"] = r.placement;
@@ -160,6 +161,7 @@ const std::vector<Column>& md_columns() {
         {"ts", false, [](const BenchRecord& r) { return r.tensor_split; }, "0.00"},
         {"config", false, [](const BenchRecord& r) { return r.config; }, ""},
         {"fmoe", true, [](const BenchRecord& r) { return bool_text(r.fused_moe); }, "1"},
+        {"ger", true, [](const BenchRecord& r) { return bool_text(r.grouped_er); }, "1"},
         {"placement", false, [](const BenchRecord& r) { return r.placement; }, ""},
         {"policy", false, [](const BenchRecord& r) { return r.offload_policy; }, ""},
         {"test", true, [](const BenchRecord& r) { return r.test.label(); }, "", true},

@@ -14,6 +14,8 @@
 
 #include "commands/plan.hpp"
 #include "switchyard/core/policy.hpp"
+#include "switchyard/dtype.h"
+#include "switchyard/llm/file_type.hpp"
 #include "switchyard/llm/tensor_types.hpp"
 
 namespace sy::tools {
@@ -85,13 +87,25 @@ BenchRecord BenchSession::describe(const BenchInstance& in) const {
         r.model_n_params += n;
         bytes_per_type[t.type] += t.nbytes;
     }
-    // The type that holds most of the bytes names the file, as llama's ftype.
-    const int32_t bulk =
-        std::max_element(bytes_per_type.begin(), bytes_per_type.end(),
-                         [](const auto& a, const auto& b) { return a.second < b.second; })
-            ->first;
-    std::string type = llm::type_name(bulk);
-    for (char& c : type) c = char(std::toupper(static_cast<unsigned char>(c)));
+    // The file type as llama-bench names it ("Q4_K - Medium") from general.file_type; without
+    // that key, guessed from the type that holds most of the bytes, as llama.cpp guesses.
+    std::string type;
+    if (const gguf::Value* ft = model.file().find("general.file_type"); ft && ft->is_integer()) {
+        type = llm::file_type_name(static_cast<uint32_t>(ft->as_u64()));
+    } else {
+        const int32_t bulk =
+            std::max_element(bytes_per_type.begin(), bytes_per_type.end(),
+                             [](const auto& a, const auto& b) { return a.second < b.second; })
+                ->first;
+        const uint32_t guess = llm::file_type_of(bulk);
+        if (guess != 0 || bulk == SY_TYPE_F32) {
+            type = llm::file_type_name(guess | llm::kFileTypeGuessed);
+        } else {
+            type = llm::type_name(bulk);
+            for (char& c : type) c = char(std::toupper(static_cast<unsigned char>(c)));
+            type += " (guessed)";
+        }
+    }
     // llama.cpp names the size class ("16B"); a synthetic model has none, so its parameter count.
     const double n = double(r.model_n_params);
     r.model_type = n >= 1e9 ? fmt::format("deepseek2 {:.1f}B {}", n / 1e9, type)
@@ -132,6 +146,7 @@ BenchRecord BenchSession::describe(const BenchInstance& in) const {
     r.flash_attn = session->uses_flash_attention();
     r.fused_moe = session->uses_fused_moe();
     r.use_mmap = !in.model.no_mmap;
+    r.grouped_er = !in.model.no_group_routing;
     r.repack = in.model.repack < 0 ? "auto" : in.model.repack > 0 ? "on" : "off";
     r.mla_attn = opt.mla;
     r.attn_max_batch = in.model.attn_max_mib;

@@ -18,9 +18,14 @@ struct PluginOptions {
     void add_to(CLI::App& app);
 };
 
-// llama.cpp's multi-letter single-dash flags (-ub, -mla, -fmoe, -ctk ...), which CLI11 does not
-// accept as option names, rewritten to their long forms (--ubatch-size ...) before parsing.
-std::vector<std::string> expand_llama_flags(int argc, char** argv);
+// The command line as CLI11 should read it (llama_flags.cpp): llama.cpp's multi-letter
+// single-dash flags (-ub, -mla, -fmoe, -ctk ...) become switchyard's long options, every other
+// single-dash word of several letters is refused as "unknown option -cnv", and an option's value
+// is never rewritten. Throws CLI::ParseError.
+std::vector<std::string> expand_llama_flags(const CLI::App& app, int argc, char** argv);
+// --help shows each option's llama.cpp spelling ("-ngl,--n-gpu-layers"); after every command
+// is added.
+void show_llama_spellings(CLI::App& app);
 
 Command add_plugins_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);

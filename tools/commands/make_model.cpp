@@ -23,6 +23,8 @@ struct MakeModelOptions {
     uint64_t seed = 42;
     std::string kv_layout = "kv_b";
     int threads = 0;
+    uint32_t context_length = 0;  // 0: the preset's
+    uint32_t nextn = 0;
 };
 
 int run_make_model(const MakeModelOptions& o) {
@@ -33,7 +35,9 @@ int run_make_model(const MakeModelOptions& o) {
         throw Error("make-model: unknown --type '" + o.type +
                     "' (known: " + llm::writable_type_names() + ")");
     }
-    const llm::Deepseek2Config cfg = llm::deepseek2_preset(o.preset);
+    llm::Deepseek2Config cfg = llm::deepseek2_preset(o.preset);
+    if (o.context_length > 0) cfg.n_ctx_train = o.context_length;
+    cfg.n_nextn = o.nextn;
     const llm::KvLayout layout =
         o.kv_layout == "split" ? llm::KvLayout::split : llm::KvLayout::kv_b;
     const llm::ModelPlan plan = llm::plan_deepseek2(cfg, *type, layout);
@@ -82,6 +86,13 @@ Command add_make_model_command(CLI::App& app) {
                     "kv_b: attn_kv_b; split: ik_llama.cpp's 2-D attn_k_b + attn_v_b instead")
         ->check(CLI::IsMember({"kv_b", "split"}));
     cmd->add_option("-t,--threads", options->threads, "Threads (default: all)");
+    cmd->add_option("--context-length", options->context_length,
+                    "deepseek2.context_length, the trained context (default: the preset's)")
+        ->check(CLI::Range(uint32_t{1}, UINT32_MAX));
+    cmd->add_option("--nextn", options->nextn,
+                    "MTP (NextN) blocks after the others, with their nextn.* tensors "
+                    "(nextn_predict_layers, as DeepSeek-V3 files); loading leaves them out")
+        ->check(CLI::Range(0, 8));
     return [options] { return run_make_model(*options); };
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "commands/host_policy.hpp"
 #include "switchyard/core/config.hpp"
 #include "switchyard/core/cost_table.hpp"
 #include "switchyard/core/error.hpp"
@@ -54,12 +55,15 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("-m,--model", model, "GGUF model file (first shard of a split model)")
         ->required();
     app.add_option("--backend", backend,
-                   "Backend plugin that runs the model (default: cpu; cuda with -ngl > 0)");
+                   "Backend that runs the model, in any case and llama.cpp's device names too "
+                   "(CPU, CUDA0, CUDA1 = cpu, cuda, cuda:1; default: cpu; cuda with -ngl > 0)");
     app.add_option("--n-gpu-layers", ngl,
                    "Layers on the GPU: 0 none, at least n_layer + 1 (e.g. 99) the whole model "
                    "(weights, KV cache and compute) on the device backend; -1 as if not given")
         ->check(CLI::Range(-1, 1 << 20));
-    app.add_option("-c,--ctx-size", ctx, ctx_help)->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+    app.add_option("-c,--ctx-size", ctx, ctx_help + "; 0: the model's trained context length")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 32))
+        ->each([this](const std::string&) { ctx_given = true; });
     app.add_option("--ubatch-size", ubatch, "Tokens per graph (physical batch)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
     app.add_option("--mla", mla,
@@ -72,6 +76,9 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--flash-attn", flash_attn,
                    "on: require attn.flash/attn.mla, off: never, auto: when the backend has them")
         ->check(CLI::IsMember({"on", "off", "auto", "1", "0"}));
+    app.add_flag_callback("--no-flash-attn", [this] { flash_attn = "off"; },
+                          "Never flash attention (-fa off)");
+    app.add_flag_callback("--no-fused-moe", [this] { fused_moe = 0; }, "Never the fused MoE op (-fmoe 0)");
     app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, bf16, q8_0");
     app.add_option("--cache-type-v", cache_type_v,
                    "V cache type: f32, f16, bf16, q8_0 (q8_0: --mla 0 with flash attention)");
@@ -83,16 +90,28 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                    "K,t: the K best experts per token, and of the others those scoring above t "
                    "times the best (t >= 1: exactly K)");
     app.add_flag("--no-group-routing", no_group_routing,
-                 "Ignore expert_group_count (plain top-k, as ik_llama.cpp)");
+                 "Ignore expert_group_count (plain top-k, ik_llama.cpp's default)");
+    app.add_flag("--grouped-expert-routing", group_routing,
+                 "Route within the best expert_group_used_count of expert_group_count groups "
+                 "(ik_llama.cpp's -ger; switchyard's default when the file has the keys)");
     app.add_flag("--no-mmap", no_mmap,
                  "Read the weights into memory (huge pages) instead of mapping the file");
+    app.add_flag("--mlock", mlock,
+                 "Lock the weights in memory (never paged out; a warning when the limit of "
+                 "locked memory, ulimit -l, is too low)");
+    app.add_option("--numa", numa,
+                   "distribute: threads and memory over every NUMA node; isolate: on the node "
+                   "the command started on; numactl: on the CPUs numactl gave (a note on a "
+                   "machine with one node)")
+        ->check(CLI::IsMember({"distribute", "isolate", "numactl"}));
     app.add_flag_callback("--run-time-repack", [this] { repack = 1; },
                  "The cpu plugin reads every Q4_0 and Q8_0 weight from row-interleaved copies "
                  "made at first use (as much host memory again as those weights; by default "
                  "(repack = \"auto\") up to half of the available memory)");
     app.add_option("--override-tensor", override_tensor,
-                   "REGEX=BACKEND: weights whose name matches live on BACKEND (repeatable, first "
-                   "match wins; before the config's [[placement.rules]])");
+                   "REGEX=BACKEND[,REGEX=BACKEND...]: weights whose name matches live on BACKEND "
+                   "(CPU, CUDA0 and the like too; repeatable, first match wins; before the "
+                   "config's [[placement.rules]])");
     app.add_flag("--cpu-moe", cpu_moe, "All routed experts' weights on the cpu backend");
     app.add_option("--n-cpu-moe", n_cpu_moe,
                    "The routed experts' weights of the first N layers on the cpu backend")
@@ -143,6 +162,8 @@ llm::Deepseek2Options ModelOptions::deepseek2_options() const {
     mo.n_ctx = ctx;
     mo.n_ubatch = ubatch;
     mo.attn_max_bytes = attn_max_mib * 1024 * 1024;
+    if (group_routing && no_group_routing)
+        throw Error("-ger (--grouped-expert-routing) and --no-group-routing contradict each other");
     mo.group_routing = !no_group_routing;
     if (!ser.empty()) {
         const auto comma = ser.find(',');
@@ -164,7 +185,7 @@ llm::Deepseek2Options ModelOptions::deepseek2_options() const {
 }
 
 std::string ModelOptions::backend_name() const {
-    if (!backend.empty()) return backend;
+    if (!backend.empty()) return canonical_backend_name(backend);
     return ngl > 0 ? "cuda" : "cpu";
 }
 
@@ -181,8 +202,12 @@ LoadedModel load_model(const ModelOptions& o) {
     // The command line's placement rules come before the file's (the first match wins), its
     // offload switches after them (the last word on an op wins).
     std::vector<PlacementRule> rules;
-    for (size_t i = 0; i < o.override_tensor.size(); ++i)
-        rules.push_back(parse_override_tensor(o.override_tensor[i], fmt::format("-ot #{}", i + 1)));
+    std::vector<std::string> ot_warnings;
+    for (const std::string& value : o.override_tensor) {
+        const auto parsed = parse_override_tensors(value, rules.size() + 1, ot_warnings);
+        rules.insert(rules.end(), parsed.begin(), parsed.end());
+    }
+    for (const std::string& w : ot_warnings) out.warn(w);
     if (o.cpu_moe) rules.push_back({R"(\.ffn_(up|gate|down)_exps\.)", "cpu", "--cpu-moe"});
     if (o.n_cpu_moe > 0) {
         std::string layers;
@@ -234,24 +259,27 @@ LoadedModel load_model(const ModelOptions& o) {
     const std::string backend = !config.placement.default_backend.empty() && o.backend.empty()
                                     ? config.placement.default_backend
                                     : o.backend_name();
+    // "cuda:1" (--backend CUDA1): the cuda plugin, and its device 1 through placement.
+    const BackendRef backend_ref = parse_backend_name(backend);
     // Without a plugin list in the configuration, load just the backend that runs the model
     // (and the cpu, which placement rules name).
     if (config.plugins.load.empty()) {
-        config.plugins.load.push_back(backend);
+        config.plugins.load.push_back(backend_ref.plugin);
         if ((several || o.ngl > 0) && backend != "cpu") config.plugins.load.push_back("cpu");
     }
     if (o.repack >= 0)
         config.plugins.options.push_back({"cpu", "repack", o.repack > 0 ? "on" : "off", "-rtr"});
+    if (!o.numa.empty()) out.note(apply_numa(o.numa));  // before the backends start threads
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
         out.warn(w);
     // A plugin asked for (--plugin, the config's load list) that did not load: say which and why,
     // and go on with the others.
-    const bool backend_loaded = out.host->find(backend) != nullptr;
+    const bool backend_loaded = out.host->find(backend_ref.plugin) != nullptr;
     for (const PluginFailure& f : out.host->failures())
         if (f.requested && backend_loaded)
             out.warn("plugin " + f.file + " did not load, continuing without it: " + f.reason);
-    out.plugin = out.host->find(backend);
+    out.plugin = out.host->find(backend_ref.plugin);
     if (out.plugin == nullptr) {
         std::string why;
         for (const PluginFailure& f : out.host->failures())
@@ -282,17 +310,40 @@ LoadedModel load_model(const ModelOptions& o) {
         }
         return b;
     };
-    if (several || host_backends > 1) out.several = several_backends();
+    if (several || host_backends > 1 || backend_ref.device > 0) out.several = several_backends();
 
-    out.model = std::make_unique<llm::Deepseek2Model>(
-        gguf::Reader::open(o.model, o.no_mmap ? gguf::Residence::read : gguf::Residence::mapped),
-        mo);
+    gguf::Reader file =
+        gguf::Reader::open(o.model, o.no_mmap ? gguf::Residence::read : gguf::Residence::mapped);
+    // -c 0: the context the model was trained for, as llama.cpp.
+    const bool trained_ctx = o.ctx_given && o.ctx == 0;
+    llm::Deepseek2Options model_options = mo;
+    if (trained_ctx) model_options.n_ctx = llm::Deepseek2HParams::from_gguf(file).n_ctx_train;
+    out.model = std::make_unique<llm::Deepseek2Model>(std::move(file), model_options);
+    if (const llm::Deepseek2HParams& h = out.model->hparams(); h.n_nextn > 0)
+        out.note(fmt::format(
+            "the file's last {} of {} blocks are MTP (NextN) layers (nextn_predict_layers; "
+            "blk.{}.nextn.*...): left out, as llama.cpp does; the model runs {} layers",
+            h.n_nextn, h.n_layer + h.n_nextn, h.n_layer, h.n_layer));
+    if (trained_ctx)
+        out.note(fmt::format("-c 0: the trained context of {} tokens ({}.context_length)",
+                             model_options.n_ctx, "deepseek2"));
+    if (o.mlock) {
+        const WeightLock lock = lock_weights(out.model->file());
+        if (lock.warning.empty())
+            out.note(fmt::format("--mlock: {:.1f} MiB of weights locked in memory", mib(lock.bytes)));
+        else
+            out.warn(lock.warning);
+    }
 
     const llm::Deepseek2HParams& hp = out.model->hparams();
     const llm::Deepseek2Options& opt = out.model->options();
-    if (out.plugin->device_count() < 1)
+    if (out.plugin->device_count() <= backend_ref.device)
         throw Error("backend '" + backend + "' has no device on this machine" +
-                    (o.ngl > 0 ? " (-ngl " + std::to_string(o.ngl) + " asks for a GPU)" : ""));
+                    (o.ngl > 0 ? " (-ngl " + std::to_string(o.ngl) + " asks for a GPU)" : "") +
+                    (backend_ref.device > 0
+                         ? fmt::format(" ({} has {} device(s))", backend_ref.plugin,
+                                       out.plugin->device_count())
+                         : ""));
     const bool on_host = out.plugin->device_props(0).host_memory != 0;
     if (o.ngl > 0 && on_host)
         throw Error("-ngl " + std::to_string(o.ngl) + ": backend '" + backend +
@@ -343,9 +394,17 @@ LoadedModel load_model(const ModelOptions& o) {
     if (avail > 0 && kv_bytes > avail)
         throw Error(fmt::format(
             "the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
-            "available memory: lower -c (now {}) or use -ctk q8_0 (and -ctv q8_0 with --mla 0)",
-            mib(kv_bytes), mib(avail), opt.n_ctx));
+            "available memory: lower -c (now {}{}) or use -ctk q8_0 (and -ctv q8_0 with --mla 0)",
+            mib(kv_bytes), mib(avail), opt.n_ctx, trained_ctx ? ", from -c 0: the trained context" : ""));
     return out;
+}
+
+void LoadedModel::note(const std::string& message) const {
+    if (!quiet) std::fprintf(stderr, "%s\n", message.c_str());
+}
+
+void LoadedModel::set_threads(int threads) {
+    for (const auto& plugin : host->plugins()) plugin->set_option("threads", std::to_string(threads));
 }
 
 void LoadedModel::warn(const std::string& message) {

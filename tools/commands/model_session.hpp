@@ -24,16 +24,21 @@ struct ModelOptions {
     std::string flash_attn = "auto";
     std::string cache_type_k = "f16";
     std::string cache_type_v = "f16";
-    int64_t ctx = 0;
+    int64_t ctx = 0;         // 0: the command's default, or with ctx_given the trained context
+    bool ctx_given = false;  // -c was on the command line (-c 0: the file's context_length)
     int64_t ubatch = 512;
     int64_t attn_max_mib = 256;
     std::string ser;
     bool no_group_routing = false;
+    bool group_routing = false;  // -ger: ik_llama.cpp's spelling of the default (contradicts
+                                 // --no-group-routing)
     bool no_mmap = false;
+    bool mlock = false;  // --mlock: the weights locked in memory (a warning when that fails)
+    std::string numa;    // --numa distribute|isolate|numactl ("" not given)
     int repack = -1;  // the cpu plugin's option repack: -1 its own default (auto), 0 off, 1 on
     // Placement across backends (with the config's [placement] and [offload]; the command line
     // comes first / wins).
-    std::vector<std::string> override_tensor;  // -ot REGEX=BACKEND, in order
+    std::vector<std::string> override_tensor;  // -ot REGEX=BACKEND[,...] values, in order
     bool cpu_moe = false;                      // --cpu-moe
     int n_cpu_moe = 0;                         // --n-cpu-moe N
     bool fit = false;                          // --fit
@@ -50,13 +55,14 @@ struct ModelOptions {
     // LoadedModel::warnings.
     bool quiet = false;
 
-    // Registers -m, --backend, -ngl, -c, -ub, -mla, -fmoe, -fa, -ctk, -ctv, -amb, -ser,
-    // --no-group-routing, --no-mmap and the plugin options; `ctx_help` describes -c's default for
-    // this command.
+    // Registers -m, --backend, -ngl, -c, -ub, -mla, -fmoe/-no-fmoe, -fa/-no-fa, -ctk, -ctv,
+    // -amb, -ser, -ger/--no-group-routing, --no-mmap, --mlock, --numa, the placement options and
+    // the plugin options; `ctx_help` describes -c's default for this command.
     void add_to(CLI::App& app, const std::string& ctx_help);
     // The runtime options; throws sy::Error naming the flag whose value is wrong.
     llm::Deepseek2Options deepseek2_options() const;
-    // The backend that runs the model: --backend, else cuda with -ngl > 0, else cpu.
+    // The backend that runs the model, in canonical form (canonical_backend_name): --backend,
+    // else cuda with -ngl > 0, else cpu.
     std::string backend_name() const;
 };
 
@@ -80,6 +86,10 @@ struct LoadedModel {
     // A session on the one backend, or over several (prints where the weights went).
     std::unique_ptr<llm::Deepseek2Session> make_session();
     void warn(const std::string& message);
+    // A line on stderr (unless quiet) about what an option did; not kept as a warning.
+    void note(const std::string& message) const;
+    // The thread count of every backend that takes one (-t, -tb); 0: each plugin's default.
+    void set_threads(int threads);
 };
 
 // Loads the backend (with no plugin list in the configuration, only that one) and the model;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "commands/model_session.hpp"
+#include "commands/prompt_escapes.hpp"
 #include "commands/plan.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/profile.hpp"
@@ -26,7 +27,10 @@ struct RunOptions {
     ModelOptions model;
     std::string prompt;
     std::string prompt_file;
-    int n_predict = 64;
+    int n_predict = 64;    // -1: until end of text; -2: until the context is full
+    int64_t n_batch = 2048;  // -b: prompt tokens per eval call (each split into -ub ubatches)
+    int threads_batch = 0;   // -tb: threads for the prompt (0: as -t)
+    bool no_escape = false;
     llm::SamplerParams sampling;
     bool ignore_eos = false;
     bool print_tokens = false;
@@ -136,8 +140,10 @@ class NpyWriter {
 int run_run(const RunOptions& o) {
     if (o.prompt.empty() == o.prompt_file.empty())
         throw Error("run: give the prompt with exactly one of -p TEXT or -f FILE");
-    const std::string prompt =
-        o.prompt_file.empty() ? o.prompt : read_text_file("-f", o.prompt_file);
+    // -p's escapes are processed (llama.cpp's default); a file's text is used as it is.
+    const std::string prompt = !o.prompt_file.empty() ? read_text_file("-f", o.prompt_file)
+                               : o.no_escape          ? o.prompt
+                                                      : process_escapes(o.prompt);
     if (o.chat_mode() && o.no_special)
         throw Error(
             "--no-special cannot be combined with --chat, --system-prompt or "
@@ -146,10 +152,16 @@ int run_run(const RunOptions& o) {
         throw Error("--chat-template '" + o.chat_template +
                     "': unknown layout (deepseek2, deepseek3)");
     llm::validate(o.sampling);
-    if (o.n_predict < 0) throw Error("-n " + std::to_string(o.n_predict) + ": must be >= 0");
+    if (o.n_predict < -2)
+        throw Error("-n " + std::to_string(o.n_predict) +
+                    ": expected a count >= 0, -1 (until the end of the text) or -2 (until the "
+                    "context is full)");
 
     const auto t_load = Clock::now();
-    LoadedModel loaded = load_model(o.model);
+    // As llama.cpp: a ubatch is part of a batch.
+    ModelOptions model_options = o.model;
+    model_options.ubatch = std::min(model_options.ubatch, o.n_batch);
+    LoadedModel loaded = load_model(model_options);
     const llm::Deepseek2Model& model = *loaded.model;
     const llm::Tokenizer tok = llm::Tokenizer::from_gguf(model.file());
     const llm::Deepseek2HParams& hp = model.hparams();
@@ -197,10 +209,23 @@ int run_run(const RunOptions& o) {
     llm::Sampler sampler(o.sampling);
     for (int32_t t : tokens) sampler.accept(t);
 
+    // -tb: the prompt's threads, then -t's for generation (the cpu plugin starts its pool anew
+    // on each change).
+    const bool switch_threads = o.threads_batch > 0 && o.threads_batch != o.model.plugins.threads;
+    if (switch_threads) loaded.set_threads(o.threads_batch);
     const uint64_t moved_before_prompt = session.stats().staged_bytes;
     const auto t_prompt = Clock::now();
-    std::vector<float> logits = session.eval(tokens, npy != nullptr);
+    // The prompt in -b chunks (each split into ubatches by the session), as llama.cpp's batches.
+    std::vector<float> logits;
+    for (size_t at = 0; at < tokens.size(); at += size_t(o.n_batch)) {
+        const size_t n = std::min(tokens.size() - at, size_t(o.n_batch));
+        std::vector<float> chunk =
+            session.eval(std::span<const int32_t>(tokens.data() + at, n), npy != nullptr);
+        if (npy && at + n < tokens.size()) npy->add(chunk);
+        logits = std::move(chunk);
+    }
     const double prompt_s = seconds_since(t_prompt);
+    if (switch_threads) loaded.set_threads(o.model.plugins.threads);
     const uint64_t moved_prompt = session.stats().staged_bytes - moved_before_prompt;
     if (npy) {
         npy->add(logits);
@@ -221,7 +246,8 @@ int run_run(const RunOptions& o) {
     const llm::EvalStats before_gen = session.stats();
     const auto t_gen = Clock::now();
     double gen_eval_s = 0;
-    for (int i = 0; i < o.n_predict; ++i) {
+    const int64_t n_predict = o.n_predict < 0 ? INT64_MAX : o.n_predict;
+    for (int64_t i = 0; i < n_predict; ++i) {
         const int32_t next = sampler.sample(logits);
         sampler.accept(next);
         generated.push_back(next);
@@ -233,7 +259,11 @@ int run_run(const RunOptions& o) {
             stop_reason = "end of generation token";
             break;
         }
-        if (i + 1 == o.n_predict) break;
+        if (i + 1 == n_predict) break;
+        if (session.n_past() >= session.n_ctx() && o.n_predict == -2) {
+            stop_reason = fmt::format("the context of {} tokens is full (-n -2)", session.n_ctx());
+            break;
+        }
         if (session.n_past() >= session.n_ctx()) {
             // The latent caches cannot be shifted in place (their keys carry rotary positions
             // baked into shared rows), so a shift drops the oldest tokens after the kept ones
@@ -271,6 +301,11 @@ int run_run(const RunOptions& o) {
     std::fflush(stdout);
     if (npy) npy->write();
 
+    if (switch_threads)
+        std::fprintf(stderr, "threads: %d for the prompt (-tb), %s for generation\n",
+                     o.threads_batch,
+                     o.model.plugins.threads > 0 ? std::to_string(o.model.plugins.threads).c_str()
+                                                 : "the backends' default");
     if (shifts > 0)
         std::fprintf(stderr, "context shifts: %lld (%.3f s re-processing)\n",
                      static_cast<long long>(shifts), reprocess_s);
@@ -329,9 +364,21 @@ Command add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     CLI::App* cmd = app.add_subcommand("run", "Generate text with a deepseek2 GGUF model");
     o->model.add_to(*cmd, "Context length (default: min(4096, trained))");
-    cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
+    cmd->add_option("-p,--prompt", o->prompt,
+                    "Prompt text; \\n, \\t, \\\\, \\\", \\xHH ... are processed unless --no-escape");
+    cmd->add_flag("--no-escape", o->no_escape, "Take -p's text as it is (no escape processing)");
+    cmd->add_flag("-e,--escape")->description(
+        "Process -p's escapes (the default; accepted for llama.cpp)");
     cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from this file");
-    cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate");
+    cmd->add_option("-n,--n-predict", o->n_predict,
+                    "Tokens to generate; -1: until the end of the text (or a full context, "
+                    "without --context-shift); -2: until the context is full");
+    cmd->add_option("-b,--batch-size", o->n_batch,
+                    "Prompt tokens per eval call (logical batch, default 2048); -ub is cut to it")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+    cmd->add_option("--threads-batch", o->threads_batch,
+                    "Threads for the prompt (default: as -t); -t's for generation")
+        ->check(CLI::Range(1, 4096));
     cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)");
     cmd->add_option("--top-k", o->sampling.top_k, "Top-k (0: off)");
     cmd->add_option("--top-p", o->sampling.top_p, "Top-p (1: off)");

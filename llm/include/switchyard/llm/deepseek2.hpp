@@ -57,7 +57,10 @@ class Profile;
 namespace sy::llm {
 
 struct Deepseek2HParams {
-    uint32_t n_layer = 0;
+    uint32_t n_layer = 0;  // the blocks the graph runs: block_count less n_nextn
+    // nextn_predict_layers: the last blocks of block_count are MTP (multi-token prediction)
+    // layers with blk.N.nextn.* tensors; left out, as llama.cpp runs block_count - n_nextn.
+    uint32_t n_nextn = 0;
     uint32_t n_ctx_train = 0;
     uint32_t n_embd = 0;
     uint32_t n_ff = 0;  // leading dense blocks' FFN width

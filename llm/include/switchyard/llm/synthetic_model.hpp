@@ -28,7 +28,10 @@ namespace sy::llm {
 
 struct Deepseek2Config {
     std::string name;               // general.name
-    uint32_t n_layer = 0;           // block_count
+    uint32_t n_layer = 0;           // block_count, less n_nextn
+    // nextn_predict_layers: MTP blocks after the n_layer others (blk.{n_layer}...), each a MoE
+    // block plus its nextn.* tensors, as DeepSeek-V3 files carry them; block_count counts them.
+    uint32_t n_nextn = 0;
     uint32_t n_ctx_train = 163840;  // context_length
     uint32_t n_embd = 0;            // embedding_length
     uint32_t n_ff = 0;              // feed_forward_length (leading dense layers)
