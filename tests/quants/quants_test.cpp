@@ -259,7 +259,12 @@ TEST_P(Importance, WeightedErrorDropsWhenTheQuantizerKnowsTheWeights) {
 INSTANTIATE_TEST_SUITE_P(IQuants, Importance,
                          ::testing::Values(SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S,
                                            SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S, SY_TYPE_IQ1_S,
-                                           SY_TYPE_IQ1_M),
+                                           SY_TYPE_IQ1_M, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS),
+                         [](const auto& p) { return name(p.param); });
+INSTANTIATE_TEST_SUITE_P(BlockTypes, Importance,
+                         ::testing::Values(SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,
+                                           SY_TYPE_Q2_K, SY_TYPE_Q3_K, SY_TYPE_Q4_K, SY_TYPE_Q5_K,
+                                           SY_TYPE_Q6_K),
                          [](const auto& p) { return name(p.param); });
 
 TEST(Importance, RequiredByTheTypesLlamaQuantizeRefusesWithoutOne) {
@@ -267,6 +272,79 @@ TEST(Importance, RequiredByTheTypesLlamaQuantizeRefusesWithoutOne) {
         EXPECT_TRUE(q::requires_importance(t)) << name(t);
     for (int32_t t : {SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S, SY_TYPE_Q2_K, SY_TYPE_Q4_K, SY_TYPE_Q8_0})
         EXPECT_FALSE(q::requires_importance(t)) << name(t);
+}
+
+}  // namespace
+
+// ---- importance matrix: the block types ------------------------------------------------------
+
+namespace {
+
+// The types whose quantizer takes an importance matrix the way ggml's do with quant_weights.
+const int32_t kWeightedBlockTypes[] = {SY_TYPE_Q4_0, SY_TYPE_Q4_1,   SY_TYPE_Q5_0,  SY_TYPE_Q5_1,
+                                       SY_TYPE_Q2_K, SY_TYPE_Q3_K,   SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
+                                       SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
+
+Bytes quantize_rows(int32_t type, const std::vector<float>& x, int64_t rows, const float* imp) {
+    const int64_t n = int64_t(x.size()) / rows;
+    Bytes y(size_t(rows * q::row_size(type, n)));
+    q::quantize_rows(type, x.data(), y.data(), rows, n, 1, imp);
+    return y;
+}
+
+TEST(Importance, WithoutAMatrixQuantizeRowsIsQuantizeRowForEveryType) {
+    const int64_t rows = 3, n = 512;
+    const auto x = gaussian(rows * n, 31);
+    for (int32_t type : kWeightTypes) {
+        const int64_t row_bytes = q::row_size(type, n);
+        Bytes serial(size_t(rows * row_bytes));
+        for (int64_t r = 0; r < rows; ++r) {
+            q::quantize_row(type, x.data() + r * n, serial.data() + r * row_bytes, n);
+        }
+        EXPECT_EQ(quantize_rows(type, x, rows, nullptr), serial) << name(type);
+    }
+}
+
+TEST(Importance, Q8_0IgnoresTheMatrixAsLlamaCppDoes) {
+    const auto x = gaussian(2 * 256, 32);
+    std::vector<float> imp(256);
+    for (size_t i = 0; i < imp.size(); ++i) imp[i] = float(i % 7) + 0.5f;
+    EXPECT_EQ(quantize_rows(SY_TYPE_Q8_0, x, 2, imp.data()),
+              quantize_rows(SY_TYPE_Q8_0, x, 2, nullptr));
+}
+
+// With every column equally important the weighted fit is a plain error fit: it must stay within
+// the round-trip bound stated for the type's reference quantizer.
+TEST(Importance, UniformMatrixKeepsThePlainErrorWithinTheStatedBound) {
+    const int64_t rows = 4, n = 1024;
+    const auto x = gaussian(rows * n, 33);
+    const std::vector<float> ones(size_t(n), 1.0f);
+    for (int32_t type : kWeightedBlockTypes) {
+        const Bytes y = quantize_rows(type, x, rows, ones.data());
+        const double err = relative_rms(x, dequantize(type, y, rows * n));
+        std::printf("  %-7s uniform importance: relative RMS %.5f (stated %.5f)\n",
+                    name(type).c_str(), err, q::expected_roundtrip_error(type));
+        EXPECT_LE(err, q::expected_roundtrip_error(type)) << name(type);
+    }
+}
+
+// Columns no calibration token reached have importance zero. ggml's weighted fit gives such a
+// block scale 0 (all its values dequantize to zero); here the block is fitted as if the
+// importance were uniform, so its values survive.
+TEST(Importance, ColumnsOfZeroImportanceAreStillQuantized) {
+    const int64_t rows = 2, n = 1024;
+    const auto x = gaussian(rows * n, 34);
+    std::vector<float> imp(size_t(n), 2.0f);
+    std::fill(imp.begin(), imp.begin() + 256, 0.0f);
+    for (int32_t type : kWeightedBlockTypes) {
+        const auto back = dequantize(type, quantize_rows(type, x, rows, imp.data()), rows * n);
+        for (int64_t r = 0; r < rows; ++r) {
+            const std::vector<float> xs(x.begin() + r * n, x.begin() + r * n + 256);
+            const std::vector<float> bs(back.begin() + r * n, back.begin() + r * n + 256);
+            EXPECT_LE(relative_rms(xs, bs), 1.25 * q::expected_roundtrip_error(type))
+                << name(type) << " row " << r;
+        }
+    }
 }
 
 }  // namespace

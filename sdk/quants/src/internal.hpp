@@ -2,6 +2,7 @@
 // quants.cpp dispatches to. Internal to switchyard_quants.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -24,6 +25,36 @@ inline int nearest_int(float fval) {
 
 inline uint16_t to_half(float f) { return sy::sdk::f32_to_fp16(f); }
 inline float from_half(uint16_t h) { return sy::sdk::fp16_to_f32(h); }
+
+// sum x[i]^2 in index order (ggml's sigma2 is a multiple of it over the row or super-block).
+inline float sum_of_squares(const float* x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n; ++i) s += x[i] * x[i];
+    return s;
+}
+
+// The fit weights of ggml's quantizers given an importance matrix (quant_weights):
+// w[i] = importance[i] * sqrt(sigma2 + x[i]^2). A group whose importance is all zero (columns no
+// calibration token reached) is weighted as if it were all one: ggml would zero such a group,
+// as no weighting prefers any of its values, but the model may still meet them.
+inline void importance_weights(const float* x, const float* importance, float sigma2, int n,
+                               float* w) {
+    bool any = false;
+    for (int i = 0; i < n; ++i) any = any || importance[i] > 0;
+    for (int i = 0; i < n; ++i)
+        w[i] = (any ? importance[i] : 1.f) * std::sqrt(sigma2 + x[i] * x[i]);
+}
+
+// The scale searches the legacy and K-quant quantizers share (kquants.cpp).
+// make_qx_quants: symmetric, L[i] in [0, 2 nmax) with x ~ scale * (L - nmax), minimising
+// sum w (x - scale (L - nmax))^2, w = weights[i] or, without weights, x^2 (ggml's rmse_type 1).
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L, const float* weights = nullptr);
+// make_qkx3_quants: asymmetric, x ~ scale * L - the_min with L in [0, nmax] and the_min >= 0,
+// minimising the weighted squared (absolute when use_mad) error over nstep + 1 scales
+// (rmin + rdelta * is + nmax) / (max - min), the min refitted with each.
+float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                       bool use_mad);
 
 // One function pair per type; n is a multiple of the block size.
 #define SY_QUANTS_DECLARE(name)                                 \
@@ -61,6 +92,17 @@ SY_QUANTS_DECLARE(iq1_m)
 // The quantizers that take an importance matrix: `importance` holds n weights (or is null).
 #define SY_QUANTS_DECLARE_WEIGHTED(name) \
     void quantize_##name##_weighted(const float* x, void* y, int64_t n, const float* importance);
+SY_QUANTS_DECLARE_WEIGHTED(q4_0)
+SY_QUANTS_DECLARE_WEIGHTED(q4_1)
+SY_QUANTS_DECLARE_WEIGHTED(q5_0)
+SY_QUANTS_DECLARE_WEIGHTED(q5_1)
+SY_QUANTS_DECLARE_WEIGHTED(q2_K)
+SY_QUANTS_DECLARE_WEIGHTED(q3_K)
+SY_QUANTS_DECLARE_WEIGHTED(q4_K)
+SY_QUANTS_DECLARE_WEIGHTED(q5_K)
+SY_QUANTS_DECLARE_WEIGHTED(q6_K)
+SY_QUANTS_DECLARE_WEIGHTED(iq4_nl)
+SY_QUANTS_DECLARE_WEIGHTED(iq4_xs)
 SY_QUANTS_DECLARE_WEIGHTED(iq2_xxs)
 SY_QUANTS_DECLARE_WEIGHTED(iq2_xs)
 SY_QUANTS_DECLARE_WEIGHTED(iq2_s)

@@ -1,5 +1,6 @@
 // IQ4_NL and IQ4_XS: 4-bit indices into the non-linear table sy_kvalues_iq4nl, with the scale
-// search of ggml's quantize_row_iq4_nl_impl (no importance matrix, ntry = 7).
+// search of ggml's quantize_row_iq4_nl_impl (ntry = 7): weighted by x^2 without an importance
+// matrix, by importance * sqrt(sigma2 + x^2) with one (sigma2 = 2 mean(x^2) over the super-block).
 #include <algorithm>
 #include <cmath>
 
@@ -28,9 +29,10 @@ int best_index_int8(int n, const int8_t* val, float x) {
 
 // One super-block of `super_block_size` values in sub-blocks of 32. With one sub-block (IQ4_NL)
 // the scale is stored as is; with several (IQ4_XS) each sub-block scale becomes a 6-bit multiple
-// of d = -max_scale / 32, stored in scales_l (4 bits) and scales_h (2 bits).
-void quantize_iq4_block(int super_block_size, const float* x, uint16_t* dh, uint8_t* q4,
-                        uint16_t* scales_h, uint8_t* scales_l) {
+// of d = -max_scale / 32, stored in scales_l (4 bits) and scales_h (2 bits). `importance` holds
+// the super-block's importance (or is null).
+void quantize_iq4_block(int super_block_size, const float* x, const float* importance, uint16_t* dh,
+                        uint8_t* q4, uint16_t* scales_h, uint8_t* scales_l) {
     constexpr int block_size = 32;
     const int8_t* values = sy_kvalues_iq4nl;
     float scales[SY_QK_K / 32];
@@ -39,12 +41,18 @@ void quantize_iq4_block(int super_block_size, const float* x, uint16_t* dh, uint
 
     std::memset(q4, 0, size_t(super_block_size / 2));
     dh[0] = to_half(0.f);
+    const float sigma2 =
+        importance ? 2 * sum_of_squares(x, super_block_size) / float(super_block_size) : 0.f;
 
     float max_scale = 0, amax_scale = 0;
     for (int ib = 0; ib < super_block_size / block_size; ++ib) {
         const float* xb = x + ib * block_size;
         uint8_t* Lb = L + ib * block_size;
-        for (int j = 0; j < block_size; ++j) weight[j] = xb[j] * xb[j];
+        if (importance) {
+            importance_weights(xb, importance + ib * block_size, sigma2, block_size, weight);
+        } else {
+            for (int j = 0; j < block_size; ++j) weight[j] = xb[j] * xb[j];
+        }
         float amax = 0, max = 0;
         for (int j = 0; j < block_size; ++j) {
             const float ax = std::fabs(xb[j]);
@@ -67,7 +75,7 @@ void quantize_iq4_block(int super_block_size, const float* x, uint16_t* dh, uint
             sumqx += weight[j] * q * xb[j];
             sumq2 += weight[j] * q * q;
         }
-        d = sumqx / sumq2;
+        d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
         float best = d * sumqx;
         for (int itry = -kNtry; itry <= kNtry; ++itry) {
             id = float(itry + values[0]) / max;
@@ -136,7 +144,17 @@ void quantize_iq4_nl(const float* x, void* vy, int64_t n) {
     uint16_t unused_h;
     uint8_t unused_l;
     for (int64_t i = 0; i < n / SY_QK4_NL; ++i, x += SY_QK4_NL) {
-        quantize_iq4_block(SY_QK4_NL, x, &y[i].d, y[i].qs, &unused_h, &unused_l);
+        quantize_iq4_block(SY_QK4_NL, x, nullptr, &y[i].d, y[i].qs, &unused_h, &unused_l);
+    }
+}
+
+void quantize_iq4_nl_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    auto* y = static_cast<sy_block_iq4_nl*>(vy);
+    uint16_t unused_h;
+    uint8_t unused_l;
+    for (int64_t i = 0; i < n / SY_QK4_NL; ++i, x += SY_QK4_NL) {
+        const float* w = importance ? importance + i * SY_QK4_NL : nullptr;
+        quantize_iq4_block(SY_QK4_NL, x, w, &y[i].d, y[i].qs, &unused_h, &unused_l);
     }
 }
 
@@ -155,7 +173,17 @@ void quantize_iq4_xs(const float* x, void* vy, int64_t n) {
     auto* y = static_cast<sy_block_iq4_xs*>(vy);
     for (int64_t i = 0; i < n / SY_QK_K; ++i, x += SY_QK_K) {
         uint16_t scales_h = 0;
-        quantize_iq4_block(SY_QK_K, x, &y[i].d, y[i].qs, &scales_h, y[i].scales_l);
+        quantize_iq4_block(SY_QK_K, x, nullptr, &y[i].d, y[i].qs, &scales_h, y[i].scales_l);
+        y[i].scales_h = scales_h;
+    }
+}
+
+void quantize_iq4_xs_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    auto* y = static_cast<sy_block_iq4_xs*>(vy);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, x += SY_QK_K) {
+        uint16_t scales_h = 0;
+        const float* w = importance ? importance + i * SY_QK_K : nullptr;
+        quantize_iq4_block(SY_QK_K, x, w, &y[i].d, y[i].qs, &scales_h, y[i].scales_l);
         y[i].scales_h = scales_h;
     }
 }

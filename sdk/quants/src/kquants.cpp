@@ -1,19 +1,17 @@
 // The K-quants (256-element super-blocks of 16 or 32 sub-blocks with quantized scales) and the
-// Q8_K activation format, following ggml's quantize_row_q{2..6}_K_ref and their scale searches
-// make_qx_quants, make_q3_quants and make_qkx2_quants.
+// Q8_K activation format. Without an importance matrix: ggml's quantize_row_q{2..6}_K_ref and
+// their scale searches make_qx_quants, make_q3_quants and make_qkx2_quants, bit for bit. With
+// one: the method of ggml's quantize_row_q{2..6}_K_impl, which fits every sub-block with weights
+// importance * sqrt(sigma2 + x^2) (make_qkx3_quants, make_qx_quants) and then fits the sub-block
+// scales and mins themselves, weighted by each sub-block's total weight (make_qp_quants).
 #include <algorithm>
 #include <cmath>
 
 #include "internal.hpp"
 
 namespace sy::quants::detail {
-namespace {
 
-constexpr int QK_K = SY_QK_K;
-
-// Symmetric scale search: L[i] in [0, 2 nmax) such that x ~ scale * (L - nmax). rmse_type 1
-// weighs by x^2 (the only kind the reference quantizers use), trying 18 perturbed scales.
-float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L, const float* weights) {
     float max = 0, amax = 0;
     for (int i = 0; i < n; ++i) {
         const float ax = std::fabs(x[i]);
@@ -31,7 +29,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     for (int i = 0; i < n; ++i) {
         const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
         L[i] = int8_t(l + nmax);
-        const float w = x[i] * x[i];
+        const float w = weights ? weights[i] : x[i] * x[i];
         sumlx += w * x[i] * float(l);
         suml2 += w * float(l) * float(l);
     }
@@ -43,7 +41,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
         sumlx = suml2 = 0;
         for (int i = 0; i < n; ++i) {
             const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            const float w = x[i] * x[i];
+            const float w = weights ? weights[i] : x[i] * x[i];
             sumlx += w * x[i] * float(l);
             suml2 += w * float(l) * float(l);
         }
@@ -57,6 +55,76 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     }
     return scale;
 }
+
+float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                       bool use_mad) {
+    float min = x[0], max = x[0];
+    float sum_w = weights[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        sum_w += weights[i];
+        sum_x += weights[i] * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max <= min) {
+        std::fill(L, L + n, uint8_t(0));
+        *the_min = -min;
+        return 0.f;
+    }
+    float iscale = nmax / (max - min);
+    float scale = 1 / iscale;
+    float best_error = 0;
+    for (int i = 0; i < n; ++i) {
+        L[i] = uint8_t(std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax));
+        float diff = scale * float(L[i]) + min - x[i];
+        diff = use_mad ? std::fabs(diff) : diff * diff;
+        best_error += weights[i] * diff;
+    }
+    for (int is = 0; is <= nstep; ++is) {
+        // Rounded from the best min so far, which can sit at or near max: v may be huge or inf.
+        iscale = (rmin + rdelta * float(is) + float(nmax)) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            const float v = iscale * (x[i] - min);
+            const int l = v > 0 ? nearest_int(std::min(v, float(nmax))) : 0;
+            Laux[i] = uint8_t(l);
+            const float w = weights[i];
+            sum_l += w * float(l);
+            sum_l2 += w * float(l) * float(l);
+            sum_xl += w * float(l) * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float cur_error = 0;
+            for (int i = 0; i < n; ++i) {
+                float diff = this_scale * float(Laux[i]) + this_min - x[i];
+                diff = use_mad ? std::fabs(diff) : diff * diff;
+                cur_error += weights[i] * diff;
+            }
+            if (cur_error < best_error) {
+                std::copy(Laux, Laux + n, L);
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+namespace {
+
+constexpr int QK_K = SY_QK_K;
 
 // Q3_K's scale search: start from the max-magnitude scale, then move single quants while the
 // x^2-weighted fit improves (at most 5 passes).
@@ -193,10 +261,165 @@ int q3_K_scale(const uint8_t* scales, int j) {
     return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
 }
 
+// The weighted K-quants' fit of their sub-block scales (or mins) x >= 0 as d * L, L in
+// [0, nmax], minimising sum w (x - d L)^2 with w = quant_weights (each sub-block's total fit
+// weight): L rounded at the best of nmax / max and 8 neighbours (nmax + 0.1 is) / max, then
+// single levels moved while the fit improves (at most 5 passes); d is the least-squares fit.
+float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* quant_weights) {
+    float max = 0;
+    for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
+    if (max < kGroupMaxEps) {
+        std::fill(L, L + n, uint8_t(0));
+        return 0.f;
+    }
+    auto level = [nmax](float v) { return std::clamp(nearest_int(v), 0, nmax); };
+    float iscale = nmax / max;
+    const float scale = 1 / iscale;
+    float best_mse = 0;
+    for (int i = 0; i < n; ++i) {
+        const float diff = x[i] - scale * float(level(iscale * x[i]));
+        best_mse += quant_weights[i] * diff * diff;
+    }
+    for (int is = -4; is <= 4; ++is) {
+        if (is == 0) continue;
+        const float iscale_is = (0.1f * float(is) + float(nmax)) / max;
+        const float scale_is = 1 / iscale_is;
+        float mse = 0;
+        for (int i = 0; i < n; ++i) {
+            const float diff = x[i] - scale_is * float(level(iscale_is * x[i]));
+            mse += quant_weights[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = level(iscale * x[i]);
+        L[i] = uint8_t(l);
+        sumlx += quant_weights[i] * x[i] * float(l);
+        suml2 += quant_weights[i] * float(l) * float(l);
+    }
+    for (int itry = 0; itry < 5; ++itry) {
+        int n_changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = quant_weights[i];
+            float slx = sumlx - w * x[i] * float(L[i]);
+            float sl2 = suml2 - w * float(L[i]) * float(L[i]);
+            if (slx > 0 && sl2 > 0) {
+                const int new_l = level(x[i] * sl2 / slx);
+                if (new_l != L[i]) {
+                    slx += w * x[i] * float(new_l);
+                    sl2 += w * float(new_l) * float(new_l);
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = uint8_t(new_l);
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++n_changed;
+                    }
+                }
+            }
+        }
+        if (!n_changed) break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+// Sum of a sub-block's fit weights: its weight in the fit of the sub-block scales.
+float sum_of(const float* w, int n) {
+    float s = 0;
+    for (int i = 0; i < n; ++i) s += w[i];
+    return s;
+}
+
+// Q2_K's final quants at the stored scales and mins (a sub-block whose scale is zero keeps the
+// search's L), packed four to a byte.
+void store_q2_K_quants(const float* x, sy_block_q2_K& y, uint8_t* L) {
+    for (int j = 0; j < QK_K / 16; ++j) {
+        const float d = from_half(y.d) * float(y.scales[j] & 0xF);
+        if (!d) continue;
+        const float dm = from_half(y.dmin) * float(y.scales[j] >> 4);
+        for (int ii = 0; ii < 16; ++ii) {
+            L[16 * j + ii] = uint8_t(std::clamp(nearest_int((x[16 * j + ii] + dm) / d), 0, 3));
+        }
+    }
+    for (int j = 0; j < QK_K; j += 128) {
+        for (int l = 0; l < 32; ++l) {
+            y.qs[j / 4 + l] = uint8_t(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                      (L[j + l + 96] << 6));
+        }
+    }
+}
+
+// Stores Q3_K's sub-block scale j (l in 0..63, biased by 32): low 4 bits in scales[0..7], high
+// 2 bits in scales[8..11]. The scales start zeroed.
+void set_q3_K_scale(uint8_t* scales, int j, int l) {
+    if (j < 8) {
+        scales[j] = uint8_t(l & 0xF);
+    } else {
+        scales[j - 8] |= uint8_t((l & 0xF) << 4);
+    }
+    scales[j % 4 + 8] |= uint8_t((l >> 4) << (2 * (j / 4)));
+}
+
+// Q3_K's final quants at the stored scales (a sub-block whose scale is zero keeps the search's
+// L): high bit of element j at bit j / 32 of hmask[j % 32], low 2 bits four to a byte.
+void store_q3_K_quants(const float* x, sy_block_q3_K& y, int8_t* L) {
+    for (int j = 0; j < QK_K / 16; ++j) {
+        const float d = from_half(y.d) * float(q3_K_scale(y.scales, j));
+        if (!d) continue;
+        for (int ii = 0; ii < 16; ++ii) {
+            L[16 * j + ii] = int8_t(std::clamp(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
+        }
+    }
+    std::memset(y.hmask, 0, QK_K / 8);
+    for (int j = 0; j < QK_K; ++j) {
+        if (L[j] > 3) {
+            y.hmask[j % (QK_K / 8)] |= uint8_t(1u << (j / (QK_K / 8)));
+            L[j] = int8_t(L[j] - 4);
+        }
+    }
+    for (int j = 0; j < QK_K; j += 128) {
+        for (int l = 0; l < 32; ++l) {
+            y.qs[j / 4 + l] = uint8_t(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                      (L[j + l + 96] << 6));
+        }
+    }
+}
+
+// Packs the 6-bit scale ls and min lm of sub-block j (0..7) into Q4_K/Q5_K's 12 scale bytes
+// (zeroed beforehand); get_scale_min_k4 reads them back.
+void set_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* q) {
+    if (j < 4) {
+        q[j] = ls;
+        q[j + 4] = lm;
+    } else {
+        q[j + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
+        q[j - 4] |= uint8_t((ls >> 4) << 6);
+        q[j - 0] |= uint8_t((lm >> 4) << 6);
+    }
+}
+
+// Q4_K/Q5_K's final quants in [0, nmax] at the stored scales and mins (a sub-block whose scale
+// is zero keeps the search's L).
+template <typename Block>
+void requantize_k(const float* x, const Block& y, uint8_t* L, int nmax) {
+    for (int j = 0; j < QK_K / 32; ++j) {
+        uint8_t sc, m;
+        get_scale_min_k4(j, y.scales, sc, m);
+        const float d = from_half(y.d) * float(sc);
+        if (!d) continue;
+        const float dm = from_half(y.dmin) * float(m);
+        for (int ii = 0; ii < 32; ++ii) {
+            L[32 * j + ii] = uint8_t(std::clamp(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax));
+        }
+    }
+}
+
 // Q4_K and Q5_K share the scale search and packing; returns the final quants in L.
 template <typename Block>
-void quantize_k_scales_mins(const float* x, Block& y, uint8_t* L, int nmax, float rmin,
-                            int nstep) {
+void quantize_k_scales_mins(const float* x, Block& y, uint8_t* L, int nmax, float rmin, int nstep) {
     uint8_t Laux[32];
     float weights[32], mins[QK_K / 32], scales[QK_K / 32];
     float max_scale = 0, max_min = 0;
@@ -215,25 +438,113 @@ void quantize_k_scales_mins(const float* x, Block& y, uint8_t* L, int nmax, floa
     for (int j = 0; j < QK_K / 32; ++j) {
         const uint8_t ls = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
         const uint8_t lm = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
-        if (j < 4) {
-            y.scales[j] = ls;
-            y.scales[j + 4] = lm;
-        } else {
-            y.scales[j + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
-            y.scales[j - 4] |= uint8_t((ls >> 4) << 6);
-            y.scales[j - 0] |= uint8_t((lm >> 4) << 6);
-        }
+        set_scale_min_k4(j, ls, lm, y.scales);
     }
     y.d = to_half(max_scale / 63.f);
     y.dmin = to_half(max_min / 63.f);
+    requantize_k(x, y, L, nmax);
+}
+
+// The same with an importance matrix (ggml's quantize_row_q4_K_impl / q5_K_impl): every
+// sub-block fitted with weights importance * sqrt(sigma2 + x^2), sigma2 = 2 mean(x^2) over the
+// super-block, then the scales and the mins each fitted on 6 bits, weighted by the sub-blocks'
+// total weights.
+template <typename Block>
+void quantize_k_scales_mins_weighted(const float* x, const float* importance, Block& y, uint8_t* L,
+                                     int nmax) {
+    uint8_t Laux[32], Ls[QK_K / 32], Lm[QK_K / 32];
+    float weights[32], sw[QK_K / 32], mins[QK_K / 32], scales[QK_K / 32];
+    const float sigma2 = 2 * sum_of_squares(x, QK_K) / QK_K;
     for (int j = 0; j < QK_K / 32; ++j) {
-        uint8_t sc, m;
-        get_scale_min_k4(j, y.scales, sc, m);
-        const float d = from_half(y.d) * float(sc);
+        importance_weights(x + 32 * j, importance + 32 * j, sigma2, 32, weights);
+        sw[j] = sum_of(weights, 32);
+        scales[j] = make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux,
+                                     -0.9f, 0.05f, 36, false);
+    }
+    y.d = to_half(make_qp_quants(QK_K / 32, 63, scales, Ls, sw));
+    y.dmin = to_half(make_qp_quants(QK_K / 32, 63, mins, Lm, sw));
+    for (int j = 0; j < QK_K / 32; ++j) set_scale_min_k4(j, Ls[j], Lm[j], y.scales);
+    requantize_k(x, y, L, nmax);
+}
+
+void store_q4_K_quants(const uint8_t* L, sy_block_q4_K& y) {
+    uint8_t* q = y.qs;
+    for (int j = 0; j < QK_K; j += 64, q += 32) {
+        for (int l = 0; l < 32; ++l) q[l] = uint8_t(L[j + l] | (L[j + l + 32] << 4));
+    }
+}
+
+// Q5_K: low 4 bits two to a byte, the 5th bits of the pairs of 32-runs in qh bits 2k, 2k + 1.
+void store_q5_K_quants(const uint8_t* L, sy_block_q5_K& y) {
+    uint8_t* qh = y.qh;
+    uint8_t* ql = y.qs;
+    std::memset(qh, 0, QK_K / 8);
+    uint8_t m1 = 1, m2 = 2;
+    for (int k = 0; k < QK_K; k += 64, ql += 32) {
+        for (int j = 0; j < 32; ++j) {
+            int l1 = L[k + j];
+            if (l1 > 15) {
+                l1 -= 16;
+                qh[j] |= m1;
+            }
+            int l2 = L[k + j + 32];
+            if (l2 > 15) {
+                l2 -= 16;
+                qh[j] |= m2;
+            }
+            ql[j] = uint8_t(l1 | (l2 << 4));
+        }
+        m1 = uint8_t(m1 << 2);
+        m2 = uint8_t(m2 << 2);
+    }
+}
+
+// One Q6_K super-block. Without importance each sub-block of 16 is fitted weighting by x^2
+// (quantize_row_q6_K_ref); with it, by the importance itself, as ggml's quantize_row_q6_K_impl
+// does (a sub-block whose importance is all zero falls back to x^2).
+void quantize_q6_K_block(const float* x, sy_block_q6_K& y, const float* importance) {
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+    float max_scale = 0, max_abs_scale = 0;
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+        const float* w = importance ? importance + 16 * ib : nullptr;
+        if (w && std::none_of(w, w + 16, [](float v) { return v > 0; })) w = nullptr;
+        scales[ib] = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, w);
+        const float abs_scale = std::fabs(scales[ib]);
+        if (abs_scale > max_abs_scale) {
+            max_abs_scale = abs_scale;
+            max_scale = scales[ib];
+        }
+    }
+    if (max_abs_scale < kGroupMaxEps) {
+        std::memset(&y, 0, sizeof(sy_block_q6_K));
+        y.d = to_half(0.f);
+        return;
+    }
+    const float iscale = -128.f / max_scale;
+    y.d = to_half(1 / iscale);
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+        y.scales[ib] = int8_t(std::min(127, nearest_int(iscale * scales[ib])));
+    }
+    for (int j = 0; j < QK_K / 16; ++j) {
+        const float d = from_half(y.d) * float(y.scales[j]);
         if (!d) continue;
-        const float dm = from_half(y.dmin) * float(m);
-        for (int ii = 0; ii < 32; ++ii) {
-            L[32 * j + ii] = uint8_t(std::clamp(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax));
+        for (int ii = 0; ii < 16; ++ii) {
+            L[16 * j + ii] = int8_t(std::clamp(nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
+        }
+    }
+    uint8_t* ql = y.ql;
+    uint8_t* qh = y.qh;
+    for (int j = 0; j < QK_K; j += 128, ql += 64, qh += 32) {
+        for (int l = 0; l < 32; ++l) {
+            const uint8_t q1 = L[j + l + 0] & 0xF;
+            const uint8_t q2 = L[j + l + 32] & 0xF;
+            const uint8_t q3 = L[j + l + 64] & 0xF;
+            const uint8_t q4 = L[j + l + 96] & 0xF;
+            ql[l + 0] = uint8_t(q1 | (q3 << 4));
+            ql[l + 32] = uint8_t(q2 | (q4 << 4));
+            qh[l] = uint8_t((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                            ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
         }
     }
 }
@@ -273,20 +584,33 @@ void quantize_q2_K(const float* x, void* vy, int64_t n) {
         } else {
             y[i].dmin = to_half(0.f);
         }
+        store_q2_K_quants(x, y[i], L);
+    }
+}
+
+// ggml's quantize_row_q2_K_impl: sub-blocks of 16 fitted with weights
+// importance * sqrt(sigma2 + x^2), sigma2 = mean(x^2) over the super-block, by the min-refitting
+// search over 37 scales; the 4-bit scales and mins then fitted weighted by the sub-block totals.
+void quantize_q2_K_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    if (!importance) {
+        quantize_q2_K(x, vy, n);
+        return;
+    }
+    auto* y = static_cast<sy_block_q2_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, importance += QK_K) {
+        uint8_t L[QK_K], Laux[16], Ls[QK_K / 16], Lm[QK_K / 16];
+        float weights[16], sw[QK_K / 16], mins[QK_K / 16], scales[QK_K / 16];
+        const float sigma2 = sum_of_squares(x, QK_K) / QK_K;
         for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = from_half(y[i].d) * float(y[i].scales[j] & 0xF);
-            if (!d) continue;
-            const float dm = from_half(y[i].dmin) * float(y[i].scales[j] >> 4);
-            for (int ii = 0; ii < 16; ++ii) {
-                L[16 * j + ii] = uint8_t(std::clamp(nearest_int((x[16 * j + ii] + dm) / d), 0, 3));
-            }
+            importance_weights(x + 16 * j, importance + 16 * j, sigma2, 16, weights);
+            sw[j] = sum_of(weights, 16);
+            scales[j] = make_qkx3_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
+                                         -0.9f, 0.05f, 36, false);
         }
-        for (int j = 0; j < QK_K; j += 128) {
-            for (int l = 0; l < 32; ++l) {
-                y[i].qs[j / 4 + l] = uint8_t(L[j + l] | (L[j + l + 32] << 2) |
-                                             (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
-            }
-        }
+        y[i].d = to_half(make_qp_quants(QK_K / 16, 15, scales, Ls, sw));
+        y[i].dmin = to_half(make_qp_quants(QK_K / 16, 15, mins, Lm, sw));
+        for (int j = 0; j < QK_K / 16; ++j) y[i].scales[j] = uint8_t(Ls[j] | (Lm[j] << 4));
+        store_q2_K_quants(x, y[i], L);
     }
 }
 
@@ -329,41 +653,39 @@ void quantize_q3_K(const float* x, void* vy, int64_t n) {
         if (max_scale) {
             const float iscale = -32.f / max_scale;
             for (int j = 0; j < QK_K / 16; ++j) {
-                int8_t l = int8_t(nearest_int(iscale * scales[j]));
-                l = int8_t(std::clamp<int>(l, -32, 31) + 32);
-                if (j < 8) {
-                    y[i].scales[j] = uint8_t(l & 0xF);
-                } else {
-                    y[i].scales[j - 8] |= uint8_t((l & 0xF) << 4);
-                }
-                l = int8_t(l >> 4);
-                y[i].scales[j % 4 + 8] |= uint8_t(l << (2 * (j / 4)));
+                const int8_t l = int8_t(nearest_int(iscale * scales[j]));
+                set_q3_K_scale(y[i].scales, j, std::clamp<int>(l, -32, 31) + 32);
             }
             y[i].d = to_half(1 / iscale);
         } else {
             y[i].d = to_half(0.f);
         }
+        store_q3_K_quants(x, y[i], L);
+    }
+}
+
+// ggml's quantize_row_q3_K_impl: sub-blocks of 16 fitted symmetrically with weights
+// importance * sqrt(sigma2 + x^2), sigma2 = 2 mean(x^2) over the super-block; the 6-bit
+// sub-block scales then fitted weighted by the sub-block totals.
+void quantize_q3_K_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    if (!importance) {
+        quantize_q3_K(x, vy, n);
+        return;
+    }
+    auto* y = static_cast<sy_block_q3_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, importance += QK_K) {
+        int8_t L[QK_K], Ls[QK_K / 16];
+        float weights[16], sw[QK_K / 16], scales[QK_K / 16];
+        const float sigma2 = 2 * sum_of_squares(x, QK_K) / QK_K;
         for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = from_half(y[i].d) * float(q3_K_scale(y[i].scales, j));
-            if (!d) continue;
-            for (int ii = 0; ii < 16; ++ii) {
-                L[16 * j + ii] = int8_t(std::clamp(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
-            }
+            importance_weights(x + 16 * j, importance + 16 * j, sigma2, 16, weights);
+            sw[j] = sum_of(weights, 16);
+            scales[j] = make_qx_quants(16, 4, x + 16 * j, L + 16 * j, weights);
         }
-        // High bit of element j: bit j / 32 of hmask[j % 32].
-        std::memset(y[i].hmask, 0, QK_K / 8);
-        for (int j = 0; j < QK_K; ++j) {
-            if (L[j] > 3) {
-                y[i].hmask[j % (QK_K / 8)] |= uint8_t(1u << (j / (QK_K / 8)));
-                L[j] = int8_t(L[j] - 4);
-            }
-        }
-        for (int j = 0; j < QK_K; j += 128) {
-            for (int l = 0; l < 32; ++l) {
-                y[i].qs[j / 4 + l] = uint8_t(L[j + l] | (L[j + l + 32] << 2) |
-                                             (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
-            }
-        }
+        std::memset(y[i].scales, 0, 12);
+        y[i].d = to_half(make_qx_quants(QK_K / 16, 32, scales, Ls, sw));
+        for (int j = 0; j < QK_K / 16; ++j) set_q3_K_scale(y[i].scales, j, Ls[j]);
+        store_q3_K_quants(x, y[i], L);
     }
 }
 
@@ -394,10 +716,21 @@ void quantize_q4_K(const float* x, void* vy, int64_t n) {
         uint8_t L[QK_K];
         std::memset(y[i].scales, 0, SY_K_SCALE_SIZE);
         quantize_k_scales_mins(x, y[i], L, 15, -1.f, 20);
-        uint8_t* q = y[i].qs;
-        for (int j = 0; j < QK_K; j += 64, q += 32) {
-            for (int l = 0; l < 32; ++l) q[l] = uint8_t(L[j + l] | (L[j + l + 32] << 4));
-        }
+        store_q4_K_quants(L, y[i]);
+    }
+}
+
+void quantize_q4_K_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    if (!importance) {
+        quantize_q4_K(x, vy, n);
+        return;
+    }
+    auto* y = static_cast<sy_block_q4_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, importance += QK_K) {
+        uint8_t L[QK_K];
+        std::memset(y[i].scales, 0, SY_K_SCALE_SIZE);
+        quantize_k_scales_mins_weighted(x, importance, y[i], L, 15);
+        store_q4_K_quants(L, y[i]);
     }
 }
 
@@ -425,27 +758,21 @@ void quantize_q5_K(const float* x, void* vy, int64_t n) {
         uint8_t L[QK_K];
         std::memset(y[i].scales, 0, SY_K_SCALE_SIZE);
         quantize_k_scales_mins(x, y[i], L, 31, -0.5f, 15);
-        uint8_t* qh = y[i].qh;
-        uint8_t* ql = y[i].qs;
-        std::memset(qh, 0, QK_K / 8);
-        uint8_t m1 = 1, m2 = 2;
-        for (int k = 0; k < QK_K; k += 64, ql += 32) {
-            for (int j = 0; j < 32; ++j) {
-                int l1 = L[k + j];
-                if (l1 > 15) {
-                    l1 -= 16;
-                    qh[j] |= m1;
-                }
-                int l2 = L[k + j + 32];
-                if (l2 > 15) {
-                    l2 -= 16;
-                    qh[j] |= m2;
-                }
-                ql[j] = uint8_t(l1 | (l2 << 4));
-            }
-            m1 = uint8_t(m1 << 2);
-            m2 = uint8_t(m2 << 2);
-        }
+        store_q5_K_quants(L, y[i]);
+    }
+}
+
+void quantize_q5_K_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    if (!importance) {
+        quantize_q5_K(x, vy, n);
+        return;
+    }
+    auto* y = static_cast<sy_block_q5_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, importance += QK_K) {
+        uint8_t L[QK_K];
+        std::memset(y[i].scales, 0, SY_K_SCALE_SIZE);
+        quantize_k_scales_mins_weighted(x, importance, y[i], L, 31);
+        store_q5_K_quants(L, y[i]);
     }
 }
 
@@ -477,49 +804,13 @@ void dequantize_q5_K(const void* vx, float* y, int64_t n) {
 
 void quantize_q6_K(const float* x, void* vy, int64_t n) {
     auto* y = static_cast<sy_block_q6_K*>(vy);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) quantize_q6_K_block(x, y[i], nullptr);
+}
+
+void quantize_q6_K_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    auto* y = static_cast<sy_block_q6_K*>(vy);
     for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-        int8_t L[QK_K];
-        float scales[QK_K / 16];
-        float max_scale = 0, max_abs_scale = 0;
-        for (int ib = 0; ib < QK_K / 16; ++ib) {
-            scales[ib] = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib);
-            const float abs_scale = std::fabs(scales[ib]);
-            if (abs_scale > max_abs_scale) {
-                max_abs_scale = abs_scale;
-                max_scale = scales[ib];
-            }
-        }
-        if (max_abs_scale < kGroupMaxEps) {
-            std::memset(&y[i], 0, sizeof(sy_block_q6_K));
-            y[i].d = to_half(0.f);
-            continue;
-        }
-        const float iscale = -128.f / max_scale;
-        y[i].d = to_half(1 / iscale);
-        for (int ib = 0; ib < QK_K / 16; ++ib) {
-            y[i].scales[ib] = int8_t(std::min(127, nearest_int(iscale * scales[ib])));
-        }
-        for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = from_half(y[i].d) * float(y[i].scales[j]);
-            if (!d) continue;
-            for (int ii = 0; ii < 16; ++ii) {
-                L[16 * j + ii] = int8_t(std::clamp(nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
-            }
-        }
-        uint8_t* ql = y[i].ql;
-        uint8_t* qh = y[i].qh;
-        for (int j = 0; j < QK_K; j += 128, ql += 64, qh += 32) {
-            for (int l = 0; l < 32; ++l) {
-                const uint8_t q1 = L[j + l + 0] & 0xF;
-                const uint8_t q2 = L[j + l + 32] & 0xF;
-                const uint8_t q3 = L[j + l + 64] & 0xF;
-                const uint8_t q4 = L[j + l + 96] & 0xF;
-                ql[l + 0] = uint8_t(q1 | (q3 << 4));
-                ql[l + 32] = uint8_t(q2 | (q4 << 4));
-                qh[l] = uint8_t((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
-                                ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
-            }
-        }
+        quantize_q6_K_block(x, y[i], importance ? importance + i * QK_K : nullptr);
     }
 }
 

@@ -1,5 +1,8 @@
 // The 32-element "legacy" formats Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the Q8_1 activation format,
 // following ggml's quantize_row_*_ref: one scale (and min) per block from the block's extremes.
+// With an importance matrix, ggml's quantize_row_q4_0_impl ... q5_1_impl: each block fitted by
+// the scale searches of the K-quants, weighted by importance * sqrt(sigma2 + x^2) with sigma2
+// the row's mean square (Q8_0 ignores the matrix, as in ggml).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -38,6 +41,33 @@ uint32_t load_qh(const uint8_t* qh) {
     return bits;
 }
 
+// 32 quants of 4 bits: element j in the low nibble of qs[j], element j + 16 in the high one.
+template <typename Level>
+void store_4bit(const Level* L, uint8_t* qs) {
+    for (int j = 0; j < 16; ++j) qs[j] = uint8_t(L[j] | (L[j + 16] << 4));
+}
+
+// 32 quants of 5 bits: the low 4 as store_4bit, the 5th of element j at bit j of qh.
+template <typename Level>
+void store_5bit(const Level* L, uint8_t* qs, uint8_t* qh) {
+    uint32_t bits = 0;
+    for (int j = 0; j < 32; ++j) bits |= uint32_t((L[j] & 0x10u) >> 4) << j;
+    for (int j = 0; j < 16; ++j) qs[j] = uint8_t((L[j] & 0x0F) | ((L[j + 16] & 0x0F) << 4));
+    store_qh(qh, bits);
+}
+
+// The weighted fit of one row, block by block: `fit` takes a block, its weights and its output.
+template <typename Block, typename Fit>
+void quantize_weighted(const float* x, Block* y, int64_t n, const float* importance, Fit fit) {
+    constexpr int qk = 32;
+    const float sigma2 = sum_of_squares(x, n) / float(n);
+    float weights[qk];
+    for (int64_t i = 0; i < n / qk; ++i, x += qk, importance += qk) {
+        importance_weights(x, importance, sigma2, qk, weights);
+        fit(x, weights, y[i]);
+    }
+}
+
 }  // namespace
 
 void quantize_q4_0(const float* x, void* vy, int64_t n) {
@@ -53,6 +83,19 @@ void quantize_q4_0(const float* x, void* vy, int64_t n) {
             y[i].qs[j] = uint8_t(q0 | (q1 << 4));
         }
     }
+}
+
+void quantize_q4_0_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    if (!importance) {
+        quantize_q4_0(x, vy, n);
+        return;
+    }
+    quantize_weighted(x, static_cast<sy_block_q4_0*>(vy), n, importance,
+                      [](const float* xb, const float* w, sy_block_q4_0& b) {
+                          int8_t L[SY_QK4_0];
+                          b.d = to_half(make_qx_quants(SY_QK4_0, 8, xb, L, w));
+                          store_4bit(L, b.qs);
+                      });
 }
 
 void dequantize_q4_0(const void* vx, float* y, int64_t n) {
@@ -86,6 +129,22 @@ void quantize_q4_1(const float* x, void* vy, int64_t n) {
     }
 }
 
+void quantize_q4_1_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    if (!importance) {
+        quantize_q4_1(x, vy, n);
+        return;
+    }
+    quantize_weighted(x, static_cast<sy_block_q4_1*>(vy), n, importance,
+                      [](const float* xb, const float* w, sy_block_q4_1& b) {
+                          uint8_t L[SY_QK4_1], Laux[SY_QK4_1];
+                          float min;
+                          b.d = to_half(make_qkx3_quants(SY_QK4_1, 15, xb, w, L, &min, Laux, -0.9f,
+                                                         0.05f, 36, false));
+                          b.m = to_half(-min);
+                          store_4bit(L, b.qs);
+                      });
+}
+
 void dequantize_q4_1(const void* vx, float* y, int64_t n) {
     constexpr int qk = SY_QK4_1;
     const auto* x = static_cast<const sy_block_q4_1*>(vx);
@@ -116,6 +175,19 @@ void quantize_q5_0(const float* x, void* vy, int64_t n) {
         }
         store_qh(y[i].qh, qh);
     }
+}
+
+void quantize_q5_0_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    if (!importance) {
+        quantize_q5_0(x, vy, n);
+        return;
+    }
+    quantize_weighted(x, static_cast<sy_block_q5_0*>(vy), n, importance,
+                      [](const float* xb, const float* w, sy_block_q5_0& b) {
+                          int8_t L[SY_QK5_0];
+                          b.d = to_half(make_qx_quants(SY_QK5_0, 16, xb, L, w));
+                          store_5bit(L, b.qs, b.qh);
+                      });
 }
 
 void dequantize_q5_0(const void* vx, float* y, int64_t n) {
@@ -153,6 +225,22 @@ void quantize_q5_1(const float* x, void* vy, int64_t n) {
         }
         store_qh(y[i].qh, qh);
     }
+}
+
+void quantize_q5_1_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    if (!importance) {
+        quantize_q5_1(x, vy, n);
+        return;
+    }
+    quantize_weighted(x, static_cast<sy_block_q5_1*>(vy), n, importance,
+                      [](const float* xb, const float* w, sy_block_q5_1& b) {
+                          uint8_t L[SY_QK5_1], Laux[SY_QK5_1];
+                          float min;
+                          b.d = to_half(make_qkx3_quants(SY_QK5_1, 31, xb, w, L, &min, Laux, -0.9f,
+                                                         0.05f, 36, false));
+                          b.m = to_half(-min);
+                          store_5bit(L, b.qs, b.qh);
+                      });
 }
 
 void dequantize_q5_1(const void* vx, float* y, int64_t n) {

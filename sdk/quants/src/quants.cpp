@@ -29,20 +29,22 @@ TypeFns fns(int32_t type) {
         case SY_TYPE_F32: return {quantize_f32, dequantize_f32, true};
         case SY_TYPE_F16: return {quantize_f16, dequantize_f16, true};
         case SY_TYPE_BF16: return {quantize_bf16, dequantize_bf16, true};
-        case SY_TYPE_Q4_0: return {quantize_q4_0, dequantize_q4_0, true};
-        case SY_TYPE_Q4_1: return {quantize_q4_1, dequantize_q4_1, true};
-        case SY_TYPE_Q5_0: return {quantize_q5_0, dequantize_q5_0, true};
-        case SY_TYPE_Q5_1: return {quantize_q5_1, dequantize_q5_1, true};
+        case SY_TYPE_Q4_0: return {quantize_q4_0, dequantize_q4_0, true, quantize_q4_0_weighted};
+        case SY_TYPE_Q4_1: return {quantize_q4_1, dequantize_q4_1, true, quantize_q4_1_weighted};
+        case SY_TYPE_Q5_0: return {quantize_q5_0, dequantize_q5_0, true, quantize_q5_0_weighted};
+        case SY_TYPE_Q5_1: return {quantize_q5_1, dequantize_q5_1, true, quantize_q5_1_weighted};
         case SY_TYPE_Q8_0: return {quantize_q8_0, dequantize_q8_0, true};
         case SY_TYPE_Q8_1: return {quantize_q8_1, dequantize_q8_1, false};
-        case SY_TYPE_Q2_K: return {quantize_q2_K, dequantize_q2_K, true};
-        case SY_TYPE_Q3_K: return {quantize_q3_K, dequantize_q3_K, true};
-        case SY_TYPE_Q4_K: return {quantize_q4_K, dequantize_q4_K, true};
-        case SY_TYPE_Q5_K: return {quantize_q5_K, dequantize_q5_K, true};
-        case SY_TYPE_Q6_K: return {quantize_q6_K, dequantize_q6_K, true};
+        case SY_TYPE_Q2_K: return {quantize_q2_K, dequantize_q2_K, true, quantize_q2_K_weighted};
+        case SY_TYPE_Q3_K: return {quantize_q3_K, dequantize_q3_K, true, quantize_q3_K_weighted};
+        case SY_TYPE_Q4_K: return {quantize_q4_K, dequantize_q4_K, true, quantize_q4_K_weighted};
+        case SY_TYPE_Q5_K: return {quantize_q5_K, dequantize_q5_K, true, quantize_q5_K_weighted};
+        case SY_TYPE_Q6_K: return {quantize_q6_K, dequantize_q6_K, true, quantize_q6_K_weighted};
         case SY_TYPE_Q8_K: return {quantize_q8_K, dequantize_q8_K, false};
-        case SY_TYPE_IQ4_NL: return {quantize_iq4_nl, dequantize_iq4_nl, true};
-        case SY_TYPE_IQ4_XS: return {quantize_iq4_xs, dequantize_iq4_xs, true};
+        case SY_TYPE_IQ4_NL:
+            return {quantize_iq4_nl, dequantize_iq4_nl, true, quantize_iq4_nl_weighted};
+        case SY_TYPE_IQ4_XS:
+            return {quantize_iq4_xs, dequantize_iq4_xs, true, quantize_iq4_xs_weighted};
         case SY_TYPE_IQ2_XXS:
             return {quantize_iq2_xxs, dequantize_iq2_xxs, true, quantize_iq2_xxs_weighted};
         case SY_TYPE_IQ2_XS:

@@ -36,10 +36,13 @@ void dequantize_row(int32_t type, const void* x, float* y, int64_t n);
 // (row r at y + r * row_size(type, n_per_row)); threads <= 1 runs on the calling thread.
 // `importance`, where given, holds n_per_row non-negative weights (an importance matrix's
 // column: the mean squared activation each input column meets); the quantizer then minimises
-// the importance-weighted squared error of every row, as ggml's quantizers do with
-// quant_weights (the i-quants; the other types ignore it). Without it every type still
-// quantizes, weighting by x^2, but the types that need one (requires_importance) lose much
-// quality: the quantize command refuses them without an imatrix, as llama-quantize does.
+// the importance-weighted squared error of every row, by the method of ggml's quantizers with
+// quant_weights (every block type but Q8_0, which ignores it as ggml does; F32, F16 and BF16
+// are not fitted). Those results are not bit-identical to ggml's; in the legacy, K- and IQ4
+// types a group of columns whose importance is all zero is fitted as if it were uniform (ggml
+// would zero it). Without it every row is quantize_row's, and the types that need one
+// (requires_importance) lose much quality: the quantize command refuses them without an
+// imatrix, as llama-quantize does.
 void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
                    int threads, const float* importance = nullptr);
 
