@@ -120,13 +120,18 @@ std::vector<std::string> expand_llama_flags(const CLI::App& app, int argc, char*
             args.push_back(name);
             continue;
         }
-        // The next word is the value, attached so that a leading '-' cannot make it an option.
+        // The next word is the value; one that starts with '-' is attached, so that CLI11 cannot
+        // take it for an option ("" stays a word of its own: CLI11 refuses "--prompt=").
         const std::string value = argv[++i];
         const std::vector<std::string>& lnames = opt->get_lnames();
-        if (!lnames.empty())
+        if (!value.starts_with('-')) {
+            args.push_back(name);
+            args.push_back(value);
+        } else if (!lnames.empty()) {
             args.push_back("--" + lnames.front() + "=" + value);
-        else
+        } else {
             args.push_back(name + value);  // "-p" "-x" -> "-p-x": CLI11 reads -p with "-x"
+        }
     }
     return args;
 }
