@@ -110,6 +110,15 @@ inline I8x32 from_u32x8(const uint32_t (&v)[8]) {
 inline I8x32 negate_where(I8x32 a, I8x32 mask) {
     return {_mm256_sub_epi8(_mm256_xor_si256(a.v, mask.v), mask.v)};
 }
+// Eight 4-byte table entries table[idx[k] + 256 * (high >> k & 1)] (one gather).
+inline I8x32 gather_u32x8(const uint32_t* table, const uint8_t* idx, unsigned high) {
+    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(idx)));
+    const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(high)),
+                                                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                                         _mm256_set1_epi32(1));
+    const __m256i index = _mm256_or_si256(lo, _mm256_slli_epi32(bit, 8));
+    return {_mm256_i32gather_epi32(reinterpret_cast<const int*>(table), index, 4)};
+}
 // table: 16 signed bytes; idx bytes in [0, 16).
 inline I8x32 lut16(const int8_t* table, I8x32 idx) {
     const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
@@ -265,6 +274,14 @@ inline I8x32 from_u32x8(const uint32_t (&v)[8]) {
 inline I8x32 negate_where(I8x32 a, I8x32 mask) {
     for (int j = 0; j < 32; ++j) a.b[j] = mask.b[j] ? int8_t(-a.b[j]) : a.b[j];
     return a;
+}
+inline I8x32 gather_u32x8(const uint32_t* table, const uint8_t* idx, unsigned high) {
+    I8x32 r;
+    for (int k = 0; k < 8; ++k) {
+        const uint32_t v = table[idx[k] | ((high >> k & 1) << 8)];
+        std::memcpy(r.b + 4 * k, &v, 4);
+    }
+    return r;
 }
 inline I8x32 lut16(const int8_t* table, I8x32 idx) {
     for (int j = 0; j < 32; ++j) idx.b[j] = table[idx.b[j] & 15];

@@ -83,12 +83,12 @@ struct Iq3xxs {
     using Block = sy_block_iq3_xxs;
     static float factor(const Block& b) { return h2f(b.d) * 0.25f; }
     static Magnitudes decode(const Block& b, int ib) {
-        const uint8_t* q = b.qs + 8 * ib;
-        uint32_t g[8];
-        for (int k = 0; k < 8; ++k) g[k] = sy_iq3xxs_grid[q[k]];
         uint32_t aux;
         std::memcpy(&aux, b.qs + SY_QK_K / 4 + 4 * ib, sizeof(aux));
         const int16_t s = odd(int(aux >> 28));
+        const uint8_t* q = b.qs + 8 * ib;
+        uint32_t g[8];
+        for (int k = 0; k < 8; ++k) g[k] = sy_iq3xxs_grid[q[k]];
         return {from_u32x8(g), parity_sign_mask(aux), scales16(s, s)};
     }
 };
@@ -97,14 +97,10 @@ struct Iq3s {
     using Block = sy_block_iq3_s;
     static float factor(const Block& b) { return h2f(b.d); }
     static Magnitudes decode(const Block& b, int ib) {
-        const uint8_t* q = b.qs + 8 * ib;
-        const int h = b.qh[ib];
-        uint32_t g[8];
-        for (int k = 0; k < 8; ++k) g[k] = sy_iq3s_grid[q[k] | (((h >> k) & 1) << 8)];
         uint32_t signs;
         std::memcpy(&signs, b.signs + 4 * ib, sizeof(signs));
         const int16_t s = odd((b.scales[ib / 2] >> (4 * (ib % 2))) & 15);
-        return {from_u32x8(g), bits32(signs), scales16(s, s)};
+        return {gather_u32x8(sy_iq3s_grid, b.qs + 8 * ib, b.qh[ib]), bits32(signs), scales16(s, s)};
     }
 };
 

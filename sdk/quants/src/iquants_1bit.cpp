@@ -24,12 +24,6 @@ namespace {
 
 constexpr int QK_K = SY_QK_K;
 
-float mean_square(const float* x, int n) {
-    float s = 0;
-    for (int i = 0; i < n; ++i) s += x[i] * x[i];
-    return s / float(n);
-}
-
 struct OneBitFit {
     float scale = 0;
     uint16_t entry[4]{};
@@ -148,10 +142,16 @@ float refit_d(const float* x, const float* y0, const float* w, int n, float fall
     return syy > 0 && sxy > 0 ? float(sxy / syy) : fallback;
 }
 
-void fit_weights(const float* x, const float* importance, int n, float* w) {
-    const float sigma2 = 2 * mean_square(x, n);
-    for (int i = 0; i < n; ++i) {
-        w[i] = (importance ? importance[i] : 1.f) * std::sqrt(sigma2 + x[i] * x[i]);
+// importance * sqrt(sigma2 + x^2) per sub-block of `sub` (importance_weights), importance 1
+// without a matrix; sigma2 twice the super-block's mean square.
+void fit_weights(const float* x, const float* importance, int n, int sub, float* w) {
+    const float sigma2 = 2 * sum_of_squares(x, n) / float(n);
+    for (int i = 0; i < n; i += sub) {
+        if (importance) {
+            importance_weights(x + i, importance + i, sigma2, sub, w + i);
+        } else {
+            for (int j = i; j < i + sub; ++j) w[j] = std::sqrt(sigma2 + x[j] * x[j]);
+        }
     }
 }
 
@@ -182,7 +182,7 @@ void quantize_iq1_s_weighted(const float* x, void* vy, int64_t n, const float* i
     for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
         std::memset(&y[i], 0, sizeof(y[i]));
         float w[QK_K];
-        fit_weights(x, importance ? importance + i * QK_K : nullptr, QK_K, w);
+        fit_weights(x, importance ? importance + i * QK_K : nullptr, QK_K, 32, w);
         OneBitFit fits[QK_K / 32];
         float max_scale = 0;
         for (int ib = 0; ib < QK_K / 32; ++ib) {
@@ -260,7 +260,7 @@ void quantize_iq1_m_weighted(const float* x, void* vy, int64_t n, const float* i
     for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
         std::memset(&y[i], 0, sizeof(y[i]));
         float w[QK_K];
-        fit_weights(x, importance ? importance + i * QK_K : nullptr, QK_K, w);
+        fit_weights(x, importance ? importance + i * QK_K : nullptr, QK_K, 16, w);
         OneBitFit fits[QK_K / 16];
         float max_scale = 0;
         for (int ib = 0; ib < QK_K / 16; ++ib) {

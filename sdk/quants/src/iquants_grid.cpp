@@ -26,19 +26,17 @@ namespace {
 
 constexpr int QK_K = SY_QK_K;
 
-// Weights of the fit: importance * sqrt(sigma2 + x^2) (ggml's weighting), importance 1 without
-// an importance matrix. (ggml weighs by x^2 there; on Gaussian rows that leaves a 20-25% larger
-// plain RMS error for the same codebook.)
-void fit_weights(const float* x, const float* importance, float sigma2, int n, float* w) {
-    for (int i = 0; i < n; ++i) {
-        w[i] = (importance ? importance[i] : 1.f) * std::sqrt(sigma2 + x[i] * x[i]);
+// Weights of the fit per sub-block of `sub` values: importance * sqrt(sigma2 + x^2) (ggml's
+// weighting, importance_weights), importance 1 without an importance matrix. (ggml weighs by x^2
+// there; on Gaussian rows that leaves a 20-25% larger plain RMS error for the same codebook.)
+void fit_weights(const float* x, const float* importance, float sigma2, int n, int sub, float* w) {
+    for (int i = 0; i < n; i += sub) {
+        if (importance) {
+            importance_weights(x + i, importance + i, sigma2, sub, w + i);
+        } else {
+            for (int j = i; j < i + sub; ++j) w[j] = std::sqrt(sigma2 + x[j] * x[j]);
+        }
     }
-}
-
-float mean_square(const float* x, int n) {
-    float s = 0;
-    for (int i = 0; i < n; ++i) s += x[i] * x[i];
-    return s / float(n);
 }
 
 struct MagnitudeSearch {
@@ -256,8 +254,8 @@ void quantize_super_block(const MagnitudeSearch& m, int sub_size, float sigma_fa
                           float (*step_value)(int), Pack pack, Dequant dequant_unit) {
     std::memset(&y, 0, sizeof(Block));
     float w[QK_K];
-    const float sigma2 = sigma_factor * mean_square(x, QK_K);
-    fit_weights(x, importance, sigma2, QK_K, w);
+    const float sigma2 = sigma_factor * sum_of_squares(x, QK_K) / QK_K;
+    fit_weights(x, importance, sigma2, QK_K, sub_size, w);
     const int n_sub = QK_K / sub_size;
     float scales[16];
     uint16_t entries[16][8];
