@@ -61,7 +61,8 @@ BackendRef parse_backend_name(std::string_view name) {
     }
     const std::string_view index = name.substr(digits);
     // Up to 4 digits: a device index, not part of a plugin name such as "x86_64".
-    if (cut == 0 || index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), is_digit) ||
+    if (cut == 0 || index.empty() || index.size() > 4 ||
+        !std::all_of(index.begin(), index.end(), is_digit) ||
         (cut == digits && !std::isalpha(static_cast<unsigned char>(name[cut - 1]))))
         return {std::string(name), 0};
     return {std::string(name.substr(0, cut)), static_cast<int32_t>(std::stoi(std::string(index)))};
@@ -87,8 +88,10 @@ std::vector<PlacementRule> parse_override_tensors(std::string_view text, size_t 
         const std::string_view piece = text.substr(start, comma - start);
         start = comma + 1;
         if (piece.empty() && pending.empty())
-            throw Error(fmt::format("-ot '{}': an empty rule (two commas, or one at an end)", text));
-        const std::string rule = pending.empty() ? std::string(piece) : pending + "," + std::string(piece);
+            throw Error(
+                fmt::format("-ot '{}': an empty rule (two commas, or one at an end)", text));
+        const std::string rule =
+            pending.empty() ? std::string(piece) : pending + "," + std::string(piece);
         const std::string where = fmt::format("-ot #{}", first + out.size());
         if (rule.find('=') == std::string::npos) {
             if (comma == text.size()) parse_override_tensor(rule, where);  // throws: no backend

@@ -24,8 +24,9 @@ TEST(FileType, NamesMatchLlamaCpp) {
 }
 
 TEST(FileType, EveryEnumeratorHasAName) {
-    for (uint32_t id : {0u, 1u, 2u, 3u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u, 17u, 18u,
-                        19u, 20u, 21u, 22u, 23u, 24u, 25u, 26u, 27u, 28u, 29u, 30u, 31u, 32u}) {
+    for (uint32_t id :
+         {0u,  1u,  2u,  3u,  7u,  8u,  9u,  10u, 11u, 12u, 13u, 14u, 15u, 16u, 17u,
+          18u, 19u, 20u, 21u, 22u, 23u, 24u, 25u, 26u, 27u, 28u, 29u, 30u, 31u, 32u}) {
         EXPECT_FALSE(known_file_type_name(id).empty()) << id;
     }
 }

@@ -186,8 +186,8 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     const auto mlas = int_list("-mla", mla, "3", 0, 3);
     if (no_fused_moe && !fused_moe.empty()) throw Error("-no-fmoe and -fmoe: give one of them");
     if (no_flash_attn && !flash_attn.empty()) throw Error("-no-fa and -fa: give one of them");
-    const auto fmoes = int_list("-fmoe", no_fused_moe ? std::vector<std::string>{"0"} : fused_moe,
-                                "-1", -1, 1);
+    const auto fmoes =
+        int_list("-fmoe", no_fused_moe ? std::vector<std::string>{"0"} : fused_moe, "-1", -1, 1);
     if (base.no_mmap && !mmap.empty()) throw Error("--no-mmap and -mmp: give one of them");
     const auto mmaps = int_list("-mmp", mmap, base.no_mmap ? "0" : "1", 0, 1);
     const auto gers = int_list("-ger", grouped_er, "1", 0, 1);
@@ -218,10 +218,10 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     };
     const auto files = split_list("-m", models, ',', "");
     size_t count = 1;
-    for (size_t n : {files.size(), cfgs.size(), costs.size(), tss.size(), ngls.size(),
-                     ncmoes.size(), ts.size(), bs.size(), ubs.size(), cks.size(), cvs.size(),
-                     fas.size(), mlas.size(), ambs.size(), fmoes.size(), rtrs.size(),
-                     mmaps.size(), gers.size()}) {
+    for (size_t n :
+         {files.size(), cfgs.size(), costs.size(), tss.size(), ngls.size(), ncmoes.size(),
+          ts.size(), bs.size(), ubs.size(), cks.size(), cvs.size(), fas.size(), mlas.size(),
+          ambs.size(), fmoes.size(), rtrs.size(), mmaps.size(), gers.size()}) {
         count *= n;
         if (count > kMaxInstances)
             throw Error(

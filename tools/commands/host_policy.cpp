@@ -83,18 +83,20 @@ std::string apply_numa(const std::string& mode) {
         cpu_set_t set;
         CPU_ZERO(&set);
         sched_getaffinity(0, sizeof set, &set);
-        return fmt::format("--numa numactl: threads stay on the {} CPUs this command was given "
-                           "(numactl's choice); {} NUMA nodes",
-                           CPU_COUNT(&set), nodes.size());
+        return fmt::format(
+            "--numa numactl: threads stay on the {} CPUs this command was given "
+            "(numactl's choice); {} NUMA nodes",
+            CPU_COUNT(&set), nodes.size());
     }
     if (mode == "isolate") {
         const int cpu = sched_getcpu();
         for (const auto& [node, cpus] : nodes)
             if (std::find(cpus.begin(), cpus.end(), cpu) != cpus.end()) {
                 set_cpus(cpus, mode);
-                return fmt::format("--numa isolate: threads on node {} (CPUs {}), the node this "
-                                   "command started on; {} NUMA nodes",
-                                   node, cpu_range(cpus), nodes.size());
+                return fmt::format(
+                    "--numa isolate: threads on node {} (CPUs {}), the node this "
+                    "command started on; {} NUMA nodes",
+                    node, cpu_range(cpus), nodes.size());
             }
         throw Error(fmt::format("--numa isolate: CPU {} belongs to no NUMA node in sysfs", cpu));
     }
@@ -108,11 +110,10 @@ std::string apply_numa(const std::string& mode) {
     set_cpus(all, mode);
     const bool interleaved =
         syscall(SYS_set_mempolicy, MPOL_INTERLEAVE, &mask, 8 * sizeof mask) == 0;
-    return fmt::format("--numa distribute: threads over the {} CPUs of {} NUMA nodes{}", all.size(),
-                       nodes.size(),
-                       interleaved ? ", new memory interleaved over the nodes"
-                                   : fmt::format(" (memory not interleaved: {})",
-                                                 std::strerror(errno)));
+    return fmt::format(
+        "--numa distribute: threads over the {} CPUs of {} NUMA nodes{}", all.size(), nodes.size(),
+        interleaved ? ", new memory interleaved over the nodes"
+                    : fmt::format(" (memory not interleaved: {})", std::strerror(errno)));
 }
 
 WeightLock lock_weights(const gguf::Reader& file) {
@@ -144,7 +145,8 @@ WeightLock lock_weights(const gguf::Reader& file) {
             for (const auto& [s, r] : ranges) {
                 const uintptr_t b = reinterpret_cast<uintptr_t>(r.first) & ~(page - 1);
                 if (s == shard) break;
-                munlock(reinterpret_cast<const void*>(b), reinterpret_cast<uintptr_t>(r.second) - b);
+                munlock(reinterpret_cast<const void*>(b),
+                        reinterpret_cast<uintptr_t>(r.second) - b);
             }
             out.bytes = 0;
             return out;

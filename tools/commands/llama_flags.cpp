@@ -90,7 +90,8 @@ std::vector<std::string> expand_llama_flags(const CLI::App& app, int argc, char*
             break;
         }
         if (command == &app) {
-            const auto subs = app.get_subcommands([&](const CLI::App* s) { return s->check_name(word); });
+            const auto subs =
+                app.get_subcommands([&](const CLI::App* s) { return s->check_name(word); });
             if (!subs.empty()) {
                 command = subs.front();
                 args.push_back(word);

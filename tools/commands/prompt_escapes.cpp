@@ -30,7 +30,10 @@ std::string process_escapes(std::string_view text) {
             case 'f': c = '\f'; break;
             case 'a': c = '\a'; break;
             case 'b': c = '\b'; break;
-            case '\'': case '"': case '?': case '\\': c = e; break;
+            case '\'':
+            case '"':
+            case '?':
+            case '\\': c = e; break;
             case 'x': {
                 int value = 0, digits = 0;
                 while (digits < 2 && i + 2 + digits < text.size()) {

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "commands/model_session.hpp"
-#include "commands/prompt_escapes.hpp"
 #include "commands/plan.hpp"
+#include "commands/prompt_escapes.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/profile.hpp"
 #include "switchyard/llm/chat_template.hpp"
@@ -27,7 +27,7 @@ struct RunOptions {
     ModelOptions model;
     std::string prompt;
     std::string prompt_file;
-    int n_predict = 64;    // -1: until end of text; -2: until the context is full
+    int n_predict = 64;      // -1: until end of text; -2: until the context is full
     int64_t n_batch = 2048;  // -b: prompt tokens per eval call (each split into -ub ubatches)
     int threads_batch = 0;   // -tb: threads for the prompt (0: as -t)
     bool no_escape = false;
@@ -364,11 +364,12 @@ Command add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     CLI::App* cmd = app.add_subcommand("run", "Generate text with a deepseek2 GGUF model");
     o->model.add_to(*cmd, "Context length (default: min(4096, trained))");
-    cmd->add_option("-p,--prompt", o->prompt,
-                    "Prompt text; \\n, \\t, \\\\, \\\", \\xHH ... are processed unless --no-escape");
+    cmd->add_option(
+        "-p,--prompt", o->prompt,
+        "Prompt text; \\n, \\t, \\\\, \\\", \\xHH ... are processed unless --no-escape");
     cmd->add_flag("--no-escape", o->no_escape, "Take -p's text as it is (no escape processing)");
-    cmd->add_flag("-e,--escape")->description(
-        "Process -p's escapes (the default; accepted for llama.cpp)");
+    cmd->add_flag("-e,--escape")
+        ->description("Process -p's escapes (the default; accepted for llama.cpp)");
     cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from this file");
     cmd->add_option("-n,--n-predict", o->n_predict,
                     "Tokens to generate; -1: until the end of the text (or a full context, "
