@@ -132,29 +132,6 @@ int scale_code(float scale, float d) {
     return std::clamp(int(std::lround((scale / d - 1) / 2)), 0, 7);
 }
 
-// Least-squares d of values y0 (dequantized at d = 1) against x.
-float refit_d(const float* x, const float* y0, const float* w, int n, float fallback) {
-    double sxy = 0, syy = 0;
-    for (int i = 0; i < n; ++i) {
-        sxy += double(w[i]) * x[i] * y0[i];
-        syy += double(w[i]) * y0[i] * y0[i];
-    }
-    return syy > 0 && sxy > 0 ? float(sxy / syy) : fallback;
-}
-
-// importance * sqrt(sigma2 + x^2) per sub-block of `sub` (importance_weights), importance 1
-// without a matrix; sigma2 twice the super-block's mean square.
-void fit_weights(const float* x, const float* importance, int n, int sub, float* w) {
-    const float sigma2 = 2 * sum_of_squares(x, n) / float(n);
-    for (int i = 0; i < n; i += sub) {
-        if (importance) {
-            importance_weights(x + i, importance + i, sigma2, sub, w + i);
-        } else {
-            for (int j = i; j < i + sub; ++j) w[j] = std::sqrt(sigma2 + x[j] * x[j]);
-        }
-    }
-}
-
 }  // namespace
 
 // ---- IQ1_S --------------------------------------------------------------------------------------
@@ -182,7 +159,8 @@ void quantize_iq1_s_weighted(const float* x, void* vy, int64_t n, const float* i
     for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
         std::memset(&y[i], 0, sizeof(y[i]));
         float w[QK_K];
-        fit_weights(x, importance ? importance + i * QK_K : nullptr, QK_K, 32, w);
+        subblock_weights(x, importance ? importance + i * QK_K : nullptr,
+                         2 * sum_of_squares(x, QK_K) / QK_K, QK_K, 32, w);
         OneBitFit fits[QK_K / 32];
         float max_scale = 0;
         for (int ib = 0; ib < QK_K / 32; ++ib) {
@@ -204,7 +182,7 @@ void quantize_iq1_s_weighted(const float* x, void* vy, int64_t n, const float* i
         y[i].d = to_half(1.f);
         float y0[QK_K];
         dequantize_iq1_s(&y[i], y0, QK_K);
-        y[i].d = to_half(refit_d(x, y0, w, QK_K, d));
+        y[i].d = to_half(least_squares_factor(x, y0, w, QK_K, d));
     }
 }
 
@@ -260,7 +238,8 @@ void quantize_iq1_m_weighted(const float* x, void* vy, int64_t n, const float* i
     for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
         std::memset(&y[i], 0, sizeof(y[i]));
         float w[QK_K];
-        fit_weights(x, importance ? importance + i * QK_K : nullptr, QK_K, 16, w);
+        subblock_weights(x, importance ? importance + i * QK_K : nullptr,
+                         2 * sum_of_squares(x, QK_K) / QK_K, QK_K, 16, w);
         OneBitFit fits[QK_K / 16];
         float max_scale = 0;
         for (int ib = 0; ib < QK_K / 16; ++ib) {
@@ -283,7 +262,7 @@ void quantize_iq1_m_weighted(const float* x, void* vy, int64_t n, const float* i
         set_iq1m_scale(y[i], to_half(1.f));
         float y0[QK_K];
         dequantize_iq1_m(&y[i], y0, QK_K);
-        set_iq1m_scale(y[i], to_half(refit_d(x, y0, w, QK_K, d)));
+        set_iq1m_scale(y[i], to_half(least_squares_factor(x, y0, w, QK_K, d)));
     }
 }
 

@@ -26,19 +26,6 @@ namespace {
 
 constexpr int QK_K = SY_QK_K;
 
-// Weights of the fit per sub-block of `sub` values: importance * sqrt(sigma2 + x^2) (ggml's
-// weighting, importance_weights), importance 1 without an importance matrix. (ggml weighs by x^2
-// there; on Gaussian rows that leaves a 20-25% larger plain RMS error for the same codebook.)
-void fit_weights(const float* x, const float* importance, float sigma2, int n, int sub, float* w) {
-    for (int i = 0; i < n; i += sub) {
-        if (importance) {
-            importance_weights(x + i, importance + i, sigma2, sub, w + i);
-        } else {
-            for (int j = i; j < i + sub; ++j) w[j] = std::sqrt(sigma2 + x[j] * x[j]);
-        }
-    }
-}
-
 struct MagnitudeSearch {
     const LatticeCodebook& cb;
     int steps;        // scale candidates i in [-steps, steps]
@@ -236,16 +223,6 @@ SuperScale fit_super_scale(const float* scales, int n_sub, int max_code, StepVal
     return out;
 }
 
-// Least-squares d for values y0 (the super-block dequantized at d = 1) against x, weights w.
-float refit_d(const float* x, const float* y0, const float* w, int n, float fallback) {
-    double sxy = 0, syy = 0;
-    for (int i = 0; i < n; ++i) {
-        sxy += double(w[i]) * x[i] * y0[i];
-        syy += double(w[i]) * y0[i] * y0[i];
-    }
-    return syy > 0 && sxy > 0 ? float(sxy / syy) : fallback;
-}
-
 // One super-block of a magnitude type, given the type's packing. Pack(sub, entries, signs, code)
 // stores a sub-block; Dequant(y) writes the block at its stored d = 1.
 template <typename Block, typename Pack, typename Dequant>
@@ -255,7 +232,7 @@ void quantize_super_block(const MagnitudeSearch& m, int sub_size, float sigma_fa
     std::memset(&y, 0, sizeof(Block));
     float w[QK_K];
     const float sigma2 = sigma_factor * sum_of_squares(x, QK_K) / QK_K;
-    fit_weights(x, importance, sigma2, QK_K, sub_size, w);
+    subblock_weights(x, importance, sigma2, QK_K, sub_size, w);
     const int n_sub = QK_K / sub_size;
     float scales[16];
     uint16_t entries[16][8];
@@ -270,7 +247,7 @@ void quantize_super_block(const MagnitudeSearch& m, int sub_size, float sigma_fa
     y.d = to_half(1.f);
     float y0[QK_K];
     dequant_unit(&y, y0);
-    y.d = to_half(refit_d(x, y0, w, QK_K, ss.d));
+    y.d = to_half(least_squares_factor(x, y0, w, QK_K, ss.d));
 }
 
 float step_iq2(int l) { return (0.5f + float(l)) * 0.25f; }
