@@ -167,6 +167,8 @@ PY
 "$sy" make-model --preset tiny --type q4_K -o "$tmp/q4k.gguf" >/dev/null 2>&1 || fail "make-model q4_K"
 "$sy" bench -m "$tmp/q4k.gguf" -p 8 -n 0 -r 1 >"$tmp/b.md" 2>"$tmp/e" || fail "bench q4_K: $(cat "$tmp/e")"
 grep -q "| deepseek2 [0-9.]*M Q4_K - Small |" "$tmp/b.md" || fail "bench model column: $(cat "$tmp/b.md")"
+"$sy" inspect "$tmp/q4k.gguf" | grep -q "general.file_type  *u32  *14 (Q4_K - Small)$" ||
+  fail "inspect file type: $("$sy" inspect "$tmp/q4k.gguf" | grep file_type)"
 # sweep takes -b (the ubatch is cut to it).
 "$sy" sweep -m "$m" -c 32 -ub 16 -b 8 -n 2 -o jsonl >"$tmp/s.jsonl" 2>"$tmp/e" || fail "sweep -b: $(cat "$tmp/e")"
 grep -q '"n_ubatch":8' "$tmp/s.jsonl" || fail "sweep -b 8: $(head -2 "$tmp/s.jsonl")"

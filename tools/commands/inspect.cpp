@@ -8,6 +8,7 @@
 
 #include "commands/commands.hpp"
 #include "switchyard/dtype.h"
+#include "switchyard/llm/file_type.hpp"
 #include "switchyard/llm/gguf.hpp"
 
 namespace sy::tools {
@@ -164,8 +165,11 @@ int inspect(const std::string& path, bool as_json) {
         fmt::print("  [{}] {}\n", i, r.files()[i].string());
     fmt::print("\nmetadata ({} keys)\n", r.metadata().size());
     for (const gguf::KeyValue& kv : r.metadata()) {
-        fmt::print("  {:<48} {:<7} {}\n", kv.key, value_type_name(kv.value.type()),
-                   value_text(kv.value));
+        // general.file_type with llama.cpp's name for it: "15 (Q4_K - Medium)".
+        const bool file_type = kv.key == "general.file_type" && kv.value.is_integer();
+        fmt::print("  {:<48} {:<7} {}{}\n", kv.key, value_type_name(kv.value.type()),
+                   value_text(kv.value),
+                   file_type ? " (" + llm::file_type_name(uint32_t(kv.value.as_u64())) + ")" : "");
     }
     fmt::print("\ntensors ({})\n", r.tensors().size());
     fmt::print("  {:<40} {:<8} {:<28} {:>14} {:>14} {:>5}\n", "name", "type", "shape", "bytes",
