@@ -11,7 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 sy=${SWITCHYARD:-$here/build/bin/switchyard}
-membw=${MEMBW:-$here/membw.sh}
+membw=${MEMBW:-$here/bench/membw.sh}
 rounds=5 tokens=200 threads=$(nproc) alt=""
 while getopts "r:n:t:a:" opt; do
   case $opt in

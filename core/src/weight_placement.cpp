@@ -28,9 +28,19 @@ BackendInfo backend_info(const Plugin& plugin, int32_t device) {
 int32_t find_backend(std::span<const BackendInfo> backends, std::string_view name,
                      const std::string& where) {
     std::string loaded;
-    const std::string wanted = canonical_backend_name(name);  // "CUDA0", "cuda:0": "cuda"
+    // The name as written first (a plugin's own name may end in digits: "cpu2"), then in the
+    // canonical spelling on both sides ("CUDA0", "cuda:0": "cuda"; "cpu2" and "cpu:2" meet).
+    const auto lower = [](std::string_view s) {
+        std::string out(s);
+        std::transform(out.begin(), out.end(), out.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        return out;
+    };
+    for (size_t i = 0; i < backends.size(); ++i)
+        if (lower(backends[i].name) == lower(name)) return static_cast<int32_t>(i);
+    const std::string wanted = canonical_backend_name(name);
     for (size_t i = 0; i < backends.size(); ++i) {
-        if (backends[i].name == wanted) return static_cast<int32_t>(i);
+        if (canonical_backend_name(backends[i].name) == wanted) return static_cast<int32_t>(i);
         loaded += (loaded.empty() ? "" : ", ") + backends[i].name;
     }
     throw Error(fmt::format("{}: backend '{}' is not loaded (loaded: {})", where, name,
