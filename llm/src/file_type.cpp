@@ -64,6 +64,13 @@ uint32_t file_type_of(int32_t type) {
         case SY_TYPE_Q6_K: ft = FileType::kMostlyQ6_K; break;
         case SY_TYPE_IQ4_NL: ft = FileType::kMostlyIQ4_NL; break;
         case SY_TYPE_IQ4_XS: ft = FileType::kMostlyIQ4_XS; break;
+        case SY_TYPE_IQ2_XXS: ft = FileType::kMostlyIQ2_XXS; break;
+        case SY_TYPE_IQ2_XS: ft = FileType::kMostlyIQ2_XS; break;
+        case SY_TYPE_IQ2_S: ft = FileType::kMostlyIQ2_S; break;
+        case SY_TYPE_IQ3_XXS: ft = FileType::kMostlyIQ3_XXS; break;
+        case SY_TYPE_IQ3_S: ft = FileType::kMostlyIQ3_S; break;
+        case SY_TYPE_IQ1_S: ft = FileType::kMostlyIQ1_S; break;
+        case SY_TYPE_IQ1_M: ft = FileType::kMostlyIQ1_M; break;
         default: break;
     }
     return static_cast<uint32_t>(ft);

@@ -43,6 +43,13 @@ TEST(FileType, OfTensorType) {
     EXPECT_EQ(file_type_of(SY_TYPE_Q4_K), static_cast<uint32_t>(FileType::kMostlyQ4_K_S));
     EXPECT_EQ(file_type_of(SY_TYPE_BF16), 32u);
     EXPECT_EQ(file_type_of(SY_TYPE_IQ4_XS), 30u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ2_XXS), 19u);  // a file all of one i-quant: its mix id
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ2_XS), 20u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ3_XXS), 23u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ1_S), 24u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ3_S), 26u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ2_S), 28u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ1_M), 31u);
     EXPECT_EQ(file_type_of(SY_TYPE_I32), 0u);
 }
 
