@@ -407,4 +407,10 @@ head -c 300 "$tmp/text.txt" >"$tmp/short.txt"
 grep -q "needs at least 256" "$tmp/e" || fail "short-text message: $(cat "$tmp/e")"
 "$sy" perplexity -m "$tmp/tiny.gguf" -f "$tmp/nothing.txt" >"$tmp/o" 2>"$tmp/e" && fail "missing text accepted"
 grep -q "nothing.txt" "$tmp/e" || fail "missing text not named: $(cat "$tmp/e")"
+mkdir -p "$tmp/a_folder"
+for cmd in run perplexity; do
+  "$sy" $cmd -m "$tmp/tiny.gguf" -f "$tmp/a_folder" >"$tmp/o" 2>"$tmp/e" &&
+    fail "$cmd -f with a folder accepted"
+  grep -q "a_folder: a folder, not a text file" "$tmp/e" || fail "$cmd -f folder: $(cat "$tmp/e")"
+done
 echo PASS

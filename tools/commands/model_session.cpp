@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -43,10 +44,14 @@ std::string plugin_extra_memory(const PluginHost& host) {
 }
 
 std::string read_text_file(const std::string& flag, const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error(flag + " " + path + ": a folder, not a text file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(flag + " " + path + ": cannot open the file");
     std::ostringstream text;
     text << in.rdbuf();
+    if (in.bad()) throw Error(flag + " " + path + ": cannot read the file");
     return text.str();
 }
 
@@ -404,7 +409,7 @@ void LoadedModel::note(const std::string& message) const {
 }
 
 void LoadedModel::set_threads(int threads) {
-    for (const auto& plugin : host->plugins()) plugin->set_option("threads", std::to_string(threads));
+    for (const auto& p : host->plugins()) p->set_option("threads", std::to_string(threads));
 }
 
 void LoadedModel::warn(const std::string& message) {
