@@ -28,7 +28,9 @@ inline I8x32 parity_sign_mask(uint32_t packed7x4) {
                       sy_ksigns64[(packed7x4 >> 14) & 127], sy_ksigns64[(packed7x4 >> 21) & 127]);
 }
 
-inline int16_t odd(int ls) { return int16_t(2 * ls + 1); }
+inline int16_t odd(int ls) {
+    return int16_t(2 * ls + 1);
+}
 
 // A sub-block of a magnitude type: |x| codes, the mask of negative values, the scales.
 struct Magnitudes {
@@ -150,12 +152,10 @@ struct Iq1m {
         uint16_t s;
         std::memcpy(&s, b.scales + 2 * (ib / 2), sizeof(s));
         sc = scales16(odd((s >> (6 * (ib % 2))) & 7), odd((s >> (6 * (ib % 2) + 3)) & 7));
-        return one_bit_values(sy_iq1s_grid[q[0] | ((h[0] << 8) & 0x700)],
-                              sy_iq1s_grid[q[1] | ((h[0] << 4) & 0x700)],
-                              sy_iq1s_grid[q[2] | ((h[1] << 8) & 0x700)],
-                              sy_iq1s_grid[q[3] | ((h[1] << 4) & 0x700)],
-                              ((h[0] >> 3) & 1) | ((h[0] >> 6) & 2) | ((h[1] >> 1) & 4) |
-                                  ((h[1] >> 4) & 8));
+        return one_bit_values(
+            sy_iq1s_grid[q[0] | ((h[0] << 8) & 0x700)], sy_iq1s_grid[q[1] | ((h[0] << 4) & 0x700)],
+            sy_iq1s_grid[q[2] | ((h[1] << 8) & 0x700)], sy_iq1s_grid[q[3] | ((h[1] << 4) & 0x700)],
+            ((h[0] >> 3) & 1) | ((h[0] >> 6) & 2) | ((h[1] >> 1) & 4) | ((h[1] >> 4) & 8));
     }
 };
 

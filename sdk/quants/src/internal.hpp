@@ -71,7 +71,7 @@ inline float least_squares_factor(const float* x, const float* y0, const float* 
     return syy > 0 && sxy > 0 ? float(sxy / syy) : fallback;
 }
 
-// The scale searches the legacy and K-quant quantizers share (kquants.cpp).
+// The scale searches the legacy and K-quant quantizers share (scale_search.cpp).
 // make_qx_quants: symmetric, L[i] in [0, 2 nmax) with x ~ scale * (L - nmax), minimising
 // sum w (x - scale (L - nmax))^2, w = weights[i] or, without weights, x^2 (ggml's rmse_type 1).
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L, const float* weights = nullptr);
@@ -81,6 +81,15 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L, const float* we
 float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
                        float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
                        bool use_mad);
+// make_q3_quants: Q3_K's symmetric search, x^2-weighted, single quants moved while the fit
+// improves (at most 5 passes).
+float make_q3_quants(int n, int nmax, const float* x, int8_t* L);
+// make_qkx2_quants: the reference K-quants' asymmetric scale + min search.
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                       bool use_mad);
+// make_qp_quants: the weighted K-quants' fit of sub-block scales (or mins) x >= 0 as d * L.
+float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* quant_weights);
 
 // One function pair per type; n is a multiple of the block size.
 #define SY_QUANTS_DECLARE(name)                                 \

@@ -12,7 +12,7 @@ namespace sy::quants::detail {
 namespace {
 
 struct GridSource {
-    const void* grid;   // uint64_t[entries] for 8 coordinates, uint32_t[entries] for 4
+    const void* grid;  // uint64_t[entries] for 8 coordinates, uint32_t[entries] for 4
     int entries;
     int dims;
     int bits;

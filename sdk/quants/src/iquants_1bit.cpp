@@ -146,8 +146,8 @@ void dequantize_iq1_s(const void* vx, float* y, int64_t n) {
             const float dl = d * float(2 * ((qh >> 12) & 7) + 1);
             const float delta = qh & 0x8000 ? -SY_IQ1S_DELTA : SY_IQ1S_DELTA;
             for (int l = 0; l < 4; ++l, y += 8) {
-                const auto* grid =
-                    reinterpret_cast<const int8_t*>(sy_iq1s_grid + (qs[l] | (((qh >> 3 * l) & 7) << 8)));
+                const auto* grid = reinterpret_cast<const int8_t*>(
+                    sy_iq1s_grid + (qs[l] | (((qh >> 3 * l) & 7) << 8)));
                 for (int j = 0; j < 8; ++j) y[j] = dl * (float(grid[j]) + delta);
             }
         }
@@ -186,7 +186,9 @@ void quantize_iq1_s_weighted(const float* x, void* vy, int64_t n, const float* i
     }
 }
 
-void quantize_iq1_s(const float* x, void* y, int64_t n) { quantize_iq1_s_weighted(x, y, n, nullptr); }
+void quantize_iq1_s(const float* x, void* y, int64_t n) {
+    quantize_iq1_s_weighted(x, y, n, nullptr);
+}
 
 // ---- IQ1_M --------------------------------------------------------------------------------------
 
@@ -254,9 +256,9 @@ void quantize_iq1_m_weighted(const float* x, void* vy, int64_t n, const float* i
             sc[ib / 4] = uint16_t(sc[ib / 4] | (scale_code(f.scale, d) << (3 * (ib % 4))));
             y[i].qs[2 * ib + 0] = uint8_t(f.entry[0] & 255);
             y[i].qs[2 * ib + 1] = uint8_t(f.entry[1] & 255);
-            y[i].qh[ib] = uint8_t((f.entry[0] >> 8) | ((f.entry[1] >> 8) << 4) |
-                                  (f.negative_delta[0] ? 0x08 : 0) |
-                                  (f.negative_delta[1] ? 0x80 : 0));
+            y[i].qh[ib] =
+                uint8_t((f.entry[0] >> 8) | ((f.entry[1] >> 8) << 4) |
+                        (f.negative_delta[0] ? 0x08 : 0) | (f.negative_delta[1] ? 0x80 : 0));
         }
         std::memcpy(y[i].scales, sc, sizeof(sc));
         set_iq1m_scale(y[i], to_half(1.f));
@@ -266,6 +268,8 @@ void quantize_iq1_m_weighted(const float* x, void* vy, int64_t n, const float* i
     }
 }
 
-void quantize_iq1_m(const float* x, void* y, int64_t n) { quantize_iq1_m_weighted(x, y, n, nullptr); }
+void quantize_iq1_m(const float* x, void* y, int64_t n) {
+    quantize_iq1_m_weighted(x, y, n, nullptr);
+}
 
 }  // namespace sy::quants::detail

@@ -250,9 +250,15 @@ void quantize_super_block(const MagnitudeSearch& m, int sub_size, float sigma_fa
     y.d = to_half(least_squares_factor(x, y0, w, QK_K, ss.d));
 }
 
-float step_iq2(int l) { return (0.5f + float(l)) * 0.25f; }
-float step_iq3xxs(int l) { return (0.5f + float(l)) * 0.5f; }
-float step_iq3s(int l) { return float(1 + 2 * l); }
+float step_iq2(int l) {
+    return (0.5f + float(l)) * 0.25f;
+}
+float step_iq3xxs(int l) {
+    return (0.5f + float(l)) * 0.5f;
+}
+float step_iq3s(int l) {
+    return float(1 + 2 * l);
+}
 
 }  // namespace
 
@@ -267,9 +273,11 @@ void dequantize_iq2_xxs(const void* vx, float* y, int64_t n) {
             std::memcpy(aux, x[i].qs + 4 * ib, sizeof(aux));
             const float db = d * (0.5f + float(aux[1] >> 28)) * 0.25f;
             for (int l = 0; l < 4; ++l, y += 8) {
-                const auto* grid = reinterpret_cast<const uint8_t*>(sy_iq2xxs_grid + ((aux[0] >> 8 * l) & 255));
+                const auto* grid =
+                    reinterpret_cast<const uint8_t*>(sy_iq2xxs_grid + ((aux[0] >> 8 * l) & 255));
                 const uint8_t signs = sy_ksigns_iq2xs[(aux[1] >> 7 * l) & 127];
-                for (int j = 0; j < 8; ++j) y[j] = db * float(grid[j]) * (signs & (1 << j) ? -1.f : 1.f);
+                for (int j = 0; j < 8; ++j)
+                    y[j] = db * float(grid[j]) * (signs & (1 << j) ? -1.f : 1.f);
             }
         }
     }
@@ -294,7 +302,9 @@ void quantize_iq2_xxs_weighted(const float* x, void* vy, int64_t n, const float*
     }
 }
 
-void quantize_iq2_xxs(const float* x, void* y, int64_t n) { quantize_iq2_xxs_weighted(x, y, n, nullptr); }
+void quantize_iq2_xxs(const float* x, void* y, int64_t n) {
+    quantize_iq2_xxs_weighted(x, y, n, nullptr);
+}
 
 // ---- IQ2_XS -------------------------------------------------------------------------------------
 
@@ -332,7 +342,9 @@ void quantize_iq2_xs_weighted(const float* x, void* vy, int64_t n, const float* 
     }
 }
 
-void quantize_iq2_xs(const float* x, void* y, int64_t n) { quantize_iq2_xs_weighted(x, y, n, nullptr); }
+void quantize_iq2_xs(const float* x, void* y, int64_t n) {
+    quantize_iq2_xs_weighted(x, y, n, nullptr);
+}
 
 // ---- IQ2_S --------------------------------------------------------------------------------------
 
@@ -375,7 +387,9 @@ void quantize_iq2_s_weighted(const float* x, void* vy, int64_t n, const float* i
     }
 }
 
-void quantize_iq2_s(const float* x, void* y, int64_t n) { quantize_iq2_s_weighted(x, y, n, nullptr); }
+void quantize_iq2_s(const float* x, void* y, int64_t n) {
+    quantize_iq2_s_weighted(x, y, n, nullptr);
+}
 
 // ---- IQ3_XXS ------------------------------------------------------------------------------------
 
@@ -419,7 +433,9 @@ void quantize_iq3_xxs_weighted(const float* x, void* vy, int64_t n, const float*
     }
 }
 
-void quantize_iq3_xxs(const float* x, void* y, int64_t n) { quantize_iq3_xxs_weighted(x, y, n, nullptr); }
+void quantize_iq3_xxs(const float* x, void* y, int64_t n) {
+    quantize_iq3_xxs_weighted(x, y, n, nullptr);
+}
 
 // ---- IQ3_S --------------------------------------------------------------------------------------
 
@@ -465,6 +481,8 @@ void quantize_iq3_s_weighted(const float* x, void* vy, int64_t n, const float* i
     }
 }
 
-void quantize_iq3_s(const float* x, void* y, int64_t n) { quantize_iq3_s_weighted(x, y, n, nullptr); }
+void quantize_iq3_s(const float* x, void* y, int64_t n) {
+    quantize_iq3_s_weighted(x, y, n, nullptr);
+}
 
 }  // namespace sy::quants::detail
