@@ -1,6 +1,7 @@
 /*
  * Block layouts of the GGUF quantization types, byte for byte as GGUF files store them (the
- * public ggml format; see ../shared/design/FORMATS.md). Plain C so that any plugin can use them.
+ * public ggml format; docs/iquants.md describes the i-quants). Plain C so that any plugin can
+ * use them.
  * Halves are IEEE binary16 bit patterns (uint16_t); convert with sdk.hpp's fp16_to_f32.
  */
 #ifndef SWITCHYARD_QUANT_BLOCKS_H
