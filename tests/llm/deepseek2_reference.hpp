@@ -1,5 +1,5 @@
 // A naive deepseek2 forward pass for the tests: plain loops in double precision, written from
-// the math of shared/design/DEEPSEEK2.md (sections 4-6), reading the GGUF metadata and weights
+// the math of docs/deepseek2.md (sections 3-5), reading the GGUF metadata and weights
 // itself. It shares no code with the runtime (llm/src/deepseek2_*.cpp or any plugin); only the
 // container reader and the quant formats' dequantizers, which define the file's values.
 #pragma once

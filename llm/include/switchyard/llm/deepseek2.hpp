@@ -1,7 +1,7 @@
 // The deepseek2 architecture (DeepSeek-V2, V2-Lite, V2.5, V3, R1, Kimi-K2-style GGUFs): its
 // hyperparameters read from GGUF metadata, its weights bound in place from the memory-mapped
 // file, the KV cache of each attention mode, and the compute graph of one ubatch built from the
-// core's ops (shared/design/DEEPSEEK2.md holds the facts matched here).
+// core's ops (docs/deepseek2.md holds the facts matched here).
 //
 //   gguf::Reader file = gguf::Reader::open(path);
 //   Deepseek2Model model(std::move(file), options);   // checks every key and tensor

@@ -9,7 +9,7 @@
 // The KL divergence of a model against a base model, as llama-perplexity's
 // --kl-divergence-base / --kl-divergence measure it: the base run saves every scored
 // position's log-probabilities, quantized to 16 bits, in llama.cpp's file
-// (shared/design/FORMATS.md):
+// (docs/perplexity.md):
 //   char[8] "_logits_", int32 n_ctx, int32 n_vocab, int32 n_chunk,
 //   int32 tokens[n_chunk * n_ctx]                  (the text's, before BOS replacement)
 //   per chunk, per scored position j = n_ctx/2 .. n_ctx-2 (predicting token j + 1), a record

@@ -1,5 +1,5 @@
 // Synthetic DeepSeek2-architecture GGUF files: llama.cpp's deepseek2 metadata keys and tensor
-// names/shapes exactly (shared/design/DEEPSEEK2.md §2-3), random but well-scaled weights that are
+// names/shapes exactly (docs/deepseek2.md §1-2), random but well-scaled weights that are
 // a pure function of (seed, tensor name, element index), and a byte-level BPE vocabulary. For
 // tests and benchmarks without downloading a model.
 //
