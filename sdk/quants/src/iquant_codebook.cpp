@@ -52,6 +52,8 @@ LatticeCodebook build(Codebook which) {
     cb.bits = s.bits;
     cb.levels = s.levels;
     for (int l = 0; l < s.levels; ++l) cb.level_value[l] = float(s.values[size_t(l)]);
+    for (int l = 0; l + 1 < s.levels; ++l)
+        cb.level_mid[l] = 0.5f * (cb.level_value[l] + cb.level_value[l + 1]);
     cb.point_levels.resize(size_t(s.entries * s.dims));
     cb.map.assign(size_t(1) << (s.bits * s.dims), 0);
     std::vector<bool> in_grid(cb.map.size(), false);

@@ -18,10 +18,11 @@ namespace sy::quants::detail {
 enum class Codebook { kIq2xxs, kIq2xs, kIq2s, kIq3xxs, kIq3s, kIq1s };
 
 struct LatticeCodebook {
-    int dims = 0;                       // coordinates per grid point: 8 or 4
-    int bits = 0;                       // bits per level in the packed index: 2 or 3
-    int levels = 0;                     // levels per coordinate: 3 or 8
-    float level_value[8]{};             // the value a level dequantizes to, before the block scales
+    int dims = 0;            // coordinates per grid point: 8 or 4
+    int bits = 0;            // bits per level in the packed index: 2 or 3
+    int levels = 0;          // levels per coordinate: 3 or 8
+    float level_value[8]{};  // the value a level dequantizes to, before the block scales
+    float level_mid[7]{};    // midpoints of adjacent level values: the rounding thresholds
     std::vector<uint8_t> point_levels;  // entries * dims levels
     std::vector<float> point_values;    // entries * dims level values, for the error sums
     // packed level index -> entry >= 0, or -(1 + offset) of its neighbour list in `neighbours`:

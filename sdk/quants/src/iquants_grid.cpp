@@ -43,9 +43,7 @@ struct GroupChoice {
 template <int D>
 void choose_groups_d(const LatticeCodebook& cb, const float* a, const float* w, int n, float id,
                      bool search, GroupChoice& out) {
-    float mid[7];
-    for (int l = 0; l + 1 < cb.levels; ++l)
-        mid[l] = 0.5f * (cb.level_value[l] + cb.level_value[l + 1]);
+    const float* mid = cb.level_mid;
     const float scale = 1 / id;
     for (int g = 0; g < n / D; ++g) {
         const float* ag = a + g * D;
