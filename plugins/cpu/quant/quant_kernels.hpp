@@ -116,6 +116,10 @@ QuantKernel group_kernel(int32_t weight_type);
 // The AVX-512 Q4_K / Q6_K kernels on Q8_K activations (Q4_K's in nibble order), or
 // {nullptr, ...} where the variant has none (vec_dot_kquants512.cpp).
 QuantKernel wide_kquant_kernel(int32_t weight_type);
+// The AVX-512 VBMI IQ2_XXS / IQ3_XXS kernels that decode the codebook in registers, on Q8_K
+// activations in their own element order, or {nullptr, ...} where the variant has none
+// (vec_dot_codebooks512.cpp).
+QuantKernel codebook_kernel(int32_t weight_type);
 
 // Per-family kernels (vec_dot_*.cpp).
 void vec_dot_q4_0(int64_t, const void*, const void* const*, int, float*);

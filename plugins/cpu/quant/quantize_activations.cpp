@@ -125,7 +125,8 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
     constexpr int64_t a32 = sizeof(ActQ8x32), a256 = sizeof(sy_block_q8_K);
     // The variant's wide AVX-512 kernels first, each with its own activation layout.
     if (K >= 256 || K == 128)
-        for (const QuantKernel& wide : {group_kernel(weight_type), wide_kquant_kernel(weight_type)})
+        for (const QuantKernel& wide : {group_kernel(weight_type), wide_kquant_kernel(weight_type),
+                                        codebook_kernel(weight_type)})
             if (wide.dot) return wide;
     const QuantizeActFn q32 = quantize_act_q8x32_row, q256 = quantize_act_q8_K_row;
     switch (weight_type) {
