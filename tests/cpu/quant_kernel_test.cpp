@@ -256,6 +256,50 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
     }
 }
 
+// Activations that every activation format holds exactly: integers in [-127, 127] with a +-127
+// in each 32-value block, so that the scale is 1 and every quantized value the input itself.
+// Then the kernels' integer products are exact, and what is left is float rounding: the result
+// must match the dequantized reference to 1e-5 of the sum of |w x|, where one wrong codebook
+// entry, sign, scale or element order moves it by about 1/K of that sum or more.
+TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
+    ASSERT_FALSE(cpu_plugins().empty());
+    std::mt19937 rng(4321);
+    std::uniform_int_distribution<int> value(-127, 127);
+    const int64_t N = 29, M = 5;
+    for (const auto& cpu : cpu_plugins()) {
+        const sy_plugin_api& api = cpu.plugin_api();
+        for (int32_t type : kTypes)
+            for (int64_t K : row_lengths(type)) {
+                const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
+                const std::vector<float> w = dequantize_matrix(type, wq, K, N);
+                std::vector<float> x(size_t(K * M));
+                for (size_t i = 0; i < x.size(); ++i)
+                    x[i] = i % 32 == size_t(rng() % 32) ? (rng() & 1 ? 127.0f : -127.0f)
+                                                        : float(value(rng));
+                for (size_t b = 0; b < x.size(); b += 32) x[b + rng() % 32] = 127.0f;
+                std::vector<float> out(size_t(N * M), NAN);
+                sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, (void*)wq.data(), "w");
+                sy_tensor xb = sy::sdk::make_tensor(SY_TYPE_F32, K, M, 1, 1, x.data(), "x");
+                sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, N, M, 1, 1, out.data(), "y");
+                const sy_node node = make_node(SY_OP_MUL_MAT, &d, {&a, &xb});
+                const sy_status st = run(api, node);
+                ASSERT_EQ(st.code, SY_OK) << (st.message ? st.message : "");
+                for (int64_t m = 0; m < M; ++m)
+                    for (int64_t n = 0; n < N; ++n) {
+                        double dot = 0, abs_sum = 0;
+                        for (int64_t k = 0; k < K; ++k) {
+                            const double p = double(w[size_t(n * K + k)]) * x[size_t(m * K + k)];
+                            dot += p;
+                            abs_sum += std::fabs(p);
+                        }
+                        ASSERT_NEAR(out[size_t(m * N + n)], dot, 1e-5 * abs_sum + 1e-6)
+                            << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
+                            << " row " << n << " col " << m;
+                    }
+            }
+    }
+}
+
 // A GEMV (one activation row) takes the kernels' several-rows form where a kernel has one
 // (rows in groups of 4, then 1 to 3); a product with two activation rows the one-row form. With
 // the same activation twice, every output must match the GEMV's bit for bit, for row counts that

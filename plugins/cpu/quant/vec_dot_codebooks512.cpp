@@ -51,26 +51,32 @@ struct alignas(64) Bytes64 {
 struct alignas(64) Bytes128 {
     uint8_t b[128];
 };
-struct alignas(64) Codes256 {
-    uint16_t w[256];
+template <int N>
+struct alignas(64) Codes {
+    uint16_t w[N];
 };
 struct alignas(64) Dwords16 {
     int32_t d[16];
 };
 
 constexpr uint64_t kIq2xxsGrid[256] = SY_IQ2XXS_GRID_INIT;
+constexpr uint64_t kIq2xsGrid[512] = SY_IQ2XS_GRID_INIT;
+constexpr uint64_t kIq2sGrid[1024] = SY_IQ2S_GRID_INIT;
 constexpr uint32_t kIq3xxsGrid[256] = SY_IQ3XXS_GRID_INIT;
+constexpr uint32_t kIq3sGrid[512] = SY_IQ3S_GRID_INIT;
 constexpr Bytes128 kKsigns = {SY_KSIGNS_IQ2XS_INIT};
 
-// The levels of each grid, in code order.
+// The byte values of each grid, in code order.
 constexpr uint8_t kIq2Levels[3] = {0x08, 0x19, 0x2b};
-constexpr uint8_t kIq3Levels[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+constexpr uint8_t kIq3xxsLevels[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+constexpr uint8_t kIq3sLevels[8] = {1, 3, 5, 7, 9, 11, 13, 15};
 
-template <typename Entry, int N>
-constexpr Codes256 level_codes(const Entry (&grid)[256], const uint8_t (&levels)[N], int bytes,
+// Entry i of a grid as one word: byte k's code at bit bits * k.
+template <typename Entry, int N, int L>
+constexpr Codes<N> level_codes(const Entry (&grid)[N], const uint8_t (&levels)[L], int bytes,
                                int bits) {
-    Codes256 t{};
-    for (int i = 0; i < 256; ++i) {
+    Codes<N> t{};
+    for (int i = 0; i < N; ++i) {
         uint16_t c = 0;
         for (int k = 0; k < bytes; ++k) {
             const uint8_t v = uint8_t(grid[i] >> (8 * k));
@@ -82,8 +88,11 @@ constexpr Codes256 level_codes(const Entry (&grid)[256], const uint8_t (&levels)
     }
     return t;
 }
-constexpr Codes256 kIq2xxsCodes = level_codes(kIq2xxsGrid, kIq2Levels, 8, 2);
-constexpr Codes256 kIq3xxsCodes = level_codes(kIq3xxsGrid, kIq3Levels, 4, 3);
+constexpr Codes<256> kIq2xxsCodes = level_codes(kIq2xxsGrid, kIq2Levels, 8, 2);
+constexpr Codes<512> kIq2xsCodes = level_codes(kIq2xsGrid, kIq2Levels, 8, 2);
+constexpr Codes<1024> kIq2sCodes = level_codes(kIq2sGrid, kIq2Levels, 8, 2);
+constexpr Codes<256> kIq3xxsCodes = level_codes(kIq3xxsGrid, kIq3xxsLevels, 4, 3);
+constexpr Codes<512> kIq3sCodes = level_codes(kIq3sGrid, kIq3sLevels, 4, 3);
 
 // vpermb table: byte i -> the level of code i & (2^bits - 1) (vpermb reads the low 6 bits of each
 // index; the bits above the code belong to the next codes).
@@ -97,63 +106,52 @@ constexpr Bytes64 level_table(const uint8_t (&levels)[N], int bits) {
     return t;
 }
 constexpr Bytes64 kIq2LevelTable = level_table(kIq2Levels, 2);
-constexpr Bytes64 kIq3LevelTable = level_table(kIq3Levels, 3);
+constexpr Bytes64 kIq3xxsLevelTable = level_table(kIq3xxsLevels, 3);
+constexpr Bytes64 kIq3sLevelTable = level_table(kIq3sLevels, 3);
 
-// vpmultishiftqb controls: output byte 8 j + t of register m takes 8 bits from qword j at
-//   IQ2_XXS: 16 m + 2 t (word m, code t)
-//   IQ3_XXS: 32 n + 16 (t / 4) + 3 (t % 4) (words 2 n and 2 n + 1, code t % 4)
-constexpr Bytes64 iq2_expand(int m) {
+template <typename F>
+constexpr Bytes64 bytes64(F f) {
     Bytes64 t{};
-    for (int i = 0; i < 64; ++i) t.b[i] = uint8_t(16 * m + 2 * (i % 8));
+    for (int i = 0; i < 64; ++i) t.b[i] = uint8_t(f(i));
     return t;
 }
-constexpr Bytes64 kIq2Expand[4] = {iq2_expand(0), iq2_expand(1), iq2_expand(2), iq2_expand(3)};
-constexpr Bytes64 iq3_expand(int n) {
-    Bytes64 t{};
-    for (int i = 0; i < 64; ++i) t.b[i] = uint8_t(32 * n + 16 * (i % 8 / 4) + 3 * (i % 4));
-    return t;
-}
-constexpr Bytes64 kIq3Expand[2] = {iq3_expand(0), iq3_expand(1)};
+
+// vpmultishiftqb controls: output byte i = 8 j + t of a register takes 8 bits from qword j at
+//   8-byte entries (IQ2): 16 m + 2 t for register m (word m, code t)
+//   4-byte entries (IQ3): 32 n + 16 (t / 4) + 3 (t % 4) for register n of a half (words 2 n and
+//                         2 n + 1, code t % 4)
+constexpr Bytes64 kIq2Expand[4] = {
+    bytes64([](int i) { return 2 * (i % 8); }), bytes64([](int i) { return 16 + 2 * (i % 8); }),
+    bytes64([](int i) { return 32 + 2 * (i % 8); }), bytes64([](int i) { return 48 + 2 * (i % 8); })};
+constexpr Bytes64 kIq3Expand[2] = {
+    bytes64([](int i) { return 16 * (i % 8 / 4) + 3 * (i % 4); }),
+    bytes64([](int i) { return 32 + 16 * (i % 8 / 4) + 3 * (i % 4); })};
+
+// Sign masks, as bytes 8 r + j of a register of sign bytes (byte j of register r's mask), from
+// the sign byte of each 8-weight group g (natural order, g = element / 8):
+//   IQ2 order: register m, byte j = group 4 j + m
+//   IQ3 order: register 2 h + n, byte j = group 16 h + 2 j + n
+// IQ2_XXS has its groups' sign bytes at byte 8 j + m (qword j = sub-block j), IQ2_XS at byte
+// 2 g (the high byte of each index word).
+constexpr Bytes64 kIq2SignMasks = bytes64([](int i) { return i < 32 ? 4 * (i % 8) + i / 8 : 0; });
+constexpr Bytes64 kIq3SignMasks =
+    bytes64([](int i) { return i < 32 ? 16 * (i / 16) + 2 * (i % 8) + i / 8 % 2 : 0; });
+constexpr Bytes64 kIq2xxsSignMasks = bytes64([](int i) { return i < 32 ? 8 * (i % 8) + i / 8 : 0; });
+constexpr Bytes64 kIq2xsSignMasks = bytes64([](int i) { return i < 32 ? 2 * (4 * (i % 8) + i / 8) : 0; });
 
 // IQ2_XXS block qs as qwords: qword j = 4 grid index bytes | 28 sign bits and the 4-bit scale.
-// Word w of the lookup's indices = index byte w % 4 of qword w / 4 (zero-extended by maskz).
-constexpr Bytes64 iq2_index_words() {
-    Bytes64 t{};
-    for (int w = 0; w < 32; ++w) t.b[2 * w] = uint8_t(8 * (w / 4) + w % 4);
-    return t;
-}
-constexpr Bytes64 kIq2IndexWords = iq2_index_words();
-// The ksigns indices: byte k < 4 of qword j = bits [32 + 7 k, 39 + 7 k) (sub-block j, group k).
-constexpr Bytes64 iq2_sign_fields() {
-    Bytes64 t{};
-    for (int i = 0; i < 64; ++i) t.b[i] = uint8_t(32 + 7 * (i % 4));
-    return t;
-}
-constexpr Bytes64 kIq2SignFields = iq2_sign_fields();
-// Mask of register m: byte j = sign byte of (sub-block j, group m) = byte 8 j + m.
-constexpr Bytes64 iq2_sign_masks() {
-    Bytes64 t{};
-    for (int i = 0; i < 32; ++i) t.b[i] = uint8_t(8 * (i % 8) + i / 8);
-    return t;
-}
-constexpr Bytes64 kIq2SignMasks = iq2_sign_masks();
-
+// Word w of the lookup's indices = index byte w % 4 of qword w / 4 (zero-extended by maskz);
+// the ksigns indices: byte k < 4 of qword j = bits [32 + 7 k, 39 + 7 k) (sub-block j, group k).
+constexpr Bytes64 kIq2xxsIndexWords = bytes64([](int i) { return i % 2 ? 0 : 8 * (i / 8) + i / 2 % 4; });
+constexpr Bytes64 kIq2xxsSignFields = bytes64([](int i) { return 32 + 7 * (i % 4); });
 // IQ3_XXS sign words (8 x 32 bits, 2 per qword): byte k of qword q = group k % 4 of sub-block
 // 2 q + k / 4, i.e. the natural group index 8 q + k.
-constexpr Bytes64 iq3_sign_fields() {
-    Bytes64 t{};
-    for (int i = 0; i < 64; ++i) t.b[i] = uint8_t(32 * (i % 8 / 4) + 7 * (i % 4));
-    return t;
-}
-constexpr Bytes64 kIq3SignFields = iq3_sign_fields();
-// Mask of register 2 h + n: byte j = group 16 h + 2 j + n.
-constexpr Bytes64 iq3_sign_masks() {
-    Bytes64 t{};
-    for (int i = 0; i < 32; ++i) t.b[i] = uint8_t(16 * (i / 16) + 2 * (i % 8) + i / 8 % 2);
-    return t;
-}
-constexpr Bytes64 kIq3SignMasks = iq3_sign_masks();
-// Scale of int32 lane l in half h: sub-block 4 h + l / 4.
+constexpr Bytes64 kIq3xxsSignFields = bytes64([](int i) { return 32 * (i % 8 / 4) + 7 * (i % 4); });
+// IQ2_S: the 2 high index bits of word w from qh (as one qword broadcast): bits 2 w, 2 w + 1,
+// into the word's high byte.
+constexpr Bytes64 kIq2sHighBits = bytes64([](int i) { return 2 * (i / 2); });
+
+// Scale of int32 lane l in half h of the IQ3 order: sub-block 4 h + l / 4.
 constexpr Dwords16 iq3_scale_lanes(int h) {
     Dwords16 t{};
     for (int l = 0; l < 16; ++l) t.d[l] = 4 * h + l / 4;
@@ -165,91 +163,166 @@ inline __m512i load(const Bytes64& t) {
     return _mm512_load_si512(t.b);
 }
 
-// 32 word indices (0..255) -> their grid entries' level codes.
-struct CodeLookup {
-    __m512i t[8];
-    explicit CodeLookup(const Codes256& c) {
-        for (int k = 0; k < 8; ++k) t[k] = _mm512_load_si512(c.w + 32 * k);
+// 32 word indices (0..N-1) -> their grid entries' codes: one vpermi2w per 64 entries, then a
+// tree of blends on index bits 6, 7, ...
+template <int N>
+inline __m512i lookup(const Codes<N>& table, __m512i idx) {
+    __m512i r[N / 64];
+    for (int k = 0; k < N / 64; ++k)
+        r[k] = _mm512_permutex2var_epi16(_mm512_load_si512(table.w + 64 * k), idx,
+                                         _mm512_load_si512(table.w + 64 * k + 32));
+    for (int bit = 6, n = N / 64; n > 1; ++bit, n /= 2) {
+        const __mmask32 high = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(int16_t(1 << bit)));
+        for (int k = 0; k < n / 2; ++k) r[k] = _mm512_mask_blend_epi16(high, r[2 * k], r[2 * k + 1]);
     }
-    __m512i operator()(__m512i idx) const {
-        const __m512i a = _mm512_permutex2var_epi16(t[0], idx, t[1]);
-        const __m512i b = _mm512_permutex2var_epi16(t[2], idx, t[3]);
-        const __m512i c = _mm512_permutex2var_epi16(t[4], idx, t[5]);
-        const __m512i d = _mm512_permutex2var_epi16(t[6], idx, t[7]);
-        const __mmask32 k6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64));
-        const __mmask32 k7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
-        return _mm512_mask_blend_epi16(k7, _mm512_mask_blend_epi16(k6, a, b),
-                                       _mm512_mask_blend_epi16(k6, c, d));
-    }
-};
+    return r[0];
+}
 
 // One decoded super-block: 4 registers of unsigned grid bytes in the activation order, the mask
-// of negative weights of each, and per int32 lane of the products the float factor
-// d * (2 ls + 1) / 4 or / 8 of its sub-block (two lane maps for IQ3_XXS: registers 0-1, 2-3).
+// of negative weights of each, and per int32 lane of the products the float factor of its
+// sub-block (or half sub-block): factor[0] for registers 0-1, factor[1] for 2-3.
 struct Decoded {
     __m512i w[4];
     __mmask64 negative[4];
     __m512 factor[2];
 };
 
-inline void sign_masks(__m512i fields, __m512i transpose, __m512i ks_lo, __m512i ks_hi,
-                       Decoded& d) {
-    const __m512i signs =
-        _mm512_permutexvar_epi8(transpose, _mm512_permutex2var_epi8(ks_lo, fields, ks_hi));
+// The four masks from sign bytes placed as kIq*SignMasks place them.
+inline void store_masks(__m512i signs, Decoded& d) {
     alignas(64) uint64_t masks[8];
     _mm512_store_si512(masks, signs);
     for (int m = 0; m < 4; ++m) d.negative[m] = _load_mask64(reinterpret_cast<__mmask64*>(masks + m));
+}
+// ksigns_iq2xs of the 7-bit fields in each byte (bit 7 ignored).
+inline __m512i ksigns(__m512i fields) {
+    return _mm512_permutex2var_epi8(_mm512_load_si512(kKsigns.b), fields,
+                                    _mm512_load_si512(kKsigns.b + 64));
+}
+
+// IQ2 order: the four registers of 8-byte-entry codes (qword j = sub-block j's 4 words).
+inline void expand_iq2(__m512i codes, Decoded& d) {
+    for (int m = 0; m < 4; ++m)
+        d.w[m] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(load(kIq2Expand[m]), codes),
+                                         load(kIq2LevelTable));
+}
+// IQ3 order: half h's two registers from the codes of its 32 4-byte entries.
+inline void expand_iq3(__m512i codes, int h, const Bytes64& levels, Decoded& d) {
+    for (int n = 0; n < 2; ++n)
+        d.w[2 * h + n] = _mm512_permutexvar_epi8(
+            _mm512_multishift_epi64_epi8(load(kIq3Expand[n]), codes), load(levels));
+}
+// Factors of the IQ2 order from one 4-bit scale per qword lane (both its int32 lanes): f * (2 ls + 1).
+inline __m512 iq2_factor(__m512i ls_per_qword, float f) {
+    const __m512i s = _mm512_add_epi64(_mm512_add_epi64(ls_per_qword, ls_per_qword), _mm512_set1_epi64(1));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_or_si512(s, _mm512_slli_epi64(s, 32))),
+                         _mm512_set1_ps(f));
+}
+// Factors of the IQ3 order from the 8 sub-block scales in dwords 0..7: f * (2 ls + 1).
+inline void iq3_factors(__m512i ls, float f, Decoded& d) {
+    const __m512 s = _mm512_mul_ps(
+        _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(ls, ls), _mm512_set1_epi32(1))),
+        _mm512_set1_ps(f));
+    for (int h = 0; h < 2; ++h)
+        d.factor[h] = _mm512_permutexvar_ps(_mm512_load_si512(kIq3ScaleLanes[h].d), s);
+}
+// IQ2_XS / IQ2_S: two 4-bit scales per sub-block (low nibble: its first 16 weights, groups 0-1,
+// i.e. registers 0-1 of the IQ2 order).
+inline void nibble_scale_factors(const uint8_t* scales, float f, Decoded& d) {
+    const __m512i s = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+    d.factor[0] = iq2_factor(_mm512_and_si512(s, _mm512_set1_epi64(15)), f);
+    d.factor[1] = iq2_factor(_mm512_srli_epi64(s, 4), f);
 }
 
 struct Iq2xxs {
     using Block = sy_block_iq2_xxs;
     static constexpr int kFactors = 1;
-    CodeLookup lookup{kIq2xxsCodes};
-    __m512i levels = load(kIq2LevelTable), ks_lo = _mm512_load_si512(kKsigns.b),
-            ks_hi = _mm512_load_si512(kKsigns.b + 64);
-
-    void decode(const Block& b, Decoded& d) const {
+    static void decode(const Block& b, Decoded& d) {
         const __m512i q = _mm512_loadu_si512(b.qs);
-        const __m512i codes =
-            lookup(_mm512_maskz_permutexvar_epi8(0x5555555555555555ull, load(kIq2IndexWords), q));
-        for (int m = 0; m < 4; ++m)
-            d.w[m] = _mm512_permutexvar_epi8(
-                _mm512_multishift_epi64_epi8(load(kIq2Expand[m]), codes), levels);
-        sign_masks(_mm512_multishift_epi64_epi8(load(kIq2SignFields), q), load(kIq2SignMasks),
-                   ks_lo, ks_hi, d);
-        // Scale of qword j in both its int32 lanes: 2 (q >> 60) + 1.
-        const __m512i ls = _mm512_srli_epi64(q, 60);
-        const __m512i s = _mm512_add_epi64(_mm512_add_epi64(ls, ls), _mm512_set1_epi64(1));
-        d.factor[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_or_si512(s, _mm512_slli_epi64(s, 32))),
-                                    _mm512_set1_ps(i8::h2f(b.d) * 0.125f));
+        expand_iq2(lookup(kIq2xxsCodes, _mm512_maskz_permutexvar_epi8(0x5555555555555555ull,
+                                                                       load(kIq2xxsIndexWords), q)),
+                   d);
+        store_masks(_mm512_permutexvar_epi8(
+                        load(kIq2xxsSignMasks),
+                        ksigns(_mm512_multishift_epi64_epi8(load(kIq2xxsSignFields), q))),
+                    d);
+        d.factor[0] = iq2_factor(_mm512_srli_epi64(q, 60), i8::h2f(b.d) * 0.125f);
+    }
+};
+
+struct Iq2xs {
+    using Block = sy_block_iq2_xs;
+    static constexpr int kFactors = 2;
+    static void decode(const Block& b, Decoded& d) {
+        const __m512i q = _mm512_loadu_si512(b.qs);
+        expand_iq2(lookup(kIq2xsCodes, _mm512_and_si512(q, _mm512_set1_epi16(511))), d);
+        store_masks(_mm512_permutexvar_epi8(load(kIq2xsSignMasks), ksigns(_mm512_srli_epi16(q, 9))),
+                    d);
+        nibble_scale_factors(b.scales, i8::h2f(b.d) * 0.125f, d);
+    }
+};
+
+struct Iq2s {
+    using Block = sy_block_iq2_s;
+    static constexpr int kFactors = 2;
+    static void decode(const Block& b, Decoded& d) {
+        uint64_t qh;
+        std::memcpy(&qh, b.qh, sizeof qh);
+        const __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)));
+        const __m512i high = _mm512_and_si512(
+            _mm512_multishift_epi64_epi8(load(kIq2sHighBits), _mm512_set1_epi64(int64_t(qh))),
+            _mm512_set1_epi16(0x0300));
+        expand_iq2(lookup(kIq2sCodes, _mm512_or_si512(low, high)), d);
+        store_masks(_mm512_permutexvar_epi8(load(kIq2SignMasks),
+                                            _mm512_zextsi256_si512(_mm256_loadu_si256(
+                                                reinterpret_cast<const __m256i*>(b.qs + SY_QK_K / 8)))),
+                    d);
+        nibble_scale_factors(b.scales, i8::h2f(b.d) * 0.125f, d);
     }
 };
 
 struct Iq3xxs {
     using Block = sy_block_iq3_xxs;
     static constexpr int kFactors = 2;
-    CodeLookup lookup{kIq3xxsCodes};
-    __m512i levels = load(kIq3LevelTable), ks_lo = _mm512_load_si512(kKsigns.b),
-            ks_hi = _mm512_load_si512(kKsigns.b + 64);
-
-    void decode(const Block& b, Decoded& d) const {
-        for (int h = 0; h < 2; ++h) {
-            const __m512i codes = lookup(_mm512_cvtepu8_epi16(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h))));
-            for (int n = 0; n < 2; ++n)
-                d.w[2 * h + n] = _mm512_permutexvar_epi8(
-                    _mm512_multishift_epi64_epi8(load(kIq3Expand[n]), codes), levels);
-        }
+    static void decode(const Block& b, Decoded& d) {
+        for (int h = 0; h < 2; ++h)
+            expand_iq3(lookup(kIq3xxsCodes, _mm512_cvtepu8_epi16(_mm256_loadu_si256(
+                                                 reinterpret_cast<const __m256i*>(b.qs + 32 * h)))),
+                       h, kIq3xxsLevelTable, d);
         const __m512i words = _mm512_zextsi256_si512(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + SY_QK_K / 4)));
-        sign_masks(_mm512_multishift_epi64_epi8(load(kIq3SignFields), words), load(kIq3SignMasks),
-                   ks_lo, ks_hi, d);
-        // Scale of sub-block s: 2 (word s >> 28) + 1.
-        const __m512i ls = _mm512_srli_epi32(words, 28);
-        const __m512 s = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(ls, ls), _mm512_set1_epi32(1)));
-        const __m512 f = _mm512_mul_ps(s, _mm512_set1_ps(i8::h2f(b.d) * 0.25f));
-        for (int h = 0; h < 2; ++h)
-            d.factor[h] = _mm512_permutexvar_ps(_mm512_load_si512(kIq3ScaleLanes[h].d), f);
+        store_masks(_mm512_permutexvar_epi8(
+                        load(kIq3SignMasks),
+                        ksigns(_mm512_multishift_epi64_epi8(load(kIq3xxsSignFields), words))),
+                    d);
+        iq3_factors(_mm512_srli_epi32(words, 28), i8::h2f(b.d) * 0.25f, d);
+    }
+};
+
+struct Iq3s {
+    using Block = sy_block_iq3_s;
+    static constexpr int kFactors = 2;
+    static void decode(const Block& b, Decoded& d) {
+        uint64_t qh;
+        std::memcpy(&qh, b.qh, sizeof qh);
+        for (int h = 0; h < 2; ++h) {
+            const __m512i low = _mm512_cvtepu8_epi16(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h)));
+            // Index 32 h + w takes bit 32 h + w of qh as its 9th bit.
+            expand_iq3(lookup(kIq3sCodes, _mm512_mask_add_epi16(low, __mmask32(qh >> (32 * h)), low,
+                                                                _mm512_set1_epi16(256))),
+                       h, kIq3sLevelTable, d);
+        }
+        store_masks(_mm512_permutexvar_epi8(load(kIq3SignMasks),
+                                            _mm512_zextsi256_si512(_mm256_loadu_si256(
+                                                reinterpret_cast<const __m256i*>(b.signs)))),
+                    d);
+        uint32_t sc;
+        std::memcpy(&sc, b.scales, sizeof sc);
+        const __m512i ls = _mm512_and_si512(
+            _mm512_srlv_epi32(_mm512_set1_epi32(int(sc)),
+                              _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0)),
+            _mm512_set1_epi32(15));
+        iq3_factors(ls, i8::h2f(b.d), d);
     }
 };
 
@@ -262,11 +335,10 @@ void codebook_cols(int64_t blocks, const void* w, const void* const* act, float*
         a[c] = static_cast<const sy_block_q8_K*>(act[c]);
         acc[c] = _mm512_setzero_ps();
     }
-    const T type;
     for (int64_t i = 0; i < blocks; ++i) {
         i8::prefetch_ahead(&x[i], sizeof x[i]);
         Decoded d;
-        type.decode(x[i], d);
+        T::decode(x[i], d);
         for (int c = 0; c < C; ++c) {
             const int8_t* qa = a[c][i].qs;
             const __m512 ad = _mm512_set1_ps(a[c][i].d);
@@ -289,11 +361,26 @@ void iq2_xxs_codebook_cols(int64_t b, const void* w, const void* const* a, float
     codebook_cols<Iq2xxs, C>(b, w, a, o);
 }
 template <int C>
+void iq2_xs_codebook_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    codebook_cols<Iq2xs, C>(b, w, a, o);
+}
+template <int C>
+void iq2_s_codebook_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    codebook_cols<Iq2s, C>(b, w, a, o);
+}
+template <int C>
 void iq3_xxs_codebook_cols(int64_t b, const void* w, const void* const* a, float* o) {
     codebook_cols<Iq3xxs, C>(b, w, a, o);
 }
+template <int C>
+void iq3_s_codebook_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    codebook_cols<Iq3s, C>(b, w, a, o);
+}
 SY_CPU_DEFINE_VEC_DOT(iq2_xxs_codebook)
+SY_CPU_DEFINE_VEC_DOT(iq2_xs_codebook)
+SY_CPU_DEFINE_VEC_DOT(iq2_s_codebook)
 SY_CPU_DEFINE_VEC_DOT(iq3_xxs_codebook)
+SY_CPU_DEFINE_VEC_DOT(iq3_s_codebook)
 
 // Q8_K activations with each super-block's qs in the kernel's order: qs[p] = element order(p).
 template <typename Order>
@@ -325,8 +412,14 @@ QuantKernel codebook_kernel(int32_t weight_type) {
     switch (weight_type) {
         case SY_TYPE_IQ2_XXS:
             return {vec_dot_iq2_xxs_codebook, quantize_act_q8_K_iq2_order, 256, 256, a256};
+        case SY_TYPE_IQ2_XS:
+            return {vec_dot_iq2_xs_codebook, quantize_act_q8_K_iq2_order, 256, 256, a256};
+        case SY_TYPE_IQ2_S:
+            return {vec_dot_iq2_s_codebook, quantize_act_q8_K_iq2_order, 256, 256, a256};
         case SY_TYPE_IQ3_XXS:
             return {vec_dot_iq3_xxs_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
+        case SY_TYPE_IQ3_S:
+            return {vec_dot_iq3_s_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
