@@ -185,6 +185,7 @@ struct Decoded {
     __m512i w[4];
     __mmask64 negative[4];
     __m512 factor[2];
+    __m512 offset;  // IQ1: per 16-value unit, the factor of its activation sum (bsums)
 };
 
 // The four masks from sign bytes placed as kIq*SignMasks place them.
@@ -236,6 +237,7 @@ inline void nibble_scale_factors(const uint8_t* scales, float f, Decoded& d) {
 struct Iq2xxs {
     using Block = sy_block_iq2_xxs;
     static constexpr int kFactors = 1;
+    static constexpr bool kSigns = true, kOffset = false;
     static void decode(const Block& b, Decoded& d) {
         const __m512i q = _mm512_loadu_si512(b.qs);
         expand_iq2(lookup(kIq2xxsCodes, _mm512_maskz_permutexvar_epi8(0x5555555555555555ull,
@@ -252,6 +254,7 @@ struct Iq2xxs {
 struct Iq2xs {
     using Block = sy_block_iq2_xs;
     static constexpr int kFactors = 2;
+    static constexpr bool kSigns = true, kOffset = false;
     static void decode(const Block& b, Decoded& d) {
         const __m512i q = _mm512_loadu_si512(b.qs);
         expand_iq2(lookup(kIq2xsCodes, _mm512_and_si512(q, _mm512_set1_epi16(511))), d);
@@ -264,6 +267,7 @@ struct Iq2xs {
 struct Iq2s {
     using Block = sy_block_iq2_s;
     static constexpr int kFactors = 2;
+    static constexpr bool kSigns = true, kOffset = false;
     static void decode(const Block& b, Decoded& d) {
         uint64_t qh;
         std::memcpy(&qh, b.qh, sizeof qh);
@@ -283,6 +287,7 @@ struct Iq2s {
 struct Iq3xxs {
     using Block = sy_block_iq3_xxs;
     static constexpr int kFactors = 2;
+    static constexpr bool kSigns = true, kOffset = false;
     static void decode(const Block& b, Decoded& d) {
         for (int h = 0; h < 2; ++h)
             expand_iq3(lookup(kIq3xxsCodes, _mm512_cvtepu8_epi16(_mm256_loadu_si256(
@@ -301,6 +306,7 @@ struct Iq3xxs {
 struct Iq3s {
     using Block = sy_block_iq3_s;
     static constexpr int kFactors = 2;
+    static constexpr bool kSigns = true, kOffset = false;
     static void decode(const Block& b, Decoded& d) {
         uint64_t qh;
         std::memcpy(&qh, b.qh, sizeof qh);
@@ -326,6 +332,126 @@ struct Iq3s {
     }
 };
 
+
+// IQ1_S / IQ1_M: 2048 grid entries of 8 values in {-1, 0, 1}, too many for registers. With the
+// group's delta sign as a 12th index bit, each entry becomes one dword of 8 3-bit fields
+// (c | delta_bit << 2, c = grid + 1) in a 16 KiB table that vpgatherdd reads 16 groups (128
+// weights) at a time. vpermb maps a field to the unsigned byte u = 8 grid + delta + 9 (delta =
+// +-1, the IQ1 delta of 1/8 in eighths), so that x = f * (u - 9) with f = d * (2 ls + 1) / 8 and
+// the -9 comes back through the activation block sums: sum x a = f (sum u a - 9 sum a).
+// The gathered dwords are in group order, so the registers take the IQ3 element order.
+struct alignas(64) Iq1Table {
+    uint32_t e[4096];
+};
+constexpr Iq1Table iq1_table() {
+    constexpr uint64_t grid[2048] = SY_IQ1S_GRID_INIT;
+    Iq1Table t{};
+    for (int delta = 0; delta < 2; ++delta)
+        for (int i = 0; i < 2048; ++i) {
+            uint32_t e = 0;
+            for (int k = 0; k < 8; ++k) {
+                const int v = int(int8_t(uint8_t(grid[i] >> (8 * k))));  // -1, 0 or 1
+                e |= uint32_t((v + 1) | delta << 2) << (3 * k);
+            }
+            t.e[delta << 11 | i] = e;
+        }
+    return t;
+}
+constexpr Iq1Table kIq1Table = iq1_table();
+// u for field value i & 7 = c | delta_bit << 2: 8 c + 2 (delta +1) or 8 c (delta -1).
+constexpr Bytes64 kIq1Levels = bytes64([](int i) { return 8 * (i & 3) + (i & 4 ? 0 : 2); });
+constexpr Bytes64 kIq1Expand[2] = {bytes64([](int i) { return 3 * (i % 8); }),
+                                   bytes64([](int i) { return 32 + 3 * (i % 8); })};
+// Lane maps: unit (16 values) of int32 lane l in half h of the IQ3 order: 8 h + l / 2; sub-block
+// of unit u: u / 2.
+constexpr Dwords16 dwords16(int (*f)(int)) {
+    Dwords16 t{};
+    for (int l = 0; l < 16; ++l) t.d[l] = f(l);
+    return t;
+}
+constexpr Dwords16 kUnitLanes[2] = {dwords16([](int l) { return l / 2; }),
+                                    dwords16([](int l) { return 8 + l / 2; })};
+constexpr Dwords16 kHalfIndex = dwords16([](int l) { return l / 2; });
+
+// Registers 2 h, 2 h + 1 from the 16 table indices of groups 16 h .. 16 h + 15.
+inline void expand_iq1(__m512i idx, int h, Decoded& d) {
+    const __m512i e = _mm512_i32gather_epi32(idx, kIq1Table.e, 4);
+    for (int n = 0; n < 2; ++n)
+        d.w[2 * h + n] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(load(kIq1Expand[n]), e),
+                                                 load(kIq1Levels));
+}
+// factor[h] and offset from f per 16-value unit (16 lanes).
+inline void iq1_factors(__m512 unit_f, Decoded& d) {
+    for (int h = 0; h < 2; ++h)
+        d.factor[h] = _mm512_permutexvar_ps(_mm512_load_si512(kUnitLanes[h].d), unit_f);
+    d.offset = _mm512_mul_ps(unit_f, _mm512_set1_ps(-9.0f));
+}
+
+struct Iq1s {
+    using Block = sy_block_iq1_s;
+    static constexpr int kFactors = 2;
+    static constexpr bool kSigns = false, kOffset = true;
+    static void decode(const Block& b, Decoded& d) {
+        // qh word j (sub-block j): group k's 3 high index bits at 3 k, ls at 12, delta sign at 15.
+        const __m512i qh = _mm512_cvtepu16_epi32(_mm256_zextsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh))));
+        for (int h = 0; h < 2; ++h) {
+            // group g = 16 h + i: sub-block 4 h + i / 4, k = i % 4
+            const __m512i w = _mm512_permutexvar_epi32(
+                _mm512_add_epi32(_mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2),
+                                 _mm512_set1_epi32(4 * h)),
+                qh);
+            const __m512i high = _mm512_and_si512(
+                _mm512_srlv_epi32(w, _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9)),
+                _mm512_set1_epi32(7));
+            const __m512i idx = _mm512_or_si512(
+                _mm512_or_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h))),
+                                _mm512_slli_epi32(high, 8)),
+                _mm512_slli_epi32(_mm512_srli_epi32(w, 15), 11));
+            expand_iq1(idx, h, d);
+        }
+        const __m512i ls = _mm512_and_si512(_mm512_srli_epi32(qh, 12), _mm512_set1_epi32(7));
+        const __m512 f = _mm512_mul_ps(
+            _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(ls, ls), _mm512_set1_epi32(1))),
+            _mm512_set1_ps(i8::h2f(b.d) * 0.125f));
+        iq1_factors(_mm512_permutexvar_ps(_mm512_load_si512(kHalfIndex.d), f), d);
+    }
+};
+
+struct Iq1m {
+    using Block = sy_block_iq1_m;
+    static constexpr int kFactors = 2;
+    static constexpr bool kSigns = false, kOffset = true;
+    static void decode(const Block& b, Decoded& d) {
+        for (int h = 0; h < 2; ++h) {
+            // qh byte g / 2, nibble g % 2: 3 high index bits and the delta sign, i.e. index bits
+            // 8..11 of the table.
+            const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh + 8 * h));
+            const __m128i nibbles = _mm_unpacklo_epi8(_mm_and_si128(q, _mm_set1_epi8(15)),
+                                                      _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15)));
+            const __m512i idx = _mm512_or_si512(
+                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h))),
+                _mm512_slli_epi32(_mm512_cvtepu8_epi32(nibbles), 8));
+            expand_iq1(idx, h, d);
+        }
+        // Scale words: unit u's 3-bit scale at bit 3 (u % 4) of word u / 4; the f16 d in the
+        // words' top nibbles.
+        uint16_t sc[4];
+        std::memcpy(sc, b.scales, sizeof sc);
+        const uint16_t dbits = uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) |
+                                        ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+        const __m512i words = _mm512_permutexvar_epi32(
+            _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2),
+            _mm512_cvtepu16_epi32(_mm256_zextsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)))));
+        const __m512i ls = _mm512_and_si512(
+            _mm512_srlv_epi32(words, _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9)),
+            _mm512_set1_epi32(7));
+        iq1_factors(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(ls, ls), _mm512_set1_epi32(1))),
+                                  _mm512_set1_ps(i8::h2f(dbits) * 0.125f)),
+                    d);
+    }
+};
+
 template <typename T, int C>
 void codebook_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const auto* x = static_cast<const typename T::Block*>(w);
@@ -345,11 +471,17 @@ void codebook_cols(int64_t blocks, const void* w, const void* const* act, float*
             for (int f = 0; f < T::kFactors; ++f) {
                 __m512i sum = _mm512_setzero_si512();
                 for (int m = f * 4 / T::kFactors; m < (f + 1) * 4 / T::kFactors; ++m) {
-                    const __m512i v = _mm512_loadu_si512(qa + 64 * m);
-                    sum = _mm512_dpbusd_epi32(
-                        sum, d.w[m], _mm512_mask_sub_epi8(v, d.negative[m], _mm512_setzero_si512(), v));
+                    __m512i v = _mm512_loadu_si512(qa + 64 * m);
+                    if constexpr (T::kSigns)
+                        v = _mm512_mask_sub_epi8(v, d.negative[m], _mm512_setzero_si512(), v);
+                    sum = _mm512_dpbusd_epi32(sum, d.w[m], v);
                 }
                 acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d.factor[f], ad), acc[c]);
+            }
+            if constexpr (T::kOffset) {
+                const __m512 sums = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][i].bsums))));
+                acc[c] = _mm512_fmadd_ps(sums, _mm512_mul_ps(d.offset, ad), acc[c]);
             }
         }
     }
@@ -376,6 +508,16 @@ template <int C>
 void iq3_s_codebook_cols(int64_t b, const void* w, const void* const* a, float* o) {
     codebook_cols<Iq3s, C>(b, w, a, o);
 }
+template <int C>
+void iq1_s_codebook_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    codebook_cols<Iq1s, C>(b, w, a, o);
+}
+template <int C>
+void iq1_m_codebook_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    codebook_cols<Iq1m, C>(b, w, a, o);
+}
+SY_CPU_DEFINE_VEC_DOT(iq1_s_codebook)
+SY_CPU_DEFINE_VEC_DOT(iq1_m_codebook)
 SY_CPU_DEFINE_VEC_DOT(iq2_xxs_codebook)
 SY_CPU_DEFINE_VEC_DOT(iq2_xs_codebook)
 SY_CPU_DEFINE_VEC_DOT(iq2_s_codebook)
@@ -420,6 +562,10 @@ QuantKernel codebook_kernel(int32_t weight_type) {
             return {vec_dot_iq3_xxs_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
         case SY_TYPE_IQ3_S:
             return {vec_dot_iq3_s_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
+        case SY_TYPE_IQ1_S:
+            return {vec_dot_iq1_s_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
+        case SY_TYPE_IQ1_M:
+            return {vec_dot_iq1_m_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
