@@ -1,4 +1,4 @@
-// AVX-512 (BW + VNNI) dot products of Q4_K and Q6_K with Q8_K activations, one 256-element
+// AVX-512 (BW + VNNI) dot products of Q2_K, Q4_K and Q6_K with Q8_K activations, one 256-element
 // super-block per step in 512-bit registers. The weights are decoded into unsigned bytes laid out
 // like the activations, so that every product is a plain 64-byte load of a.qs:
 //   Q4_K: the low nibbles of a 64-byte load qs[64k, 64k + 64) are sub-blocks 4k and 4k+2, the
@@ -9,9 +9,12 @@
 //   Q6_K: per half h, the low nibbles of ql[64h, 64h + 64) are elements 128h + [0, 64) and the
 //         high nibbles 128h + [64, 128); their two high bits come from qh, shifted per 32-byte
 //         half with vpsrlvw.
+//   Q2_K: the four 2-bit fields of qs[0, 64) are four registers: field g of byte l < 32 is
+//         element 32 g + l, of byte 32 + l element 128 + 32 g + l; the activations come in that
+//         order (32-value chunks swapped, quantize_act_q8_K_q2k).
 // Products: vpmaddubsw (unsigned weight x signed activation, pair sums in int16: 2 * 63 * 127
 // fits) then vpdpwssd with the sub-block scales as int16, chosen per lane with vpermw. The mins
-// (Q4_K) and the offset 32 (Q6_K) come from the activation block sums, as in vec_dot_kquants.cpp.
+// (Q2_K, Q4_K) and the offset 32 (Q6_K) come from the activation block sums, as in vec_dot_kquants.cpp.
 #include "quant/quant_kernels.hpp"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__) && defined(__F16C__)
@@ -57,6 +60,16 @@ constexpr Words32 kQ4KMinIndex = scale_lanes(8, 2);
 // Q6_K: 16 values per scale = 8 product lanes; register t covers scales 4t .. 4t + 3.
 constexpr Words32 kQ6KScaleIndex[4] = {scale_lanes(0, 8), scale_lanes(4, 8), scale_lanes(8, 8),
                                        scale_lanes(12, 8)};
+// Q2_K: register g = bits 2g..2g+1 of qs[0..63], i.e. elements 32 g + l (bytes l < 32) and
+// 128 + 32 g + l (bytes 32 + l), with the activations in that order (quantize_act_q8_K_q2k):
+// 16-bit product lane k covers 16-value unit 8 (k / 16) + 2 g + (k % 16) / 8.
+constexpr Words32 q2k_scale_lanes(int g) {
+    Words32 t{};
+    for (int k = 0; k < 32; ++k) t.w[k] = int16_t(8 * (k / 16) + 2 * g + k % 16 / 8);
+    return t;
+}
+constexpr Words32 kQ2KScaleIndex[4] = {q2k_scale_lanes(0), q2k_scale_lanes(1), q2k_scale_lanes(2),
+                                       q2k_scale_lanes(3)};
 // Q6_K: per-word shifts of qh for [first 32 bytes | last 32 bytes].
 constexpr Words32 kQ6KShiftLow = halves(0, 2), kQ6KShiftHigh = halves(4, 6);
 
@@ -178,6 +191,64 @@ void q6_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
     sums.store(1.0f, out);
 }
 
+// Q2_K: x = d (sc & 15) q - dmin (sc >> 4) per 16 values, q 2 bits; four shifts of the 64 qs
+// bytes are the four registers, the mins come from the activation block sums.
+template <int C>
+void q2_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const sy_block_q2_K* x = static_cast<const sy_block_q2_K*>(w);
+    const sy_block_q8_K* a[C];
+    for (int c = 0; c < C; ++c) a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+    ColumnSums<C> sums;  // off: the mins' share
+    const __m512i low2 = _mm512_set1_epi8(0x03);
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m512i scale_index[4] = {load(kQ2KScaleIndex[0]), load(kQ2KScaleIndex[1]),
+                                    load(kQ2KScaleIndex[2]), load(kQ2KScaleIndex[3])};
+    for (int64_t i = 0; i < blocks; ++i) {
+        const sy_block_q2_K& b = x[i];
+        i8::prefetch_ahead(&b, sizeof b);
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+        const __m512i sc16 =
+            _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(packed, low4)));
+        const __m256i mn16 =
+            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+        const __m512i q = _mm512_loadu_si512(b.qs);
+        __m512i u[4], s[4];
+        for (int g = 0; g < 4; ++g) {
+            u[g] = _mm512_and_si512(_mm512_srli_epi16(q, 2 * g), low2);
+            s[g] = _mm512_permutexvar_epi16(scale_index[g], sc16);
+        }
+        // [d, dmin] (adjacent f16 after qs).
+        int32_t d_dmin;
+        std::memcpy(&d_dmin, &b.d, 4);
+        const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin));
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& ac = a[c][i];
+            __m512i sum = _mm512_setzero_si512();
+            for (int g = 0; g < 4; ++g) sum = dot_scaled(sum, u[g], ac.qs + 64 * g, s[g]);
+            const __m128 dd = _mm_mul_ps(dm, _mm_set1_ps(ac.d));
+            sums.acc[c] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(dd), sums.acc[c]);
+            sums.off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), mn16)),
+                                          _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), sums.off[c]);
+        }
+    }
+    sums.store(1.0f, out);
+}
+
+// Q8_K activations in Q2_K's register order: 32-value chunk 2 g + h <- chunk 4 h + g.
+void quantize_act_q8_K_q2k(const float* x, void* y, int64_t n) {
+    auto* out = static_cast<sy_block_q8_K*>(y);
+    quantize_act_q8_K(x, out, n);
+    for (int64_t b = 0; b < n / SY_QK_K; ++b) {
+        int8_t natural[SY_QK_K];
+        std::memcpy(natural, out[b].qs, sizeof natural);
+        for (int g = 0; g < 4; ++g)
+            for (int h = 0; h < 2; ++h)
+                std::memcpy(out[b].qs + 32 * (2 * g + h), natural + 32 * (4 * h + g), 32);
+    }
+}
+
+SY_CPU_DEFINE_VEC_DOT(q2_K_wide)
 SY_CPU_DEFINE_VEC_DOT(q4_K_wide)
 SY_CPU_DEFINE_VEC_DOT(q6_K_wide)
 
@@ -186,6 +257,7 @@ SY_CPU_DEFINE_VEC_DOT(q6_K_wide)
 QuantKernel wide_kquant_kernel(int32_t weight_type) {
     constexpr int64_t q8_K = sizeof(sy_block_q8_K);
     switch (weight_type) {
+        case SY_TYPE_Q2_K: return {vec_dot_q2_K_wide, quantize_act_q8_K_q2k, 256, 256, q8_K};
         case SY_TYPE_Q4_K: return {vec_dot_q4_K_wide, quantize_act_q8_K_nibbles, 256, 256, q8_K};
         case SY_TYPE_Q6_K: return {vec_dot_q6_K_wide, quantize_act_q8_K_row, 256, 256, q8_K};
         default: return {nullptr, nullptr, 0, 0, 0};
