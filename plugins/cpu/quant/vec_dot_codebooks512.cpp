@@ -120,9 +120,10 @@ constexpr Bytes64 bytes64(F f) {
 //   8-byte entries (IQ2): 16 m + 2 t for register m (word m, code t)
 //   4-byte entries (IQ3): 32 n + 16 (t / 4) + 3 (t % 4) for register n of a half (words 2 n and
 //                         2 n + 1, code t % 4)
-constexpr Bytes64 kIq2Expand[4] = {
-    bytes64([](int i) { return 2 * (i % 8); }), bytes64([](int i) { return 16 + 2 * (i % 8); }),
-    bytes64([](int i) { return 32 + 2 * (i % 8); }), bytes64([](int i) { return 48 + 2 * (i % 8); })};
+constexpr Bytes64 kIq2Expand[4] = {bytes64([](int i) { return 2 * (i % 8); }),
+                                   bytes64([](int i) { return 16 + 2 * (i % 8); }),
+                                   bytes64([](int i) { return 32 + 2 * (i % 8); }),
+                                   bytes64([](int i) { return 48 + 2 * (i % 8); })};
 constexpr Bytes64 kIq3Expand[2] = {
     bytes64([](int i) { return 16 * (i % 8 / 4) + 3 * (i % 4); }),
     bytes64([](int i) { return 32 + 16 * (i % 8 / 4) + 3 * (i % 4); })};
@@ -136,13 +137,16 @@ constexpr Bytes64 kIq3Expand[2] = {
 constexpr Bytes64 kIq2SignMasks = bytes64([](int i) { return i < 32 ? 4 * (i % 8) + i / 8 : 0; });
 constexpr Bytes64 kIq3SignMasks =
     bytes64([](int i) { return i < 32 ? 16 * (i / 16) + 2 * (i % 8) + i / 8 % 2 : 0; });
-constexpr Bytes64 kIq2xxsSignMasks = bytes64([](int i) { return i < 32 ? 8 * (i % 8) + i / 8 : 0; });
-constexpr Bytes64 kIq2xsSignMasks = bytes64([](int i) { return i < 32 ? 2 * (4 * (i % 8) + i / 8) : 0; });
+constexpr Bytes64 kIq2xxsSignMasks =
+    bytes64([](int i) { return i < 32 ? 8 * (i % 8) + i / 8 : 0; });
+constexpr Bytes64 kIq2xsSignMasks =
+    bytes64([](int i) { return i < 32 ? 2 * (4 * (i % 8) + i / 8) : 0; });
 
 // IQ2_XXS block qs as qwords: qword j = 4 grid index bytes | 28 sign bits and the 4-bit scale.
 // Word w of the lookup's indices = index byte w % 4 of qword w / 4 (zero-extended by maskz);
 // the ksigns indices: byte k < 4 of qword j = bits [32 + 7 k, 39 + 7 k) (sub-block j, group k).
-constexpr Bytes64 kIq2xxsIndexWords = bytes64([](int i) { return i % 2 ? 0 : 8 * (i / 8) + i / 2 % 4; });
+constexpr Bytes64 kIq2xxsIndexWords =
+    bytes64([](int i) { return i % 2 ? 0 : 8 * (i / 8) + i / 2 % 4; });
 constexpr Bytes64 kIq2xxsSignFields = bytes64([](int i) { return 32 + 7 * (i % 4); });
 // IQ3_XXS sign words (8 x 32 bits, 2 per qword): byte k of qword q = group k % 4 of sub-block
 // 2 q + k / 4, i.e. the natural group index 8 q + k.
@@ -173,7 +177,8 @@ inline __m512i lookup(const Codes<N>& table, __m512i idx) {
                                          _mm512_load_si512(table.w + 64 * k + 32));
     for (int bit = 6, n = N / 64; n > 1; ++bit, n /= 2) {
         const __mmask32 high = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(int16_t(1 << bit)));
-        for (int k = 0; k < n / 2; ++k) r[k] = _mm512_mask_blend_epi16(high, r[2 * k], r[2 * k + 1]);
+        for (int k = 0; k < n / 2; ++k)
+            r[k] = _mm512_mask_blend_epi16(high, r[2 * k], r[2 * k + 1]);
     }
     return r[0];
 }
@@ -192,7 +197,8 @@ struct Decoded {
 inline void store_masks(__m512i signs, Decoded& d) {
     alignas(64) uint64_t masks[8];
     _mm512_store_si512(masks, signs);
-    for (int m = 0; m < 4; ++m) d.negative[m] = _load_mask64(reinterpret_cast<__mmask64*>(masks + m));
+    for (int m = 0; m < 4; ++m)
+        d.negative[m] = _load_mask64(reinterpret_cast<__mmask64*>(masks + m));
 }
 // ksigns_iq2xs of the 7-bit fields in each byte (bit 7 ignored).
 inline __m512i ksigns(__m512i fields) {
@@ -212,9 +218,11 @@ inline void expand_iq3(__m512i codes, int h, const Bytes64& levels, Decoded& d) 
         d.w[2 * h + n] = _mm512_permutexvar_epi8(
             _mm512_multishift_epi64_epi8(load(kIq3Expand[n]), codes), load(levels));
 }
-// Factors of the IQ2 order from one 4-bit scale per qword lane (both its int32 lanes): f * (2 ls + 1).
+// Factors of the IQ2 order from one 4-bit scale per qword lane (both its int32 lanes): f * (2 ls +
+// 1).
 inline __m512 iq2_factor(__m512i ls_per_qword, float f) {
-    const __m512i s = _mm512_add_epi64(_mm512_add_epi64(ls_per_qword, ls_per_qword), _mm512_set1_epi64(1));
+    const __m512i s =
+        _mm512_add_epi64(_mm512_add_epi64(ls_per_qword, ls_per_qword), _mm512_set1_epi64(1));
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_or_si512(s, _mm512_slli_epi64(s, 32))),
                          _mm512_set1_ps(f));
 }
@@ -229,7 +237,8 @@ inline void iq3_factors(__m512i ls, float f, Decoded& d) {
 // IQ2_XS / IQ2_S: two 4-bit scales per sub-block (low nibble: its first 16 weights, groups 0-1,
 // i.e. registers 0-1 of the IQ2 order).
 inline void nibble_scale_factors(const uint8_t* scales, float f, Decoded& d) {
-    const __m512i s = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+    const __m512i s =
+        _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
     d.factor[0] = iq2_factor(_mm512_and_si512(s, _mm512_set1_epi64(15)), f);
     d.factor[1] = iq2_factor(_mm512_srli_epi64(s, 4), f);
 }
@@ -241,7 +250,7 @@ struct Iq2xxs {
     static void decode(const Block& b, Decoded& d) {
         const __m512i q = _mm512_loadu_si512(b.qs);
         expand_iq2(lookup(kIq2xxsCodes, _mm512_maskz_permutexvar_epi8(0x5555555555555555ull,
-                                                                       load(kIq2xxsIndexWords), q)),
+                                                                      load(kIq2xxsIndexWords), q)),
                    d);
         store_masks(_mm512_permutexvar_epi8(
                         load(kIq2xxsSignMasks),
@@ -271,15 +280,17 @@ struct Iq2s {
     static void decode(const Block& b, Decoded& d) {
         uint64_t qh;
         std::memcpy(&qh, b.qh, sizeof qh);
-        const __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)));
+        const __m512i low =
+            _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)));
         const __m512i high = _mm512_and_si512(
             _mm512_multishift_epi64_epi8(load(kIq2sHighBits), _mm512_set1_epi64(int64_t(qh))),
             _mm512_set1_epi16(0x0300));
         expand_iq2(lookup(kIq2sCodes, _mm512_or_si512(low, high)), d);
-        store_masks(_mm512_permutexvar_epi8(load(kIq2SignMasks),
-                                            _mm512_zextsi256_si512(_mm256_loadu_si256(
-                                                reinterpret_cast<const __m256i*>(b.qs + SY_QK_K / 8)))),
-                    d);
+        store_masks(
+            _mm512_permutexvar_epi8(load(kIq2SignMasks),
+                                    _mm512_zextsi256_si512(_mm256_loadu_si256(
+                                        reinterpret_cast<const __m256i*>(b.qs + SY_QK_K / 8)))),
+            d);
         nibble_scale_factors(b.scales, i8::h2f(b.d) * 0.125f, d);
     }
 };
@@ -291,7 +302,7 @@ struct Iq3xxs {
     static void decode(const Block& b, Decoded& d) {
         for (int h = 0; h < 2; ++h)
             expand_iq3(lookup(kIq3xxsCodes, _mm512_cvtepu8_epi16(_mm256_loadu_si256(
-                                                 reinterpret_cast<const __m256i*>(b.qs + 32 * h)))),
+                                                reinterpret_cast<const __m256i*>(b.qs + 32 * h)))),
                        h, kIq3xxsLevelTable, d);
         const __m512i words = _mm512_zextsi256_si512(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + SY_QK_K / 4)));
@@ -325,13 +336,13 @@ struct Iq3s {
         uint32_t sc;
         std::memcpy(&sc, b.scales, sizeof sc);
         const __m512i ls = _mm512_and_si512(
-            _mm512_srlv_epi32(_mm512_set1_epi32(int(sc)),
-                              _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0)),
+            _mm512_srlv_epi32(
+                _mm512_set1_epi32(int(sc)),
+                _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0)),
             _mm512_set1_epi32(15));
         iq3_factors(ls, i8::h2f(b.d), d);
     }
 };
-
 
 // IQ1_S / IQ1_M: 2048 grid entries of 8 values in {-1, 0, 1}, too many for registers. With the
 // group's delta sign as a 12th index bit, each entry becomes one dword of 8 3-bit fields
@@ -377,8 +388,8 @@ constexpr Dwords16 kHalfIndex = dwords16([](int l) { return l / 2; });
 inline void expand_iq1(__m512i idx, int h, Decoded& d) {
     const __m512i e = _mm512_i32gather_epi32(idx, kIq1Table.e, 4);
     for (int n = 0; n < 2; ++n)
-        d.w[2 * h + n] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(load(kIq1Expand[n]), e),
-                                                 load(kIq1Levels));
+        d.w[2 * h + n] = _mm512_permutexvar_epi8(
+            _mm512_multishift_epi64_epi8(load(kIq1Expand[n]), e), load(kIq1Levels));
 }
 // factor[h] and offset from f per 16-value unit (16 lanes).
 inline void iq1_factors(__m512 unit_f, Decoded& d) {
@@ -393,19 +404,23 @@ struct Iq1s {
     static constexpr bool kSigns = false, kOffset = true;
     static void decode(const Block& b, Decoded& d) {
         // qh word j (sub-block j): group k's 3 high index bits at 3 k, ls at 12, delta sign at 15.
-        const __m512i qh = _mm512_cvtepu16_epi32(_mm256_zextsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh))));
+        const __m512i qh = _mm512_cvtepu16_epi32(
+            _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh))));
         for (int h = 0; h < 2; ++h) {
             // group g = 16 h + i: sub-block 4 h + i / 4, k = i % 4
             const __m512i w = _mm512_permutexvar_epi32(
-                _mm512_add_epi32(_mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2),
-                                 _mm512_set1_epi32(4 * h)),
+                _mm512_add_epi32(
+                    _mm512_srli_epi32(
+                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2),
+                    _mm512_set1_epi32(4 * h)),
                 qh);
             const __m512i high = _mm512_and_si512(
-                _mm512_srlv_epi32(w, _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9)),
+                _mm512_srlv_epi32(
+                    w, _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9)),
                 _mm512_set1_epi32(7));
             const __m512i idx = _mm512_or_si512(
-                _mm512_or_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h))),
+                _mm512_or_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                    reinterpret_cast<const __m128i*>(b.qs + 16 * h))),
                                 _mm512_slli_epi32(high, 8)),
                 _mm512_slli_epi32(_mm512_srli_epi32(w, 15), 11));
             expand_iq1(idx, h, d);
@@ -427,10 +442,12 @@ struct Iq1m {
             // qh byte g / 2, nibble g % 2: 3 high index bits and the delta sign, i.e. index bits
             // 8..11 of the table.
             const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh + 8 * h));
-            const __m128i nibbles = _mm_unpacklo_epi8(_mm_and_si128(q, _mm_set1_epi8(15)),
-                                                      _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15)));
+            const __m128i nibbles =
+                _mm_unpacklo_epi8(_mm_and_si128(q, _mm_set1_epi8(15)),
+                                  _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15)));
             const __m512i idx = _mm512_or_si512(
-                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h))),
+                _mm512_cvtepu8_epi32(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h))),
                 _mm512_slli_epi32(_mm512_cvtepu8_epi32(nibbles), 8));
             expand_iq1(idx, h, d);
         }
@@ -438,15 +455,18 @@ struct Iq1m {
         // words' top nibbles.
         uint16_t sc[4];
         std::memcpy(sc, b.scales, sizeof sc);
-        const uint16_t dbits = uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) |
-                                        ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+        const uint16_t dbits = SY_IQ1M_D_BITS(sc);
         const __m512i words = _mm512_permutexvar_epi32(
-            _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2),
-            _mm512_cvtepu16_epi32(_mm256_zextsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)))));
+            _mm512_srli_epi32(
+                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2),
+            _mm512_cvtepu16_epi32(
+                _mm256_zextsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)))));
         const __m512i ls = _mm512_and_si512(
-            _mm512_srlv_epi32(words, _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9)),
+            _mm512_srlv_epi32(words,
+                              _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9)),
             _mm512_set1_epi32(7));
-        iq1_factors(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(ls, ls), _mm512_set1_epi32(1))),
+        iq1_factors(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(ls, ls),
+                                                                      _mm512_set1_epi32(1))),
                                   _mm512_set1_ps(i8::h2f(dbits) * 0.125f)),
                     d);
     }
@@ -476,7 +496,8 @@ void codebook_cols(int64_t blocks, const void* w, const void* const* act, float*
                         v = _mm512_mask_sub_epi8(v, d.negative[m], _mm512_setzero_si512(), v);
                     sum = _mm512_dpbusd_epi32(sum, d.w[m], v);
                 }
-                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d.factor[f], ad), acc[c]);
+                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d.factor[f], ad),
+                                         acc[c]);
             }
             if constexpr (T::kOffset) {
                 const __m512 sums = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
@@ -538,7 +559,8 @@ void quantize_act_q8_K_ordered(const float* x, void* y, int64_t n, Order order) 
 
 // p = 64 m + 8 j + t <- 32 j + 8 m + t
 void quantize_act_q8_K_iq2_order(const float* x, void* y, int64_t n) {
-    quantize_act_q8_K_ordered(x, y, n, [](int p) { return 32 * (p / 8 % 8) + 8 * (p / 64) + p % 8; });
+    quantize_act_q8_K_ordered(x, y, n,
+                              [](int p) { return 32 * (p / 8 % 8) + 8 * (p / 64) + p % 8; });
 }
 // p = 64 (2 h + n) + 8 j + t <- 128 h + 16 j + 8 n + t
 void quantize_act_q8_K_iq3_order(const float* x, void* y, int64_t n) {

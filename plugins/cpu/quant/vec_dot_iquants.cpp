@@ -142,9 +142,7 @@ struct Iq1m {
     static float factor(const Block& b) {
         uint16_t sc[4];
         std::memcpy(sc, b.scales, sizeof(sc));
-        return h2f(uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
-                            (sc[3] & 0xf000))) *
-               0.125f;
+        return h2f(SY_IQ1M_D_BITS(sc)) * 0.125f;
     }
     static I8x32 decode(const Block& b, int ib, Scale16& sc) {
         const uint8_t* q = b.qs + 4 * ib;

@@ -14,7 +14,8 @@
 //         order (32-value chunks swapped, quantize_act_q8_K_q2k).
 // Products: vpmaddubsw (unsigned weight x signed activation, pair sums in int16: 2 * 63 * 127
 // fits) then vpdpwssd with the sub-block scales as int16, chosen per lane with vpermw. The mins
-// (Q2_K, Q4_K) and the offset 32 (Q6_K) come from the activation block sums, as in vec_dot_kquants.cpp.
+// (Q2_K, Q4_K) and the offset 32 (Q6_K) come from the activation block sums, as in
+// vec_dot_kquants.cpp.
 #include "quant/quant_kernels.hpp"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__) && defined(__F16C__)
@@ -92,14 +93,14 @@ inline __m256i bsums(const sy_block_q8_K& a) {
 inline __m128i scales_mins_k4_vec(const uint8_t* q) {
     const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     // Low parts: q[0..3] & 63, q[8..11] & 15, q[4..7] & 63, q[8..11] >> 4.
-    const __m128i a = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7,
-                                                        8, 9, 10, 11));
+    const __m128i a =
+        _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
     const __m128i a_or_high = _mm_mask_blend_epi8(0xF000, a, _mm_srli_epi16(a, 4));
     const __m128i low = _mm_and_si128(
         a_or_high, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
     // High parts of scales and mins 4..7: the top two bits of q[0..3] and q[4..7], at bits 4-5.
-    const __m128i b = _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1,
-                                                        4, 5, 6, 7));
+    const __m128i b =
+        _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
     return _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
 }
 
@@ -209,8 +210,7 @@ void q2_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
         const __m512i sc16 =
             _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(packed, low4)));
-        const __m256i mn16 =
-            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+        const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
         const __m512i q = _mm512_loadu_si512(b.qs);
         __m512i u[4], s[4];
         for (int g = 0; g < 4; ++g) {

@@ -141,6 +141,11 @@ typedef struct {
     uint8_t qh[SY_QK_K / 16];
     uint8_t scales[SY_QK_K / 32];
 } sy_block_iq1_m;
+/* The bits of IQ1_M's f16 d from its scales read as four u16 words sc[0..3]: the words' top
+   nibbles, sc[0]'s lowest. */
+#define SY_IQ1M_D_BITS(sc)                                                    \
+    ((uint16_t)(((sc)[0] >> 12) | (((sc)[1] >> 8) & 0x00f0) |                 \
+                (((sc)[2] >> 4) & 0x0f00) | ((sc)[3] & 0xf000)))
 
 /* The non-linear 16-entry table of IQ4_NL and IQ4_XS. */
 static const int8_t sy_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,

@@ -195,8 +195,7 @@ void quantize_iq1_s(const float* x, void* y, int64_t n) {
 namespace {
 // The f16 super-block scale of IQ1_M, spread over the top nibbles of its four scale words.
 uint16_t iq1m_scale_bits(const uint16_t* sc) {
-    return uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
-                    (sc[3] & 0xf000));
+    return SY_IQ1M_D_BITS(sc);
 }
 void set_iq1m_scale(sy_block_iq1_m& b, uint16_t h) {
     uint16_t sc[4];
