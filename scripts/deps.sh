@@ -8,6 +8,7 @@ packages=(
   libcli11-dev            # CLI11: the command line
   libfmt-dev nlohmann-json3-dev
   libicu-dev              # ICU: Unicode categories for the tokenizer's pre-tokenizer
+  libre2-dev              # RE2: user regular expressions (-ot, placement rules) in linear time
   libcairo2-dev libfontconfig-dev fonts-dejavu-core # cairo: sweep charts (SVG, PNG)
   libdnnl-dev libopenblas-dev # the blas plugin's engines: oneDNN (default) and OpenBLAS
   libgtest-dev googletest # GoogleTest

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 
 #include "commands/commands.hpp"
 #include "switchyard/core/error.hpp"
@@ -58,6 +59,13 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("tokenize")) return tokenize();
     } catch (const sy::Error& e) {
         std::fprintf(stderr, "switchyard: error: %s\n", e.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        // Sizes from files and options are checked before they are allocated; what is left is
+        // the machine's memory running out.
+        std::fprintf(stderr,
+                     "switchyard: error: out of memory: an allocation failed (the model, context "
+                     "or batch needs more memory than this machine has free)\n");
         return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "switchyard: internal error: %s\n", e.what());

@@ -1,4 +1,5 @@
 #include "switchyard/core/config.hpp"
+#include "switchyard/core/text_file.hpp"
 
 #include <toml++/toml.h>
 
@@ -304,11 +305,16 @@ Config load_config(const fs::path& file) {
     if (!fs::exists(file, ec)) throw ConfigError(file.string() + ": configuration file not found");
     if (fs::is_directory(file, ec))
         throw ConfigError(file.string() + ": is a directory, not a configuration file");
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw ConfigError(file.string() + ": cannot be read");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_config(text.str(), file);
+    std::string text;
+    try {
+        // A configuration is a few KiB of TOML; 16 MiB leaves room for generated rule lists.
+        text = read_text_file("", file.string(), {uint64_t(16) << 20});
+    } catch (const ConfigError&) {
+        throw;
+    } catch (const Error& e) {
+        throw ConfigError(std::string(e.what()) + " (configuration file)");
+    }
+    return parse_config(text, file);
 }
 
 }  // namespace sy

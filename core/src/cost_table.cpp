@@ -1,5 +1,6 @@
 // The calibrated cost table (cost_table.hpp): signatures, lookup and interpolation, TOML.
 #include "switchyard/core/cost_table.hpp"
+#include "switchyard/core/text_file.hpp"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -274,11 +275,13 @@ CostTable CostTable::load(const fs::path& file) {
         throw ConfigError(file.string() + ": cost table not found (or not a regular file)");
     if (fs::file_size(file, ec) > kMaxFileBytes)
         throw ConfigError(file.string() + ": larger than 64 MiB, not a cost table");
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw ConfigError(file.string() + ": cannot be read");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse(text.str(), file);
+    try {
+        return parse(read_text_file("", file.string(), {kMaxFileBytes}), file);
+    } catch (const ConfigError&) {
+        throw;
+    } catch (const Error& e) {
+        throw ConfigError(std::string(e.what()) + " (cost table)");
+    }
 }
 
 }  // namespace sy

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "node_abi.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/pattern.hpp"
 #include "switchyard/core/graph.hpp"
 #include "switchyard/core/placement.hpp"
 #include "switchyard/named_ops.h"
@@ -86,13 +86,7 @@ class Placer {
             const OpPin& pin = policy.pins[i];
             const std::string at = fmt::format("offload pin {} ({})", i + 1, pin.where);
             Pin p{&pin, find_backend(backends, pin.backend, at), std::nullopt};
-            if (!pin.match.empty()) {
-                try {
-                    p.re.emplace(pin.match, std::regex::ECMAScript);
-                } catch (const std::regex_error& e) {
-                    throw Error(fmt::format("{}: invalid regex '{}': {}", at, pin.match, e.what()));
-                }
-            }
+            if (!pin.match.empty()) p.re.emplace(pin.match, at);
             for (const Pin& earlier : pins_) {
                 const OpPin& e = *earlier.pin;
                 if (e.op == pin.op && e.match == pin.match && e.phase == pin.phase &&
@@ -339,7 +333,7 @@ class Placer {
     struct Pin {
         const OpPin* pin;
         int32_t backend;
-        std::optional<std::regex> re;
+        std::optional<Pattern> re;
     };
 
     std::string location_name(int32_t location) const {
@@ -400,7 +394,7 @@ class Placer {
         for (const Pin& p : pins_) {
             if (p.pin->op != op) continue;
             if (p.pin->phase != Phase::any && p.pin->phase != request_.phase) continue;
-            if (p.re && !std::regex_search(node.dst->name(), *p.re)) continue;
+            if (p.re && !p.re->search(node.dst->name())) continue;
             return &p;
         }
         return nullptr;

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <regex>
 
 #include "switchyard/core/error.hpp"
+#include "switchyard/core/pattern.hpp"
 #include "switchyard/core/placement.hpp"
 #include "switchyard/core/plugin_host.hpp"
 
@@ -120,7 +120,10 @@ int64_t layer_of(const std::string& name) {
     if (!name.starts_with("blk.")) return -1;
     int64_t layer = 0;
     size_t i = 4;
-    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) layer = layer * 10 + (name[i] - '0');
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) {
+        if (i - 4 >= 9) return -1;  // no model has a billion layers; the sum stays in range
+        layer = layer * 10 + (name[i] - '0');
+    }
     return i > 4 && i < name.size() && name[i] == '.' ? layer : -1;
 }
 
@@ -178,7 +181,8 @@ WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPol
                      policy.default_backend.empty() ? "default backend" : "placement.default");
 
     struct CompiledRule {
-        std::regex re;
+        Pattern re;
+        int64_t layers_below;
         int32_t backend;
         size_t matched = 0, claimed = 0;
     };
@@ -187,11 +191,7 @@ WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPol
         const PlacementRule& r = policy.rules[i];
         const std::string at = fmt::format("placement rule {} ({})", i + 1, r.where);
         const int32_t backend = find_backend(backends, r.backend, at);
-        try {
-            rules.push_back({std::regex(r.match, std::regex::ECMAScript), backend});
-        } catch (const std::regex_error& e) {
-            throw Error(fmt::format("{}: invalid regex '{}': {}", at, r.match, e.what()));
-        }
+        rules.push_back({Pattern(r.match, at), r.layers_below, backend});
     }
 
     WeightPlan plan;
@@ -199,7 +199,11 @@ WeightPlan place_weights(std::span<const WeightInfo> weights, const PlacementPol
     for (const WeightInfo& w : weights) {
         WeightPlan::Home home{fallback, -1};
         for (size_t i = 0; i < rules.size(); ++i) {
-            if (!std::regex_search(w.name, rules[i].re)) continue;
+            if (!rules[i].re.search(w.name)) continue;
+            if (rules[i].layers_below >= 0) {
+                const int64_t layer = layer_of(w.name);
+                if (layer < 0 || layer >= rules[i].layers_below) continue;
+            }
             ++rules[i].matched;
             if (home.rule < 0) {
                 home = {rules[i].backend, static_cast<int32_t>(i)};

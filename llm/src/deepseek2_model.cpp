@@ -44,19 +44,53 @@ std::optional<uint64_t> count_key(const gguf::Reader& file, const std::string& k
     };
     if (v->type() != gguf::ValueType::ARRAY) return scalar(*v);
     const gguf::Array& a = v->as_array();
-    if (a.items.empty()) key_error(file, key, "is an empty array");
-    const uint64_t first = scalar(a.items.front());
-    for (const gguf::Value& item : a.items)
+    if (a.empty()) key_error(file, key, "is an empty array");
+    const uint64_t first = scalar(a.front());
+    for (const gguf::Value item : a)
         if (scalar(item) != first) key_error(file, key, "differs between layers (unsupported)");
     return first;
 }
 
-uint32_t u32_key(const gguf::Reader& file, const std::string& key, uint32_t min = 0) {
+// The most any count or width of the model may be (layers, heads, experts, ranks, widths,
+// vocabulary): 2^20, 4 to 100 times what real models use, so that a product of three of them
+// stays far inside int64 and nothing is sized from a number no file could back.
+constexpr uint64_t kMaxCount = uint64_t(1) << 20;
+
+uint32_t u32_key(const gguf::Reader& file, const std::string& key, uint32_t min = 0,
+                 uint64_t max = kMaxCount) {
     const uint64_t v = *count_key(file, key, true);
     if (v < min)
         key_error(file, key,
                   "is " + std::to_string(v) + ", must be at least " + std::to_string(min));
+    if (v > max)
+        key_error(file, key,
+                  "is " + std::to_string(v) + ", more than the " + std::to_string(max) +
+                      " any deepseek2 model could use");
     return static_cast<uint32_t>(v);
+}
+
+// An optional count (0 when absent), bounded like u32_key's.
+uint32_t optional_count(const gguf::Reader& file, const std::string& key) {
+    const uint64_t v = count_key(file, key, false).value_or(0);
+    if (v > kMaxCount)
+        key_error(file, key,
+                  "is " + std::to_string(v) + ", more than the " + std::to_string(kMaxCount) +
+                      " any deepseek2 model could use");
+    return static_cast<uint32_t>(v);
+}
+
+// 1 + the largest N of the file's "blk.N." tensors (0 when it has none).
+uint64_t blocks_in_tensors(const gguf::Reader& file) {
+    uint64_t blocks = 0;
+    for (const gguf::TensorInfo& t : file.tensors()) {
+        if (t.name.compare(0, 4, "blk.") != 0) continue;
+        uint64_t n = 0;
+        size_t i = 4;
+        while (i < t.name.size() && t.name[i] >= '0' && t.name[i] <= '9' && n <= kMaxCount)
+            n = n * 10 + uint64_t(t.name[i++] - '0');
+        if (i > 4 && i < t.name.size() && t.name[i] == '.') blocks = std::max(blocks, n + 1);
+    }
+    return blocks;
 }
 
 float float_key(const gguf::Reader& file, const std::string& key, std::optional<float> fallback) {
@@ -107,19 +141,25 @@ Deepseek2HParams Deepseek2HParams::from_gguf(const gguf::Reader& file) {
 
     Deepseek2HParams hp;
     hp.n_layer = u32_key(file, kArch + "block_count", 1);
-    hp.n_nextn = static_cast<uint32_t>(
-        count_key(file, kArch + "nextn_predict_layers", false).value_or(0));
+    hp.n_nextn = optional_count(file, kArch + "nextn_predict_layers");
     if (hp.n_nextn >= hp.n_layer)
         key_error(file, kArch + "nextn_predict_layers",
                   "(" + std::to_string(hp.n_nextn) + ") leaves none of the " +
                       std::to_string(hp.n_layer) + " blocks (block_count) to run");
     hp.n_layer -= hp.n_nextn;
-    hp.n_ctx_train = u32_key(file, kArch + "context_length", 1);
+    // Every block that runs has tensors; checked before anything is sized per block.
+    if (const uint64_t present = blocks_in_tensors(file); hp.n_layer > present)
+        key_error(file, kArch + "block_count",
+                  "is " + std::to_string(hp.n_layer + hp.n_nextn) + " (" +
+                      std::to_string(hp.n_layer) + " to run), but the file's tensors describe " +
+                      (present == 0 ? std::string("no blocks")
+                                    : "blocks 0-" + std::to_string(present - 1) + " only"));
+    // Any u32: a context is sized only when asked for (-c 0), after its memory is checked.
+    hp.n_ctx_train = u32_key(file, kArch + "context_length", 1, UINT32_MAX);
     hp.n_embd = u32_key(file, kArch + "embedding_length", 1);
     hp.n_ff = u32_key(file, kArch + "feed_forward_length", 0);
     hp.n_head = u32_key(file, kArch + "attention.head_count", 1);
-    hp.q_lora_rank =
-        static_cast<uint32_t>(count_key(file, kArch + "attention.q_lora_rank", false).value_or(0));
+    hp.q_lora_rank = optional_count(file, kArch + "attention.q_lora_rank");
     hp.kv_lora_rank = u32_key(file, kArch + "attention.kv_lora_rank", 1);
     hp.qk_rope = u32_key(file, kArch + "rope.dimension_count", 2);
     if (hp.qk_rope % 2 != 0) key_error(file, kArch + "rope.dimension_count", "must be even");
@@ -175,7 +215,8 @@ Deepseek2HParams Deepseek2HParams::from_gguf(const gguf::Reader& file) {
         if (!(factor >= 1.0f)) key_error(file, kArch + "rope.scaling.factor", "must be at least 1");
         hp.rope_freq_scale = 1.0f / factor;
         hp.yarn = true;
-        hp.yarn_orig_ctx = u32_key(file, kArch + "rope.scaling.original_context_length", 1);
+        hp.yarn_orig_ctx =
+            u32_key(file, kArch + "rope.scaling.original_context_length", 1, UINT32_MAX);
         hp.yarn_log_mul = float_key(file, kArch + "rope.scaling.yarn_log_multiplier", 0.0f);
     } else if (scaling == "linear") {
         const float factor = float_key(file, kArch + "rope.scaling.factor", std::nullopt);
@@ -198,10 +239,8 @@ Deepseek2HParams Deepseek2HParams::from_gguf(const gguf::Reader& file) {
     if (hp.gating_func != 1 && hp.gating_func != 2)
         key_error(file, kArch + "expert_gating_func",
                   "is " + std::to_string(hp.gating_func) + "; expected 1 (softmax) or 2 (sigmoid)");
-    hp.expert_group_count =
-        static_cast<uint32_t>(count_key(file, kArch + "expert_group_count", false).value_or(0));
-    hp.expert_group_used = static_cast<uint32_t>(
-        count_key(file, kArch + "expert_group_used_count", false).value_or(0));
+    hp.expert_group_count = optional_count(file, kArch + "expert_group_count");
+    hp.expert_group_used = optional_count(file, kArch + "expert_group_used_count");
     if (hp.expert_group_count > 1) {
         if (hp.n_expert % hp.expert_group_count != 0)
             key_error(file, kArch + "expert_group_count",
@@ -220,6 +259,10 @@ Deepseek2HParams Deepseek2HParams::from_gguf(const gguf::Reader& file) {
         hp.n_vocab = u32_key(file, kArch + "vocab_size", 1);
         (void)v;
     } else if (embd != nullptr) {
+        if (uint64_t(embd->ne[1]) > kMaxCount)
+            throw gguf::FormatError(file_name(file) + ": tensor 'token_embd.weight' has " +
+                                    std::to_string(embd->ne[1]) +
+                                    " rows, more vocabulary than any deepseek2 model could use");
         hp.n_vocab = static_cast<uint32_t>(embd->ne[1]);
     } else {
         key_error(file, kArch + "vocab_size", "is missing and there is no token_embd.weight");

@@ -77,6 +77,27 @@ class Cursor {
         return s;
     }
 
+    // n bytes as they are (the caller has checked that they are there).
+    std::vector<uint8_t> read_bytes(uint64_t n, const char* what) {
+        need(n, what);
+        std::vector<uint8_t> out(bytes_.begin() + std::ptrdiff_t(pos_),
+                                 bytes_.begin() + std::ptrdiff_t(pos_ + n));
+        pos_ += n;
+        return out;
+    }
+
+    // Counts the memory the metadata read so far holds against a budget relative to the file's
+    // size: 64 MiB + 4 bytes per byte of the file. Compact arrays stay well inside it (numbers
+    // cost their own bytes, a string at most 32 bytes per 8 of its length field); the check
+    // guarantees it for any file.
+    void charge(uint64_t bytes) {
+        const uint64_t budget = (uint64_t(64) << 20) + 4 * uint64_t(bytes_.size());
+        memory_ += bytes;
+        if (memory_ > budget)
+            fail("metadata would take more than " + std::to_string(budget) +
+                 " bytes of memory (64 MiB + 4 per byte of the file), in " + context_);
+    }
+
     std::string describe(const char* what) const {
         return context_.empty() ? std::string(what) : std::string(what) + " of " + context_;
     }
@@ -92,6 +113,7 @@ class Cursor {
     std::span<const uint8_t> bytes_;
     const std::string& name_;
     uint64_t pos_ = 0;
+    uint64_t memory_ = 0;
     std::string context_;
 };
 
@@ -123,10 +145,34 @@ Value read_array(Cursor& in, int depth) {
                 " item needs at least " + std::to_string(each) + " bytes, " +
                 std::to_string(in.left()) + " bytes left");
     }
-    std::vector<Value> items;
-    items.reserve(len);
-    for (uint64_t i = 0; i < len; ++i) items.push_back(read_value(in, element_type, depth + 1));
-    return Value::array(element_type, std::move(items));
+    in.charge(sizeof(Value) + sizeof(Array));
+    if (element_type == ValueType::STRING) {
+        in.charge(len * sizeof(std::string));
+        std::vector<std::string> strings;
+        strings.reserve(len);
+        for (uint64_t i = 0; i < len; ++i) {
+            strings.push_back(in.read_string("string value"));
+            if (strings.back().size() > 15) in.charge(strings.back().size() + 1);
+        }
+        return Value::array(Array::from_strings(std::move(strings)));
+    }
+    if (element_type == ValueType::ARRAY) {
+        in.charge(len * sizeof(Value));
+        std::vector<Value> arrays;
+        arrays.reserve(len);
+        for (uint64_t i = 0; i < len; ++i) arrays.push_back(read_array(in, depth + 1));
+        return Value::array(Array::from_arrays(std::move(arrays)));
+    }
+    // Numbers and bools: their bytes as they are (len * each is within the file, checked above).
+    in.charge(len * each);
+    const uint64_t at = in.pos();
+    std::vector<uint8_t> bytes = in.read_bytes(len * each, "array items");
+    if (element_type == ValueType::BOOL)
+        for (uint64_t i = 0; i < len; ++i)
+            if (bytes[i] > 1)
+                in.fail("invalid bool " + std::to_string(bytes[i]) + " in " + in.context() +
+                        " at offset " + std::to_string(at + i));
+    return Value::array(Array::from_bytes(element_type, std::move(bytes)));
 }
 
 Value read_value(Cursor& in, ValueType type, int depth) {

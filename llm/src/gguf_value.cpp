@@ -1,4 +1,5 @@
 // Metadata values: construction, type names and typed access.
+#include <cstring>
 #include <utility>
 
 #include "switchyard/llm/gguf.hpp"
@@ -90,16 +91,159 @@ Value Value::string(std::string v) {
 }
 
 Value Value::array(ValueType element_type, std::vector<Value> items) {
+    Value out;
+    out.type_ = ValueType::ARRAY;
+    out.v_ = std::make_shared<Array>(element_type, std::move(items));
+    return out;
+}
+
+Value Value::array(Array a) {
+    Value out;
+    out.type_ = ValueType::ARRAY;
+    out.v_ = std::make_shared<Array>(std::move(a));
+    return out;
+}
+
+size_t fixed_size(ValueType t) {
+    switch (t) {
+        case ValueType::U8:
+        case ValueType::I8:
+        case ValueType::BOOL: return 1;
+        case ValueType::U16:
+        case ValueType::I16: return 2;
+        case ValueType::U32:
+        case ValueType::I32:
+        case ValueType::F32: return 4;
+        case ValueType::U64:
+        case ValueType::I64:
+        case ValueType::F64: return 8;
+        case ValueType::STRING:
+        case ValueType::ARRAY: return 0;
+    }
+    return 0;
+}
+
+namespace {
+
+// Item i of a number or bool type from its little-endian bytes.
+Value item_from_bytes(ValueType t, const uint8_t* p) {
+    const auto get = [p](auto v) {
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    };
+    switch (t) {
+        case ValueType::U8: return Value::u8(get(uint8_t{}));
+        case ValueType::I8: return Value::i8(get(int8_t{}));
+        case ValueType::U16: return Value::u16(get(uint16_t{}));
+        case ValueType::I16: return Value::i16(get(int16_t{}));
+        case ValueType::U32: return Value::u32(get(uint32_t{}));
+        case ValueType::I32: return Value::i32(get(int32_t{}));
+        case ValueType::U64: return Value::u64(get(uint64_t{}));
+        case ValueType::I64: return Value::i64(get(int64_t{}));
+        case ValueType::F32: return Value::f32(get(float{}));
+        case ValueType::F64: return Value::f64(get(double{}));
+        case ValueType::BOOL: return Value::boolean(get(uint8_t{}) != 0);
+        default: break;
+    }
+    throw FormatError(std::string("no fixed-size items of type ") + value_type_name(t));
+}
+
+// The bytes of a number or bool item.
+void append_bytes(const Value& v, std::vector<uint8_t>& out) {
+    const auto put = [&out](auto x) {
+        const auto* b = reinterpret_cast<const uint8_t*>(&x);
+        out.insert(out.end(), b, b + sizeof x);
+    };
+    switch (v.type()) {
+        case ValueType::U8: return put(uint8_t(v.as_u64()));
+        case ValueType::I8: return put(int8_t(v.as_i64()));
+        case ValueType::U16: return put(uint16_t(v.as_u64()));
+        case ValueType::I16: return put(int16_t(v.as_i64()));
+        case ValueType::U32: return put(uint32_t(v.as_u64()));
+        case ValueType::I32: return put(int32_t(v.as_i64()));
+        case ValueType::U64: return put(uint64_t(v.as_u64()));
+        case ValueType::I64: return put(int64_t(v.as_i64()));
+        case ValueType::F32: return put(float(v.as_f64()));
+        case ValueType::F64: return put(double(v.as_f64()));
+        case ValueType::BOOL: return put(uint8_t(v.as_bool() ? 1 : 0));
+        default: break;
+    }
+}
+
+}  // namespace
+
+Array::Array(ValueType type, std::vector<Value> items) : element_type(type) {
     for (const Value& item : items) {
-        if (item.type() != element_type) {
-            throw FormatError(std::string("array of ") + value_type_name(element_type) +
+        if (item.type() != type) {
+            throw FormatError(std::string("array of ") + value_type_name(type) +
                               " holds an item of type " + value_type_name(item.type()));
         }
     }
-    Value out;
-    out.type_ = ValueType::ARRAY;
-    out.v_ = std::make_shared<Array>(Array{element_type, std::move(items)});
-    return out;
+    if (type == ValueType::STRING) {
+        strings_.reserve(items.size());
+        for (const Value& item : items) strings_.push_back(item.as_string());
+    } else if (type == ValueType::ARRAY) {
+        arrays_ = std::move(items);
+    } else {
+        bytes_.reserve(items.size() * fixed_size(type));
+        for (const Value& item : items) append_bytes(item, bytes_);
+    }
+}
+
+Array Array::from_bytes(ValueType type, std::vector<uint8_t> bytes) {
+    const size_t each = fixed_size(type);
+    if (each == 0 || bytes.size() % each != 0)
+        throw FormatError(std::string("array of ") + value_type_name(type) + ": " +
+                          std::to_string(bytes.size()) + " bytes are not whole items");
+    Array a;
+    a.element_type = type;
+    a.bytes_ = std::move(bytes);
+    return a;
+}
+
+Array Array::from_strings(std::vector<std::string> strings) {
+    Array a;
+    a.element_type = ValueType::STRING;
+    a.strings_ = std::move(strings);
+    return a;
+}
+
+Array Array::from_arrays(std::vector<Value> arrays) {
+    return Array(ValueType::ARRAY, std::move(arrays));
+}
+
+size_t Array::size() const {
+    if (element_type == ValueType::STRING) return strings_.size();
+    if (element_type == ValueType::ARRAY) return arrays_.size();
+    return bytes_.size() / fixed_size(element_type);
+}
+
+Value Array::operator[](size_t i) const {
+    if (i >= size())
+        throw FormatError("array index " + std::to_string(i) + " past its " +
+                          std::to_string(size()) + " items");
+    if (element_type == ValueType::STRING) return Value::string(strings_[i]);
+    if (element_type == ValueType::ARRAY) return arrays_[i];
+    return item_from_bytes(element_type, bytes_.data() + i * fixed_size(element_type));
+}
+
+const std::string& Array::string_at(size_t i) const {
+    if (element_type != ValueType::STRING)
+        throw FormatError(std::string("expected an array of strings, found an array of ") +
+                          value_type_name(element_type));
+    if (i >= strings_.size())
+        throw FormatError("array index " + std::to_string(i) + " past its " +
+                          std::to_string(strings_.size()) + " items");
+    return strings_[i];
+}
+
+uint64_t Array::memory_bytes() const {
+    uint64_t n = bytes_.capacity() + strings_.capacity() * sizeof(std::string) +
+                 arrays_.capacity() * sizeof(Value);
+    for (const std::string& s : strings_)
+        if (s.capacity() > 15) n += s.capacity() + 1;  // beyond the small-string buffer
+    for (const Value& v : arrays_) n += sizeof(Array) + v.as_array().memory_bytes();
+    return n;
 }
 
 Value Value::unsigned_value(ValueType t, uint64_t v) {

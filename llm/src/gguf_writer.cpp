@@ -81,8 +81,8 @@ struct Writer::Impl {
             case ValueType::ARRAY: {
                 const Array& a = v.as_array();
                 put<uint32_t>(static_cast<uint32_t>(a.element_type));
-                put<uint64_t>(a.items.size());
-                for (const Value& item : a.items) put_value(item);
+                put<uint64_t>(a.size());
+                for (const Value item : a) put_value(item);
                 break;
             }
         }

@@ -151,7 +151,7 @@ Imatrix read_gguf(const std::filesystem::path& path) {
         if (d->type() != gguf::ValueType::ARRAY ||
             d->as_array().element_type != gguf::ValueType::STRING)
             fail(path, "imatrix.datasets is not an array of strings");
-        for (const gguf::Value& s : d->as_array().items) m.datasets.push_back(s.as_string());
+        for (const gguf::Value s : d->as_array()) m.datasets.push_back(s.as_string());
     }
     const auto u32_key = [&](const char* key) -> uint32_t {
         const gguf::Value* v = file.find(key);

@@ -37,7 +37,7 @@ std::optional<TensorDecision> rule_decision(std::string_view name, std::span<con
                                             const std::vector<QuantRule>& rules) {
     const std::string s(name);
     for (const QuantRule& rule : rules) {
-        if (std::regex_search(s, rule.pattern)) {
+        if (rule.pattern.search(s)) {
             TensorDecision d;
             d.rule = &rule;
             d.wanted = rule.type;
@@ -60,20 +60,12 @@ QuantRule parse_quant_rule(std::string_view rule) {
     const std::string regex(rule.substr(0, eq));
     const std::string type(rule.substr(eq + 1));
     if (regex.empty()) throw Error("rule '" + text + "': empty regular expression");
-    QuantRule out;
-    out.text = text;
     const auto id = parse_type_name(type);
     if (!id) {
         throw Error("rule '" + text + "': unknown type '" + type +
                     "' (known: " + writable_type_names() + ")");
     }
-    out.type = *id;
-    try {
-        out.pattern = std::regex(regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-        throw Error("rule '" + text + "': invalid regular expression '" + regex + "': " + e.what());
-    }
-    return out;
+    return {text, Pattern(regex, "rule '" + text + "'"), *id};
 }
 
 TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,

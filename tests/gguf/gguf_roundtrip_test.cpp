@@ -36,8 +36,8 @@ void expect_same(const Value& a, const Value& b) {
             const Array& x = a.as_array();
             const Array& y = b.as_array();
             ASSERT_EQ(x.element_type, y.element_type);
-            ASSERT_EQ(x.items.size(), y.items.size());
-            for (size_t i = 0; i < x.items.size(); ++i) expect_same(x.items[i], y.items[i]);
+            ASSERT_EQ(x.size(), y.size());
+            for (size_t i = 0; i < x.size(); ++i) expect_same(x[i], y[i]);
             break;
         }
     }
@@ -78,6 +78,41 @@ TEST(GgufRoundTrip, EveryValueTypeIncludingNestedArrays) {
     EXPECT_EQ(r.get_u64("test.scalar4"), 4000000000u);
     EXPECT_EQ(r.get_f64("test.scalar8"), 1.5);
     EXPECT_TRUE(r.tensors().empty());
+}
+
+// Metadata arrays cost about their size in the file: a u8 array of 4 Mi items holds 4 MiB (it
+// took 48 bytes an item when every item was a Value), strings their characters.
+TEST(GgufRoundTrip, ArraysAreStoredCompactly) {
+    ScratchDir dir;
+    const size_t n = size_t(1) << 22;
+    {
+        std::vector<Value> bytes, floats, strings;
+        bytes.reserve(n);
+        for (size_t i = 0; i < n; ++i) bytes.push_back(Value::u8(uint8_t(i * 7)));
+        for (int i = 0; i < 1000; ++i) floats.push_back(Value::f32(0.5f * float(i)));
+        for (int i = 0; i < 1000; ++i) strings.push_back(Value::string("token" + std::to_string(i)));
+        Writer w(dir / "a.gguf");
+        w.add("test.bytes", Value::array(ValueType::U8, std::move(bytes)));
+        w.add("test.floats", Value::array(ValueType::F32, std::move(floats)));
+        w.add("test.strings", Value::array(ValueType::STRING, std::move(strings)));
+        w.finish();
+    }
+    const Reader r = Reader::open(dir / "a.gguf");
+    const Array& bytes = r.find("test.bytes")->as_array();
+    ASSERT_EQ(bytes.size(), n);
+    EXPECT_LE(bytes.memory_bytes(), n + 64);
+    EXPECT_EQ(bytes[12345].as_u64(), uint8_t(12345 * 7));
+    const Array& floats = r.find("test.floats")->as_array();
+    EXPECT_LE(floats.memory_bytes(), 4000u + 64);
+    EXPECT_EQ(floats[999].as_f64(), 499.5);
+    const Array& strings = r.find("test.strings")->as_array();
+    EXPECT_EQ(strings.string_at(42), "token42");
+    EXPECT_EQ(strings[7].as_string(), "token7");
+    size_t seen = 0;
+    for (const Value v : strings) seen += v.as_string().starts_with("token");
+    EXPECT_EQ(seen, 1000u);
+    EXPECT_THROW(strings[1000], FormatError);
+    EXPECT_THROW(bytes.string_at(0), FormatError);
 }
 
 TEST(GgufRoundTrip, TypedGettersNameFileAndKey) {

@@ -56,8 +56,8 @@ with open(sys.argv[1], "wb") as f:  # GGUF v3, no tensors, one string key
             struct.pack("<IQ", 8, len(value)) + value)
 PY
 expect_error "no vocabulary" -m "$tmp/novocab.gguf" -p hi
-expect_error "$tmp/nothing.txt: cannot open" -m "$vocab" -f "$tmp/nothing.txt"
-expect_error "is a folder" -m "$vocab" -f "$tmp"
+expect_error "$tmp/nothing.txt: no such file" -m "$vocab" -f "$tmp/nothing.txt"
+expect_error "a folder, not a text file" -m "$vocab" -f "$tmp"
 expect_error "both given" -m "$vocab" -p hi -f "$tmp/text"
 expect_error "no text" -m "$vocab"
 echo "cli_tokenize: ok"

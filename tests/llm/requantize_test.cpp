@@ -96,8 +96,8 @@ TEST_F(Requantize, CopiesMetadataAndUpdatesFileType) {
         ASSERT_NE(v, nullptr) << kv.key;
         EXPECT_EQ(v->type(), kv.value.type()) << kv.key;
     }
-    EXPECT_EQ(out.find("tokenizer.ggml.merges")->as_array().items.size(),
-              in.find("tokenizer.ggml.merges")->as_array().items.size());
+    EXPECT_EQ(out.find("tokenizer.ggml.merges")->as_array().size(),
+              in.find("tokenizer.ggml.merges")->as_array().size());
     // 128- and 32-wide rows cannot hold q4_K: reported and written as q5_0 (k_b: q8_0 default).
     EXPECT_FALSE(res.fallbacks.empty());
     EXPECT_EQ(out.tensor("blk.1.attn_output.weight")->type, SY_TYPE_Q5_0);
@@ -129,7 +129,7 @@ void expect_rule_error(const std::string& rule, const std::string& detail) {
 
 TEST(QuantRule, ErrorsNameTheRule) {
     expect_rule_error("attn=q9_9", "unknown type 'q9_9'");
-    expect_rule_error("blk.(1=q8_0", "invalid regular expression 'blk.(1'");
+    expect_rule_error("blk.(1=q8_0", "invalid regex 'blk.(1'");
     expect_rule_error("attn", "expected REGEX=TYPE");
     expect_rule_error("=q8_0", "empty regular expression");
 }

@@ -98,9 +98,9 @@ TEST(SyntheticDeepseek2, TinyMetadataHasEveryKeyWithLlamaCppTypes) {
         EXPECT_TRUE(r.find(key)->as_bool()) << key;
     }
     EXPECT_FALSE(r.find("tokenizer.ggml.add_eos_token")->as_bool());
-    EXPECT_EQ(r.find("tokenizer.ggml.tokens")->as_array().items.size(), 512u);
-    EXPECT_EQ(r.find("tokenizer.ggml.token_type")->as_array().items.size(), 512u);
-    EXPECT_EQ(r.find("tokenizer.ggml.merges")->as_array().items.size(), 512u - 260u);
+    EXPECT_EQ(r.find("tokenizer.ggml.tokens")->as_array().size(), 512u);
+    EXPECT_EQ(r.find("tokenizer.ggml.token_type")->as_array().size(), 512u);
+    EXPECT_EQ(r.find("tokenizer.ggml.merges")->as_array().size(), 512u - 260u);
 }
 
 // Every tensor of tiny (q LoRA, 1 dense + 2 MoE layers, sigmoid routing) with its shape.

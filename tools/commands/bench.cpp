@@ -52,7 +52,8 @@ int run_bench(const BenchOptions& o) {
                 progress.update(done, total, where + " loading");
                 BenchSession bs = open_bench_session(in, n_ctx);
                 const BenchRecord base = bs.describe(in);
-                const llm::Tokenizer tok = llm::Tokenizer::from_gguf(bs.loaded.model->file());
+                const llm::Tokenizer tok = llm::Tokenizer::for_model(
+                    bs.loaded.model->file(), bs.loaded.model->hparams().n_vocab);
                 Profile profile;
                 for (size_t k = 0; k < in.tests.size(); ++k) {
                     const llm::BenchTest& test = in.tests[k];

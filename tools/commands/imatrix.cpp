@@ -82,7 +82,7 @@ int run_imatrix(ImatrixOptions o) {
     const llm::Deepseek2Model& model = *loaded.model;
     const std::unique_ptr<llm::Deepseek2Session> session = loaded.make_session();
     check_session_memory(loaded, *session);
-    const llm::Tokenizer tok = llm::Tokenizer::from_gguf(model.file());
+    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.hparams().n_vocab);
 
     std::vector<int32_t> tokens = tok.encode(text, tok.add_bos(), false);
     const int64_t n_ctx = model.options().n_ctx;

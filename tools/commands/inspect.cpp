@@ -2,9 +2,11 @@
 // tensors, totals per type and bits per weight.
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "commands/commands.hpp"
 #include "switchyard/dtype.h"
@@ -38,12 +40,61 @@ std::string shape(const gguf::TensorInfo& t) {
     return s + "}";
 }
 
-std::string short_text(const std::string& s, size_t max = 60) {
+// Text from the file as it may be shown on a terminal: control characters (C0, DEL and the C1
+// range U+0080-U+009F, which terminals take as escape sequences) and bytes that are not UTF-8
+// become \n, \t, \r, \xHH or \u00HH; at most `max` characters, then "…".
+std::string printable(std::string_view s, size_t max = SIZE_MAX) {
     std::string out;
-    for (char c : s.size() > max ? s.substr(0, max) : s) {
-        out += c == '\n' ? std::string("\\n") : std::string(1, c);
+    size_t shown = 0, i = 0;
+    while (i < s.size() && shown < max) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        ++shown;
+        if (c < 0x80) {
+            if (c == '\n')
+                out += "\\n";
+            else if (c == '\t')
+                out += "\\t";
+            else if (c == '\r')
+                out += "\\r";
+            else if (c < 0x20 || c == 0x7f)
+                out += fmt::format("\\x{:02x}", c);
+            else
+                out += char(c);
+            ++i;
+            continue;
+        }
+        // A UTF-8 sequence: its length from the lead byte, continuation bytes 10xxxxxx, no
+        // overlong or surrogate forms (the first continuation byte's range depends on the lead).
+        const int len = c >= 0xc2 && c <= 0xdf   ? 2
+                        : c >= 0xe0 && c <= 0xef ? 3
+                        : c >= 0xf0 && c <= 0xf4 ? 4
+                                                 : 0;
+        bool valid = len > 0 && i + size_t(len) <= s.size();
+        for (int k = 1; valid && k < len; ++k) {
+            const auto b = static_cast<unsigned char>(s[i + size_t(k)]);
+            unsigned lo = 0x80, hi = 0xbf;
+            if (k == 1 && c == 0xe0) lo = 0xa0;
+            if (k == 1 && c == 0xed) hi = 0x9f;
+            if (k == 1 && c == 0xf0) lo = 0x90;
+            if (k == 1 && c == 0xf4) hi = 0x8f;
+            valid = b >= lo && b <= hi;
+        }
+        if (!valid) {
+            out += fmt::format("\\x{:02x}", c);
+            ++i;
+        } else if (c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) {
+            out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));  // C1
+            i += 2;
+        } else {
+            out.append(s.substr(i, size_t(len)));
+            i += size_t(len);
+        }
     }
-    return s.size() > max ? out + "…" : out;
+    return i < s.size() ? out + "…" : out;
+}
+
+std::string short_text(const std::string& s, size_t max = 60) {
+    return printable(s, max);
 }
 
 std::string scalar_text(const Value& v) {
@@ -63,11 +114,11 @@ std::string scalar_text(const Value& v) {
 std::string value_text(const Value& v) {
     if (v.type() != ValueType::ARRAY) return scalar_text(v);
     const gguf::Array& a = v.as_array();
-    std::string s = fmt::format("[{} × {}] [", a.items.size(), value_type_name(a.element_type));
-    for (size_t i = 0; i < a.items.size() && i < kTextItems; ++i) {
-        s += (i ? ", " : "") + value_text(a.items[i]);
+    std::string s = fmt::format("[{} × {}] [", a.size(), value_type_name(a.element_type));
+    for (size_t i = 0; i < a.size() && i < kTextItems; ++i) {
+        s += (i ? ", " : "") + value_text(a[i]);
     }
-    return s + (a.items.size() > kTextItems ? ", …]" : "]");
+    return s + (a.size() > kTextItems ? ", …]" : "]");
 }
 
 json value_json(const Value& v) {
@@ -79,12 +130,12 @@ json value_json(const Value& v) {
         case ValueType::ARRAY: {
             const gguf::Array& a = v.as_array();
             json items = json::array();
-            for (size_t i = 0; i < a.items.size() && i < kJsonItems; ++i) {
-                items.push_back(value_json(a.items[i]));
+            for (size_t i = 0; i < a.size() && i < kJsonItems; ++i) {
+                items.push_back(value_json(a[i]));
             }
             return {{"element_type", value_type_name(a.element_type)},
-                    {"length", a.items.size()},
-                    {"truncated", a.items.size() > kJsonItems},
+                    {"length", a.size()},
+                    {"truncated", a.size() > kJsonItems},
                     {"items", std::move(items)}};
         }
         case ValueType::U8:
@@ -162,12 +213,12 @@ int inspect(const std::string& path, bool as_json) {
     fmt::print("GGUF v{}, alignment {}, {} file(s), {} bytes\n", r.version(), r.alignment(),
                r.files().size(), r.file_size());
     for (size_t i = 0; i < r.files().size(); ++i)
-        fmt::print("  [{}] {}\n", i, r.files()[i].string());
+        fmt::print("  [{}] {}\n", i, printable(r.files()[i].string()));
     fmt::print("\nmetadata ({} keys)\n", r.metadata().size());
     for (const gguf::KeyValue& kv : r.metadata()) {
         // general.file_type with llama.cpp's name for it: "15 (Q4_K - Medium)".
         const bool file_type = kv.key == "general.file_type" && kv.value.is_integer();
-        fmt::print("  {:<48} {:<7} {}{}\n", kv.key, value_type_name(kv.value.type()),
+        fmt::print("  {:<48} {:<7} {}{}\n", printable(kv.key), value_type_name(kv.value.type()),
                    value_text(kv.value),
                    file_type ? " (" + llm::file_type_name(uint32_t(kv.value.as_u64())) + ")" : "");
     }
@@ -175,8 +226,8 @@ int inspect(const std::string& path, bool as_json) {
     fmt::print("  {:<40} {:<8} {:<28} {:>14} {:>14} {:>5}\n", "name", "type", "shape", "bytes",
                "offset", "shard");
     for (const gguf::TensorInfo& t : r.tensors()) {
-        fmt::print("  {:<40} {:<8} {:<28} {:>14} {:>14} {:>5}\n", t.name, type_name(t.type),
-                   shape(t), t.nbytes, t.offset, t.shard);
+        fmt::print("  {:<40} {:<8} {:<28} {:>14} {:>14} {:>5}\n", printable(t.name),
+                   type_name(t.type), shape(t), t.nbytes, t.offset, t.shard);
     }
     fmt::print("\n  {:<10} {:>7} {:>16} {:>16} {:>8}\n", "type", "count", "bytes", "params", "bpw");
     for (const auto& [name, tt] : per_type) {

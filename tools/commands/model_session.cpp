@@ -13,6 +13,7 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/memory_planner.hpp"
 #include "switchyard/core/plugin_setup.hpp"
+#include "switchyard/core/text_file.hpp"
 #include "switchyard/llm/host_memory.hpp"
 #include "switchyard/llm/tensor_types.hpp"
 
@@ -44,15 +45,7 @@ std::string plugin_extra_memory(const PluginHost& host) {
 }
 
 std::string read_text_file(const std::string& flag, const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw Error(flag + " " + path + ": a folder, not a text file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(flag + " " + path + ": cannot open the file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw Error(flag + " " + path + ": cannot read the file");
-    return text.str();
+    return sy::read_text_file(flag, path, {kMaxTextFileBytes, true});
 }
 
 void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
@@ -215,10 +208,10 @@ LoadedModel load_model(const ModelOptions& o) {
     for (const std::string& w : ot_warnings) out.warn(w);
     if (o.cpu_moe) rules.push_back({R"(\.ffn_(up|gate|down)_exps\.)", "cpu", "--cpu-moe"});
     if (o.n_cpu_moe > 0) {
-        std::string layers;
-        for (int i = 0; i < o.n_cpu_moe; ++i) layers += (i ? "|" : "") + std::to_string(i);
-        rules.push_back({R"(^blk\.()" + layers + R"()\.ffn_(up|gate|down)_exps\.)", "cpu",
-                         fmt::format("--n-cpu-moe {}", o.n_cpu_moe)});
+        PlacementRule r{R"(^blk\.[0-9]+\.ffn_(up|gate|down)_exps\.)", "cpu",
+                        fmt::format("--n-cpu-moe {}", o.n_cpu_moe)};
+        r.layers_below = o.n_cpu_moe;  // a layer range, not a regex of N alternatives
+        rules.push_back(r);
     }
     rules.insert(rules.end(), config.placement.rules.begin(), config.placement.rules.end());
     config.placement.rules = std::move(rules);

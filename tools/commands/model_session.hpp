@@ -3,6 +3,7 @@
 // printed before the KV cache and compute buffers are allocated.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,7 +110,12 @@ double mib(uint64_t bytes);
 // they hold beyond the host's buffers, such as kept converted weights); empty when none does.
 std::string plugin_extra_memory(const PluginHost& host);
 
-// The whole file as bytes; throws sy::Error naming `flag` and the path when it cannot be read.
+// The most a prompt or corpus file (-f) may hold: far beyond any prompt, and room for the
+// corpora perplexity and imatrix read (wikitext-103's training text is about 540 MB; split it).
+constexpr uint64_t kMaxTextFileBytes = uint64_t(1) << 30;
+
+// The whole file (or standard input for "-") as bytes, a regular file of at most
+// kMaxTextFileBytes; throws sy::Error naming `flag` and the path when it cannot be read.
 std::string read_text_file(const std::string& flag, const std::string& path);
 
 }  // namespace sy::tools

@@ -132,7 +132,7 @@ int run_perplexity(PerplexityOptions o) {
     const std::unique_ptr<llm::Deepseek2Session> owned = loaded.make_session();
     llm::Deepseek2Session& session = *owned;
     check_session_memory(loaded, session);
-    const llm::Tokenizer tok = llm::Tokenizer::from_gguf(model.file());
+    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.hparams().n_vocab);
 
     std::vector<int32_t> tokens;
     if (!text.empty() || !base) {

@@ -163,7 +163,7 @@ int run_run(const RunOptions& o) {
     model_options.ubatch = std::min(model_options.ubatch, o.n_batch);
     LoadedModel loaded = load_model(model_options);
     const llm::Deepseek2Model& model = *loaded.model;
-    const llm::Tokenizer tok = llm::Tokenizer::from_gguf(model.file());
+    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.hparams().n_vocab);
     const llm::Deepseek2HParams& hp = model.hparams();
     const llm::Deepseek2Options& opt = model.options();
     const std::unique_ptr<llm::Deepseek2Session> owned = loaded.make_session();

@@ -123,7 +123,8 @@ int run_sweep_command(const SweepOptions& o) {
         BenchSession bs = open_bench_session(in, o.ctx);
         const BenchRecord facts = bs.describe(in);
         if (title.empty()) title = facts.model_type;
-        const llm::Tokenizer tok = llm::Tokenizer::from_gguf(bs.loaded.model->file());
+        const llm::Tokenizer tok = llm::Tokenizer::for_model(
+            bs.loaded.model->file(), bs.loaded.model->hparams().n_vocab);
         llm::BenchTokens tokens(bs.loaded.model->hparams().n_vocab, tok.add_bos() ? tok.bos() : -1);
         const int64_t ub = facts.n_ubatch;
         nlohmann::ordered_json head = {{"n_kv_max", o.ctx},

@@ -61,8 +61,6 @@ std::string prompt_text(const TokenizeOptions& o) {
         throw Error(by_prompt ? "tokenize: -p and -f both given; give the text one way"
                               : "tokenize: no text; give it with -p TEXT or -f FILE");
     if (by_prompt) return o.prompt;
-    if (std::filesystem::is_directory(o.prompt_file))
-        throw Error("-f " + o.prompt_file + ": is a folder, not a text file");
     return read_text_file("-f", o.prompt_file);
 }
 

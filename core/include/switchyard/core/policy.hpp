@@ -39,10 +39,12 @@ namespace sy {
 enum class Phase { any, prompt, decode };
 
 struct PlacementRule {
-    std::string match;    // ECMAScript regex, searched for in tensor names
+    std::string match;    // regex (RE2 syntax, pattern.hpp), searched for in tensor names
     std::string backend;  // backend name ("cpu", "cuda", ...)
     std::string where;    // "policy.toml:12:1", "-ot #2": for messages
     bool split = false;   // --tensor-split may divide its layers among the devices (-ngl's rule)
+    // >= 0: the rule also needs a "blk.N." name with N below this (--n-cpu-moe N).
+    int64_t layers_below = -1;
 };
 
 struct PlacementPolicy {

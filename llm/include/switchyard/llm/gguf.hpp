@@ -58,11 +58,55 @@ const char* value_type_name(ValueType t);
 
 class Value;
 
-// A typed array; element_type may itself be ARRAY (nested arrays).
-struct Array {
+// A typed array; element_type may itself be ARRAY (nested arrays). Stored compactly, so that
+// an array costs about what it takes in the file: numbers and bools as their little-endian bytes,
+// strings as strings, nested arrays as values. Items are read by index (operator[] makes a
+// Value; string_at gives STRING items by reference) or iterated as Values.
+class Array {
+  public:
+    Array() = default;
+    // Throws FormatError for an item whose type is not element_type.
+    Array(ValueType element_type, std::vector<Value> items);
+    // The parser's forms: n items of a number or bool type from their bytes; strings; arrays.
+    static Array from_bytes(ValueType element_type, std::vector<uint8_t> bytes);
+    static Array from_strings(std::vector<std::string> strings);
+    static Array from_arrays(std::vector<Value> arrays);
+
     ValueType element_type = ValueType::U8;
-    std::vector<Value> items;
+
+    size_t size() const;
+    bool empty() const { return size() == 0; }
+    Value operator[](size_t i) const;
+    Value front() const;
+    const std::string& string_at(size_t i) const;  // STRING arrays
+    // Bytes this array holds in memory (items, not counting the object itself).
+    uint64_t memory_bytes() const;
+
+    class Iterator {
+      public:
+        Iterator(const Array* a, size_t i) : a_(a), i_(i) {}
+        Value operator*() const;
+        Iterator& operator++() {
+            ++i_;
+            return *this;
+        }
+        bool operator!=(const Iterator& o) const { return i_ != o.i_; }
+
+      private:
+        const Array* a_;
+        size_t i_;
+    };
+    Iterator begin() const { return {this, 0}; }
+    Iterator end() const { return {this, size()}; }
+
+  private:
+    std::vector<uint8_t> bytes_;        // number and bool items
+    std::vector<std::string> strings_;  // STRING items
+    std::vector<Value> arrays_;         // ARRAY items
 };
+
+// Bytes of one item of a number or bool type (0 for STRING and ARRAY).
+size_t fixed_size(ValueType t);
 
 class Value {
   public:
@@ -80,6 +124,7 @@ class Value {
     static Value boolean(bool v);
     static Value string(std::string v);
     static Value array(ValueType element_type, std::vector<Value> items);
+    static Value array(Array a);
 
     ValueType type() const { return type_; }
     // Typed access; throws FormatError("metadata key: expected u32, found string") style
@@ -100,6 +145,13 @@ class Value {
     ValueType type_ = ValueType::U8;
     std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<Array>> v_;
 };
+
+inline Value Array::front() const {
+    return (*this)[0];
+}
+inline Value Array::Iterator::operator*() const {
+    return (*a_)[i_];
+}
 
 struct KeyValue {
     std::string key;

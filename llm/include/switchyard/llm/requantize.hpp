@@ -10,22 +10,22 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <regex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "switchyard/core/pattern.hpp"
 #include "switchyard/llm/imatrix.hpp"
 #include "switchyard/llm/quant_preset.hpp"
 
 namespace sy::llm {
 
-// "REGEX=TYPE": tensors whose name the regex finds (ECMAScript, search, not full match) are
+// "REGEX=TYPE": tensors whose name the regex finds (RE2 syntax, search, not full match) are
 // written as TYPE. The first matching rule wins.
 struct QuantRule {
     std::string text;  // as the user wrote it, for messages
-    std::regex pattern;
+    Pattern pattern;
     int32_t type = 0;
 };
 

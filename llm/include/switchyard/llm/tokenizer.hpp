@@ -41,6 +41,9 @@ class Tokenizer {
     // Throws gguf::FormatError naming the key for a missing or malformed vocabulary, and for
     // tokenizer models other than gpt2 and llama.
     static Tokenizer from_gguf(const gguf::Reader& file);
+    // from_gguf for a model whose output has `output_rows` logits: a vocabulary with fewer
+    // tokens is refused (ids past its end would be sampled and print as nothing).
+    static Tokenizer for_model(const gguf::Reader& file, uint32_t output_rows);
 
     std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
     // The bytes a token stands for; control and unknown tokens give "" unless `special`.
