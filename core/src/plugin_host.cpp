@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <boost/dll/shared_library.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "switchyard/sdk.hpp"
 #include "switchyard/version.hpp"
@@ -51,6 +54,49 @@ const sy_host_api& host_api() {
         return a;
     }();
     return api;
+}
+
+// A library whose init succeeded but whose function table the host refused: never called again
+// (not even shutdown: the table's layout may not be this ABI's), and never unloaded, since the
+// plugin may have started threads in init that still run its code.
+void keep_loaded(std::unique_ptr<boost::dll::shared_library> library) {
+    static auto* kept = new std::vector<std::unique_ptr<boost::dll::shared_library>>();
+    kept->push_back(std::move(library));
+}
+
+// The most rows a plugin may return from capabilities, cost_params or named_ops, and the largest
+// row struct it may declare.
+constexpr size_t kMaxPluginRows = size_t(1) << 16;
+constexpr uint32_t kMaxRowStruct = 1 << 16;
+
+// Copies of `count` rows a plugin returned, walked with the struct_size the plugin declares in
+// each row (a newer minor ABI may add fields; the host reads the fields it knows, zero past the
+// plugin's size). `known` is the end of the last field the host reads.
+template <typename Row>
+std::vector<Row> plugin_rows(const Row* rows, size_t count, size_t known, const std::string& what) {
+    if (rows == nullptr || count == 0) return {};
+    if (count > kMaxPluginRows)
+        throw Error(what + ": " + std::to_string(count) + " rows, more than " +
+                    std::to_string(kMaxPluginRows));
+    const auto* bytes = reinterpret_cast<const unsigned char*>(rows);
+    uint32_t stride = 0;
+    std::memcpy(&stride, bytes, sizeof stride);
+    if (stride < known || stride > kMaxRowStruct)
+        throw Error(what + ": rows declare struct_size " + std::to_string(stride) +
+                    " (this host reads " + std::to_string(known) + " bytes of each, at most " +
+                    std::to_string(kMaxRowStruct) + ")");
+    std::vector<Row> out(count);
+    for (size_t i = 0; i < count; ++i) {
+        const unsigned char* row = bytes + i * stride;
+        uint32_t size = 0;
+        std::memcpy(&size, row, sizeof size);
+        if (size != stride)
+            throw Error(what + ": row " + std::to_string(i) + " declares struct_size " +
+                        std::to_string(size) + ", row 0 " + std::to_string(stride));
+        std::memcpy(&out[i], row, std::min<size_t>(stride, sizeof(Row)));
+        out[i].struct_size = sizeof(Row);
+    }
+    return out;
 }
 
 // The functions every plugin must provide; the optional ones may be NULL.
@@ -168,20 +214,23 @@ std::unique_ptr<Plugin> Plugin::load(const fs::path& file) {
         std::string why = (st.message && *st.message) ? st.message : sdk::status_name(st.code);
         throw Error(where + ": " + (st.code == SY_ERR_ABI ? "ABI mismatch: " : "refused: ") + why);
     }
-    plugin->initialized_ = true;  // from here on, shutdown() runs on destruction
-    if (api.struct_size < offsetof(sy_plugin_api, name) + sizeof(api.name)) {
-        throw Error(where + ": function table too small (" + std::to_string(api.struct_size) +
-                    " bytes)");
-    }
+    // Until the table passes these checks nothing in it is called, shutdown included.
+    const auto refuse = [&](const std::string& why) {
+        keep_loaded(std::move(plugin->library_));
+        throw Error(where + ": " + why);
+    };
+    if (api.struct_size < offsetof(sy_plugin_api, abi_minor) + sizeof(api.abi_minor))
+        refuse("function table too small (" + std::to_string(api.struct_size) + " bytes)");
     if (api.abi_major != SY_ABI_VERSION_MAJOR) {
-        throw Error(where + ": ABI mismatch: plugin built for ABI " +
-                    std::to_string(api.abi_major) + "." + std::to_string(api.abi_minor) +
-                    ", host has " + std::to_string(SY_ABI_VERSION_MAJOR) + "." +
-                    std::to_string(SY_ABI_VERSION_MINOR));
+        refuse("ABI mismatch: plugin built for ABI " + std::to_string(api.abi_major) + "." +
+               std::to_string(api.abi_minor) + ", host has " +
+               std::to_string(SY_ABI_VERSION_MAJOR) + "." + std::to_string(SY_ABI_VERSION_MINOR));
     }
-    if (const std::string missing = missing_required_function(api); !missing.empty()) {
-        throw Error(where + ": function table lacks required '" + missing + "'");
-    }
+    if (api.struct_size < offsetof(sy_plugin_api, name) + sizeof(api.name))
+        refuse("function table too small (" + std::to_string(api.struct_size) + " bytes)");
+    if (const std::string missing = missing_required_function(api); !missing.empty())
+        refuse("function table lacks required '" + missing + "'");
+    plugin->initialized_ = true;  // from here on, shutdown() runs on destruction
     const std::string api_name = api.name;
     if (api_name.empty()) throw Error(where + ": plugin reports an empty name");
     if (!plugin->name_.empty() && plugin->name_ != api_name) {
@@ -189,6 +238,14 @@ std::unique_ptr<Plugin> Plugin::load(const fs::path& file) {
                     "'");
     }
     plugin->name_ = api_name;
+    // The tables the host keeps reading are checked once here, so that a plugin whose rows are
+    // malformed fails to load (one line) instead of failing whatever reads them later.
+    try {
+        (void)plugin->capabilities();
+        (void)plugin->named_ops();
+    } catch (const Error& e) {
+        throw Error(where + ": " + e.what());
+    }
     return plugin;
 }
 
@@ -220,12 +277,12 @@ sy_device_props Plugin::device_props(int32_t device) const {
     return props;
 }
 
-std::span<const sy_capability> Plugin::capabilities() const {
+std::vector<sy_capability> Plugin::capabilities() const {
     const sy_capability* rows = nullptr;
     size_t count = 0;
     check(api_.capabilities(api_.ctx, &rows, &count), name_ + ".capabilities");
-    if (rows == nullptr) return {};
-    return {rows, count};
+    return plugin_rows(rows, count, offsetof(sy_capability, src_type) + sizeof(rows->src_type),
+                       name_ + ".capabilities");
 }
 
 bool Plugin::supports(int32_t device, const sy_node& node) const {
@@ -250,7 +307,8 @@ std::vector<sy_cost_param> Plugin::cost_params(int32_t device) const {
     const sy_cost_param* rows = nullptr;
     size_t count = 0;
     check(fn(api_.ctx, device, &rows, &count), name_ + ".cost_params");
-    return rows ? std::vector<sy_cost_param>(rows, rows + count) : std::vector<sy_cost_param>{};
+    return plugin_rows(rows, count, offsetof(sy_cost_param, unit) + sizeof(rows->unit),
+                       name_ + ".cost_params");
 }
 
 std::vector<sy_named_op_info> Plugin::named_ops() const {
@@ -259,7 +317,8 @@ std::vector<sy_named_op_info> Plugin::named_ops() const {
     const sy_named_op_info* ops = nullptr;
     size_t count = 0;
     check(fn(api_.ctx, &ops, &count), name_ + ".named_ops");
-    return ops ? std::vector<sy_named_op_info>(ops, ops + count) : std::vector<sy_named_op_info>{};
+    return plugin_rows(ops, count, offsetof(sy_named_op_info, summary) + sizeof(ops->summary),
+                       name_ + ".named_ops");
 }
 
 bool Plugin::provides(std::string_view named_op, uint32_t schema_version) const {
@@ -272,9 +331,19 @@ bool Plugin::provides(std::string_view named_op, uint32_t schema_version) const 
 Buffer Plugin::alloc(int32_t device, uint64_t size) {
     sy_buffer buffer{};
     buffer.struct_size = sizeof(buffer);
-    check(api_.buffer_alloc(api_.ctx, device, size, &buffer),
-          name_ + ".buffer_alloc(" + std::to_string(size) + " bytes)");
+    const std::string what = name_ + ".buffer_alloc(" + std::to_string(size) + " bytes)";
+    check(api_.buffer_alloc(api_.ctx, device, size, &buffer), what);
     buffer.device = device;  // the host's record of where it lives, whatever the plugin wrote
+    // What comes back must be what was asked for: the host writes up to `size` bytes through it.
+    std::string wrong;
+    if (buffer.size < size)
+        wrong = "a buffer of " + std::to_string(buffer.size) + " bytes";
+    else if (buffer.host_visible && buffer.base == nullptr && size > 0)
+        wrong = "a host-visible buffer without an address";
+    if (!wrong.empty()) {
+        api_.buffer_free(api_.ctx, &buffer);
+        throw Error(what + " returned " + wrong);
+    }
     return Buffer(this, buffer);
 }
 

@@ -1,10 +1,12 @@
 /* Deliberately broken plugins, one per failure the host must report in one line. Plain C on
  * purpose: the ABI must be usable without C++. Which breakage is compiled in is chosen by one
  * BROKEN_* macro. */
+#include <stdlib.h>
 #include <string.h>
 
 /* Some variants never reach the function table below; their helpers stay unused. */
 #pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-variable"
 
 #include "switchyard/ops.h"
 #include "switchyard/plugin.h"
@@ -35,10 +37,37 @@ static sy_status device_props(void* ctx, int32_t device, sy_device_props* props)
     props->host_memory = 1;
     return ok();
 }
+/* Capability rows as a newer minor ABI might lay them out: the known fields, then 16 bytes the
+ * host does not know. */
+typedef struct {
+    sy_capability known;
+    char newer_fields[16];
+} wide_capability;
+static wide_capability wide_rows[3];
+
 static sy_status capabilities(void* ctx, const sy_capability** rows, size_t* count) {
     (void)ctx;
     *rows = NULL;
     *count = 0;
+#if defined(BROKEN_HUGE_COUNT) || defined(BROKEN_ROW_SIZE) || defined(WIDE_ROWS)
+    for (int i = 0; i < 3; ++i) {
+        memset(&wide_rows[i], 0x5a, sizeof wide_rows[i]);
+        wide_rows[i].known.struct_size = (uint32_t)sizeof(wide_capability);
+        wide_rows[i].known.op = SY_OP_ADD + i;
+        wide_rows[i].known.named_op = NULL;
+        wide_rows[i].known.named_op_version = 0;
+        wide_rows[i].known.dst_type = SY_TYPE_F32;
+        for (int k = 0; k < 4; ++k) wide_rows[i].known.src_type[k] = k < 2 ? SY_TYPE_F32 : SY_TYPE_NONE;
+    }
+    *rows = &wide_rows[0].known;
+    *count = 3;
+#endif
+#ifdef BROKEN_HUGE_COUNT
+    *count = (size_t)1 << 40; /* three rows are there */
+#endif
+#ifdef BROKEN_ROW_SIZE
+    wide_rows[0].known.struct_size = 4;
+#endif
     return ok();
 }
 static sy_status supports(void* ctx, int32_t device, const sy_node* node, int32_t* yes) {
@@ -51,9 +80,19 @@ static sy_status supports(void* ctx, int32_t device, const sy_node* node, int32_
 static sy_status buffer_alloc(void* ctx, int32_t device, uint64_t size, sy_buffer* b) {
     (void)ctx;
     (void)device;
+#ifdef BROKEN_SHORT_BUFFER
+    /* Half of what was asked, as if it had miscounted. */
+    static char storage[4096];
+    b->base = storage;
+    b->handle = storage;
+    b->size = size / 2;
+    b->host_visible = 1;
+    return ok();
+#else
     (void)size;
     (void)b;
     return fail(SY_ERR_UNSUPPORTED, "this plugin allocates nothing");
+#endif
 }
 static sy_status buffer_free(void* ctx, sy_buffer* b) {
     (void)ctx;
@@ -95,6 +134,10 @@ static sy_status synchronize(void* ctx, int32_t device) {
 }
 static void shutdown(void* ctx) {
     (void)ctx;
+#ifdef BROKEN_WRONG_ABI
+    /* The host refused this table: calling into it is the bug this catches. */
+    abort();
+#endif
 }
 
 #ifndef BROKEN_NO_ENTRY

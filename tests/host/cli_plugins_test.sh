@@ -34,12 +34,28 @@ for name in noentry wrongabi refuses probezero missingdep notelf; do
     || fail "$name: others did not load or JSON wrong"
 done
 
+# Plugins whose returned rows are wrong fail to load: one line naming the plugin and the call,
+# exit 1 when asked for (and listed as failed, exit 0, when only found by the search below).
+for name in hugecount rowsize; do
+  f="$broken/libswitchyard-$name.so"
+  "$sy" plugins --json --plugin "$f" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] || fail "$name: exit $rc, expected 1: $(cat "$tmp/err")"
+  [ "$(grep -c "libswitchyard-$name.so" "$tmp/err")" -eq 1 ] || fail "$name: not one line: $(cat "$tmp/err")"
+  grep -q "libswitchyard-$name.so: $name.capabilities: " "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+done
+# Rows of a newer minor ABI (larger struct_size) are read field by field.
+"$sy" plugins --json --plugin "$broken/libswitchyard-widerows.so" >"$tmp/out" 2>"$tmp/err" ||
+  fail "widerows: $(cat "$tmp/err")"
+python3 -c "import json; d=json.load(open('$tmp/out')); p=[p for p in d['plugins'] if p['name']=='widerows'][0]; ops=sorted(o['op'] for o in p['ops']); assert len(ops)==3, ops" ||
+  fail "widerows: $(cat "$tmp/out")"
+
 # Found by searching, not asked for: listed as failed, exit 0.
 printf '[plugins]\nsearch = ["%s"]\n' "$broken" >"$tmp/c.toml"
 "$sy" plugins --config "$tmp/c.toml" >"$tmp/out" 2>&1 || fail "search-only config exited non-zero: $(cat "$tmp/out")"
 grep -q "^cpu " "$tmp/out" || fail "cpu not listed with broken search path"
 grep -q "^nothing " "$tmp/out" || fail "the plugin that supports nothing is not listed"
-[ "$(grep -c '^failed: ' "$tmp/out")" -eq 6 ] || fail "expected 6 failed lines: $(cat "$tmp/out")"
+# noentry wrongabi refuses probezero missingdep notelf hugecount rowsize
+[ "$(grep -c '^failed: ' "$tmp/out")" -eq 8 ] || fail "expected 8 failed lines: $(cat "$tmp/out")"
 
 # Asked for in the config: exit 1.
 printf '[plugins]\nsearch = ["%s"]\nload = ["cpu", "refuses"]\n' "$broken" >"$tmp/c2.toml"

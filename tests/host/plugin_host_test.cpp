@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "switchyard/sdk.hpp"
@@ -97,8 +98,10 @@ TEST(PluginHost, BrokenPluginsDoNotStopTheOthers) {
     host.load(config);
     EXPECT_NE(host.find("cpu"), nullptr);
     EXPECT_NE(host.find("nothing"), nullptr);
-    // noentry, wrongabi, refuses, probezero, missingdep, notelf
-    EXPECT_EQ(host.failures().size(), 6u);
+    EXPECT_NE(host.find("widerows"), nullptr);
+    // noentry, wrongabi, refuses, probezero, missingdep, notelf, hugecount, rowsize
+    // (shortbuffer loads: only an allocation shows its fault)
+    EXPECT_EQ(host.failures().size(), 8u);
     EXPECT_FALSE(host.any_requested_failure()) << "found, not asked for: not an error";
     for (const sy::PluginFailure& f : host.failures()) {
         EXPECT_EQ(f.reason.find('\n'), std::string::npos) << "one line: " << f.reason;
@@ -166,4 +169,62 @@ TEST(PluginHost, BuffersAreFreedBeforeThePluginUnloads) {
         EXPECT_THROW(cpu->set(b, (1 << 20) - 4, pattern.data(), 8), sy::Error)
             << "writing past the end must be refused";
     }
+}
+
+// What a loaded plugin returns is not trusted either: rows are walked with the size the plugin
+// declares in them, counts are bounded, a buffer must be as large as asked. (wrongabi's shutdown
+// aborts: the host never calls into a table it refused, so the tests above survive it.)
+namespace {
+
+sy::Plugin& only_plugin(PluginHost& host, const fs::path& file) {
+    EXPECT_TRUE(host.load_path(file, true)) << file;
+    EXPECT_EQ(host.plugins().size(), 1u);
+    return *host.plugins().front();
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const sy::Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST(PluginHost, RowsAreWalkedWithTheirDeclaredSize) {
+    PluginHost host;
+    sy::Plugin& p = only_plugin(host, broken("widerows"));
+    const std::vector<sy_capability> rows = p.capabilities();
+    ASSERT_EQ(rows.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(rows[size_t(i)].struct_size, sizeof(sy_capability));
+        EXPECT_EQ(rows[size_t(i)].op, SY_OP_ADD + i);
+        EXPECT_EQ(rows[size_t(i)].dst_type, SY_TYPE_F32);
+        EXPECT_EQ(rows[size_t(i)].src_type[1], SY_TYPE_F32);
+        EXPECT_EQ(rows[size_t(i)].src_type[2], SY_TYPE_NONE);
+    }
+}
+
+TEST(PluginHost, HugeRowCountIsRefusedAtLoad) {
+    const std::string why = failure_of(broken("hugecount"));
+    EXPECT_NE(why.find("libswitchyard-hugecount.so: hugecount.capabilities: 1099511627776 rows, "
+                       "more than 65536"),
+              std::string::npos)
+        << why;
+}
+
+TEST(PluginHost, RowStructSizeBelowTheKnownFieldsIsRefusedAtLoad) {
+    const std::string why = failure_of(broken("rowsize"));
+    EXPECT_NE(why.find("rowsize.capabilities: rows declare struct_size 4 (this host reads "),
+              std::string::npos)
+        << why;
+}
+
+TEST(PluginHost, ShortBufferIsRefused) {
+    PluginHost host;
+    sy::Plugin& p = only_plugin(host, broken("shortbuffer"));
+    EXPECT_EQ(error_of([&] { p.alloc(0, 1000); }),
+              "shortbuffer.buffer_alloc(1000 bytes) returned a buffer of 500 bytes");
 }

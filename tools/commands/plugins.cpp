@@ -54,14 +54,14 @@ std::vector<std::string> source_types(const sy_capability& cap) {
 }
 
 // Ops in table order, each with its type combinations.
-std::vector<std::pair<std::string, std::vector<const sy_capability*>>> ops_of(const Plugin& p) {
-    std::vector<std::pair<std::string, std::vector<const sy_capability*>>> ops;
+std::vector<std::pair<std::string, std::vector<sy_capability>>> ops_of(const Plugin& p) {
+    std::vector<std::pair<std::string, std::vector<sy_capability>>> ops;
     std::map<std::string, size_t> index;
     for (const sy_capability& cap : p.capabilities()) {
         const std::string label = op_label(cap);
         auto [it, inserted] = index.emplace(label, ops.size());
         if (inserted) ops.push_back({label, {}});
-        ops[it->second].second.push_back(&cap);
+        ops[it->second].second.push_back(cap);
     }
     return ops;
 }
@@ -97,7 +97,8 @@ json plugin_json(const Plugin& p) {
     json ops = json::array();
     for (const auto& [label, rows] : ops_of(p)) {
         json types = json::array();
-        for (const sy_capability* cap : rows) {
+        for (const sy_capability& row : rows) {
+            const sy_capability* cap = &row;
             types.push_back({{"dst", type_name(cap->dst_type)}, {"src", source_types(*cap)}});
         }
         ops.push_back({{"op", label}, {"types", types}});
@@ -122,14 +123,15 @@ json plugin_json(const Plugin& p) {
 
 // The type combinations of one op, compactly: when the rows are every combination of per-slot
 // type sets, "dst <- src0 x src1" with a set per slot; otherwise each row as dst(src0,src1).
-std::string describe_types(const std::vector<const sy_capability*>& rows) {
+std::string describe_types(const std::vector<sy_capability>& rows) {
     constexpr int kSlots = 5;  // dst + 4 sources
     std::vector<std::vector<int32_t>> sets(kSlots);
     auto add = [](std::vector<int32_t>& set, int32_t t) {
         if (std::find(set.begin(), set.end(), t) == set.end()) set.push_back(t);
     };
     int n_src = 0;
-    for (const sy_capability* cap : rows) {
+    for (const sy_capability& row : rows) {
+        const sy_capability* cap = &row;
         add(sets[0], cap->dst_type);
         int i = 0;
         for (; i < 4 && cap->src_type[i] != SY_TYPE_NONE; ++i) add(sets[1 + i], cap->src_type[i]);
@@ -148,7 +150,8 @@ std::string describe_types(const std::vector<const sy_capability*>& rows) {
         for (int s = 1; s <= n_src; ++s) text += (s > 1 ? " x " : "") + set_text(sets[s]);
         return text;
     }
-    for (const sy_capability* cap : rows) {
+    for (const sy_capability& row : rows) {
+        const sy_capability* cap = &row;
         std::string srcs;
         for (const std::string& t : source_types(*cap)) srcs += (srcs.empty() ? "" : ",") + t;
         text += fmt::format("{}{}({})", text.empty() ? "" : " ", type_name(cap->dst_type), srcs);

@@ -69,7 +69,7 @@ class Plugin {
 
     int32_t device_count() const;
     sy_device_props device_props(int32_t device) const;
-    std::span<const sy_capability> capabilities() const;
+    std::vector<sy_capability> capabilities() const;
     bool supports(int32_t device, const sy_node& node) const;
     // Nanoseconds the plugin expects the node to take; nullopt when it gives no estimate.
     std::optional<double> estimate(int32_t device, const sy_node& node) const;
