@@ -1,5 +1,4 @@
 #include "switchyard/core/config.hpp"
-#include "switchyard/core/text_file.hpp"
 
 #include <toml++/toml.h>
 
@@ -7,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "switchyard/core/text_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -158,19 +159,20 @@ void read_placement(const fs::path& file, const toml::table& table, PlacementPol
     for (const auto& [key, node] : table) {
         const std::string k(key.str());
         if (k == "default") {
-            out.default_backend = canonical_backend_name(string_at(file, node, "placement.default"));
+            out.default_backend =
+                canonical_backend_name(string_at(file, node, "placement.default"));
         } else if (k == "rules") {
-            read_entries(
-                file, node, "placement.rules", {"match", "backend"},
-                [&](const auto& values, const std::string& at, const toml::node& item) {
-                    PlacementRule rule{value_of(values, "match"),
-                                       canonical_backend_name(value_of(values, "backend")), at};
-                    if (rule.match.empty() || rule.backend.empty())
-                        fail(file, item,
-                             "a placement rule needs both 'match' (a regex) and "
-                             "'backend'");
-                    out.rules.push_back(std::move(rule));
-                });
+            read_entries(file, node, "placement.rules", {"match", "backend"},
+                         [&](const auto& values, const std::string& at, const toml::node& item) {
+                             PlacementRule rule{value_of(values, "match"),
+                                                canonical_backend_name(value_of(values, "backend")),
+                                                at};
+                             if (rule.match.empty() || rule.backend.empty())
+                                 fail(file, item,
+                                      "a placement rule needs both 'match' (a regex) and "
+                                      "'backend'");
+                             out.rules.push_back(std::move(rule));
+                         });
         } else if (k == "fit") {
             const auto* b = node.as_boolean();
             if (!b) fail(file, node, "'placement.fit' must be true or false");
@@ -289,9 +291,65 @@ Config from_table(const toml::table& root, const fs::path& file) {
     return config;
 }
 
+// TOML allows characters outside ASCII only in strings and comments. Checked before toml++
+// sees the text: its 3.3 parser reaches __builtin_unreachable() for some code points where it
+// looks for whitespace (U+FE7F, found by tests/fuzz), so such text never gets that far.
+void check_ascii_outside_strings(std::string_view text, const fs::path& file) {
+    size_t i = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte order mark
+    uint32_t line = 1;
+    size_t line_start = 0;
+    const auto fail_at = [&](size_t at) {
+        throw ConfigError(file.string() + ":" + std::to_string(line) + ":" +
+                          std::to_string(at - line_start + 1) +
+                          ": a non-ASCII character outside a string or comment (TOML allows "
+                          "them only in quoted strings and comments)");
+    };
+    // Skips a string starting at i (its opening quote); `quote` is " or '.
+    const auto skip_string = [&](char quote) {
+        const bool multi = text.substr(i, 3) == std::string(3, quote);
+        i += multi ? 3 : 1;
+        while (i < text.size()) {
+            const char c = text[i];
+            if (c == '\n') {
+                if (!multi) return;  // toml++ reports the unterminated string
+                ++line;
+                line_start = i + 1;
+            } else if (c == '\\' && quote == '"') {
+                ++i;  // an escaped character, whatever it is
+            } else if (c == quote && (!multi || text.substr(i, 3) == std::string(3, quote))) {
+                i += multi ? 3 : 1;
+                return;
+            }
+            ++i;
+        }
+    };
+    // A quote opens a string only where TOML can have one: at the start of a line (a quoted
+    // key) or after '=', '[', '{', ',' or '.' (values, array items, dotted keys). Elsewhere
+    // (`0"x`) it is just a character, as toml++ reads it.
+    char last = '\n';  // the last character other than space and tab
+    while (i < text.size()) {
+        const char c = text[i];
+        if (static_cast<unsigned char>(c) >= 0x80) fail_at(i);
+        if (c == '\n') {
+            ++line;
+            line_start = ++i;
+        } else if (c == '#') {
+            while (i < text.size() && text[i] != '\n') ++i;
+            continue;
+        } else if ((c == '"' || c == '\'') &&
+                   std::string_view("\n=[{,.").find(last) != std::string_view::npos) {
+            skip_string(c);
+        } else {
+            ++i;
+        }
+        if (c != ' ' && c != '\t') last = c;
+    }
+}
+
 }  // namespace
 
 Config parse_config(std::string_view text, const fs::path& source_name) {
+    check_ascii_outside_strings(text, source_name);
     try {
         const toml::table root = toml::parse(text, source_name.string());
         return from_table(root, source_name);

@@ -344,3 +344,20 @@ TEST(Config, OverrideTensorListsSplitAtCommasAsLlamaCpp) {
     EXPECT_THROW(sy::parse_override_tensors("a=cpu,", 1, warnings), sy::Error);
     EXPECT_THROW(sy::parse_override_tensors("", 1, warnings), sy::Error);
 }
+
+// Outside strings and comments TOML is ASCII; anything else is refused at its line and column
+// before the TOML parser sees it (toml++ 3.3 reaches __builtin_unreachable on U+FE7F there).
+TEST(Config, NonAsciiOutsideStringsIsRefusedWithItsPlace) {
+    try {
+        (void)sy::parse_config("[plugins]\nload = [\"cpu\"]\n\xEF\xB9\xBF = 1\n", "/tmp/u.toml");
+        FAIL() << "accepted";
+    } catch (const sy::ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "/tmp/u.toml:3:1: a non-ASCII character outside a string or comment (TOML "
+                  "allows them only in quoted strings and comments)");
+    }
+    const sy::Config c = sy::parse_config(
+        "# Grüße\n[[placement.rules]]\nmatch = \"ü\"  # ß\nbackend = '''é\n'''\n", "/tmp/v.toml");
+    ASSERT_EQ(c.placement.rules.size(), 1u);
+    EXPECT_EQ(c.placement.rules[0].match, "ü");
+}
