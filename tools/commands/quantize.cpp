@@ -112,7 +112,7 @@ Command add_quantize_command(CLI::App& app) {
     cmd->add_flag("--pure", options->pure,
                   "A mix's base type for every tensor (no per-tensor mix), as llama-quantize");
     cmd->add_option("--rule", options->rules,
-                    "REGEX=TYPE for tensors whose name matches (ECMAScript search); repeatable, "
+                    "REGEX=TYPE for tensors whose name matches (RE2 syntax, searched); repeatable, "
                     "first match wins; F16 for attn_k_b becomes BF16")
         ->allow_extra_args(false);
     cmd->add_option("-t,--threads", options->threads, "Threads (default: all)");
