@@ -12,22 +12,9 @@ namespace {
 
 // Smallest encoding of one value of a type: what an array of n items needs at least.
 uint64_t min_value_size(ValueType t) {
-    switch (t) {
-        case ValueType::U8:
-        case ValueType::I8:
-        case ValueType::BOOL: return 1;
-        case ValueType::U16:
-        case ValueType::I16: return 2;
-        case ValueType::U32:
-        case ValueType::I32:
-        case ValueType::F32: return 4;
-        case ValueType::U64:
-        case ValueType::I64:
-        case ValueType::F64:
-        case ValueType::STRING: return 8;  // a string is at least its u64 length
-        case ValueType::ARRAY: return 12;  // u32 element type + u64 length
-    }
-    return 0;
+    if (t == ValueType::STRING) return 8;  // a string is at least its u64 length
+    if (t == ValueType::ARRAY) return 12;  // u32 element type + u64 length
+    return fixed_size(t);
 }
 
 bool known_value_type(uint32_t t) {

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <queue>
 
 #include "switchyard/llm/bpe_vocab.hpp"
@@ -318,47 +319,48 @@ std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
     return pieces;
 }
 
-void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
-    // The piece spelled in the byte alphabet; symbols (one per byte to begin with) are spans of
-    // it in a linked list. Candidate merges wait in a queue, lowest rank first and leftmost on
-    // ties, as the reference tokenizers merge; a candidate whose sides have changed since it was
-    // queued is stale and skipped. Each merge queues at most two candidates, so a piece of n
-    // bytes costs O(n log n) (the pairwise rescan after every merge was O(n^2): 29 s for 80,000
-    // letters without a space).
-    const ByteAlphabet& a = alphabet();
-    std::string text;
-    text.reserve(piece.size() * 2);
+namespace {
+
+// The merging both tokenizers share: symbols are spans of `text` in a linked list (one per
+// character or byte to begin with, `lengths` giving their sizes). Candidate merges of adjacent
+// symbols wait in a queue, best first and leftmost on ties (the reference tokenizers' order);
+// `priority(l, r)` gives a candidate's priority (higher merges first) or nullopt where the pair
+// does not merge. A candidate whose sides changed since it was queued is stale and skipped.
+// Each merge queues at most two candidates, so n symbols cost O(n log n). Returns the spans
+// left, in order.
+template <typename Priority>
+std::vector<std::string_view> merge_symbols(std::string_view text,
+                                            const std::vector<size_t>& lengths, Priority priority) {
     struct Symbol {
         int prev, next;
         size_t at, len;
     };
     std::vector<Symbol> sym;
-    sym.reserve(piece.size());
-    for (char ch : piece) {
-        const std::string& spelling = a.spelling[static_cast<uint8_t>(ch)];
+    sym.reserve(lengths.size());
+    size_t at = 0;
+    for (size_t len : lengths) {
         const int n = static_cast<int>(sym.size());
-        sym.push_back({n - 1, n + 1, text.size(), spelling.size()});
-        text += spelling;
+        sym.push_back({n - 1, n + 1, at, len});
+        at += len;
     }
-    if (sym.empty()) return;
+    if (sym.empty()) return {};
     sym.back().next = -1;
     struct Candidate {
-        int32_t rank;
+        double priority;
         int left, right;
         size_t len;  // both sides' length when queued
         bool operator<(const Candidate& o) const {
-            return rank != o.rank ? rank > o.rank : left > o.left;
+            return priority != o.priority ? priority < o.priority : left > o.left;
         }
     };
     std::priority_queue<Candidate> queue;
-    std::string key;
     const auto consider = [&](int l, int r) {
         if (l < 0 || r < 0) return;
         const Symbol& sl = sym[size_t(l)];
         const Symbol& sr = sym[size_t(r)];
-        key.assign(text, sl.at, sl.len).append(" ").append(text, sr.at, sr.len);
-        const auto it = merge_rank_.find(key);
-        if (it != merge_rank_.end()) queue.push({it->second, l, r, sl.len + sr.len});
+        if (const std::optional<double> p =
+                priority(text.substr(sl.at, sl.len), text.substr(sr.at, sr.len)))
+            queue.push({*p, l, r, sl.len + sr.len});
     };
     for (int k = 1; k < static_cast<int>(sym.size()); ++k) consider(k - 1, k);
     while (!queue.empty()) {
@@ -374,8 +376,35 @@ void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
         consider(l.prev, c.left);
         consider(c.left, l.next);
     }
-    for (int i = 0; i >= 0; i = sym[size_t(i)].next) {
-        const std::string s = text.substr(sym[size_t(i)].at, sym[size_t(i)].len);
+    std::vector<std::string_view> out;
+    for (int i = 0; i >= 0; i = sym[size_t(i)].next)
+        out.push_back(text.substr(sym[size_t(i)].at, sym[size_t(i)].len));
+    return out;
+}
+
+}  // namespace
+
+void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
+    // The piece spelled in the byte alphabet, one symbol per byte; merges by rank, lowest first.
+    const ByteAlphabet& a = alphabet();
+    std::string text;
+    text.reserve(piece.size() * 2);
+    std::vector<size_t> lengths;
+    lengths.reserve(piece.size());
+    for (char ch : piece) {
+        const std::string& spelling = a.spelling[static_cast<uint8_t>(ch)];
+        lengths.push_back(spelling.size());
+        text += spelling;
+    }
+    std::string key;
+    const auto rank = [&](std::string_view l, std::string_view r) -> std::optional<double> {
+        key.assign(l).append(" ").append(r);
+        const auto it = merge_rank_.find(key);
+        if (it == merge_rank_.end()) return std::nullopt;
+        return -double(it->second);
+    };
+    for (std::string_view sv : merge_symbols(text, lengths, rank)) {
+        const std::string s(sv);
         const auto it = ids_.find(s);
         if (it != ids_.end()) {
             out.push_back(it->second);
@@ -400,52 +429,19 @@ void Tokenizer::spm(std::string_view part, bool space_prefix, std::vector<int32_
         else
             text += c;
     }
-    // Symbols (one per character to begin with) in a linked list; candidate merges in a queue,
-    // best score first and leftmost on ties. A candidate is stale once either side has changed.
-    struct Symbol {
-        int prev, next;
-        size_t at, len;
-    };
-    std::vector<Symbol> sym;
+    // One symbol per character; merges by the merged token's score, highest first.
+    std::vector<size_t> lengths;
     for (size_t i = 0; i < text.size();) {
-        const size_t len = code_point(text, i).second;
-        const int n = static_cast<int>(sym.size());
-        sym.push_back({n - 1, n + 1, i, len});
-        i += len;
+        lengths.push_back(code_point(text, i).second);
+        i += lengths.back();
     }
-    if (sym.empty()) return;
-    sym.back().next = -1;
-    struct Candidate {
-        float score;
-        int left, right;
-        size_t len;
-        bool operator<(const Candidate& o) const {
-            return score != o.score ? score < o.score : left > o.left;
-        }
+    const auto score = [&](std::string_view l, std::string_view r) -> std::optional<double> {
+        const auto it = ids_.find(std::string(l).append(r));
+        if (it == ids_.end()) return std::nullopt;
+        return double(scores_[size_t(it->second)]);
     };
-    std::priority_queue<Candidate> queue;
-    const auto consider = [&](int l, int r) {
-        if (l < 0 || r < 0) return;
-        const size_t len = sym[size_t(l)].len + sym[size_t(r)].len;
-        const auto it = ids_.find(text.substr(sym[size_t(l)].at, len));
-        if (it != ids_.end()) queue.push({scores_[size_t(it->second)], l, r, len});
-    };
-    for (int i = 1; i < static_cast<int>(sym.size()); ++i) consider(i - 1, i);
-    while (!queue.empty()) {
-        const Candidate c = queue.top();
-        queue.pop();
-        Symbol& l = sym[size_t(c.left)];
-        Symbol& r = sym[size_t(c.right)];
-        if (l.len == 0 || r.len == 0 || l.len + r.len != c.len) continue;
-        l.len += r.len;
-        r.len = 0;
-        l.next = r.next;
-        if (r.next >= 0) sym[size_t(r.next)].prev = c.left;
-        consider(l.prev, c.left);
-        consider(c.left, l.next);
-    }
-    for (int i = 0; i >= 0; i = sym[size_t(i)].next) {
-        const std::string piece = text.substr(sym[size_t(i)].at, sym[size_t(i)].len);
+    for (std::string_view sv : merge_symbols(text, lengths, score)) {
+        const std::string piece(sv);
         if (const auto it = ids_.find(piece); it != ids_.end()) {
             out.push_back(it->second);
             continue;

@@ -104,6 +104,28 @@ inline __m128i scales_mins_k4_vec(const uint8_t* q) {
     return _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
 }
 
+// One decoded super-block of a type with mins (Q2_K, Q4_K) against each column: u the four
+// registers of unsigned weights in the activations' order, s their int16 scales per lane, mn16
+// the min of each 16-value block sum; d_dmin points at the block's adjacent f16 d and dmin.
+template <int C>
+inline void accumulate_with_mins(const __m512i (&u)[4], const __m512i (&s)[4], __m256i mn16,
+                                 const void* d_dmin, const sy_block_q8_K* const (&a)[C], int64_t i,
+                                 ColumnSums<C>& sums) {
+    int32_t bits;
+    std::memcpy(&bits, d_dmin, 4);
+    const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+    for (int c = 0; c < C; ++c) {
+        const sy_block_q8_K& ac = a[c][i];
+        __m512i sum = _mm512_setzero_si512();
+        for (int t = 0; t < 4; ++t) sum = dot_scaled(sum, u[t], ac.qs + 64 * t, s[t]);
+        const __m128 dd = _mm_mul_ps(dm, _mm_set1_ps(ac.d));
+        sums.acc[c] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(dd), sums.acc[c]);
+        sums.off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), mn16)),
+                                      _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), sums.off[c]);
+    }
+}
+
 template <int C>
 void q4_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const sy_block_q4_K* x = static_cast<const sy_block_q4_K*>(w);
@@ -129,20 +151,7 @@ void q4_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
         for (int t = 0; t < 4; ++t) s[t] = _mm512_permutexvar_epi16(scale_index[t], sm);
         // The mins once per 16 activations: m_j for block sums 2j and 2j + 1.
         const __m256i mn16 = _mm256_permutexvar_epi16(min_index, sm16);
-        // [d, dmin] (adjacent f16 at the block's start).
-        int32_t d_dmin;
-        std::memcpy(&d_dmin, &b.d, 4);
-        const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin));
-        for (int c = 0; c < C; ++c) {
-            const sy_block_q8_K& ac = a[c][i];
-            __m512i sum = _mm512_setzero_si512();
-            for (int t = 0; t < 4; ++t) sum = dot_scaled(sum, u[t], ac.qs + 64 * t, s[t]);
-            const __m128 dd = _mm_mul_ps(dm, _mm_set1_ps(ac.d));
-            sums.acc[c] =
-                _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(dd), sums.acc[c]);
-            sums.off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), mn16)),
-                                          _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), sums.off[c]);
-        }
+        accumulate_with_mins(u, s, mn16, &b.d, a, i, sums);
     }
     sums.store(1.0f, out);
 }
@@ -217,20 +226,7 @@ void q2_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
             u[g] = _mm512_and_si512(_mm512_srli_epi16(q, 2 * g), low2);
             s[g] = _mm512_permutexvar_epi16(scale_index[g], sc16);
         }
-        // [d, dmin] (adjacent f16 after qs).
-        int32_t d_dmin;
-        std::memcpy(&d_dmin, &b.d, 4);
-        const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin));
-        for (int c = 0; c < C; ++c) {
-            const sy_block_q8_K& ac = a[c][i];
-            __m512i sum = _mm512_setzero_si512();
-            for (int g = 0; g < 4; ++g) sum = dot_scaled(sum, u[g], ac.qs + 64 * g, s[g]);
-            const __m128 dd = _mm_mul_ps(dm, _mm_set1_ps(ac.d));
-            sums.acc[c] =
-                _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(dd), sums.acc[c]);
-            sums.off[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums(ac), mn16)),
-                                          _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), sums.off[c]);
-        }
+        accumulate_with_mins(u, s, mn16, &b.d, a, i, sums);
     }
     sums.store(1.0f, out);
 }
