@@ -305,8 +305,8 @@ void check_ascii_outside_strings(std::string_view text, const fs::path& file) {
                           "them only in quoted strings and comments)");
     };
     // Skips a string starting at i (its opening quote); `quote` is " or '.
-    const auto skip_string = [&](char quote) {
-        const bool multi = text.substr(i, 3) == std::string(3, quote);
+    const auto skip_string = [&](char quote, bool multi_allowed) {
+        const bool multi = multi_allowed && text.substr(i, 3) == std::string(3, quote);
         i += multi ? 3 : 1;
         while (i < text.size()) {
             const char c = text[i];
@@ -326,20 +326,24 @@ void check_ascii_outside_strings(std::string_view text, const fs::path& file) {
     // A quote opens a string only where TOML can have one: at the start of a line (a quoted
     // key) or after '=', '[', '{', ',' or '.' (values, array items, dotted keys). Elsewhere
     // (`0"x`) it is just a character, as toml++ reads it.
+    // A table header ('[' first on its line) has only single-line quoted keys.
     char last = '\n';  // the last character other than space and tab
+    bool header = false;
     while (i < text.size()) {
         const char c = text[i];
         if (static_cast<unsigned char>(c) >= 0x80) fail_at(i);
         if (c == '\n') {
             ++line;
             line_start = ++i;
+            header = false;
         } else if (c == '#') {
             while (i < text.size() && text[i] != '\n') ++i;
             continue;
         } else if ((c == '"' || c == '\'') &&
                    std::string_view("\n=[{,.").find(last) != std::string_view::npos) {
-            skip_string(c);
+            skip_string(c, !header);
         } else {
+            if (c == '[' && last == '\n') header = true;
             ++i;
         }
         if (c != ' ' && c != '\t') last = c;

@@ -356,6 +356,8 @@ TEST(Config, NonAsciiOutsideStringsIsRefusedWithItsPlace) {
                   "/tmp/u.toml:3:1: a non-ASCII character outside a string or comment (TOML "
                   "allows them only in quoted strings and comments)");
     }
+    // A table header has no multi-line strings: the non-ASCII line after `["""` is outside one.
+    EXPECT_THROW((void)sy::parse_config("[\"\"\"\n\xC3\xBC\n", "/tmp/w.toml"), sy::ConfigError);
     const sy::Config c = sy::parse_config(
         "# Grüße\n[[placement.rules]]\nmatch = \"ü\"  # ß\nbackend = '''é\n'''\n", "/tmp/v.toml");
     ASSERT_EQ(c.placement.rules.size(), 1u);
