@@ -323,30 +323,70 @@ void check_ascii_outside_strings(std::string_view text, const fs::path& file) {
             ++i;
         }
     };
-    // A quote opens a string only where TOML can have one: at the start of a line (a quoted
-    // key) or after '=', '[', '{', ',' or '.' (values, array items, dotted keys). Elsewhere
-    // (`0"x`) it is just a character, as toml++ reads it.
-    // A table header ('[' first on its line) has only single-line quoted keys.
-    char last = '\n';  // the last character other than space and tab
-    bool header = false;
+    // A quote opens a string only where TOML has one, followed as a small lexer: a value right
+    // after '=' (or inside an array or inline table that opened in value position, after '[',
+    // '{' or ','), a quoted key first on its line or after '.', a quoted key in a table header
+    // (single-line). Anywhere else a quote is an ordinary character, so that text toml++ would
+    // read as a malformed value (`0"ü`, `0[["""ü`) never passes with its non-ASCII bytes.
+    char last = '\n';     // the last character other than space and tab
+    bool value = false;   // a value may start here
+    bool header = false;  // inside a table header
+    int depth = 0;        // arrays and inline tables opened in value position
     while (i < text.size()) {
         const char c = text[i];
         if (static_cast<unsigned char>(c) >= 0x80) fail_at(i);
+        if (c == ' ' || c == '\t') {
+            ++i;
+            continue;
+        }
         if (c == '\n') {
             ++line;
             line_start = ++i;
             header = false;
-        } else if (c == '#') {
+            if (depth == 0) value = false;
+            last = c;
+            continue;
+        }
+        if (c == '#') {
             while (i < text.size() && text[i] != '\n') ++i;
             continue;
-        } else if ((c == '"' || c == '\'') &&
-                   std::string_view("\n=[{,.").find(last) != std::string_view::npos) {
-            skip_string(c, !header);
-        } else {
-            if (c == '[' && last == '\n') header = true;
-            ++i;
         }
-        if (c != ' ' && c != '\t') last = c;
+        if (c == '"' || c == '\'') {
+            const bool key = depth == 0 && (last == '\n' || last == '.');
+            const bool header_key = header && (last == '[' || last == '.');
+            if (value || key || header_key) {
+                skip_string(c, value);
+                value = false;
+                last = c;
+                continue;
+            }
+        } else if (value && (c == '[' || c == '{')) {
+            ++depth;  // an array's items or an inline table's keys follow
+            ++i;
+            last = c;
+            continue;
+        } else if (depth > 0 && (c == ',' || c == '=')) {
+            value = true;
+            ++i;
+            last = c;
+            continue;
+        } else if (depth > 0 && (c == ']' || c == '}')) {
+            --depth;
+            value = false;
+            ++i;
+            last = c;
+            continue;
+        } else if (c == '=') {
+            value = true;
+            ++i;
+            last = c;
+            continue;
+        } else if (c == '[' && last == '\n' && depth == 0) {
+            header = true;
+        }
+        value = false;
+        ++i;
+        last = c;
     }
 }
 

@@ -356,8 +356,15 @@ TEST(Config, NonAsciiOutsideStringsIsRefusedWithItsPlace) {
                   "/tmp/u.toml:3:1: a non-ASCII character outside a string or comment (TOML "
                   "allows them only in quoted strings and comments)");
     }
-    // A table header has no multi-line strings: the non-ASCII line after `["""` is outside one.
-    EXPECT_THROW((void)sy::parse_config("[\"\"\"\n\xC3\xBC\n", "/tmp/w.toml"), sy::ConfigError);
+    // Quotes open strings only where TOML has them: not in a header's `["""`, not after a value.
+    for (const char* text : {"[\"\"\"\n\xC3\xBC\n", "[plugins]\nsearch = 0[[\"\"\"a\xCB\xAA\n",
+                             "match =0\"_\xEF\xBB\xB7"
+                             "exps\"\n"})
+        EXPECT_THROW((void)sy::parse_config(text, "/tmp/w.toml"), sy::ConfigError) << text;
+    EXPECT_NO_THROW(
+        (void)sy::parse_config("[plugins]\nsearch = [\"/home/j\xC3\xBC"
+                               "rgen/p\",\n  'q']\n",
+                               "/tmp/x.toml"));
     const sy::Config c = sy::parse_config(
         "# Grüße\n[[placement.rules]]\nmatch = \"ü\"  # ß\nbackend = '''é\n'''\n", "/tmp/v.toml");
     ASSERT_EQ(c.placement.rules.size(), 1u);
