@@ -298,11 +298,11 @@ void check_ascii_outside_strings(std::string_view text, const fs::path& file) {
     size_t i = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte order mark
     uint32_t line = 1;
     size_t line_start = 0;
-    const auto fail_at = [&](size_t at) {
+    const auto fail_at = [&](size_t at, const char* what =
+                                            "outside a string or comment (TOML allows them only "
+                                            "in quoted strings and comments)") {
         throw ConfigError(file.string() + ":" + std::to_string(line) + ":" +
-                          std::to_string(at - line_start + 1) +
-                          ": a non-ASCII character outside a string or comment (TOML allows "
-                          "them only in quoted strings and comments)");
+                          std::to_string(at - line_start + 1) + ": a non-ASCII character " + what);
     };
     // Skips a string starting at i (its opening quote); `quote` is " or '.
     const auto skip_string = [&](char quote, bool multi_allowed) {
@@ -315,7 +315,21 @@ void check_ascii_outside_strings(std::string_view text, const fs::path& file) {
                 ++line;
                 line_start = i + 1;
             } else if (c == '\\' && quote == '"') {
-                ++i;  // an escaped character, whatever it is
+                // An escape, or (multi-line) a line-ending backslash whose following white space
+                // toml++ skips: the first character after either must be ASCII, since toml++
+                // tests it for white space with the same faulty table.
+                ++i;
+                while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' ||
+                                           (multi && text[i] == '\n'))) {
+                    if (text[i] == '\n') {
+                        ++line;
+                        line_start = i + 1;
+                    }
+                    ++i;
+                }
+                if (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80)
+                    fail_at(i, "after a backslash in a string (escapes are ASCII)");
+                if (i < text.size() && text[i] == '\n') continue;  // ends a single-line string
             } else if (c == quote && (!multi || text.substr(i, 3) == std::string(3, quote))) {
                 i += multi ? 3 : 1;
                 return;
@@ -325,9 +339,11 @@ void check_ascii_outside_strings(std::string_view text, const fs::path& file) {
     };
     // A quote opens a string only where TOML has one, followed as a small lexer: a value right
     // after '=' (or inside an array or inline table that opened in value position, after '[',
-    // '{' or ','), a quoted key first on its line or after '.', a quoted key in a table header
-    // (single-line). Anywhere else a quote is an ordinary character, so that text toml++ would
-    // read as a malformed value (`0"ü`, `0[["""ü`) never passes with its non-ASCII bytes.
+    // '{' or ','), a quoted key first on its line or after '.', a quoted key in a table header.
+    // Three quotes open a multi-line string wherever a string may start, as toml++ lexes them
+    // (it refuses them as keys only after reading them). Anywhere else a quote is an ordinary
+    // character, so that text toml++ would read as a malformed value (`0"ü`, `0[["""ü`) never
+    // passes with its non-ASCII bytes.
     char last = '\n';     // the last character other than space and tab
     bool value = false;   // a value may start here
     bool header = false;  // inside a table header
@@ -355,7 +371,7 @@ void check_ascii_outside_strings(std::string_view text, const fs::path& file) {
             const bool key = depth == 0 && (last == '\n' || last == '.');
             const bool header_key = header && (last == '[' || last == '.');
             if (value || key || header_key) {
-                skip_string(c, value);
+                skip_string(c, true);
                 value = false;
                 last = c;
                 continue;
