@@ -6,7 +6,7 @@
 #   gguf_reader   any bytes as a GGUF file (tests/gguf/fuzz)
 #   tokenizer     any bytes through the DeepSeek-LLM vocabulary: encode (with and without
 #                 special tokens), decode of the ids and of the bytes as ids; 2 s per input
-#   config        any text as a configuration file
+#   config        any text as a configuration file (SY_FUZZ_CONFIG_REPLAY=1: replay its corpus only)
 # Usage: tests/fuzz/run_all.sh [SECONDS] [WORKDIR]
 set -euo pipefail
 seconds=${1:-60}
@@ -52,7 +52,20 @@ run() {  # NAME CORPUS TIMEOUT MAX_LEN
 }
 export SY_FUZZ_VOCAB="$root/tests/data/vocab/ggml-vocab-deepseek-llm.gguf"
 run tokenizer "$here/corpus/tokenizer" 2 65536
-run config "$here/corpus/config" 5 8192
+# The config target's findings so far are all one toml++ 3.3 fault (see
+# docs/untrusted-inputs.md), worked around by config.cpp's check; CI (SY_FUZZ_CONFIG_REPLAY=1)
+# replays its corpus, which holds each finding, instead of mutating for new ones.
+if [ "${SY_FUZZ_CONFIG_REPLAY:-0}" = 1 ]; then
+  if "$work/config" "$here"/corpus/config/* >"$work/config.log" 2>&1; then
+    echo "config: $(ls "$here"/corpus/config | wc -l) corpus inputs replayed, no failure"
+  else
+    echo "config: FAILED replaying the corpus (log: $work/config.log)"
+    tail -n 30 "$work/config.log"
+    failed=1
+  fi
+else
+  run config "$here/corpus/config" 5 8192
+fi
 if "$root/tests/gguf/fuzz/run_fuzz.sh" "$seconds" "$work/gguf" >"$work/gguf_reader.log" 2>&1; then
   echo "gguf_reader: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/gguf_reader.log") executions in $seconds s, no failure"
 else
