@@ -4,8 +4,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "commands/host_policy.hpp"
 #include "switchyard/core/config.hpp"

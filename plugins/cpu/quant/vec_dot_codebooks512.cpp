@@ -155,13 +155,14 @@ constexpr Bytes64 kIq3xxsSignFields = bytes64([](int i) { return 32 * (i % 8 / 4
 // into the word's high byte.
 constexpr Bytes64 kIq2sHighBits = bytes64([](int i) { return 2 * (i / 2); });
 
-// Scale of int32 lane l in half h of the IQ3 order: sub-block 4 h + l / 4.
-constexpr Dwords16 iq3_scale_lanes(int h) {
+constexpr Dwords16 dwords16(int (*f)(int)) {
     Dwords16 t{};
-    for (int l = 0; l < 16; ++l) t.d[l] = 4 * h + l / 4;
+    for (int l = 0; l < 16; ++l) t.d[l] = f(l);
     return t;
 }
-constexpr Dwords16 kIq3ScaleLanes[2] = {iq3_scale_lanes(0), iq3_scale_lanes(1)};
+// Scale of int32 lane l in half h of the IQ3 order: sub-block 4 h + l / 4.
+constexpr Dwords16 kIq3ScaleLanes[2] = {dwords16([](int l) { return l / 4; }),
+                                        dwords16([](int l) { return 4 + l / 4; })};
 
 inline __m512i load(const Bytes64& t) {
     return _mm512_load_si512(t.b);
@@ -375,11 +376,6 @@ constexpr Bytes64 kIq1Expand[2] = {bytes64([](int i) { return 3 * (i % 8); }),
                                    bytes64([](int i) { return 32 + 3 * (i % 8); })};
 // Lane maps: unit (16 values) of int32 lane l in half h of the IQ3 order: 8 h + l / 2; sub-block
 // of unit u: u / 2.
-constexpr Dwords16 dwords16(int (*f)(int)) {
-    Dwords16 t{};
-    for (int l = 0; l < 16; ++l) t.d[l] = f(l);
-    return t;
-}
 constexpr Dwords16 kUnitLanes[2] = {dwords16([](int l) { return l / 2; }),
                                     dwords16([](int l) { return 8 + l / 2; })};
 constexpr Dwords16 kHalfIndex = dwords16([](int l) { return l / 2; });
