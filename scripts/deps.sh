@@ -2,7 +2,7 @@
 # Installs what switchyard needs to build and test on Debian 12 (apt).
 set -euo pipefail
 packages=(
-  build-essential cmake pkg-config git python3
+  build-essential cmake ninja-build pkg-config git python3
   libboost-dev            # Boost.DLL: plugin loading
   libtomlplusplus-dev     # toml++: configuration
   libcli11-dev            # CLI11: the command line

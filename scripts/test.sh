@@ -63,13 +63,25 @@ run_suite() {
   return 1
 }
 
+# Ninja where the tree is new or already Ninja's (a tree configured with another generator keeps
+# it: CMake cannot switch one).
+generator() {
+  local cache=$1/CMakeCache.txt
+  if [ -f "$cache" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
+    return 0
+  fi
+  command -v ninja >/dev/null && echo "-GNinja"
+  return 0
+}
+
 step "configure Release" build/configure.log \
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_BUILD_TESTS=ON
+  cmake $(generator build) -S . -B build -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_BUILD_TESTS=ON
 step "build Release" build/build.log cmake --build build -j"$jobs"
 run_suite build
 
 step "configure ASan+UBSan" build-asan/configure.log \
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWITCHYARD_SANITIZE=ON \
+  cmake $(generator build-asan) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSWITCHYARD_SANITIZE=ON \
   -DSWITCHYARD_BUILD_TESTS=ON -DSWITCHYARD_CUDA=OFF
 step "build ASan+UBSan" build-asan/build.log cmake --build build-asan -j"$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

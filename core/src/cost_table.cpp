@@ -1,6 +1,5 @@
 // The calibrated cost table (cost_table.hpp): signatures, lookup and interpolation, TOML.
 #include "switchyard/core/cost_table.hpp"
-#include "switchyard/core/text_file.hpp"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -9,10 +8,12 @@
 #include <cmath>
 #include <sstream>
 
-#include "switchyard/core/config.hpp"
 #include "node_abi.hpp"
+#include "switchyard/core/config.hpp"
 #include "switchyard/core/graph.hpp"
+#include "switchyard/core/text_file.hpp"
 #include "switchyard/dtype.h"
+#include "toml_text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -126,8 +127,9 @@ CostTable::Entry read_entry(const fs::path& file, const toml::node& item) {
             e.samples = integer_at(file, node, at, 1, INT64_MAX);
         } else {
             fail(file, node,
-                 "unknown key '" + at + "' (known: backend, op, types, shapes, params, ns, "
-                 "samples, node)");
+                 "unknown key '" + at +
+                     "' (known: backend, op, types, shapes, params, ns, "
+                     "samples, node)");
         }
     }
     if (e.backend.empty() || e.op.empty() || e.types.empty() || !has_ns)
@@ -192,17 +194,17 @@ void CostTable::add(Entry entry) {
     if (is_product_op(entry.op)) {
         std::vector<Point>& points = products_[backend_key(entry.backend, signature(entry, true))];
         const Point p{rows_of(entry), index};
-        points.insert(std::upper_bound(points.begin(), points.end(), p,
-                                       [](const Point& a, const Point& b) { return a.rows < b.rows; }),
-                      p);
+        points.insert(
+            std::upper_bound(points.begin(), points.end(), p,
+                             [](const Point& a, const Point& b) { return a.rows < b.rows; }),
+            p);
     }
     entries_.push_back(std::move(entry));
 }
 
 std::optional<double> CostTable::ns(std::string_view backend, const sy_node& node) const {
     const Entry e = describe(backend, node);
-    if (const auto it = exact_.find(e.key()); it != exact_.end())
-        return entries_[it->second].ns;
+    if (const auto it = exact_.find(e.key()); it != exact_.end()) return entries_[it->second].ns;
     if (!is_product_op(e.op)) return std::nullopt;
     const auto it = products_.find(backend_key(backend, signature(e, true)));
     if (it == products_.end()) return std::nullopt;
@@ -219,7 +221,8 @@ std::optional<double> CostTable::ns(std::string_view backend, const sy_node& nod
     return std::exp(std::log(time(a)) + t * (std::log(time(b)) - std::log(time(a))));
 }
 
-std::string CostTable::to_toml(const std::vector<std::pair<std::string, std::string>>& about) const {
+std::string CostTable::to_toml(
+    const std::vector<std::pair<std::string, std::string>>& about) const {
     std::string out =
         "# Measured op times for switchyard's op placement (cost_table.hpp): use with\n"
         "# `--cost-table FILE` or `[offload] cost_table = \"FILE\"`. One [[op]] per node shape\n"
@@ -244,14 +247,7 @@ std::string CostTable::to_toml(const std::vector<std::pair<std::string, std::str
 }
 
 CostTable CostTable::parse(std::string_view text, const fs::path& source_name) {
-    toml::table root;
-    try {
-        root = toml::parse(text, source_name.string());
-    } catch (const toml::parse_error& e) {
-        const toml::source_position p = e.source().begin;
-        throw ConfigError(fmt::format("{}:{}:{}: {}", source_name.string(), p.line, p.column,
-                                      e.description()));
-    }
+    const toml::table root = parse_toml(text, source_name);
     CostTable table;
     for (const auto& [key, node] : root) {
         const std::string k(key.str());

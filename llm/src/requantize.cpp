@@ -1,6 +1,7 @@
 #include "switchyard/llm/requantize.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -222,8 +223,18 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                 if (d.type != SY_TYPE_F32) {
                     const float* imp =
                         importance ? importance->data() + (r0 / per_matrix) * n0 : nullptr;
-                    quants::quantize_rows(d.type, f32, bytes.data() + r0 * out_row, nr, n0,
-                                          threads, imp);
+                    try {
+                        quants::quantize_rows(d.type, f32, bytes.data() + r0 * out_row, nr, n0,
+                                              threads, imp);
+                    } catch (const quants::NonFiniteValue& e) {
+                        throw Error(in.string() + ": tensor " + t.name + ", row " +
+                                    std::to_string(r0 + e.row) + ", column " +
+                                    std::to_string(e.column) + " holds " +
+                                    (std::isnan(e.value) ? "NaN" : "an infinity") + ", which " +
+                                    type_name(d.type) + " cannot encode");
+                    } catch (const std::invalid_argument& e) {
+                        throw Error(in.string() + ": tensor " + t.name + ": " + e.what());
+                    }
                 }
                 r0 += nr;
             }

@@ -3,10 +3,15 @@
 # (-fsanitize=fuzzer,address,undefined) in WORKDIR (default: a temporary folder) and seeded with
 # the committed corpora; fails on any crash, leak, timeout or sanitizer report and prints the
 # executions of each target:
-#   gguf_reader   any bytes as a GGUF file (tests/gguf/fuzz)
 #   tokenizer     any bytes through the DeepSeek-LLM vocabulary: encode (with and without
 #                 special tokens), decode of the ids and of the bytes as ids; 2 s per input
 #   config        any text as a configuration file (SY_FUZZ_CONFIG_REPLAY=1: replay its corpus only)
+#   cost_table    any text as a cost table, and what parses written back and read again
+#   model         any bytes as a DeepSeek2 model file, loaded short of computing (seeded with two
+#                 micro models the target writes)
+#   gguf_reader   any bytes as a GGUF file (tests/gguf/fuzz)
+# SY_FUZZ_TARGETS="a b" runs only those; SY_FUZZ_FLAGS adds libFuzzer flags to every run (a long
+# run: SY_FUZZ_FLAGS="-runs=10000000 -max_total_time=0").
 # Usage: tests/fuzz/run_all.sh [SECONDS] [WORKDIR]
 set -euo pipefail
 seconds=${1:-60}
@@ -14,36 +19,57 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
+targets=${SY_FUZZ_TARGETS:-tokenizer config cost_table model gguf_reader}
+read -r -a extra <<<"${SY_FUZZ_FLAGS:-}"
 cxx=${CXX:-}
 if [ -z "$cxx" ] || ! "$cxx" --version 2>/dev/null | grep -q clang; then
   cxx=$(command -v clang++ || command -v clang++-14)
 fi
-flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I"$root/llm/include" -I"$root/llm/src" -I"$root/core/include" -I"$root/sdk/include")
-gguf=("$root"/llm/src/gguf_layout.cpp "$root"/llm/src/gguf_value.cpp "$root"/llm/src/gguf_parser.cpp
-      "$root"/llm/src/gguf_reader.cpp "$root"/llm/src/host_memory.cpp)
+# NDEBUG as in every build the project makes: toml++ 3.3's debug assertions fire on some
+# malformed keys that its release code reports as parse errors (seen by the config target).
+flags=(-std=c++20 -O1 -g -DNDEBUG -fsanitize=fuzzer,address,undefined
+       -fno-sanitize-recover=undefined -I"$root/llm/include" -I"$root/llm/src"
+       -I"$root/core/include" -I"$root/sdk/include" -I"$root/sdk/quants/include")
+gguf=("$root"/llm/src/{gguf_layout,gguf_value,gguf_parser,gguf_reader,host_memory}.cpp)
+wants() { [[ " $targets " == *" $1 "* ]]; }
 
+# The targets build side by side (one clang each); a failed build stops the script.
+pids=()
 build() {  # NAME SOURCES-AND-LIBS...
   local name=$1
   shift
-  "$cxx" "${flags[@]}" "$@" -o "$work/$name"
+  "$cxx" "${flags[@]}" "$@" -o "$work/$name" >"$work/$name.build.log" 2>&1 &
+  pids+=("$!:$name")
 }
-build tokenizer "$here/tokenizer_fuzz.cpp" "$root"/llm/src/tokenizer.cpp "$root"/llm/src/added_tokens.cpp \
-  "$root"/llm/src/bpe_vocab.cpp "${gguf[@]}" -licuuc
-# NDEBUG as in every build the project makes: toml++ 3.3's debug assertions fire on some
-# malformed keys that its release code reports as parse errors (seen by this target).
-build config -DNDEBUG "$here/config_fuzz.cpp" "$root"/core/src/config.cpp "$root"/core/src/policy.cpp \
-  "$root"/core/src/text_file.cpp "$root"/core/src/error.cpp -lfmt
+wants tokenizer && build tokenizer "$here/tokenizer_fuzz.cpp" \
+  "$root"/llm/src/{tokenizer,added_tokens,bpe_vocab,chat_template}.cpp "${gguf[@]}" -licuuc
+wants config && build config "$here/config_fuzz.cpp" \
+  "$root"/core/src/{config,toml_text,policy,text_file,error}.cpp -lfmt
+wants cost_table && build cost_table "$here/cost_table_fuzz.cpp" \
+  "$root"/core/src/{cost_table,toml_text,error,text_file,graph,node_abi,tensor}.cpp -lfmt
+wants model && build model "$here/model_fuzz.cpp" "${gguf[@]}" \
+  "$root"/llm/src/{deepseek2_model,gguf_writer,tokenizer,added_tokens,bpe_vocab}.cpp \
+  "$root"/llm/src/{synthetic_model,chat_template,tensor_types,file_type}.cpp \
+  "$root"/sdk/quants/src/*.cpp "$root"/core/src/{error,tensor}.cpp -licuuc -lfmt
+for entry in "${pids[@]}"; do
+  if ! wait "${entry%%:*}"; then
+    echo "${entry#*:}: the build FAILED; its log:"
+    tail -n 40 "$work/${entry#*:}.build.log"
+    exit 1
+  fi
+done
 
 failed=0
-run() {  # NAME CORPUS TIMEOUT MAX_LEN
-  local name=$1 corpus=$2 timeout=$3 max_len=$4
+run() {  # NAME TIMEOUT MAX_LEN CORPUS...
+  local name=$1 timeout=$2 max_len=$3
+  shift 3
   mkdir -p "$work/$name-corpus"
   local log="$work/$name.log"
-  if "$work/$name" "$work/$name-corpus" "$corpus" -max_total_time="$seconds" -timeout="$timeout" \
+  if "$work/$name" "$work/$name-corpus" "$@" -max_total_time="$seconds" -timeout="$timeout" \
       -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len="$max_len" -print_final_stats=1 \
-      -artifact_prefix="$work/$name-" >"$log" 2>&1; then
-    echo "$name: $(sed -n 's/^stat::number_of_executed_units: *//p' "$log") executions in $seconds s, no failure"
+      -artifact_prefix="$work/$name-" "${extra[@]}" >"$log" 2>&1; then
+    echo "$name: $(sed -n 's/^stat::number_of_executed_units: *//p' "$log") executions in" \
+      "$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log") s, no failure"
   else
     echo "$name: FAILED (log: $log; reproducer in $work/)"
     tail -n 30 "$log"
@@ -51,11 +77,11 @@ run() {  # NAME CORPUS TIMEOUT MAX_LEN
   fi
 }
 export SY_FUZZ_VOCAB="$root/tests/data/vocab/ggml-vocab-deepseek-llm.gguf"
-run tokenizer "$here/corpus/tokenizer" 2 65536
+wants tokenizer && run tokenizer 2 65536 "$here/corpus/tokenizer"
 # The config target's findings so far are all one toml++ 3.3 fault (see
-# docs/untrusted-inputs.md), worked around by config.cpp's check; CI (SY_FUZZ_CONFIG_REPLAY=1)
+# docs/untrusted-inputs.md), worked around by toml_text.cpp; CI (SY_FUZZ_CONFIG_REPLAY=1)
 # replays its corpus, which holds each finding, instead of mutating for new ones.
-if [ "${SY_FUZZ_CONFIG_REPLAY:-0}" = 1 ]; then
+if wants config && [ "${SY_FUZZ_CONFIG_REPLAY:-0}" = 1 ]; then
   if "$work/config" "$here"/corpus/config/* >"$work/config.log" 2>&1; then
     echo "config: $(ls "$here"/corpus/config | wc -l) corpus inputs replayed, no failure"
   else
@@ -63,14 +89,21 @@ if [ "${SY_FUZZ_CONFIG_REPLAY:-0}" = 1 ]; then
     tail -n 30 "$work/config.log"
     failed=1
   fi
-else
-  run config "$here/corpus/config" 5 8192
+elif wants config; then
+  run config 5 8192 "$here/corpus/config"
 fi
-if "$root/tests/gguf/fuzz/run_fuzz.sh" "$seconds" "$work/gguf" >"$work/gguf_reader.log" 2>&1; then
-  echo "gguf_reader: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/gguf_reader.log") executions in $seconds s, no failure"
-else
-  echo "gguf_reader: FAILED (log: $work/gguf_reader.log)"
-  tail -n 30 "$work/gguf_reader.log"
-  failed=1
+wants cost_table && run cost_table 5 8192 "$here/corpus/cost_table"
+if wants model; then
+  SY_FUZZ_MODEL_SEEDS="$work/model-seeds" "$work/model"
+  run model 10 262144 "$work/model-seeds"
+fi
+if wants gguf_reader; then
+  if "$root/tests/gguf/fuzz/run_fuzz.sh" "$seconds" "$work/gguf" >"$work/gguf_reader.log" 2>&1; then
+    echo "gguf_reader: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/gguf_reader.log") executions in $seconds s, no failure"
+  else
+    echo "gguf_reader: FAILED (log: $work/gguf_reader.log)"
+    tail -n 30 "$work/gguf_reader.log"
+    failed=1
+  fi
 fi
 exit $failed

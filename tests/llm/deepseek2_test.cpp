@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "switchyard/llm/benchmark.hpp"
 #include "switchyard/llm/perplexity.hpp"
 #include "switchyard/llm/synthetic_model.hpp"
+#include "switchyard/quant_blocks.h"
 
 namespace sy::llm::test {
 namespace {
@@ -735,6 +737,40 @@ TEST(Deepseek2Runtime, MissingKeysAndTensorsAreNamed) {
     bad = {};
     bad.cache_type_k = SY_TYPE_Q4_0;
     EXPECT_THROW(Deepseek2Model(gguf::Reader::open(good), bad), Error);
+}
+
+// A NaN in attn_kv_b leaves no attn_k_b to derive (the q8_0 rounding of one is undefined): the
+// load is refused naming both tensors; mla 0 (which uses attn_kv_b as it is) still loads.
+TEST(Deepseek2Runtime, NonFiniteSourceOfADerivedTensorIsNamed) {
+    ScratchDir dir;
+    const auto good = make_model(dir, spec(SY_TYPE_Q8_0));
+    std::vector<char> bytes = test::file_bytes(good);
+    {
+        const gguf::Reader image = gguf::Reader::open_memory(
+            std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "image");
+        const gguf::TensorInfo* kv_b = image.tensor("blk.1.attn_kv_b.weight");
+        ASSERT_NE(kv_b, nullptr);
+        ASSERT_EQ(kv_b->type, SY_TYPE_Q8_0);
+        // The f16 scale of the tensor's 3rd block: 0x7e00 is NaN.
+        const size_t at = size_t(kv_b->data - reinterpret_cast<const uint8_t*>(bytes.data()));
+        bytes[at + 2 * sizeof(sy_block_q8_0)] = 0x00;
+        bytes[at + 2 * sizeof(sy_block_q8_0) + 1] = 0x7e;
+    }
+    std::ofstream(dir / "nan.gguf", std::ios::binary)
+        .write(bytes.data(), std::streamsize(bytes.size()));
+    Deepseek2Options mla3;
+    mla3.mla = 3;
+    try {
+        Deepseek2Model m(gguf::Reader::open(dir / "nan.gguf"), mla3);
+        ADD_FAILURE() << "a NaN in attn_kv_b was accepted";
+    } catch (const gguf::FormatError& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("blk.1.attn_kv_b.weight holds NaN"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("blk.1.attn_k_b.weight cannot be derived"), std::string::npos) << msg;
+    }
+    Deepseek2Options mla0;
+    mla0.mla = 0;
+    EXPECT_NO_THROW(Deepseek2Model(gguf::Reader::open(dir / "nan.gguf"), mla0));
 }
 
 // The CPU plugin provides no fused MoE op yet: --fused-moe 1 is refused with the op's name,

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <fstream>
 
 #include "llm_test_util.hpp"
 #include "switchyard/core/error.hpp"
@@ -114,6 +116,36 @@ TEST_F(Requantize, SameTypeCopiesBytes) {
     const RequantizeResult res = requantize(dir / "f32.gguf", dir / "same.gguf", o);
     EXPECT_EQ(res.converted, 0u);
     EXPECT_EQ(test::file_bytes(dir / "f32.gguf"), test::file_bytes(dir / "same.gguf"));
+}
+
+// A NaN in a source tensor has no block encoding: quantize refuses it, naming the tensor, the
+// row and the column, instead of writing an undefined rounding of it.
+TEST_F(Requantize, NonFiniteWeightIsRefusedNamingTensorRowAndColumn) {
+    std::vector<char> bytes = test::file_bytes(dir / "f32.gguf");
+    {
+        const gguf::Reader image = gguf::Reader::open_memory(
+            std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "image");
+        const gguf::TensorInfo* t = image.tensor("blk.1.ffn_up_exps.weight");
+        ASSERT_NE(t, nullptr);
+        ASSERT_EQ(t->type, SY_TYPE_F32);
+        const size_t at = size_t(t->data - reinterpret_cast<const uint8_t*>(bytes.data()));
+        const float nan = std::nanf("");
+        std::memcpy(bytes.data() + at + (3 * t->ne[0] + 5) * sizeof(float), &nan, sizeof nan);
+    }
+    std::ofstream(dir / "nan.gguf", std::ios::binary)
+        .write(bytes.data(), std::streamsize(bytes.size()));
+    RequantizeOptions o;
+    o.target = SY_TYPE_Q4_K;
+    try {
+        requantize(dir / "nan.gguf", dir / "out.gguf", o);
+        ADD_FAILURE() << "a NaN weight was quantized";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("tensor blk.1.ffn_up_exps.weight, row 3, column 5 holds NaN"),
+                  std::string::npos)
+            << msg;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "out.gguf"));
 }
 
 void expect_rule_error(const std::string& rule, const std::string& detail) {

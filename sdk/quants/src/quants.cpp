@@ -1,5 +1,9 @@
 // Dispatch by type id, the threaded whole-tensor quantizer and the stated round-trip bounds.
+#include "switchyard/quants.hpp"
+
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -7,7 +11,6 @@
 
 #include "internal.hpp"
 #include "switchyard/dtype.h"
-#include "switchyard/quants.hpp"
 
 namespace sy::quants {
 namespace {
@@ -19,7 +22,7 @@ using QuantizeWeightedFn = void (*)(const float*, void*, int64_t, const float*);
 struct TypeFns {
     QuantizeFn quantize;
     DequantizeFn dequantize;
-    bool weight_format;  // false for the activation-only formats Q8_1 and Q8_K
+    bool weight_format;                     // false for the activation-only formats Q8_1 and Q8_K
     QuantizeWeightedFn weighted = nullptr;  // the quantizer that uses an importance matrix
 };
 
@@ -49,12 +52,16 @@ TypeFns fns(int32_t type) {
             return {quantize_iq2_xxs, dequantize_iq2_xxs, true, quantize_iq2_xxs_weighted};
         case SY_TYPE_IQ2_XS:
             return {quantize_iq2_xs, dequantize_iq2_xs, true, quantize_iq2_xs_weighted};
-        case SY_TYPE_IQ2_S: return {quantize_iq2_s, dequantize_iq2_s, true, quantize_iq2_s_weighted};
+        case SY_TYPE_IQ2_S:
+            return {quantize_iq2_s, dequantize_iq2_s, true, quantize_iq2_s_weighted};
         case SY_TYPE_IQ3_XXS:
             return {quantize_iq3_xxs, dequantize_iq3_xxs, true, quantize_iq3_xxs_weighted};
-        case SY_TYPE_IQ3_S: return {quantize_iq3_s, dequantize_iq3_s, true, quantize_iq3_s_weighted};
-        case SY_TYPE_IQ1_S: return {quantize_iq1_s, dequantize_iq1_s, true, quantize_iq1_s_weighted};
-        case SY_TYPE_IQ1_M: return {quantize_iq1_m, dequantize_iq1_m, true, quantize_iq1_m_weighted};
+        case SY_TYPE_IQ3_S:
+            return {quantize_iq3_s, dequantize_iq3_s, true, quantize_iq3_s_weighted};
+        case SY_TYPE_IQ1_S:
+            return {quantize_iq1_s, dequantize_iq1_s, true, quantize_iq1_s_weighted};
+        case SY_TYPE_IQ1_M:
+            return {quantize_iq1_m, dequantize_iq1_m, true, quantize_iq1_m_weighted};
         default: return {nullptr, nullptr, false};
     }
 }
@@ -76,9 +83,13 @@ void check_length(int32_t type, int64_t n, const char* what) {
 
 }  // namespace
 
-bool can_quantize(int32_t type) { return fns(type).weight_format; }
+bool can_quantize(int32_t type) {
+    return fns(type).weight_format;
+}
 
-bool can_dequantize(int32_t type) { return fns(type).dequantize != nullptr; }
+bool can_dequantize(int32_t type) {
+    return fns(type).dequantize != nullptr;
+}
 
 bool can_quantize_activation(int32_t type) {
     return type == SY_TYPE_Q8_0 || type == SY_TYPE_Q8_1 || type == SY_TYPE_Q8_K;
@@ -120,9 +131,30 @@ void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t 
         throw std::invalid_argument("switchyard quants: cannot quantize to " + type_name(type));
     }
     check_length(type, n_per_row, "quantize_rows");
+    // Weights come from files: a NaN or infinity has no block encoding (the scale searches and
+    // the int8 roundings are undefined for it), and a weight must be finite and >= 0.
+    const bool block_type = sy_dtype_info(type).block_size > 1;
+    if (importance != nullptr && f.weighted) {
+        for (int64_t c = 0; c < n_per_row; ++c)
+            if (!std::isfinite(importance[c]) || importance[c] < 0)
+                throw std::invalid_argument(
+                    "switchyard quants: importance of column " + std::to_string(c) + " is " +
+                    std::to_string(importance[c]) + ", not a finite value >= 0");
+    }
     const int64_t bytes_per_row = row_size(type, n_per_row);
+    std::atomic<int64_t> bad_row{-1}, bad_col{-1};
     auto run = [&](int64_t first, int64_t last) {
         for (int64_t r = first; r < last; ++r) {
+            const float* row = x + r * n_per_row;
+            if (block_type) {
+                const float* bad = std::find_if_not(row, row + n_per_row,
+                                                    [](float v) { return std::isfinite(v); });
+                if (bad != row + n_per_row) {
+                    int64_t none = -1;
+                    if (bad_row.compare_exchange_strong(none, r)) bad_col = bad - row;
+                    return;
+                }
+            }
             char* out = static_cast<char*>(y) + r * bytes_per_row;
             if (importance && f.weighted) {
                 f.weighted(x + r * n_per_row, out, n_per_row, importance);
@@ -134,14 +166,22 @@ void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t 
     const int64_t workers = std::clamp<int64_t>(threads, 1, std::max<int64_t>(rows, 1));
     if (workers == 1) {
         run(0, rows);
-        return;
+    } else {
+        std::vector<std::thread> pool;
+        pool.reserve(size_t(workers));
+        for (int64_t t = 0; t < workers; ++t) {
+            pool.emplace_back(run, rows * t / workers, rows * (t + 1) / workers);
+        }
+        for (auto& thread : pool) thread.join();
     }
-    std::vector<std::thread> pool;
-    pool.reserve(size_t(workers));
-    for (int64_t t = 0; t < workers; ++t) {
-        pool.emplace_back(run, rows * t / workers, rows * (t + 1) / workers);
+    if (bad_row >= 0) {
+        const float v = x[bad_row * n_per_row + bad_col];
+        throw NonFiniteValue(bad_row, bad_col, v,
+                             "switchyard quants: row " + std::to_string(bad_row) + ", column " +
+                                 std::to_string(bad_col) + " holds " +
+                                 (std::isnan(v) ? "NaN" : "an infinity") + ", which " +
+                                 type_name(type) + " cannot encode");
     }
-    for (auto& thread : pool) thread.join();
 }
 
 // The worst relative RMS error measured on N(0, 1) rows of 256 and 4096 values (tests/quants,

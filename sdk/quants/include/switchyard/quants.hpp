@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace sy::quants {
 
@@ -42,7 +44,15 @@ void dequantize_row(int32_t type, const void* x, float* y, int64_t n);
 // types a group of columns whose importance is all zero is fitted as if it were uniform (ggml
 // would zero it). Without it every row is quantize_row's, and the types that need one
 // (requires_importance) lose much quality: the quantize command refuses them without an
-// imatrix, as llama-quantize does.
+// imatrix, as llama-quantize does. Throws NonFiniteValue for a NaN or infinity in x when the
+// type is a block type (which cannot encode one), std::invalid_argument for an importance that
+// is negative or not finite.
+struct NonFiniteValue : std::invalid_argument {
+    NonFiniteValue(int64_t row_, int64_t column_, float value_, const std::string& message)
+        : std::invalid_argument(message), row(row_), column(column_), value(value_) {}
+    int64_t row, column;  // of the call's rows
+    float value;
+};
 void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
                    int threads, const float* importance = nullptr);
 
