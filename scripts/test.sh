@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the Release build with the whole suite, then an ASan+UBSan build
 # running the suites labelled "sanitize" (core, plugin host, CPU plugin, conformance; the CUDA
-# plugin, built in the Release tree when nvcc is present, is left out of it).
+# plugin, built in the Release tree when nvcc is present, is left out of it), then a
+# ThreadSanitizer build of the tests labelled "tsan" (thread pool, scheduler, executor).
 #
 # The output is kept short so that a CI log shows what matters: each step's full output goes to
 # a log file in its build directory, and only a summary is printed, or, on failure, the failing
@@ -85,4 +86,17 @@ step "configure ASan+UBSan" build-asan/configure.log \
   -DSWITCHYARD_BUILD_TESTS=ON -DSWITCHYARD_CUDA=OFF
 step "build ASan+UBSan" build-asan/build.log cmake --build build-asan -j"$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-run_suite build-asan -L sanitize
+asan_ok=1
+run_suite build-asan -L sanitize || asan_ok=0
+
+# ThreadSanitizer: only the targets of the tests labelled tsan (the CPU plugin's thread pool, the
+# scheduler with overlapped lanes, the executor) and what they load.
+tsan_targets=(cpu_thread_pool_test switchyard_scheduler_tests switchyard_executor_tests)
+step "configure TSan" build-tsan/configure.log \
+  cmake $(generator build-tsan) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSWITCHYARD_TSAN=ON -DSWITCHYARD_BUILD_TESTS=ON -DSWITCHYARD_CUDA=OFF
+step "build TSan" build-tsan/build.log \
+  cmake --build build-tsan -j"$jobs" --target "${tsan_targets[@]}"
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+run_suite build-tsan -L tsan
+[ "$asan_ok" = 1 ]

@@ -316,7 +316,9 @@ void Scheduler::set_profile(Profile* profile) {
 std::byte* Scheduler::fetch_buffer(const Tensor& root) {
     std::vector<std::byte>& bytes = fetched_[size_t(root.id())];
     const auto size = static_cast<size_t>(root.bytes()) + kTensorAlignment;
-    if (bytes.size() < size) bytes.assign(size, std::byte{0});
+    if (bytes.size() < size)
+        allocating("a host copy of tensor " + root.name(), size,
+                   [&] { bytes.assign(size, std::byte{0}); });
     const auto address = reinterpret_cast<uintptr_t>(bytes.data());
     return bytes.data() + ((kTensorAlignment - address % kTensorAlignment) % kTensorAlignment);
 }

@@ -72,8 +72,10 @@ void Deepseek2Cache::allocate() {
             l.k_device = zeroed(h, k_layer_bytes_);
             if (v_layer_bytes_ > 0) l.v_device = zeroed(h, v_layer_bytes_);
         } else {
-            l.k.assign(k_layer_bytes_, std::byte{0});
-            l.v.assign(v_layer_bytes_, std::byte{0});
+            allocating("the KV cache of " + std::to_string(n_ctx_) + " tokens (-c)", bytes(), [&] {
+                l.k.assign(k_layer_bytes_, std::byte{0});
+                l.v.assign(v_layer_bytes_, std::byte{0});
+            });
         }
     }
     layers_ = std::move(layers);

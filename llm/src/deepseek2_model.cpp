@@ -465,8 +465,9 @@ void Deepseek2Model::derive_attention(Deepseek2Layer& l, uint32_t il) {
                                     (std::isnan(*bad) ? "NaN" : "an infinity") + ", so " + name +
                                     " cannot be derived from it");
         const int64_t row = shape[0], rows = shape.elements() / row;
-        auto bytes = std::make_unique<std::vector<std::byte>>(
-            static_cast<size_t>(quants::row_size(type, row) * rows));
+        const auto size = static_cast<size_t>(quants::row_size(type, row) * rows);
+        auto bytes = allocating(name + " (derived)", size,
+                                [&] { return std::make_unique<std::vector<std::byte>>(size); });
         quants::quantize_rows(type, values.data(), bytes->data(), rows, row, 1);
         WeightRef w;
         w.name = std::move(name) + " (derived)";

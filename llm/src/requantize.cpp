@@ -203,7 +203,8 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
             const uint64_t in_row = rows ? t.nbytes / static_cast<uint64_t>(rows) : 0;
             const uint64_t out_total = tensor_bytes(d.type, ne);
             const uint64_t out_row = rows ? out_total / static_cast<uint64_t>(rows) : 0;
-            bytes.resize(out_total);
+            allocating("tensor " + t.name + " in " + type_name(d.type), out_total,
+                       [&] { bytes.resize(out_total); });
             const int64_t chunk =
                 std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, n0));
             // Each matrix (expert) of ne1 rows has its own importance: chunks stay inside one.

@@ -60,13 +60,13 @@ for entry in "${pids[@]}"; do
 done
 
 failed=0
-run() {  # NAME TIMEOUT MAX_LEN CORPUS...
-  local name=$1 timeout=$2 max_len=$3
-  shift 3
+run() {  # NAME TIMEOUT MAX_LEN MALLOC_LIMIT_MB CORPUS...
+  local name=$1 timeout=$2 max_len=$3 malloc_limit=$4
+  shift 4
   mkdir -p "$work/$name-corpus"
   local log="$work/$name.log"
   if "$work/$name" "$work/$name-corpus" "$@" -max_total_time="$seconds" -timeout="$timeout" \
-      -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len="$max_len" -print_final_stats=1 \
+      -rss_limit_mb=2048 -malloc_limit_mb="$malloc_limit" -max_len="$max_len" -print_final_stats=1 \
       -artifact_prefix="$work/$name-" "${extra[@]}" >"$log" 2>&1; then
     echo "$name: $(sed -n 's/^stat::number_of_executed_units: *//p' "$log") executions in" \
       "$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log") s, no failure"
@@ -77,7 +77,7 @@ run() {  # NAME TIMEOUT MAX_LEN CORPUS...
   fi
 }
 export SY_FUZZ_VOCAB="$root/tests/data/vocab/ggml-vocab-deepseek-llm.gguf"
-wants tokenizer && run tokenizer 2 65536 "$here/corpus/tokenizer"
+wants tokenizer && run tokenizer 2 65536 1024 "$here/corpus/tokenizer"
 # The config target's findings so far are all one toml++ 3.3 fault (see
 # docs/untrusted-inputs.md), worked around by toml_text.cpp; CI (SY_FUZZ_CONFIG_REPLAY=1)
 # replays its corpus, which holds each finding, instead of mutating for new ones.
@@ -90,12 +90,14 @@ if wants config && [ "${SY_FUZZ_CONFIG_REPLAY:-0}" = 1 ]; then
     failed=1
   fi
 elif wants config; then
-  run config 5 8192 "$here/corpus/config"
+  run config 5 8192 1024 "$here/corpus/config"
 fi
-wants cost_table && run cost_table 5 8192 "$here/corpus/cost_table"
+wants cost_table && run cost_table 5 8192 1024 "$here/corpus/cost_table"
 if wants model; then
   SY_FUZZ_MODEL_SEEDS="$work/model-seeds" "$work/model"
-  run model 10 262144 "$work/model-seeds"
+  # Inputs of at most 256 KiB: no allocation may pass 128 MiB (the metadata budget is 64 MiB
+  # plus 4 bytes per byte of the file; everything else is sized by tensors the file holds).
+  run model 10 262144 128 "$work/model-seeds"
 fi
 if wants gguf_reader; then
   if "$root/tests/gguf/fuzz/run_fuzz.sh" "$seconds" "$work/gguf" >"$work/gguf_reader.log" 2>&1; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Files named on the command line are read only when they are regular files of a bounded size
 # (or "-", standard input, for -f): a device, a FIFO or a folder is a one-line message and a
-# non-zero exit, not a read until memory runs out. Also: BPE on a long piece without a space.
+# non-zero exit, not a read until memory runs out. Also: BPE on a long piece without a space,
+# metadata that would size the model past its tensors, user patterns, and an allocation that fails.
 # Argument: the switchyard binary.
 set -u
 sy=$1
@@ -138,4 +139,11 @@ printf '[[placement.rules]]\nmatch = "(((((.*)*)*)*)*)*x"\nbackend = "cpu"\n[[pl
 timeout 60 "$sy" run -m "$m" -p hi -n 1 --config "$tmp/bad.toml" >"$tmp/o" 2>"$tmp/e" && fail "config backreference accepted"
 grep -q "placement rule 2 ($tmp/bad.toml:4:1): invalid regex '(a)\\\\2': backreferences" "$tmp/e" ||
   fail "config backreference: $(cat "$tmp/e")"
+
+# An allocation the machine cannot serve names what it was for and how much: a KV cache of
+# 600,000 tokens (1.1 GiB with mla 0) in 1 GiB of address space. The memory check before it
+# reads MemAvailable, which the address-space limit does not lower, so the allocation itself fails.
+limited "$sy" run -m "$m" -p hi -n 1 --mla 0 -c 600000 >"$tmp/o" 2>"$tmp/e" && fail "-c 600000 in 1 GiB ran"
+grep -q "^switchyard: error: out of memory: the KV cache of 600000 tokens (-c) needs 1.1 GiB (1152000000 bytes)$" "$tmp/e" ||
+  fail "-c 600000 in 1 GiB: $(tail -3 "$tmp/e")"
 echo "PASS"
