@@ -296,44 +296,119 @@ struct Iq2s {
     }
 };
 
+// IQ3_XXS / IQ3_S: the 64 grid indices of a super-block fill one register, and every entry is 4
+// bytes from 8 levels, so each entry is stored as two 6-bit bytes of level codes, plane A =
+// code 0 | code 1 << 3 and plane B = code 2 | code 3 << 3. A lookup of all 64 indices is then two
+// vpermi2b per 128 entries and plane, blended on the index bits above 7, and vpermb maps a plane
+// byte straight to the level of either of its codes (vpermb reads 6 index bits). Register k
+// (k = 0..3) holds byte k of every entry: byte e = element 4 e + k, the activation order of
+// quantize_act_q8_K_iq3t_order, and int32 lane l sums entries 4 l .. 4 l + 3, all of sub-block
+// l / 2. Signs: byte e of register k is negative when bit k + 4 (e % 2) of group e / 2's sign
+// byte is set, one vptestmb per register on the sign bytes spread to 2 bytes each.
+template <int N>
+struct alignas(64) Planes {
+    uint8_t a[N], b[N];
+};
+template <typename Entry, int N, int L>
+constexpr Planes<N> code_planes(const Entry (&grid)[N], const uint8_t (&levels)[L]) {
+    Planes<N> t{};
+    for (int i = 0; i < N; ++i) {
+        int code[4] = {};
+        for (int k = 0; k < 4; ++k) {
+            const uint8_t v = uint8_t(grid[i] >> (8 * k));
+            while (levels[code[k]] != v) ++code[k];  // every byte is one of the levels
+        }
+        t.a[i] = uint8_t(code[0] | code[1] << 3);
+        t.b[i] = uint8_t(code[2] | code[3] << 3);
+    }
+    return t;
+}
+constexpr Planes<256> kIq3xxsPlanes = code_planes(kIq3xxsGrid, kIq3xxsLevels);
+constexpr Planes<512> kIq3sPlanes = code_planes(kIq3sGrid, kIq3sLevels);
+
+// vpermb tables from a plane byte (6 bits) to the level of its low (code 0 / 2) or high code.
+template <int N>
+constexpr Bytes64 plane_levels(const uint8_t (&levels)[N], int shift) {
+    return bytes64([&](int i) { return levels[(i >> shift) & 7]; });
+}
+constexpr Bytes64 kIq3xxsLow = plane_levels(kIq3xxsLevels, 0);
+constexpr Bytes64 kIq3xxsHigh = plane_levels(kIq3xxsLevels, 3);
+constexpr Bytes64 kIq3sLow = plane_levels(kIq3sLevels, 0);
+constexpr Bytes64 kIq3sHigh = plane_levels(kIq3sLevels, 3);
+
+// Byte e -> e / 2 (the sign byte of entry e's group), and the bit of it for register k.
+constexpr Bytes64 kEntryGroup = bytes64([](int i) { return i / 2; });
+constexpr Bytes64 kEntrySignBit[4] = {bytes64([](int i) { return 1 << (0 + 4 * (i % 2)); }),
+                                      bytes64([](int i) { return 1 << (1 + 4 * (i % 2)); }),
+                                      bytes64([](int i) { return 1 << (2 + 4 * (i % 2)); }),
+                                      bytes64([](int i) { return 1 << (3 + 4 * (i % 2)); })};
+// Lane l of the IQ3 entry order: sub-block l / 2.
+constexpr Dwords16 kEntryScaleLanes = dwords16([](int l) { return l / 2; });
+
+// One plane's bytes for 64 indices (their low 8 bits in idx8, bit 8 in `ninth`).
+template <int N>
+inline __m512i plane_lookup(const uint8_t (&plane)[N], __m512i idx8, __mmask64 bit7,
+                            __mmask64 ninth) {
+    __m512i r[N / 128];
+    for (int k = 0; k < N / 128; ++k)
+        r[k] = _mm512_permutex2var_epi8(_mm512_load_si512(plane + 128 * k), idx8,
+                                        _mm512_load_si512(plane + 128 * k + 64));
+    if constexpr (N == 256) {
+        return _mm512_mask_blend_epi8(bit7, r[0], r[1]);
+    } else {
+        return _mm512_mask_blend_epi8(ninth, _mm512_mask_blend_epi8(bit7, r[0], r[1]),
+                                      _mm512_mask_blend_epi8(bit7, r[2], r[3]));
+    }
+}
+
+// The four registers, sign masks and factors of an IQ3 super-block: 64 index bytes, the 9th
+// index bits (IQ3_S), the 32 sign bytes of the groups (low half of `signs`) and the 8 sub-block
+// factors (dwords 0-7 of `factors`).
+template <int N>
+inline void decode_iq3_entries(const Planes<N>& planes, const Bytes64& low, const Bytes64& high,
+                               __m512i idx8, __mmask64 ninth, __m512i signs, __m512 factors,
+                               Decoded& d) {
+    const __mmask64 bit7 = _mm512_movepi8_mask(idx8);
+    const __m512i a = plane_lookup(planes.a, idx8, bit7, ninth);
+    const __m512i b = plane_lookup(planes.b, idx8, bit7, ninth);
+    d.w[0] = _mm512_permutexvar_epi8(a, load(low));
+    d.w[1] = _mm512_permutexvar_epi8(a, load(high));
+    d.w[2] = _mm512_permutexvar_epi8(b, load(low));
+    d.w[3] = _mm512_permutexvar_epi8(b, load(high));
+    const __m512i spread = _mm512_permutexvar_epi8(load(kEntryGroup), signs);
+    for (int k = 0; k < 4; ++k)
+        d.negative[k] = _mm512_test_epi8_mask(spread, load(kEntrySignBit[k]));
+    d.factor[0] = _mm512_permutexvar_ps(_mm512_load_si512(kEntryScaleLanes.d), factors);
+}
+
+// f * (2 ls + 1) of the 8 sub-block scales in dwords 0..7.
+inline __m512 odd_scale_factors(__m512i ls, float f) {
+    return _mm512_mul_ps(
+        _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(ls, ls), _mm512_set1_epi32(1))),
+        _mm512_set1_ps(f));
+}
+
 struct Iq3xxs {
     using Block = sy_block_iq3_xxs;
-    static constexpr int kFactors = 2;
+    static constexpr int kFactors = 1;
     static constexpr bool kSigns = true, kOffset = false;
     static void decode(const Block& b, Decoded& d) {
-        for (int h = 0; h < 2; ++h)
-            expand_iq3(lookup(kIq3xxsCodes, _mm512_cvtepu8_epi16(_mm256_loadu_si256(
-                                                reinterpret_cast<const __m256i*>(b.qs + 32 * h)))),
-                       h, kIq3xxsLevelTable, d);
         const __m512i words = _mm512_zextsi256_si512(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + SY_QK_K / 4)));
-        store_masks(_mm512_permutexvar_epi8(
-                        load(kIq3SignMasks),
-                        ksigns(_mm512_multishift_epi64_epi8(load(kIq3xxsSignFields), words))),
-                    d);
-        iq3_factors(_mm512_srli_epi32(words, 28), i8::h2f(b.d) * 0.25f, d);
+        decode_iq3_entries(kIq3xxsPlanes, kIq3xxsLow, kIq3xxsHigh, _mm512_loadu_si512(b.qs), 0,
+                           ksigns(_mm512_multishift_epi64_epi8(load(kIq3xxsSignFields), words)),
+                           odd_scale_factors(_mm512_srli_epi32(words, 28), i8::h2f(b.d) * 0.25f),
+                           d);
     }
 };
 
 struct Iq3s {
     using Block = sy_block_iq3_s;
-    static constexpr int kFactors = 2;
+    static constexpr int kFactors = 1;
     static constexpr bool kSigns = true, kOffset = false;
     static void decode(const Block& b, Decoded& d) {
         uint64_t qh;
         std::memcpy(&qh, b.qh, sizeof qh);
-        for (int h = 0; h < 2; ++h) {
-            const __m512i low = _mm512_cvtepu8_epi16(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h)));
-            // Index 32 h + w takes bit 32 h + w of qh as its 9th bit.
-            expand_iq3(lookup(kIq3sCodes, _mm512_mask_add_epi16(low, __mmask32(qh >> (32 * h)), low,
-                                                                _mm512_set1_epi16(256))),
-                       h, kIq3sLevelTable, d);
-        }
-        store_masks(_mm512_permutexvar_epi8(load(kIq3SignMasks),
-                                            _mm512_zextsi256_si512(_mm256_loadu_si256(
-                                                reinterpret_cast<const __m256i*>(b.signs)))),
-                    d);
         uint32_t sc;
         std::memcpy(&sc, b.scales, sizeof sc);
         const __m512i ls = _mm512_and_si512(
@@ -341,7 +416,10 @@ struct Iq3s {
                 _mm512_set1_epi32(int(sc)),
                 _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0)),
             _mm512_set1_epi32(15));
-        iq3_factors(ls, i8::h2f(b.d), d);
+        decode_iq3_entries(
+            kIq3sPlanes, kIq3sLow, kIq3sHigh, _mm512_loadu_si512(b.qs), _cvtu64_mask64(qh),
+            _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.signs))),
+            odd_scale_factors(ls, i8::h2f(b.d)), d);
     }
 };
 
@@ -558,6 +636,10 @@ void quantize_act_q8_K_iq2_order(const float* x, void* y, int64_t n) {
     quantize_act_q8_K_ordered(x, y, n,
                               [](int p) { return 32 * (p / 8 % 8) + 8 * (p / 64) + p % 8; });
 }
+// p = 64 k + e <- 4 e + k
+void quantize_act_q8_K_iq3t_order(const float* x, void* y, int64_t n) {
+    quantize_act_q8_K_ordered(x, y, n, [](int p) { return 4 * (p % 64) + p / 64; });
+}
 // p = 64 (2 h + n) + 8 j + t <- 128 h + 16 j + 8 n + t
 void quantize_act_q8_K_iq3_order(const float* x, void* y, int64_t n) {
     quantize_act_q8_K_ordered(x, y, n, [](int p) {
@@ -577,9 +659,9 @@ QuantKernel codebook_kernel(int32_t weight_type) {
         case SY_TYPE_IQ2_S:
             return {vec_dot_iq2_s_codebook, quantize_act_q8_K_iq2_order, 256, 256, a256};
         case SY_TYPE_IQ3_XXS:
-            return {vec_dot_iq3_xxs_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
+            return {vec_dot_iq3_xxs_codebook, quantize_act_q8_K_iq3t_order, 256, 256, a256};
         case SY_TYPE_IQ3_S:
-            return {vec_dot_iq3_s_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
+            return {vec_dot_iq3_s_codebook, quantize_act_q8_K_iq3t_order, 256, 256, a256};
         case SY_TYPE_IQ1_S:
             return {vec_dot_iq1_s_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
         case SY_TYPE_IQ1_M:
