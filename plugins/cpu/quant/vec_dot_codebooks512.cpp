@@ -1,4 +1,4 @@
-// AVX-512 VBMI + VNNI dot products of IQ2_XXS and IQ3_XXS with Q8_K activations, decoding the
+// AVX-512 VBMI + VNNI dot products of the codebook i-quants with Q8_K activations, decoding the
 // codebook in vector registers instead of one scalar table load per 8 (or 4) weights.
 //
 // Both grids have 256 entries whose bytes take few values (IQ2_XXS: 8 bytes from {8, 25, 43};
@@ -14,9 +14,10 @@
 // 32 j + 8 m + t (t = 0..7) at byte 8 j + t. The activations are quantized in that order
 // (quantize_act_q8_K_iq2_order), so every product is a plain 64-byte load, and every int32 lane
 // of vpdpbusd sums weights of one sub-block (lane l: sub-block l / 2 for IQ2_XXS), whose scale
-// then multiplies the lane as a float once per super-block. IQ3_XXS's qword j (of the codes of
-// half h, 32 index bytes) holds 16 weights, so output register 2 h + n takes words 2 n and 2 n + 1:
-// position 64 (2 h + n) + 8 j + t <- element 128 h + 16 j + 8 n + t, lane l: sub-block 4 h + l / 4.
+// then multiplies the lane as a float once per super-block. The IQ3 types decode differently, from
+// two byte planes of codes (see decode_iq3_entries); their old word order, position
+// 64 (2 h + n) + 8 j + t <- element 128 h + 16 j + 8 n + t, is the one the IQ1 kernels' gathers
+// produce.
 //
 // Signs: the 7-bit ksigns indices are pulled out with one vpmultishiftqb, completed to 8 bits by
 // vpermi2b over the 128-byte ksigns_iq2xs table, and transposed with vpermb into one 64-bit mask
@@ -91,8 +92,6 @@ constexpr Codes<N> level_codes(const Entry (&grid)[N], const uint8_t (&levels)[L
 constexpr Codes<256> kIq2xxsCodes = level_codes(kIq2xxsGrid, kIq2Levels, 8, 2);
 constexpr Codes<512> kIq2xsCodes = level_codes(kIq2xsGrid, kIq2Levels, 8, 2);
 constexpr Codes<1024> kIq2sCodes = level_codes(kIq2sGrid, kIq2Levels, 8, 2);
-constexpr Codes<256> kIq3xxsCodes = level_codes(kIq3xxsGrid, kIq3xxsLevels, 4, 3);
-constexpr Codes<512> kIq3sCodes = level_codes(kIq3sGrid, kIq3sLevels, 4, 3);
 
 // vpermb table: byte i -> the level of code i & (2^bits - 1) (vpermb reads the low 6 bits of each
 // index; the bits above the code belong to the next codes).
@@ -106,8 +105,6 @@ constexpr Bytes64 level_table(const uint8_t (&levels)[N], int bits) {
     return t;
 }
 constexpr Bytes64 kIq2LevelTable = level_table(kIq2Levels, 2);
-constexpr Bytes64 kIq3xxsLevelTable = level_table(kIq3xxsLevels, 3);
-constexpr Bytes64 kIq3sLevelTable = level_table(kIq3sLevels, 3);
 
 template <typename F>
 constexpr Bytes64 bytes64(F f) {
@@ -116,27 +113,19 @@ constexpr Bytes64 bytes64(F f) {
     return t;
 }
 
-// vpmultishiftqb controls: output byte i = 8 j + t of a register takes 8 bits from qword j at
-//   8-byte entries (IQ2): 16 m + 2 t for register m (word m, code t)
-//   4-byte entries (IQ3): 32 n + 16 (t / 4) + 3 (t % 4) for register n of a half (words 2 n and
-//                         2 n + 1, code t % 4)
+// vpmultishiftqb controls: output byte i = 8 j + t of register m takes 8 bits from qword j at
+// 16 m + 2 t (word m, code t).
 constexpr Bytes64 kIq2Expand[4] = {bytes64([](int i) { return 2 * (i % 8); }),
                                    bytes64([](int i) { return 16 + 2 * (i % 8); }),
                                    bytes64([](int i) { return 32 + 2 * (i % 8); }),
                                    bytes64([](int i) { return 48 + 2 * (i % 8); })};
-constexpr Bytes64 kIq3Expand[2] = {
-    bytes64([](int i) { return 16 * (i % 8 / 4) + 3 * (i % 4); }),
-    bytes64([](int i) { return 32 + 16 * (i % 8 / 4) + 3 * (i % 4); })};
 
 // Sign masks, as bytes 8 r + j of a register of sign bytes (byte j of register r's mask), from
 // the sign byte of each 8-weight group g (natural order, g = element / 8):
 //   IQ2 order: register m, byte j = group 4 j + m
-//   IQ3 order: register 2 h + n, byte j = group 16 h + 2 j + n
 // IQ2_XXS has its groups' sign bytes at byte 8 j + m (qword j = sub-block j), IQ2_XS at byte
 // 2 g (the high byte of each index word).
 constexpr Bytes64 kIq2SignMasks = bytes64([](int i) { return i < 32 ? 4 * (i % 8) + i / 8 : 0; });
-constexpr Bytes64 kIq3SignMasks =
-    bytes64([](int i) { return i < 32 ? 16 * (i / 16) + 2 * (i % 8) + i / 8 % 2 : 0; });
 constexpr Bytes64 kIq2xxsSignMasks =
     bytes64([](int i) { return i < 32 ? 8 * (i % 8) + i / 8 : 0; });
 constexpr Bytes64 kIq2xsSignMasks =
@@ -160,9 +149,6 @@ constexpr Dwords16 dwords16(int (*f)(int)) {
     for (int l = 0; l < 16; ++l) t.d[l] = f(l);
     return t;
 }
-// Scale of int32 lane l in half h of the IQ3 order: sub-block 4 h + l / 4.
-constexpr Dwords16 kIq3ScaleLanes[2] = {dwords16([](int l) { return l / 4; }),
-                                        dwords16([](int l) { return 4 + l / 4; })};
 
 inline __m512i load(const Bytes64& t) {
     return _mm512_load_si512(t.b);
@@ -213,12 +199,6 @@ inline void expand_iq2(__m512i codes, Decoded& d) {
         d.w[m] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(load(kIq2Expand[m]), codes),
                                          load(kIq2LevelTable));
 }
-// IQ3 order: half h's two registers from the codes of its 32 4-byte entries.
-inline void expand_iq3(__m512i codes, int h, const Bytes64& levels, Decoded& d) {
-    for (int n = 0; n < 2; ++n)
-        d.w[2 * h + n] = _mm512_permutexvar_epi8(
-            _mm512_multishift_epi64_epi8(load(kIq3Expand[n]), codes), load(levels));
-}
 // Factors of the IQ2 order from one 4-bit scale per qword lane (both its int32 lanes): f * (2 ls +
 // 1).
 inline __m512 iq2_factor(__m512i ls_per_qword, float f) {
@@ -226,14 +206,6 @@ inline __m512 iq2_factor(__m512i ls_per_qword, float f) {
         _mm512_add_epi64(_mm512_add_epi64(ls_per_qword, ls_per_qword), _mm512_set1_epi64(1));
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_or_si512(s, _mm512_slli_epi64(s, 32))),
                          _mm512_set1_ps(f));
-}
-// Factors of the IQ3 order from the 8 sub-block scales in dwords 0..7: f * (2 ls + 1).
-inline void iq3_factors(__m512i ls, float f, Decoded& d) {
-    const __m512 s = _mm512_mul_ps(
-        _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(ls, ls), _mm512_set1_epi32(1))),
-        _mm512_set1_ps(f));
-    for (int h = 0; h < 2; ++h)
-        d.factor[h] = _mm512_permutexvar_ps(_mm512_load_si512(kIq3ScaleLanes[h].d), s);
 }
 // IQ2_XS / IQ2_S: two 4-bit scales per sub-block (low nibble: its first 16 weights, groups 0-1,
 // i.e. registers 0-1 of the IQ2 order).
