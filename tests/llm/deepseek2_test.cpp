@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -744,20 +743,13 @@ TEST(Deepseek2Runtime, MissingKeysAndTensorsAreNamed) {
 TEST(Deepseek2Runtime, NonFiniteSourceOfADerivedTensorIsNamed) {
     ScratchDir dir;
     const auto good = make_model(dir, spec(SY_TYPE_Q8_0));
-    std::vector<char> bytes = test::file_bytes(good);
-    {
-        const gguf::Reader image = gguf::Reader::open_memory(
-            std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "image");
-        const gguf::TensorInfo* kv_b = image.tensor("blk.1.attn_kv_b.weight");
-        ASSERT_NE(kv_b, nullptr);
-        ASSERT_EQ(kv_b->type, SY_TYPE_Q8_0);
-        // The f16 scale of the tensor's 3rd block: 0x7e00 is NaN.
-        const size_t at = size_t(kv_b->data - reinterpret_cast<const uint8_t*>(bytes.data()));
-        bytes[at + 2 * sizeof(sy_block_q8_0)] = 0x00;
-        bytes[at + 2 * sizeof(sy_block_q8_0) + 1] = 0x7e;
-    }
-    std::ofstream(dir / "nan.gguf", std::ios::binary)
-        .write(bytes.data(), std::streamsize(bytes.size()));
+    test::write_with_tensor_edit(good, dir / "nan.gguf", "blk.1.attn_kv_b.weight",
+                                 [](uint8_t* data, const gguf::TensorInfo& kv_b) {
+                                     ASSERT_EQ(kv_b.type, SY_TYPE_Q8_0);
+                                     // The f16 scale of the tensor's 3rd block: 0x7e00 is NaN.
+                                     data[2 * sizeof(sy_block_q8_0)] = 0x00;
+                                     data[2 * sizeof(sy_block_q8_0) + 1] = 0x7e;
+                                 });
     Deepseek2Options mla3;
     mla3.mla = 3;
     try {

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 
 #include "llm_test_util.hpp"
 #include "switchyard/core/error.hpp"
@@ -121,19 +120,13 @@ TEST_F(Requantize, SameTypeCopiesBytes) {
 // A NaN in a source tensor has no block encoding: quantize refuses it, naming the tensor, the
 // row and the column, instead of writing an undefined rounding of it.
 TEST_F(Requantize, NonFiniteWeightIsRefusedNamingTensorRowAndColumn) {
-    std::vector<char> bytes = test::file_bytes(dir / "f32.gguf");
-    {
-        const gguf::Reader image = gguf::Reader::open_memory(
-            std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "image");
-        const gguf::TensorInfo* t = image.tensor("blk.1.ffn_up_exps.weight");
-        ASSERT_NE(t, nullptr);
-        ASSERT_EQ(t->type, SY_TYPE_F32);
-        const size_t at = size_t(t->data - reinterpret_cast<const uint8_t*>(bytes.data()));
-        const float nan = std::nanf("");
-        std::memcpy(bytes.data() + at + (3 * t->ne[0] + 5) * sizeof(float), &nan, sizeof nan);
-    }
-    std::ofstream(dir / "nan.gguf", std::ios::binary)
-        .write(bytes.data(), std::streamsize(bytes.size()));
+    test::write_with_tensor_edit(dir / "f32.gguf", dir / "nan.gguf", "blk.1.ffn_up_exps.weight",
+                                 [](uint8_t* data, const gguf::TensorInfo& t) {
+                                     ASSERT_EQ(t.type, SY_TYPE_F32);
+                                     const float nan = std::nanf("");
+                                     std::memcpy(data + (3 * t.ne[0] + 5) * sizeof(float), &nan,
+                                                 sizeof nan);
+                                 });
     RequantizeOptions o;
     o.target = SY_TYPE_Q4_K;
     try {
