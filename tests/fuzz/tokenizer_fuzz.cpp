@@ -35,12 +35,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)tokenizer->decode(ids, special);
     }
     // The bytes as a chat's user turn, laid out by each template and tokenized as `run --chat`
-    // does (special tokens parsed: the template's own markers are special tokens).
-    for (sy::llm::ChatTemplate t :
-         {sy::llm::ChatTemplate::deepseek2, sy::llm::ChatTemplate::deepseek3}) {
-        const sy::llm::ChatMessage turn[] = {{"system", "Be brief."}, {"user", std::string(text)}};
-        (void)tokenizer->encode(sy::llm::apply_chat_template(t, turn, true), true, true);
-    }
+    // does (special tokens parsed: the template's own markers are special tokens). Only inputs
+    // whose first byte is odd take this path, so that the others run at twice the rate.
+    if (size > 0 && (data[0] & 1) != 0)
+        for (sy::llm::ChatTemplate t :
+             {sy::llm::ChatTemplate::deepseek2, sy::llm::ChatTemplate::deepseek3}) {
+            const sy::llm::ChatMessage turn[] = {{"system", "Be brief."},
+                                                 {"user", std::string(text)}};
+            (void)tokenizer->encode(sy::llm::apply_chat_template(t, turn, true), true, true);
+        }
     // The same bytes as ids: any value, in or out of the vocabulary.
     std::vector<int32_t> raw(size / 4);
     if (!raw.empty()) std::memcpy(raw.data(), data, raw.size() * 4);
