@@ -101,7 +101,8 @@ if wants model; then
 fi
 if wants gguf_reader; then
   if "$root/tests/gguf/fuzz/run_fuzz.sh" "$seconds" "$work/gguf" >"$work/gguf_reader.log" 2>&1; then
-    echo "gguf_reader: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/gguf_reader.log") executions in $seconds s, no failure"
+    echo "gguf_reader: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/gguf_reader.log")" \
+      "executions in $(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$work/gguf_reader.log") s, no failure"
   else
     echo "gguf_reader: FAILED (log: $work/gguf_reader.log)"
     tail -n 30 "$work/gguf_reader.log"

@@ -20,10 +20,12 @@ fi
   "$root"/llm/src/gguf_parser.cpp "$root"/llm/src/gguf_reader.cpp "$root"/llm/src/host_memory.cpp \
   "$here/gguf_reader_fuzz.cpp" -o "$work/gguf_reader_fuzz"
 
-# New inputs go to the work corpus; the committed seeds are read only.
+# New inputs go to the work corpus; the committed seeds are read only. SY_FUZZ_FLAGS adds
+# libFuzzer flags (tests/fuzz/run_all.sh).
+read -r -a extra <<<"${SY_FUZZ_FLAGS:-}"
 "$work/gguf_reader_fuzz" "$work/corpus" "$here/corpus" \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 \
-  -max_len=4096 -print_final_stats=1 -artifact_prefix="$work/" 2>&1 | tail -n 25
+  -max_len=4096 -print_final_stats=1 -artifact_prefix="$work/" "${extra[@]}" 2>&1 | tail -n 25
 status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then
   echo "run_fuzz.sh: the fuzzer found a problem (exit $status); reproducer in $work/" >&2
