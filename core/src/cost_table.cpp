@@ -128,8 +128,7 @@ CostTable::Entry read_entry(const fs::path& file, const toml::node& item) {
         } else {
             fail(file, node,
                  "unknown key '" + at +
-                     "' (known: backend, op, types, shapes, params, ns, "
-                     "samples, node)");
+                     "' (known: backend, op, types, shapes, params, ns, samples, node)");
         }
     }
     if (e.backend.empty() || e.op.empty() || e.types.empty() || !has_ns)
