@@ -98,14 +98,18 @@ Cls classify(uint32_t cp, bool marks_are_letters) {
     }
 }
 
-// GPT-2's byte-to-unicode spelling and its inverse.
+// GPT-2's byte-to-unicode spelling and its inverse. The alphabet's code points are all below
+// U+0144 (bytes that are no printable character map to U+0100 and up).
 struct ByteAlphabet {
+    static constexpr uint32_t kEnd = 0x144;
     std::string spelling[256];
-    std::unordered_map<std::string, uint8_t> byte_of;
+    int16_t byte_of[kEnd];  // code point -> byte, -1 where none
     ByteAlphabet() {
+        std::fill(std::begin(byte_of), std::end(byte_of), int16_t(-1));
         for (int b = 0; b < 256; ++b) {
             spelling[b] = gpt2_byte_token(static_cast<uint8_t>(b));
-            byte_of.emplace(spelling[b], static_cast<uint8_t>(b));
+            const uint32_t cp = code_point(spelling[b], 0).first;
+            if (cp < kEnd) byte_of[cp] = static_cast<int16_t>(b);
         }
     }
 };
@@ -116,15 +120,17 @@ const ByteAlphabet& alphabet() {
 }
 
 // The bytes a byte-level BPE token's spelling stands for; characters outside GPT-2's alphabet
-// are kept as they are.
+// (and byte sequences that only decode to one of its code points, such as overlong forms) are
+// kept as they are.
 std::string gpt2_bytes(std::string_view spelling) {
     const ByteAlphabet& a = alphabet();
     std::string bytes;
+    bytes.reserve(spelling.size());
     for (size_t k = 0; k < spelling.size();) {
-        const size_t len = code_point(spelling, k).second;
-        const auto it = a.byte_of.find(std::string(spelling.substr(k, len)));
-        if (it != a.byte_of.end())
-            bytes.push_back(static_cast<char>(it->second));
+        const auto [cp, len] = code_point(spelling, k);
+        const int b = cp < ByteAlphabet::kEnd ? a.byte_of[cp] : -1;
+        if (b >= 0 && spelling.substr(k, len) == a.spelling[b])
+            bytes.push_back(static_cast<char>(b));
         else
             bytes.append(spelling, k, len);
         k += len;
@@ -206,13 +212,42 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& file) {
     }
 
     const auto& merges = array_of(file, "tokenizer.ggml.merges", gguf::ValueType::STRING, !t.spm_);
-    t.merge_rank_.reserve(merges.size());
+    // Strings the merges name that are no token get ids from n_vocab() up (see merges_).
+    std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> extra;
+    const auto intern = [&](std::string_view s) {
+        if (const auto it = t.ids_.find(s); it != t.ids_.end()) return it->second;
+        auto it = extra.find(s);
+        if (it == extra.end()) {
+            if (t.tokens_.size() + extra.size() >= size_t(INT32_MAX))
+                vocab_error(file, "tokenizer.ggml.merges", "names more than 2^31 - 1 strings");
+            it = extra.emplace(std::string(s), int32_t(t.tokens_.size() + extra.size())).first;
+        }
+        return it->second;
+    };
+    if (!t.spm_) t.merges_.reserve(merges.size());
+    std::string joined;
     for (size_t i = 0; i < merges.size(); ++i) {
         const std::string& m = merges.string_at(i);
-        if (m.find(' ', 1) == std::string::npos)
+        const size_t space = m.find(' ', 1);
+        if (space == std::string::npos)
             vocab_error(file, "tokenizer.ggml.merges",
                         "entry " + std::to_string(i) + " ('" + m + "') is not 'left right'");
-        t.merge_rank_.emplace(m, static_cast<int32_t>(i));
+        const std::string_view left = std::string_view(m).substr(0, space);
+        const std::string_view right = std::string_view(m).substr(space + 1);
+        // Symbols are spelled in GPT-2's alphabet, which has no space: a side with one never
+        // matches. SentencePiece vocabularies merge by score and do not use the list.
+        if (t.spm_ || left.find(' ') != left.npos || right.find(' ') != right.npos) continue;
+        joined.assign(left).append(right);
+        const uint64_t key = uint64_t(uint32_t(intern(left))) << 32 | uint32_t(intern(right));
+        t.merges_.try_emplace(key, Merge{static_cast<int32_t>(i), intern(joined)});
+    }
+    for (int b = 0; b < 256; ++b) {
+        const std::string& spelling = alphabet().spelling[b];
+        const auto tok = t.ids_.find(spelling);
+        const auto ext = extra.find(spelling);
+        t.byte_symbol_[size_t(b)] = tok != t.ids_.end()  ? tok->second
+                                    : ext != extra.end() ? ext->second
+                                                         : -1;
     }
     const auto n = static_cast<int32_t>(t.tokens_.size());
     t.bos_ = token_id_key(file, "tokenizer.ggml.bos_token_id", n);
@@ -251,11 +286,20 @@ void Tokenizer::read_spm(const gguf::Reader& file) {
 }
 
 int32_t Tokenizer::find(std::string_view text) const {
-    const auto it = ids_.find(std::string(text));
+    const auto it = ids_.find(text);
     return it == ids_.end() ? -1 : it->second;
 }
 
 std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
+    std::vector<Span> spans;
+    pre_tokenize(text, spans);
+    std::vector<std::string> pieces;
+    pieces.reserve(spans.size());
+    for (const Span& p : spans) pieces.emplace_back(text.substr(p.at, p.len));
+    return pieces;
+}
+
+void Tokenizer::pre_tokenize(std::string_view text, std::vector<Span>& pieces) const {
     struct Cp {
         size_t at, len;
         Cls cls;
@@ -266,11 +310,11 @@ std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
         cps.push_back({i, len, classify(cp, marks_are_letters_)});
         i += len;
     }
-    std::vector<std::string> pieces;
+    pieces.clear();
     const size_t n = cps.size();
     auto emit = [&](size_t from, size_t to) {  // code points [from, to)
         const size_t end = to < n ? cps[to].at : text.size();
-        pieces.emplace_back(text.substr(cps[from].at, end - cps[from].at));
+        pieces.push_back({cps[from].at, end - cps[from].at});
     };
     auto run = [&](size_t from, Cls cls, size_t max = SIZE_MAX) {
         size_t j = from;
@@ -316,51 +360,56 @@ std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
             i = j;
         }
     }
-    return pieces;
 }
 
 namespace {
 
-// The merging both tokenizers share: symbols are spans of `text` in a linked list (one per
-// character or byte to begin with, `lengths` giving their sizes). Candidate merges of adjacent
-// symbols wait in a queue, best first and leftmost on ties (the reference tokenizers' order);
-// `priority(l, r)` gives a candidate's priority (higher merges first) or nullopt where the pair
-// does not merge. A candidate whose sides changed since it was queued is stale and skipped.
-// Each merge queues at most two candidates, so n symbols cost O(n log n). Returns the spans
-// left, in order.
-template <typename Priority>
-std::vector<std::string_view> merge_symbols(std::string_view text,
-                                            const std::vector<size_t>& lengths, Priority priority) {
-    struct Symbol {
-        int prev, next;
-        size_t at, len;
-    };
-    std::vector<Symbol> sym;
-    sym.reserve(lengths.size());
-    size_t at = 0;
-    for (size_t len : lengths) {
-        const int n = static_cast<int>(sym.size());
-        sym.push_back({n - 1, n + 1, at, len});
-        at += len;
+// A symbol of the merging: a span of the text and the id of its string (a token id, a BPE
+// merge's own id for strings that are no token, or -1), linked to its neighbours.
+struct Symbol {
+    int prev, next;
+    size_t at, len;
+    int32_t id;
+};
+
+// What joining two adjacent symbols gives: the join's priority (higher merges first) and id.
+struct Join {
+    double priority;
+    int32_t id;
+};
+
+// The merging both tokenizers share. `sym` holds one symbol per character or byte to begin
+// with (at, len, id; the links are set here). Candidate joins of adjacent symbols wait in a
+// queue, best first and leftmost on ties (the reference tokenizers' order); `join(l, r)` gives
+// a candidate's Join, or nullopt where the pair does not merge. A candidate whose sides changed
+// since it was queued is stale and skipped. Each merge queues at most two candidates, so n
+// symbols cost O(n log n). The symbols left are those reached from sym[0] by `next`.
+template <typename JoinOf>
+void merge_symbols(std::vector<Symbol>& sym, JoinOf join) {
+    if (sym.empty()) return;
+    for (size_t k = 0; k < sym.size(); ++k) {
+        sym[k].prev = static_cast<int>(k) - 1;
+        sym[k].next = static_cast<int>(k) + 1;
     }
-    if (sym.empty()) return {};
     sym.back().next = -1;
     struct Candidate {
         double priority;
         int left, right;
         size_t len;  // both sides' length when queued
+        int32_t id;
         bool operator<(const Candidate& o) const {
             return priority != o.priority ? priority < o.priority : left > o.left;
         }
     };
-    std::priority_queue<Candidate> queue;
+    std::vector<Candidate> heap;
+    heap.reserve(sym.size());
+    std::priority_queue<Candidate> queue(std::less<Candidate>(), std::move(heap));
     const auto consider = [&](int l, int r) {
         if (l < 0 || r < 0) return;
         const Symbol& sl = sym[size_t(l)];
         const Symbol& sr = sym[size_t(r)];
-        if (const std::optional<double> p =
-                priority(text.substr(sl.at, sl.len), text.substr(sr.at, sr.len)))
-            queue.push({*p, l, r, sl.len + sr.len});
+        if (const std::optional<Join> j = join(sl, sr))
+            queue.push({j->priority, l, r, sl.len + sr.len, j->id});
     };
     for (int k = 1; k < static_cast<int>(sym.size()); ++k) consider(k - 1, k);
     while (!queue.empty()) {
@@ -370,16 +419,13 @@ std::vector<std::string_view> merge_symbols(std::string_view text,
         Symbol& r = sym[size_t(c.right)];
         if (l.len == 0 || r.len == 0 || l.next != c.right || l.len + r.len != c.len) continue;
         l.len += r.len;
+        l.id = c.id;
         r.len = 0;
         l.next = r.next;
         if (r.next >= 0) sym[size_t(r.next)].prev = c.left;
         consider(l.prev, c.left);
         consider(c.left, l.next);
     }
-    std::vector<std::string_view> out;
-    for (int i = 0; i >= 0; i = sym[size_t(i)].next)
-        out.push_back(text.substr(sym[size_t(i)].at, sym[size_t(i)].len));
-    return out;
 }
 
 }  // namespace
@@ -389,33 +435,32 @@ void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
     const ByteAlphabet& a = alphabet();
     std::string text;
     text.reserve(piece.size() * 2);
-    std::vector<size_t> lengths;
-    lengths.reserve(piece.size());
+    std::vector<Symbol> sym;
+    sym.reserve(piece.size());
     for (char ch : piece) {
-        const std::string& spelling = a.spelling[static_cast<uint8_t>(ch)];
-        lengths.push_back(spelling.size());
-        text += spelling;
+        const auto b = static_cast<uint8_t>(ch);
+        sym.push_back({0, 0, text.size(), a.spelling[b].size(), byte_symbol_[b]});
+        text += a.spelling[b];
     }
-    std::string key;
-    const auto rank = [&](std::string_view l, std::string_view r) -> std::optional<double> {
-        key.assign(l).append(" ").append(r);
-        const auto it = merge_rank_.find(key);
-        if (it == merge_rank_.end()) return std::nullopt;
-        return -double(it->second);
-    };
-    for (std::string_view sv : merge_symbols(text, lengths, rank)) {
-        const std::string s(sv);
-        const auto it = ids_.find(s);
-        if (it != ids_.end()) {
-            out.push_back(it->second);
+    merge_symbols(sym, [&](const Symbol& l, const Symbol& r) -> std::optional<Join> {
+        if (l.id < 0 || r.id < 0) return std::nullopt;
+        const auto it = merges_.find(uint64_t(uint32_t(l.id)) << 32 | uint32_t(r.id));
+        if (it == merges_.end()) return std::nullopt;
+        return Join{-double(it->second.rank), it->second.result};
+    });
+    for (int i = 0; !sym.empty() && i >= 0; i = sym[size_t(i)].next) {
+        const Symbol& s = sym[size_t(i)];
+        if (s.id >= 0 && s.id < n_vocab()) {
+            out.push_back(s.id);
             continue;
         }
-        // Not in the vocabulary: its bytes one by one (every byte-level vocabulary has them).
-        for (size_t k = 0; k < s.size();) {
-            const auto [cp, len] = code_point(s, k);
-            (void)cp;
-            const auto bt = ids_.find(s.substr(k, len));
-            if (bt != ids_.end()) out.push_back(bt->second);
+        // Not in the vocabulary: its characters one by one (every byte-level vocabulary has
+        // them).
+        const std::string_view chars = std::string_view(text).substr(s.at, s.len);
+        for (size_t k = 0; k < chars.size();) {
+            const size_t len = code_point(chars, k).second;
+            if (const auto bt = ids_.find(chars.substr(k, len)); bt != ids_.end())
+                out.push_back(bt->second);
             k += len;
         }
     }
@@ -430,23 +475,27 @@ void Tokenizer::spm(std::string_view part, bool space_prefix, std::vector<int32_
             text += c;
     }
     // One symbol per character; merges by the merged token's score, highest first.
-    std::vector<size_t> lengths;
+    const std::string_view view(text);
+    std::vector<Symbol> sym;
     for (size_t i = 0; i < text.size();) {
-        lengths.push_back(code_point(text, i).second);
-        i += lengths.back();
+        const size_t len = code_point(text, i).second;
+        sym.push_back({0, 0, i, len, find(view.substr(i, len))});
+        i += len;
     }
-    const auto score = [&](std::string_view l, std::string_view r) -> std::optional<double> {
-        const auto it = ids_.find(std::string(l).append(r));
+    std::string key;
+    merge_symbols(sym, [&](const Symbol& l, const Symbol& r) -> std::optional<Join> {
+        key.assign(view.substr(l.at, l.len)).append(view.substr(r.at, r.len));
+        const auto it = ids_.find(key);
         if (it == ids_.end()) return std::nullopt;
-        return double(scores_[size_t(it->second)]);
-    };
-    for (std::string_view sv : merge_symbols(text, lengths, score)) {
-        const std::string piece(sv);
-        if (const auto it = ids_.find(piece); it != ids_.end()) {
-            out.push_back(it->second);
+        return Join{double(scores_[size_t(it->second)]), it->second};
+    });
+    for (int i = 0; !sym.empty() && i >= 0; i = sym[size_t(i)].next) {
+        const Symbol& s = sym[size_t(i)];
+        if (s.id >= 0) {
+            out.push_back(s.id);
             continue;
         }
-        for (char ch : piece) {  // byte fallback
+        for (char ch : view.substr(s.at, s.len)) {  // byte fallback
             const int32_t b = byte_token_[static_cast<uint8_t>(ch)];
             if (b >= 0 || unk_ >= 0) out.push_back(b >= 0 ? b : unk_);
             if (b < 0) break;  // one unknown token for the whole character
@@ -459,6 +508,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
     std::vector<int32_t> out;
     if (add_bos && bos_ >= 0) out.push_back(bos_);
     bool after_added = true;  // SentencePiece: the space prefix goes here
+    std::vector<Span> pieces;
     for (const AddedTokens::Fragment& f : added_.split(text, parse_special)) {
         if (f.id >= 0) {
             out.push_back(f.id);
@@ -469,7 +519,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
         if (spm_) {
             spm(part, add_space_prefix_ && after_added, out);
         } else {
-            for (const std::string& p : pre_tokenize(part)) bpe(p, out);
+            pre_tokenize(part, pieces);
+            for (const Span& p : pieces) bpe(part.substr(p.at, p.len), out);
         }
         after_added = false;
     }

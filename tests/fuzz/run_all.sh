@@ -3,15 +3,17 @@
 # (-fsanitize=fuzzer,address,undefined) in WORKDIR (default: a temporary folder) and seeded with
 # the committed corpora; fails on any crash, leak, timeout or sanitizer report and prints the
 # executions of each target:
-#   tokenizer     any bytes through the DeepSeek-LLM vocabulary: encode (with and without
-#                 special tokens), decode of the ids and of the bytes as ids; 2 s per input
+#   tokenizer     any bytes through the DeepSeek-LLM vocabulary: encode (with or without
+#                 special tokens, and as a chat turn: the first byte picks), decode of the ids
+#                 and of the bytes as ids; 2 s per input
 #   config        any text as a configuration file (SY_FUZZ_CONFIG_REPLAY=1: replay its corpus only)
 #   cost_table    any text as a cost table, and what parses written back and read again
 #   model         any bytes as a DeepSeek2 model file, loaded short of computing (seeded with two
 #                 micro models the target writes)
 #   gguf_reader   any bytes as a GGUF file (tests/gguf/fuzz)
 # SY_FUZZ_TARGETS="a b" runs only those; SY_FUZZ_FLAGS adds libFuzzer flags to every run (a long
-# run: SY_FUZZ_FLAGS="-runs=10000000 -max_total_time=0").
+# run: SY_FUZZ_FLAGS="-runs=10000000 -max_total_time=0"); SY_FUZZ_JOBS=N runs N processes per
+# target (with -runs, each makes that many).
 # Usage: tests/fuzz/run_all.sh [SECONDS] [WORKDIR]
 set -euo pipefail
 seconds=${1:-60}
@@ -60,19 +62,36 @@ for entry in "${pids[@]}"; do
 done
 
 failed=0
+# SY_FUZZ_JOBS=N runs N libFuzzer processes per target on one corpus (libFuzzer's -jobs and
+# -workers; each picks up what the others find); the executions reported are their sum.
+jobs=${SY_FUZZ_JOBS:-1}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "run_all.sh: SY_FUZZ_JOBS must be a positive count"; exit 2; }
 run() {  # NAME TIMEOUT MAX_LEN MALLOC_LIMIT_MB CORPUS...
   local name=$1 timeout=$2 max_len=$3 malloc_limit=$4
   shift 4
   mkdir -p "$work/$name-corpus"
-  local log="$work/$name.log"
-  if "$work/$name" "$work/$name-corpus" "$@" -max_total_time="$seconds" -timeout="$timeout" \
-      -rss_limit_mb=2048 -malloc_limit_mb="$malloc_limit" -max_len="$max_len" -print_final_stats=1 \
-      -artifact_prefix="$work/$name-" "${extra[@]}" >"$log" 2>&1; then
-    echo "$name: $(sed -n 's/^stat::number_of_executed_units: *//p' "$log") executions in" \
-      "$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log") s, no failure"
+  local log="$work/$name.log" logs=("$work/$name.log") parallel=() start
+  if [ "$jobs" -gt 1 ]; then
+    rm -rf "$work/$name-jobs" && mkdir -p "$work/$name-jobs"
+    parallel=(-jobs="$jobs" -workers="$jobs")
+    logs=()
+    for ((k = 0; k < jobs; ++k)); do logs+=("$work/$name-jobs/fuzz-$k.log"); done
+  fi
+  start=$(date +%s)
+  if (cd "$work/$name-jobs" 2>/dev/null || cd "$work"
+      "$work/$name" "$work/$name-corpus" "$@" -max_total_time="$seconds" -timeout="$timeout" \
+        -rss_limit_mb=2048 -malloc_limit_mb="$malloc_limit" -max_len="$max_len" \
+        -print_final_stats=1 -artifact_prefix="$work/$name-" "${extra[@]}" "${parallel[@]}") \
+      >"$log" 2>&1; then
+    local runs
+    runs=$(cat "${logs[@]}" | sed -n 's/^stat::number_of_executed_units: *//p' |
+           awk '{s += $1} END {print s}')
+    echo "$name: $runs executions in $(($(date +%s) - start)) s$([ "$jobs" -gt 1 ] &&
+         echo " ($jobs processes)"), no failure"
   else
-    echo "$name: FAILED (log: $log; reproducer in $work/)"
-    tail -n 30 "$log"
+    echo "$name: FAILED (log: $log$([ "$jobs" -gt 1 ] && echo " and $work/$name-jobs/");" \
+         "reproducer in $work/)"
+    tail -n 30 "${logs[@]}"
     failed=1
   fi
 }

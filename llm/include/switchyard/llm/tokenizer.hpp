@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,14 +66,34 @@ class Tokenizer {
     std::vector<std::string> pre_tokenize(std::string_view text) const;
 
   private:
+    // A span of text: its start and length in bytes.
+    struct Span {
+        size_t at, len;
+    };
+    // The lookup of a string_view in a map keyed by std::string, without a copy.
+    struct StringHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    // A merge `left right`: its rank (lower merges first) and the id of what it makes.
+    struct Merge {
+        int32_t rank, result;
+    };
+
+    void pre_tokenize(std::string_view text, std::vector<Span>& pieces) const;
     void bpe(std::string_view piece, std::vector<int32_t>& out) const;
     void spm(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const;
     void read_spm(const gguf::Reader& file);
 
     std::vector<std::string> tokens_;
     std::vector<int32_t> types_;
-    std::unordered_map<std::string, int32_t> ids_;
-    std::unordered_map<std::string, int32_t> merge_rank_;  // "left right" -> rank
+    std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> ids_;
+    // Byte-level BPE's merges keyed by (left id << 32 | right id). The ids are token ids, or,
+    // for strings the merges name that are no token, ids from n_vocab() up (never emitted:
+    // such a symbol falls back to its bytes). byte_symbol_[b] is the id of byte b's spelling,
+    // -1 when no token or merge names it.
+    std::unordered_map<uint64_t, Merge> merges_;
+    std::array<int32_t, 256> byte_symbol_{};
     AddedTokens added_;
     std::string pre_;
     bool digits_whole_ = false;
