@@ -63,7 +63,7 @@ const validation::Backend& rules() {
 
 }  // namespace
 
-const validation::CapabilityTable& BlasBackend::capabilities() {
+const validation::CapabilityTable& BlasBackend::capability_table() {
     static const validation::CapabilityTable t{rules().rows, rules().row_count};
     return t;
 }
@@ -227,14 +227,22 @@ sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params,
     return sdk::ok();
 }
 
-sy_status BlasBackend::buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer) {
-    if (sy_status s = check_device(device, "buffer_alloc"); s.code) return s;
-    return buffers_.alloc(size, buffer);
+sy_status BlasBackend::capabilities(const sy_capability** rows, size_t* count) {
+    *rows = capability_table().rows;
+    *count = capability_table().count;
+    return sdk::ok();
 }
 
-sy_status BlasBackend::copy_tensors(const sy_copy* copies, size_t count) {
-    if (sy_status s = sdk::validate_host_copies(copies, count); s.code) return s;
-    for (size_t i = 0; i < count; ++i) sdk::copy_tensor_bytes(*copies[i].src, *copies[i].dst);
+namespace {
+const sy_named_op_info kNamedOps[] = {
+    {sizeof(sy_named_op_info), SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+     "routed experts' up and gate products as one GEMM per expert, then the activation"},
+};
+}  // namespace
+
+sy_status BlasBackend::named_ops(const sy_named_op_info** ops, size_t* count) {
+    *ops = kNamedOps;
+    *count = std::size(kNamedOps);
     return sdk::ok();
 }
 
@@ -332,7 +340,8 @@ sy_status BlasBackend::set_option(const char* key, const char* value) {
     if (std::strcmp(key, "f16_weights") == 0) {
         if (std::strcmp(value, "bf16") != 0 && std::strcmp(value, "f32") != 0)
             return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                              "set_option: f16_weights = '%s'; expected f32 (exact) or bf16", value);
+                              "set_option: f16_weights = '%s'; expected f32 (exact) or bf16",
+                              value);
         const bool bf16 = std::strcmp(value, "bf16") == 0;
         if (bf16 != ws_.f16_to_bf16) {
             ws_.f16_to_bf16 = bf16;

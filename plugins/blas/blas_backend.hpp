@@ -1,6 +1,7 @@
 // The plugin context behind sy_plugin_api.ctx: one device computing on host memory (the CPU's,
 // shared with the CPU plugin, so work moves between them without copies), running matrix
-// products through a GEMM engine (engine.hpp). plugin_entry.cpp turns the C table into calls here.
+// products through a GEMM engine (engine.hpp). Published as the plugin's function table by
+// sdk::publish_plugin (plugin_entry.cpp), which checks pointers and device indices first.
 //
 // Locking: mutex_ guards the engine, the workspace and the measured rates; every entry point
 // that touches them holds it (the host never calls from two threads at once, but calls may come
@@ -22,7 +23,7 @@
 
 namespace sy::blas {
 
-class BlasBackend {
+class BlasBackend : public sdk::HostMemory {
   public:
     // Loads the default engine (oneDNN, else OpenBLAS); throws std::runtime_error with every
     // engine's reason when none loads.
@@ -30,15 +31,14 @@ class BlasBackend {
 
     // Stable for the plugin's lifetime (the host keeps the pointer); the text follows the engine.
     const char* build_info() const { return build_info_.data(); }
-    static const validation::CapabilityTable& capabilities();
+    static const validation::CapabilityTable& capability_table();
+    sy_status capabilities(const sy_capability** rows, size_t* count);
+    sy_status named_ops(const sy_named_op_info** ops, size_t* count);
 
     sy_status device_props(int32_t device, sy_device_props* props);
     sy_status supports(int32_t device, const sy_node* node, int32_t* supported);
     sy_status estimate(int32_t device, const sy_node* node, double* nanoseconds);
     sy_status cost_params(int32_t device, const sy_cost_param** params, size_t* count);
-    sy_status buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer);
-    sdk::HostBuffers& buffers() { return buffers_; }
-    sy_status copy_tensors(const sy_copy* copies, size_t count);
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
     sy_status check_device(int32_t device, const char* fn) const;
     sy_status set_option(const char* key, const char* value);
@@ -61,8 +61,6 @@ class BlasBackend {
     static constexpr size_t kCostParams = 31;
     std::array<sy_cost_param, kCostParams> cost_params_{};
     size_t cost_param_count_ = 0;
-
-    sdk::HostBuffers buffers_;
 };
 
 }  // namespace sy::blas

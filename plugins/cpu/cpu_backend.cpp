@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <thread>
 
 #include "capabilities.hpp"
 #include "compute.hpp"
+#include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
@@ -65,10 +67,9 @@ CpuBackend::Rates CpuBackend::rates() {
     Rates r;
     r.threads = threads;
     r.clock_hz = clock_hz_;
-    // Two FMA pipes (2 flops per lane each) per cycle per thread, as on Haswell+ and Zen cores.
-    // Checked on this project's 2-vCPU EPYC machines: an f16 GEMM of 512 rows by
-    // switchyard-gemv-bench reached 266 GFLOP/s against 268 from this formula. SMT siblings share
-    // the pipes, so on an SMT machine this overstates the peak by up to 2x.
+    // Two FMA pipes (2 flops per lane each) per cycle per thread, as on Haswell+ and Zen cores;
+    // a measured f16 GEMM came close to this formula (docs/design-measurements.md#cpu-peak-flops).
+    // SMT siblings share the pipes, so on an SMT machine this overstates the peak by up to 2x.
     r.cost.peak_flops = double(threads) * variant_.f32_lanes * 2.0 * 2.0 * clock_hz_;
     r.cost.memory_bandwidth =
         memory_gbps_ > 0 ? memory_gbps_ * 1e9 : calibration_->memory_bandwidth;
@@ -157,9 +158,28 @@ sy_status CpuBackend::cost_params(int32_t device, const sy_cost_param** params, 
     return sdk::ok();
 }
 
-sy_status CpuBackend::buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer) {
-    if (sy_status s = check_device(device, "buffer_alloc"); s.code) return s;
-    return buffers_.alloc(size, buffer);
+sy_status CpuBackend::capabilities(const sy_capability** rows, size_t* count) {
+    const validation::CapabilityTable table = capability_table();
+    *rows = table.rows;
+    *count = table.count;
+    return sdk::ok();
+}
+
+namespace {
+const sy_named_op_info kNamedOps[] = {
+    {sizeof(sy_named_op_info), SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+     "routed experts' up and gate products, activation and multiply in one pass"},
+    {sizeof(sy_named_op_info), SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION,
+     "attention with an online softmax over blocks of keys (no K.Q matrix)"},
+    {sizeof(sy_named_op_info), SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION,
+     "latent attention of absorbed queries against the [k_rope | c_kv] cache, flash-style"},
+};
+}  // namespace
+
+sy_status CpuBackend::named_ops(const sy_named_op_info** ops, size_t* count) {
+    *ops = kNamedOps;
+    *count = std::size(kNamedOps);
+    return sdk::ok();
 }
 
 sy_status CpuBackend::copy_tensors(const sy_copy* copies, size_t count) {

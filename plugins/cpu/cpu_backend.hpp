@@ -1,5 +1,6 @@
-// The plugin context behind sy_plugin_api.ctx: one CPU device computing on host memory with a
-// persistent thread pool. plugin_entry.cpp turns the C function table into calls on this class.
+// The CPU backend: one device computing on host memory with a persistent thread pool. Published
+// as the plugin's function table by sdk::publish_plugin (plugin_entry.cpp, switchyard/plugin.hpp),
+// which checks pointers and device indices before these members run.
 //
 // Locking. run_mutex_ guards the pool (it runs one job at a time and is replaced when the thread
 // count changes) and the interleaved weights: compute, copy_tensors, set_option,
@@ -24,18 +25,19 @@
 
 namespace sy::cpu {
 
-class CpuBackend {
+class CpuBackend : public sdk::HostMemory {
   public:
     CpuBackend(const sy_host_api& host, const VariantInfo& variant);
 
     const char* build_info() const { return build_info_.c_str(); }
 
     sy_status device_props(int32_t device, sy_device_props* props);
+    sy_status capabilities(const sy_capability** rows, size_t* count);
+    sy_status named_ops(const sy_named_op_info** ops, size_t* count);
     sy_status supports(int32_t device, const sy_node* node, int32_t* supported);
     sy_status estimate(int32_t device, const sy_node* node, double* nanoseconds);
     sy_status cost_params(int32_t device, const sy_cost_param** params, size_t* count);
-    sy_status buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer);
-    HostBuffers& buffers() { return buffers_; }
+    // In parallel on the pool (hides HostMemory's, which copies on the calling thread).
     sy_status copy_tensors(const sy_copy* copies, size_t count);
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
     sy_status check_device(int32_t device, const char* fn) const;
@@ -73,8 +75,6 @@ class CpuBackend {
     // copies of Q4_0 / Q8_0 weights, made on first use (under run_mutex_).
     bool repack_ = true;
     InterleavedWeights interleaved_;
-
-    HostBuffers buffers_;
 };
 
 }  // namespace sy::cpu

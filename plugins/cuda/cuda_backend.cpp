@@ -121,7 +121,8 @@ sy_status CudaBackend::init_device(Device& d) {
         d.cublas_workspace = nullptr;
     }
     // The error word in mapped host memory: after the stream's synchronization the host reads
-    // it where it is, without another round trip over the link (a copy costs ~7 us here).
+    // it where it is, without another round trip over the link (a copy costs microseconds:
+    // docs/design-measurements.md#cuda-error-word).
     void* host_word = nullptr;
     if (cudaHostAlloc(&host_word, sizeof(int), cudaHostAllocMapped) == cudaSuccess &&
         cudaHostGetDevicePointer(reinterpret_cast<void**>(&d.error_word), host_word, 0) ==
@@ -202,6 +203,13 @@ const LinkRates& CudaBackend::link_rates(Device& d) {
     if (host) cudaFreeHost(host);
     d.link = r;
     return *d.link;
+}
+
+sy_status CudaBackend::capabilities(const sy_capability** rows, size_t* count) {
+    const validation::CapabilityTable table = capability_table();
+    *rows = table.rows;
+    *count = table.count;
+    return sdk::ok();
 }
 
 sy_status CudaBackend::device_props(int32_t device, sy_device_props* props) {

@@ -1,7 +1,7 @@
-// The plugin context behind sy_plugin_api.ctx: the CUDA devices of this machine (zero on a
-// machine without a GPU or driver), each with a stream, a cuBLAS handle, a scratch arena and an
-// error word the kernels write when an index read on the device is out of range.
-// plugin_entry.cpp turns the C function table into calls on this class.
+// The CUDA backend: the CUDA devices of this machine (zero on a machine without a GPU or
+// driver), each with a stream, a cuBLAS handle, a scratch arena and an error word the kernels
+// write when an index read on the device is out of range. Published as the plugin's function
+// table by sdk::publish_plugin (plugin_entry.cpp), which checks pointers and device indices first.
 //
 // Execution. compute() enqueues a node list on the device's stream and waits for it before it
 // returns, so that an out-of-range index found by a kernel is reported by the compute() call
@@ -12,12 +12,12 @@
 // stream into a graph the second time and replayed from then on: one launch instead of one per
 // kernel. A list that changes every time (the attention of a decode step reads one more cached
 // token) is launched kernel by kernel: capturing it anew each time and updating the graph cost
-// as much as the launches it saves (lite Q4_0 on an H100: 87 t/s with that, 95 without).
+// as much as the launches it saves (docs/design-measurements.md#cuda-graphs).
 // Anything that cannot be captured (an arena that has to grow, a refused instantiation) falls
 // back to launching the nodes one by one. Off unless the plugin option `graphs` = "on": the
-// lists of this project's models rarely come back unchanged, and on the H100 (3 interleaved
-// runs each, 128 tokens) it gained nothing: mini Q4_0 on the GPU 595-635 t/s with it, 616-640
-// without; lite Q4_0 with --cpu-moe 38.3-40.2 with it, 40.1-44.9 without.
+// lists of this project's models rarely come back unchanged, and graphs gained nothing in
+// generation, with the whole model on the GPU or with the routed experts on the cpu (same
+// section).
 #pragma once
 
 #include <cublas_v2.h>
@@ -83,11 +83,18 @@ class CudaBackend {
     int32_t device_count() const { return int32_t(devices_.size()); }
 
     sy_status device_props(int32_t device, sy_device_props* props);
+    sy_status capabilities(const sy_capability** rows, size_t* count);
     sy_status supports(int32_t device, const sy_node* node, int32_t* supported);
     sy_status estimate(int32_t device, const sy_node* node, double* nanoseconds);
     sy_status cost_params(int32_t device, const sy_cost_param** params, size_t* count);
     sy_status buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer);
-    DeviceBuffers& buffers() { return buffers_; }
+    sy_status buffer_free(sy_buffer* buffer) { return buffers_.free(buffer); }
+    sy_status buffer_set(const sy_buffer* buffer, uint64_t offset, const void* src, uint64_t size) {
+        return buffers_.set(buffer, offset, src, size);
+    }
+    sy_status buffer_get(const sy_buffer* buffer, uint64_t offset, void* dst, uint64_t size) {
+        return buffers_.get(buffer, offset, dst, size);
+    }
     sy_status copy_tensors(const sy_copy* copies, size_t count);
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
     sy_status synchronize(int32_t device);
@@ -113,7 +120,7 @@ class CudaBackend {
     const sy_host_api host_;
     std::string build_info_;
     std::vector<Device> devices_;
-    std::mutex mutex_;  // compute, copies and calibration: one at a time per plugin
+    std::mutex mutex_;             // compute, copies and calibration: one at a time per plugin
     bool graphs_enabled_ = false;  // option `graphs`
     static constexpr size_t kCostParamCount = 7;
     std::vector<std::array<sy_cost_param, kCostParamCount>> cost_params_;

@@ -129,7 +129,7 @@ typedef struct sy_buffer {
 #define SY_MAX_DIMS 4
 
 typedef struct sy_tensor {
-    uint32_t struct_size;
+    uint32_t struct_size;    /* since ABI 1.0, as every member up to name */
     int32_t type;            /* sy_dtype */
     int64_t ne[SY_MAX_DIMS]; /* elements per dimension; unused dimensions are 1 */
     int64_t nb[SY_MAX_DIMS]; /* byte strides; for block-quantized types nb[0] is the block size
@@ -137,8 +137,8 @@ typedef struct sy_tensor {
     void* data;              /* address of element (0,0,0,0) in the owning buffer's space */
     const sy_buffer* buffer; /* owning buffer, or NULL for host memory not owned by a plugin */
     const char* name;        /* for messages; may be NULL */
-    /* ABI 1.1. Nonzero: the bytes are constant (a model's weights): they do not change while the
-     * id is in use, so a plugin may keep what it derives from them (a converted or reordered
+    /* Since ABI 1.1. Nonzero: the bytes are constant (a model's weights): they do not change while
+     * the id is in use, so a plugin may keep what it derives from them (a converted or reordered
      * copy), keyed by this id and the address, until the host calls release_constants with the
      * id. Ids are never reused within a process. 0: the bytes may change between calls (inputs,
      * intermediates, the KV cache). Read it only when SY_HAS_FIELD(t, constant_id). */
@@ -156,7 +156,7 @@ typedef struct sy_tensor {
 #define SY_MAX_PARAMS 16
 
 typedef struct sy_node {
-    uint32_t struct_size;
+    uint32_t struct_size;      /* since ABI 1.0, as every member */
     int32_t op;                /* sy_op */
     const char* named_op;      /* "moe.fused_up_gate" when op == SY_OP_NAMED, else NULL */
     uint32_t named_op_version; /* schema version of the named op */
@@ -185,8 +185,8 @@ typedef enum sy_device_kind {
 } sy_device_kind;
 
 typedef struct sy_device_props {
-    uint32_t struct_size;
-    char name[128]; /* "AMD EPYC 9B14 (2 threads)", "NVIDIA H100 80GB HBM3" */
+    uint32_t struct_size; /* since ABI 1.0, as every member */
+    char name[128];       /* "AMD EPYC 9B14 (2 threads)", "NVIDIA H100 80GB HBM3" */
     char description[256];
     int32_t kind;          /* sy_device_kind */
     int32_t compute_units; /* threads, SMs ... */
@@ -246,7 +246,7 @@ typedef enum sy_log_level {
 } sy_log_level;
 
 typedef struct sy_host_api {
-    uint32_t struct_size;
+    uint32_t struct_size; /* since ABI 1.0, as every member */
     uint32_t abi_major;
     uint32_t abi_minor;
     const char* host_version;
@@ -259,10 +259,25 @@ typedef struct sy_host_api {
 
 /* ---------------------------------------------------------------------------------------------
  * What a plugin gives the host: its function table. Function pointers that a plugin does not
- * implement are NULL (estimate, named_ops, cost_params, set_option are optional).
+ * implement are NULL (estimate, cost_params, named_ops, set_option and release_constants are
+ * optional). In C++, switchyard/plugin.hpp builds this table from a class.
+ *
+ * Life cycle, in the order the host calls:
+ *   1. probe    sy_plugin_probe (optional export): may this build run here, and how well?
+ *   2. init     sy_plugin_init: version checks, the table filled; a plugin that cannot run
+ *               returns SY_ERR_REFUSED with the reason (no table is used after a failed init,
+ *               and shutdown is not called).
+ *   3. devices  device_count, device_props: what the scheduler plans with.
+ *   4. supports capabilities once (the type table), supports per node (shapes, strides); the
+ *               host never sends compute a node that supports refused.
+ *   5. estimate estimate per node and cost_params (optional): the cost hints of placement.
+ *   6. buffers  buffer_alloc, buffer_set/get, copy_tensors: weights, caches and activations.
+ *   7. compute  compute lists of nodes per device, in order; synchronize waits for them.
+ *   8. release  release_constants when a model is unloaded; buffer_free for each buffer;
+ *               shutdown last, once, before dlclose.
  * ------------------------------------------------------------------------------------------- */
 typedef struct sy_plugin_api {
-    uint32_t struct_size;
+    uint32_t struct_size; /* since ABI 1.0, as every member below unless it says otherwise */
     uint32_t abi_major;
     uint32_t abi_minor;
     void* ctx; /* passed back as the first argument of every call */
@@ -274,13 +289,14 @@ typedef struct sy_plugin_api {
 
     /* devices */
     sy_status (*device_count)(void* ctx, int32_t* count);
+    /* Fills at most props->struct_size bytes and sets struct_size to what it filled. */
     sy_status (*device_props)(void* ctx, int32_t device, sy_device_props* props);
 
     /* capability */
     sy_status (*capabilities)(void* ctx, const sy_capability** rows, size_t* count);
     sy_status (*supports)(void* ctx, int32_t device, const sy_node* node, int32_t* supported);
 
-    /* cost hints */
+    /* cost hints (optional) */
     sy_status (*estimate)(void* ctx, int32_t device, const sy_node* node, double* nanoseconds);
     sy_status (*cost_params)(void* ctx, int32_t device, const sy_cost_param** params,
                              size_t* count);
@@ -298,18 +314,18 @@ typedef struct sy_plugin_api {
     sy_status (*compute)(void* ctx, int32_t device, const sy_node* const* nodes, size_t count);
     sy_status (*synchronize)(void* ctx, int32_t device);
 
-    /* named ops */
+    /* named ops (optional) */
     sy_status (*named_ops)(void* ctx, const sy_named_op_info** ops, size_t* count);
 
-    /* options: "threads" = "8", ... Unknown keys return SY_ERR_UNSUPPORTED. */
+    /* options (optional): "threads" = "8", ... Unknown keys return SY_ERR_UNSUPPORTED. */
     sy_status (*set_option)(void* ctx, const char* key, const char* value);
 
     /* Frees everything the plugin holds and stops its threads; called once, before unload. */
     void (*shutdown)(void* ctx);
 
-    /* ABI 1.1, optional (NULL, or absent when the plugin's struct_size ends before it). The host
-     * will not pass tensors with this constant_id again (their model was unloaded): the plugin
-     * frees whatever it kept for them. */
+    /* Since ABI 1.1, optional (NULL, or absent when the plugin's struct_size ends before it). The
+     * host will not pass tensors with this constant_id again (their model was unloaded): the
+     * plugin frees whatever it kept for them. */
     sy_status (*release_constants)(void* ctx, uint64_t constant_id);
 } sy_plugin_api;
 
@@ -320,10 +336,10 @@ typedef struct sy_plugin_api {
 #define SY_PLUGIN_PROBE_SYMBOL "sy_plugin_probe"
 
 typedef struct sy_probe_info {
-    uint32_t struct_size;
-    const char* name;    /* backend name, the same as sy_plugin_api.name */
-    const char* variant; /* "avx2", "avx512", "generic" ... */
-    int32_t score;       /* 0: cannot run on this machine; otherwise higher is better */
+    uint32_t struct_size; /* since ABI 1.0, as every member */
+    const char* name;     /* backend name, the same as sy_plugin_api.name */
+    const char* variant;  /* "avx2", "avx512", "generic" ... */
+    int32_t score;        /* 0: cannot run on this machine; otherwise higher is better */
 } sy_probe_info;
 
 typedef sy_status (*sy_plugin_init_fn)(const sy_host_api* host, sy_plugin_api* api);

@@ -12,6 +12,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "switchyard/dtype.h"
 #include "switchyard/ops.h"
@@ -39,12 +40,27 @@ inline sy_status error(int32_t code, const char* format, ...) {
     return sy_status{code, message.c_str()};
 }
 
+// An error with its status code, for C++ plugin code that throws rather than returns: guarded()
+// and publish_plugin() (plugin.hpp) turn it into a status with this code.
+class Failure : public std::exception {
+  public:
+    Failure(int32_t code, std::string message) : code_(code), message_(std::move(message)) {}
+    int32_t code() const noexcept { return code_; }
+    const char* what() const noexcept override { return message_.c_str(); }
+
+  private:
+    int32_t code_;
+    std::string message_;
+};
+
 // Runs `body` (returning sy_status) and turns any exception into a status naming `fn`: the
 // wrapper every C table function of a C++ plugin needs, as nothing may unwind across the ABI.
 template <typename Fn>
 sy_status guarded(const char* fn, Fn&& body) noexcept {
     try {
         return body();
+    } catch (const Failure& e) {
+        return error(e.code(), "%s: %s", fn, e.what());
     } catch (const std::bad_alloc&) {
         return error(SY_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     } catch (const std::exception& e) {
