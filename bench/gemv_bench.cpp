@@ -8,8 +8,9 @@
 // The plugin is loaded with plain dlopen: PATH, or the best-scoring libswitchyard-cpu-*.so of the
 // build tree. For each type, two weight matrices of K x N (default 4096 x 16384, larger than any
 // cache; 64 MiB in Q8_0 ... 256 MiB in F32) are filled with random blocks, and copies of them,
-// enough to span twice the last-level cache (which is ~500 MiB on some EPYC parts), and the GEMV
-// (one activation row) rotates through them, so every run streams its weights from memory. Printed:
+// enough to span twice the last-level cache (which can be hundreds of MiB on server parts:
+// docs/design-measurements.md#gemv-bench-llc-span), and the GEMV (one activation row) rotates
+// through them, so every run streams its weights from memory. Printed:
 // best and median ms, GB/s of weight bytes read (best run), and that as a share of --bandwidth
 // (e.g. from bench/membw.sh); then a GEMM (--gemm-rows activation rows, default 512)
 // in GFLOP/s (2 K N M flops).

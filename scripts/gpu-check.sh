@@ -12,7 +12,8 @@
 #   speed   generation (tg128) and prompt (pp512) on mini and lite fully on the GPU, and the
 #           GEMV/GEMM bench, with a device-to-device copy for the bandwidth ceiling
 #   hybrid  lite Q4_0 (or $HYBRID_PRESET) with the routed experts in host RAM on the CPU and the rest on the GPU
-#           (--cpu-moe -ngl 99; issue 9): pp512 and tg128 against the CPU alone, with [offload]
+#           (--cpu-moe -ngl 99; the target: at most 5% of generation lost to copies,
+#           synchronization and host work): pp512 and tg128 against the CPU alone, with [offload]
 #           overlap on and off, run's "generation time" line (copies + synchronization + host),
 #           a --profile of the decode steps, and plan's placement of the expert products
 set -u

@@ -262,8 +262,8 @@ Executor::StagingLayout Executor::staging_layout(
 // sizes are not in it. A cached plan serves a graph whose intermediates all fit the room it
 // reserved for them. When one has grown (a decode step's attention over one more cached token),
 // the plan is made again with a quarter more room for each tensor that grew, so the steps after
-// it reuse that plan (planning ~1100 nodes and binding them anew every step took 5-10% of a
-// decode step of lite on an H100).
+// it reuse that plan (planning every node and binding them anew each step took a noticeable
+// share of a decode step: docs/design-measurements.md#memory-plan-reuse).
 const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<const int32_t> order) {
     std::string key = graph.structure_signature(order);
     for (const auto& t : graph.tensors()) {

@@ -202,8 +202,8 @@ class Placer {
     // synchronization, one round trip over its link (the plugin's link latency), half of it
     // counted at each end. The scheduler runs consecutive nodes of one backend as one split, so
     // a cheap op that greedy put on the host between two device ops costs two more of them
-    // (lite Q4_0 on an H100 with --cpu-moe: 6 splits per layer and 157 copies per decode step
-    // without this term).
+    // (without this term a hybrid run splits each layer several times and copies far more per
+    // decode step: docs/design-measurements.md#split-boundary-cost).
     double boundary_ns(int32_t a, int32_t b) const {
         if (a == b) return 0.0;
         const auto sync = [&](int32_t x) {

@@ -866,11 +866,11 @@ int32_t Deepseek2Session::home_of(const Tensor& t) const {
 }
 
 // Placing a node asks every backend whether it supports the node and what it would cost; on a
-// real device that is a few microseconds per node and backend (lite on an H100 with --cpu-moe:
-// 4 ms per decode step, 15-18% of its time, when every step was placed anew). The graphs of
-// successive decode steps differ only in the sizes that follow the cache length, so a placement
-// is kept for graphs of the same structure, batch and power-of-two range of cached tokens
-// (the costs that grow with the cache are re-weighed when it doubles).
+// real device that adds up to a sizeable share of a decode step when every step is placed anew
+// (docs/design-measurements.md#placement-reuse). The graphs of successive decode steps differ
+// only in the sizes that follow the cache length, so a placement is kept for graphs of the same
+// structure, batch and power-of-two range of cached tokens (the costs that grow with the cache
+// are re-weighed when it doubles).
 const OpPlan& Deepseek2Session::plan(const Graph& graph, int64_t n_tokens, int64_t n_past) {
     const std::vector<int32_t> all = graph.all_nodes();
     std::string key = fmt::format("{}/{}/", n_tokens, std::bit_width(uint64_t(n_past))) +

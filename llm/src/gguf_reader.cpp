@@ -52,10 +52,9 @@ class MappedFile {
 
   private:
     // Reads the file into fresh anonymous memory. The memory stays writable: made read-only
-    // with mprotect, each 2 MiB page was read about 9x slower the first time after that (the
-    // 6.18 guest kernel of the test VM: 585 vs 67 us per page, read again at full speed), so
-    // every routed expert's first use in generation took 10x its time (~13% of the expert
-    // products in a 200-token run).
+    // with mprotect, each 2 MiB page was read much slower the first time after that (read again
+    // at full speed), so every routed expert's first use in generation took many times as long
+    // (docs/design-measurements.md#no-mmap-writable).
     void read_whole(const std::filesystem::path& path, int fd) {
         const uint64_t available = llm::available_memory();
         if (available > 0 && size_ > available)

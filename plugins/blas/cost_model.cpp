@@ -18,9 +18,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The fastest of at least `reps` runs, in ns, repeated until they have taken 10 ms: on a shared
-// 2-core VM a few runs in a row can all find a worker descheduled or slow to wake (passive
-// OpenMP workers sleep between products), which measured 10 to 45 us per product and half the
-// GEMM rate from one process to the next, and flipped placements that the tests check.
+// machine a few runs in a row can all find a worker descheduled or slow to wake (passive OpenMP
+// workers sleep between products), which made the per-product cost and the GEMM rate vary
+// widely from one process to the next, and flipped placements that the tests check
+// (docs/design-measurements.md#blas-timing-repeats).
 template <typename Fn>
 double best_ns(int reps, Fn&& fn) {
     double best = 1e300;

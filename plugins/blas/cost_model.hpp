@@ -1,8 +1,8 @@
 // The BLAS plugin's cost hints: measured, not assumed. The first time the scheduler asks (or
 // `switchyard plugins` shows the parameters), the plugin times its engine on this machine:
-//   * the fixed cost of one product (a 1 x 256 x 256 GEMM, whose arithmetic is ~1% of it: the
-//     library call, its thread fork and join, the primitive lookup; ~10 us with oneDNN on the
-//     2-core test VM);
+//   * the fixed cost of one product (a 1 x 256 x 256 GEMM, whose arithmetic is a small part of
+//     it: the library call, its thread fork and join, the primitive lookup;
+//     docs/design-measurements.md#blas-fixed-cost);
 //   * GEMM throughput at M = 1, 4, 16, 64, 256 rows for each operand type (N = K = 1024, in cache:
 //     the compute rate; the weights' memory traffic is counted separately);
 //   * the conversions a call makes: activations f32 -> bf16, weights f16 -> f32 and a block type
@@ -13,8 +13,8 @@
 // A product then costs overhead + max(flops / rate(M), weight bytes / stream rate) +
 // conversions.
 // For one token (M = 1) that is never below the CPU plugin's GEMV (same bytes, larger fixed
-// cost, plus the conversions); for a prompt ubatch the GEMM rate wins. The measurement takes
-// ~0.5 s and is repeated when the thread count or the engine changes.
+// cost, plus the conversions); for a prompt ubatch the GEMM rate wins. The measurement takes a
+// fraction of a second and is repeated when the thread count or the engine changes.
 #pragma once
 
 #include <array>

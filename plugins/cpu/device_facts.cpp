@@ -64,9 +64,9 @@ double measure_read_bandwidth(ThreadPool& pool) {
     std::vector<uint64_t> sums(size_t(n_tasks), 0);
     double best = 1e30;
     // At least ten passes over at least 40 ms: on a shared host a worker's core can be taken
-    // for a few milliseconds at a time (seen on the 2-core VM: one process in four measured half
-    // the bandwidth with four passes in ~6 ms), and the cost model would then halve the cpu's
-    // speed for the whole run.
+    // for a few milliseconds at a time, so a few short passes can all measure far less than the
+    // bandwidth (docs/design-measurements.md#cpu-bandwidth-passes), and the cost model would then
+    // underrate the cpu's speed for the whole run.
     const Clock::time_point first = Clock::now();
     for (int pass = 0; pass < 10 || seconds_since(first) < 0.04; ++pass) {
         const Clock::time_point start = Clock::now();

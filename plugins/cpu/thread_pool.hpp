@@ -2,11 +2,11 @@
 // count changes); the calling thread works too, so a pool of N threads starts N - 1 workers.
 // Between jobs a worker spins (with pause) for up to kSpin, then sleeps on a condition variable;
 // after the first 50 us the spin yields the CPU now and then, so that another backend's threads
-// (the simulated device's pool, oneDNN's) get the cores a waiting pool would hold (tiny model on
-// cpu + sim: ~2390 -> ~3000 t/s; the cpu alone unchanged).
+// (the simulated device's pool, oneDNN's) get the cores a waiting pool would hold (faster with
+// two backends, the cpu alone unchanged: docs/design-measurements.md#thread-pool-yield).
 // Token generation runs many short jobs back to back, and waking a sleeping thread costs tens of
-// microseconds (more in a VM): on a 0.6 ms GEMV the sleeping pool lost about 10% against two
-// single-threaded processes.
+// microseconds (more in a VM): a sleeping pool loses a noticeable share of a short GEMV
+// (docs/design-measurements.md#thread-pool-spin).
 //
 // The calling thread waits only for workers that joined the job, never for one still waking up:
 // a worker joins by counting itself active and then checking that the job is still open, and
@@ -14,7 +14,8 @@
 // to zero (both sequentially consistent, so one of the two sees the other). A worker that wakes
 // late finds the job closed, or helps with what is left. (Waiting for every worker made the
 // first job after an idle spell, as when a GPU ran the layers before it, wait for the sleeping
-// worker's vCPU to be scheduled again: ~0.9 ms per such job on the 2-vCPU test VM.)
+// worker's CPU to be scheduled again, a long wait on a VM:
+// docs/design-measurements.md#thread-pool-late-workers.)
 //
 // A job is a number of tasks, split into one contiguous stripe per thread: each thread claims
 // the tasks of its own stripe in order from an atomic counter, then helps with what is left of
@@ -69,10 +70,10 @@ class ThreadPool {
     }
 
     // How long an idle thread spins before it sleeps: on the mini model longer than the host's
-    // work between two decode steps (sampling, building and binding the next graph: 0.15-0.25
-    // ms), so that the first job of a token does not wait for a sleeping worker (that cost the
-    // first GEMV of a token 60-80 us with 0.2 ms). Not measured on a full-size model, whose
-    // graphs take longer to build.
+    // work between two decode steps (sampling, building and binding the next graph), so that the
+    // first job of a token does not wait for a sleeping worker (with a shorter spin that wait
+    // slowed the token's first GEMV: docs/design-measurements.md#thread-pool-spin). Not
+    // measured on a full-size model, whose graphs take longer to build.
     static constexpr std::chrono::microseconds kSpin{1000};
 
   private:

@@ -28,13 +28,14 @@ grep -E '^ +mul_mat +f32 <- \{f32,f16,bf16,q4_0,' <<<"$blas" >/dev/null ||
 
 # plan: every product of the bf16 model goes where its hints say, with both candidates and their
 # estimates in the plan. blas's hints are its GEMM rates measured at load, the cpu's come from
-# its clock: on a VM whose cores are throttled (another tenant on them) blas measures half its
-# usual rate and honestly loses the prompt products it wins otherwise, so each node is checked
-# against its own estimates where one backend is clearly (1.25x) cheaper; the prompt's dense
-# products on blas and every decode product on cpu are the usual outcome, not asserted. (The
-# tiny model's experts are too small for a GEMM library to pay.) A ubatch of 1024: at 512 the
-# tiny model's attn_q_b product is ~50 us on blas against ~76 on cpu, and blas's per-product
-# cost (waking its passive OpenMP workers) measures 5 to 30 us from one process to the next.
+# its clock: on a VM whose cores are throttled (another tenant on them) blas measures far less
+# than its usual rate and honestly loses the prompt products it wins otherwise, so each node is
+# checked against its own estimates where one backend is clearly (1.25x) cheaper; the prompt's
+# dense products on blas and every decode product on cpu are the usual outcome, not asserted.
+# (The tiny model's experts are too small for a GEMM library to pay.) A ubatch of 1024: at 512
+# blas's lead on the tiny model's attn_q_b product is about as large as the spread of its
+# per-product cost (waking its passive OpenMP workers) from one process to the next
+# (docs/design-measurements.md#blas-test-ubatch).
 "$sy" plan -m "$m" --plugin "$blas_so" -ub 1024 -c 1024 --json >"$tmp/plan.json" 2>"$tmp/e" ||
     fail "plan: $(cat "$tmp/e")"
 python3 - "$tmp/plan.json" "$placement" <<'PY' || fail "plan placement"

@@ -71,10 +71,10 @@ double seconds_since(Clock::time_point t) {
 }
 
 // Where the generation steps' evaluation time went (the stats' growth from `before` to `after`):
-// the backends' ops, and what hybrid runs lose around them, the way issue 9's target counts it:
-// waiting in synchronize(), tensors copied between backends, weights and inputs staged on
-// devices, and the host's graph building, planning and binding. Unlike --profile, nothing is
-// synchronized per node, so the figures are those of a normal run.
+// the backends' ops, and what hybrid runs lose around them, the way the target of losing 5% or
+// less counts it: waiting in synchronize(), tensors copied between backends, weights and inputs
+// staged on devices, and the host's graph building, planning and binding. Unlike --profile,
+// nothing is synchronized per node, so the figures are those of a normal run.
 void print_generation_time(const llm::EvalStats& before, const llm::EvalStats& after) {
     const double build = after.graph_build_seconds - before.graph_build_seconds;
     const double total = build + after.compute_seconds - before.compute_seconds;

@@ -34,8 +34,9 @@ constexpr int64_t kTasksPerThread = 4;
 // Weight rows per task for a matmul of N weight rows split into `parts` independent pieces
 // (batch entries x column blocks, or experts x column blocks): about kTasksPerThread tasks per
 // thread in all, in whole kBlockRows. Long runs of consecutive weight rows per thread matter
-// more than fine balance: on the 2-vCPU EPYC, a 4096 x 16384 Q4_0 GEMV read 36 GB/s with two
-// threads taking 16-row tasks (147 KB) in turn, and 54 GB/s with 256-row tasks.
+// more than fine balance: large tasks keep each thread streaming through its own rows, while
+// small tasks taken in turn measured markedly slower
+// (docs/design-measurements.md#cpu-gemv-task-size).
 inline int64_t rows_per_task(int64_t N, int64_t parts, int threads) {
     const int64_t wanted = int64_t(threads > 0 ? threads : 1) * kTasksPerThread;
     const int64_t row_blocks =

@@ -28,11 +28,10 @@ inline namespace SY_CPU_SIMD_ISA {
 
 // Software prefetch of `bytes` at p, kPrefetchAhead bytes ahead (past a row's end too: rows are
 // usually contiguous and a prefetch never faults). With the hardware prefetchers alone too few
-// cache-line fills are in flight for one core to stream weights at the memory's speed. 4 KiB read
-// 78-82% of membw for Q8_0 and Q4_0 with two threads where 2 KiB read 73-75% (same runs); the
-// GEMV kernels that read 4 rows side by side (4.6 KB for a Q4_0 row of 2048) need more than one
-// such group ahead: with 8 KiB the expert products of switchyard-gemv-bench --experts read about
-// 5% faster than with 4 KiB (medians of 300 runs; -2% to +13% over 6 interleaved pairs).
+// cache-line fills are in flight for one core to stream weights at the memory's speed. 4 KiB
+// ahead read a larger share of membw than 2 KiB; the GEMV kernels that read 4 rows side by side
+// (4.6 KB for a Q4_0 row of 2048) need more than one such group ahead, and their expert products
+// read faster with 8 KiB than with 4 KiB (docs/design-measurements.md#cpu-prefetch-distance).
 constexpr int64_t kPrefetchAhead = 8192;
 inline void prefetch_ahead(const void* p, int64_t bytes) {
     const char* c = static_cast<const char*>(p) + kPrefetchAhead;

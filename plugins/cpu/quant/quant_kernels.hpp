@@ -84,9 +84,9 @@ struct QuantKernel {
 // The kernel for a weight type and rows of K values, or {nullptr, ...} for a type without one.
 // The wide 8-block kernels take K >= 256, and K = 128 (the per-head attn_k_b of MLA): there the
 // several-rows form fills a step with two adjacent rows, and the one-row form decodes half a
-// step per row for up to 4 columns. 2 threads, 8192 rows of 128: GEMV 34 -> 38 GB/s (Q8_0) and
-// 16 -> 20 (Q4_0); 64 columns 68-79 -> 67-87 GFLOP/s. Other short rows keep the per-block
-// kernels: a step per row would be mostly empty.
+// step per row for up to 4 columns: a faster GEMV, and no slower at 64 columns
+// (docs/design-measurements.md#wide-kernels-k128). Other short rows keep the per-block kernels:
+// a step per row would be mostly empty.
 QuantKernel quant_kernel(int32_t weight_type, int64_t K);
 
 // n (a multiple of 32 / 256) floats into n / 32 ActQ8x32 or n / 256 sy_block_q8_K.

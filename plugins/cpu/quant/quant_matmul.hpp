@@ -68,8 +68,7 @@ inline ProductWeights product_weights(ThreadPool& pool, const sy_tensor& w,
 // out[c] + n * out_row_stride bytes. Each weight row is read once (it stays in L1 while the
 // columns pass by in groups of kMaxDotCols). A single column (GEMV) goes kMaxDotRows rows at a
 // time through the kernel's several-rows form where it has one: the activation loads and the
-// per-call setup then serve 4 rows (single-threaded in-cache Q4_0 GEMV: 41 -> 51 GB/s at
-// K = 2048, 35 -> 44 at K = 1408).
+// per-call setup then serve 4 rows (docs/design-measurements.md#gemv-several-rows).
 inline void quant_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_stride,
                                int64_t n0, int64_t n1, int64_t K, const void* const* act,
                                float* const* out, int64_t count, int64_t out_row_stride) {

@@ -4,8 +4,8 @@
 //   Q4_K: the low nibbles of a 64-byte load qs[64k, 64k + 64) are sub-blocks 4k and 4k+2, the
 //         high nibbles 4k+1 and 4k+3; the activations come in that order (nibble order,
 //         quantize_act_q8_K_nibbles), so no lanes move. Scales and mins are unpacked from their
-//         12 bytes with two vpshufb (scales_mins_k4_vec). In-cache, one thread: 40 GB/s of
-//         weights where the lane shuffles and scalar unpacking gave 32.
+//         12 bytes with two vpshufb (scales_mins_k4_vec), faster than lane shuffles and scalar
+//         unpacking (docs/design-measurements.md#avx512-q4k-scales).
 //   Q6_K: per half h, the low nibbles of ql[64h, 64h + 64) are elements 128h + [0, 64) and the
 //         high nibbles 128h + [64, 128); their two high bits come from qh, shifted per 32-byte
 //         half with vpsrlvw.

@@ -61,11 +61,9 @@ __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColu
 // The bytes of 32 sub-blocks of a block type (one warp step), and the widest load that divides
 // them: each warp copies its row's next step into shared memory with coalesced loads, issued
 // one step ahead, and every lane decodes its sub-block from there. Used for the K-quants, where
-// it measured faster on an H100 (gemv-bench 4096 x 16384, 2026-11-23, GB/s): Q2_K 863-868 ->
-// 948, Q3_K 836-839 -> 981-989, Q4_K 1189-1237 -> 1460-1474, Q5_K 1156-1177 -> 1631-1636, Q6_K
-// 1366-1404 -> 1724-1733. The 32-value types read their blocks directly (staged they were
-// slower: Q4_0 1583-1627 -> 1430-1444, Q8_0 2007-2084 -> 1989-2008); IQ4_XS and the codebook
-// i-quants (IQ2_*, IQ3_*, IQ1_*) read theirs directly too, unmeasured either way.
+// it measured faster (docs/design-measurements.md#cuda-staged-rows). The 32-value types read
+// their blocks directly (staged they were slower); IQ4_XS and the codebook i-quants (IQ2_*,
+// IQ3_*, IQ1_*) read theirs directly too, unmeasured either way.
 template <int Type>
 struct StagedRows
     : std::bool_constant<Type == SY_TYPE_Q2_K || Type == SY_TYPE_Q3_K || Type == SY_TYPE_Q4_K ||
@@ -104,11 +102,11 @@ __device__ inline void store_step(uint8_t* dst, int lane, const typename Staging
     }
 }
 
-// 8 blocks of 4 warps per SM (at most 64 registers a thread). Measured on an H100 (gemv-bench
-// 4096 x 16384, 2026-11-23, GB/s): without the cap Q4_K 1461-1483 (with it 1585-1605), Q6_K
-// 1658-1679 (1716-1742), the 32-value types within 2%. Slower for Q4_0/Q8_0: two or four blocks
-// per lane in flight (96-150 registers: 1227-1535), and rows copied to shared memory with
-// cp.async, in a ring across a warp's rows (1253-1364) or a row at a time (1650-1706).
+// 8 blocks of 4 warps per SM (at most 64 registers a thread): with the cap the K-quants read
+// faster, the 32-value types about the same. Tried and slower for Q4_0/Q8_0: two or four blocks
+// per lane in flight (96-150 registers), and rows copied to shared memory with cp.async, in a
+// ring across a warp's rows or a row at a time
+// (docs/design-measurements.md#cuda-rowdot-register-cap).
 constexpr int kMinBlocksPerSM = 8;
 
 template <int Type>

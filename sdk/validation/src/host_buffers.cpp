@@ -34,7 +34,8 @@ sy_status HostBuffers::alloc(uint64_t size, sy_buffer* buffer) {
         return sdk::error(SY_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes is not allocatable",
                           (unsigned long long)size);
     // Buffers of 2 MiB or more start on a 2 MiB boundary and are advised for transparent huge
-    // pages (streaming reads through 4 KiB pages were measurably slower on the test VM).
+    // pages (streaming reads through 4 KiB pages measured slower:
+    // docs/design-measurements.md#host-buffers-huge-pages).
     const uint64_t align = size >= kHugePage ? kHugePage : kAlignment;
     const uint64_t rounded = size == 0 ? align : (size + align - 1) / align * align;
     void* base = rounded <= SIZE_MAX ? std::aligned_alloc(size_t(align), size_t(rounded)) : nullptr;

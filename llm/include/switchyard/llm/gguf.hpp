@@ -175,8 +175,8 @@ enum class Residence {
     // Memory-mapped: zero-copy, pages come from the page cache as they are touched.
     mapped,
     // Read into anonymous memory advised for transparent huge pages (--no-mmap): a copy the size
-    // of the file, refused when that exceeds MemAvailable. On the 2-vCPU test VM, generation on
-    // the mini preset ran about 1.3x faster from it than from the mapping (2 MiB pages).
+    // of the file, refused when that exceeds MemAvailable. Generation can run faster from it
+    // than from the mapping, through 2 MiB pages (docs/design-measurements.md#no-mmap-huge-pages).
     read,
 };
 
