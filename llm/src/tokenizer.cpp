@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
-#include <queue>
 
 #include "switchyard/llm/bpe_vocab.hpp"
 
@@ -122,10 +121,8 @@ const ByteAlphabet& alphabet() {
 // The bytes a byte-level BPE token's spelling stands for; characters outside GPT-2's alphabet
 // (and byte sequences that only decode to one of its code points, such as overlong forms) are
 // kept as they are.
-std::string gpt2_bytes(std::string_view spelling) {
+void append_gpt2_bytes(std::string_view spelling, std::string& bytes) {
     const ByteAlphabet& a = alphabet();
-    std::string bytes;
-    bytes.reserve(spelling.size());
     for (size_t k = 0; k < spelling.size();) {
         const auto [cp, len] = code_point(spelling, k);
         const int b = cp < ByteAlphabet::kEnd ? a.byte_of[cp] : -1;
@@ -135,12 +132,10 @@ std::string gpt2_bytes(std::string_view spelling) {
             bytes.append(spelling, k, len);
         k += len;
     }
-    return bytes;
 }
 
 // A SentencePiece piece's text: U+2581 back to spaces.
-std::string spm_text(std::string_view piece) {
-    std::string text;
+void append_spm_text(std::string_view piece, std::string& text) {
     for (size_t k = 0; k < piece.size();) {
         if (piece.compare(k, kSpmSpace.size(), kSpmSpace) == 0) {
             text += ' ';
@@ -149,16 +144,14 @@ std::string spm_text(std::string_view piece) {
             text += piece[k++];
         }
     }
-    return text;
 }
 
 // A SentencePiece byte token "<0xXX>": its byte (nothing if it is not spelled that way).
-std::string spm_byte(std::string_view piece) {
+void append_spm_byte(std::string_view piece, std::string& out) {
     unsigned byte = 0;
     if (piece.size() == 6 && piece.starts_with("<0x") && piece[5] == '>' &&
         std::from_chars(piece.data() + 3, piece.data() + 5, byte, 16).ptr == piece.data() + 5)
-        return std::string(1, static_cast<char>(byte));
-    return {};
+        out.push_back(static_cast<char>(byte));
 }
 
 }  // namespace
@@ -290,21 +283,102 @@ int32_t Tokenizer::find(std::string_view text) const {
     return it == ids_.end() ? -1 : it->second;
 }
 
-std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
-    std::vector<Span> spans;
-    pre_tokenize(text, spans);
-    std::vector<std::string> pieces;
-    pieces.reserve(spans.size());
-    for (const Span& p : spans) pieces.emplace_back(text.substr(p.at, p.len));
-    return pieces;
+namespace {
+
+// A symbol of the merging: a span of the text and the id of its string (a token id, a BPE
+// merge's own id for strings that are no token, or -1), linked to its neighbours.
+struct Symbol {
+    int prev, next;
+    size_t at, len;
+    int32_t id;
+};
+
+// What joining two adjacent symbols gives: the join's priority (higher merges first) and id.
+struct Join {
+    double priority;
+    int32_t id;
+};
+
+// A join waiting in the queue.
+struct Candidate {
+    double priority;
+    int left, right;
+    size_t len;  // both sides' length when queued
+    int32_t id;
+    bool operator<(const Candidate& o) const {
+        return priority != o.priority ? priority < o.priority : left > o.left;
+    }
+};
+
+// The merging both tokenizers share. `sym` holds one symbol per character or byte to begin
+// with (at, len, id; the links are set here). Candidate joins of adjacent symbols wait in a
+// queue, best first and leftmost on ties (the reference tokenizers' order); `join(l, r)` gives
+// a candidate's Join, or nullopt where the pair does not merge. A candidate whose sides changed
+// since it was queued is stale and skipped. Each merge queues at most two candidates, so n
+// symbols cost O(n log n). The symbols left are those reached from sym[0] by `next`.
+template <typename JoinOf>
+void merge_symbols(std::vector<Symbol>& sym, std::vector<Candidate>& queue, JoinOf join) {
+    if (sym.empty()) return;
+    for (size_t k = 0; k < sym.size(); ++k) {
+        sym[k].prev = static_cast<int>(k) - 1;
+        sym[k].next = static_cast<int>(k) + 1;
+    }
+    sym.back().next = -1;
+    queue.clear();  // a max-heap: std::push_heap / pop_heap with Candidate::operator<
+    const auto consider = [&](int l, int r) {
+        if (l < 0 || r < 0) return;
+        const Symbol& sl = sym[size_t(l)];
+        const Symbol& sr = sym[size_t(r)];
+        if (const std::optional<Join> j = join(sl, sr)) {
+            queue.push_back({j->priority, l, r, sl.len + sr.len, j->id});
+            std::push_heap(queue.begin(), queue.end());
+        }
+    };
+    for (int k = 1; k < static_cast<int>(sym.size()); ++k) consider(k - 1, k);
+    while (!queue.empty()) {
+        std::pop_heap(queue.begin(), queue.end());
+        const Candidate c = queue.back();
+        queue.pop_back();
+        Symbol& l = sym[size_t(c.left)];
+        Symbol& r = sym[size_t(c.right)];
+        if (l.len == 0 || r.len == 0 || l.next != c.right || l.len + r.len != c.len) continue;
+        l.len += r.len;
+        l.id = c.id;
+        r.len = 0;
+        l.next = r.next;
+        if (r.next >= 0) sym[size_t(r.next)].prev = c.left;
+        consider(l.prev, c.left);
+        consider(c.left, l.next);
+    }
 }
 
-void Tokenizer::pre_tokenize(std::string_view text, std::vector<Span>& pieces) const {
+}  // namespace
+
+struct Tokenizer::Scratch {
     struct Cp {
         size_t at, len;
         Cls cls;
     };
-    std::vector<Cp> cps;
+    std::vector<Cp> cps;       // pre_tokenize: the text's code points
+    std::vector<Span> pieces;  // pre_tokenize's result
+    std::string text;          // bpe: a piece spelled in the byte alphabet
+    std::vector<Symbol> sym;   // bpe: its symbols
+    std::vector<Candidate> queue;
+};
+
+std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
+    Scratch scratch;
+    pre_tokenize(text, scratch);
+    std::vector<std::string> pieces;
+    pieces.reserve(scratch.pieces.size());
+    for (const Span& p : scratch.pieces) pieces.emplace_back(text.substr(p.at, p.len));
+    return pieces;
+}
+
+void Tokenizer::pre_tokenize(std::string_view text, Scratch& scratch) const {
+    std::vector<Scratch::Cp>& cps = scratch.cps;
+    std::vector<Span>& pieces = scratch.pieces;
+    cps.clear();
     for (size_t i = 0; i < text.size();) {
         const auto [cp, len] = code_point(text, i);
         cps.push_back({i, len, classify(cp, marks_are_letters_)});
@@ -362,87 +436,19 @@ void Tokenizer::pre_tokenize(std::string_view text, std::vector<Span>& pieces) c
     }
 }
 
-namespace {
-
-// A symbol of the merging: a span of the text and the id of its string (a token id, a BPE
-// merge's own id for strings that are no token, or -1), linked to its neighbours.
-struct Symbol {
-    int prev, next;
-    size_t at, len;
-    int32_t id;
-};
-
-// What joining two adjacent symbols gives: the join's priority (higher merges first) and id.
-struct Join {
-    double priority;
-    int32_t id;
-};
-
-// The merging both tokenizers share. `sym` holds one symbol per character or byte to begin
-// with (at, len, id; the links are set here). Candidate joins of adjacent symbols wait in a
-// queue, best first and leftmost on ties (the reference tokenizers' order); `join(l, r)` gives
-// a candidate's Join, or nullopt where the pair does not merge. A candidate whose sides changed
-// since it was queued is stale and skipped. Each merge queues at most two candidates, so n
-// symbols cost O(n log n). The symbols left are those reached from sym[0] by `next`.
-template <typename JoinOf>
-void merge_symbols(std::vector<Symbol>& sym, JoinOf join) {
-    if (sym.empty()) return;
-    for (size_t k = 0; k < sym.size(); ++k) {
-        sym[k].prev = static_cast<int>(k) - 1;
-        sym[k].next = static_cast<int>(k) + 1;
-    }
-    sym.back().next = -1;
-    struct Candidate {
-        double priority;
-        int left, right;
-        size_t len;  // both sides' length when queued
-        int32_t id;
-        bool operator<(const Candidate& o) const {
-            return priority != o.priority ? priority < o.priority : left > o.left;
-        }
-    };
-    std::vector<Candidate> heap;
-    heap.reserve(sym.size());
-    std::priority_queue<Candidate> queue(std::less<Candidate>(), std::move(heap));
-    const auto consider = [&](int l, int r) {
-        if (l < 0 || r < 0) return;
-        const Symbol& sl = sym[size_t(l)];
-        const Symbol& sr = sym[size_t(r)];
-        if (const std::optional<Join> j = join(sl, sr))
-            queue.push({j->priority, l, r, sl.len + sr.len, j->id});
-    };
-    for (int k = 1; k < static_cast<int>(sym.size()); ++k) consider(k - 1, k);
-    while (!queue.empty()) {
-        const Candidate c = queue.top();
-        queue.pop();
-        Symbol& l = sym[size_t(c.left)];
-        Symbol& r = sym[size_t(c.right)];
-        if (l.len == 0 || r.len == 0 || l.next != c.right || l.len + r.len != c.len) continue;
-        l.len += r.len;
-        l.id = c.id;
-        r.len = 0;
-        l.next = r.next;
-        if (r.next >= 0) sym[size_t(r.next)].prev = c.left;
-        consider(l.prev, c.left);
-        consider(c.left, l.next);
-    }
-}
-
-}  // namespace
-
-void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
+void Tokenizer::bpe(std::string_view piece, Scratch& scratch, std::vector<int32_t>& out) const {
     // The piece spelled in the byte alphabet, one symbol per byte; merges by rank, lowest first.
     const ByteAlphabet& a = alphabet();
-    std::string text;
-    text.reserve(piece.size() * 2);
-    std::vector<Symbol> sym;
-    sym.reserve(piece.size());
+    std::string& text = scratch.text;
+    std::vector<Symbol>& sym = scratch.sym;
+    text.clear();
+    sym.clear();
     for (char ch : piece) {
         const auto b = static_cast<uint8_t>(ch);
         sym.push_back({0, 0, text.size(), a.spelling[b].size(), byte_symbol_[b]});
         text += a.spelling[b];
     }
-    merge_symbols(sym, [&](const Symbol& l, const Symbol& r) -> std::optional<Join> {
+    merge_symbols(sym, scratch.queue, [&](const Symbol& l, const Symbol& r) -> std::optional<Join> {
         if (l.id < 0 || r.id < 0) return std::nullopt;
         const auto it = merges_.find(uint64_t(uint32_t(l.id)) << 32 | uint32_t(r.id));
         if (it == merges_.end()) return std::nullopt;
@@ -483,7 +489,8 @@ void Tokenizer::spm(std::string_view part, bool space_prefix, std::vector<int32_
         i += len;
     }
     std::string key;
-    merge_symbols(sym, [&](const Symbol& l, const Symbol& r) -> std::optional<Join> {
+    std::vector<Candidate> queue;
+    merge_symbols(sym, queue, [&](const Symbol& l, const Symbol& r) -> std::optional<Join> {
         key.assign(view.substr(l.at, l.len)).append(view.substr(r.at, r.len));
         const auto it = ids_.find(key);
         if (it == ids_.end()) return std::nullopt;
@@ -508,7 +515,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
     std::vector<int32_t> out;
     if (add_bos && bos_ >= 0) out.push_back(bos_);
     bool after_added = true;  // SentencePiece: the space prefix goes here
-    std::vector<Span> pieces;
+    Scratch scratch;
     for (const AddedTokens::Fragment& f : added_.split(text, parse_special)) {
         if (f.id >= 0) {
             out.push_back(f.id);
@@ -519,8 +526,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
         if (spm_) {
             spm(part, add_space_prefix_ && after_added, out);
         } else {
-            pre_tokenize(part, pieces);
-            for (const Span& p : pieces) bpe(part.substr(p.at, p.len), out);
+            pre_tokenize(part, scratch);
+            for (const Span& p : scratch.pieces) bpe(part.substr(p.at, p.len), scratch, out);
         }
         after_added = false;
     }
@@ -528,17 +535,32 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
 }
 
 std::string Tokenizer::token_bytes(int32_t id, bool special) const {
-    if (id < 0 || id >= n_vocab()) return {};
+    std::string out;
+    append_bytes(id, special, out);
+    return out;
+}
+
+void Tokenizer::append_bytes(int32_t id, bool special, std::string& out) const {
+    if (id < 0 || id >= n_vocab()) return;
     const std::string& s = tokens_[size_t(id)];
     // As llama.cpp's token_to_piece: added tokens are their text as is, normal tokens the bytes
     // their spelling stands for, byte tokens (SentencePiece) their byte, other types nothing.
     switch (static_cast<TokenType>(types_[size_t(id)])) {
         case TokenType::control:
-        case TokenType::unknown: return special ? s : std::string();
-        case TokenType::user_defined: return s;
-        case TokenType::normal: return spm_ ? spm_text(s) : gpt2_bytes(s);
-        case TokenType::byte: return spm_ ? spm_byte(s) : std::string();
-        default: return {};
+        case TokenType::unknown:
+            if (special) out += s;
+            return;
+        case TokenType::user_defined: out += s; return;
+        case TokenType::normal:
+            if (spm_)
+                append_spm_text(s, out);
+            else
+                append_gpt2_bytes(s, out);
+            return;
+        case TokenType::byte:
+            if (spm_) append_spm_byte(s, out);
+            return;
+        default: return;
     }
 }
 
@@ -546,16 +568,16 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool special) const 
     std::string out;
     bool after_special = true;
     for (int32_t id : ids) {
-        std::string piece = token_bytes(id, special);
+        const size_t start = out.size();
+        append_bytes(id, special, out);
         const bool is_special = id >= 0 && id < n_vocab() &&
                                 (types_[size_t(id)] == int32_t(TokenType::control) ||
                                  types_[size_t(id)] == int32_t(TokenType::user_defined));
         // SentencePiece: drop the space prefix encode() put in front of the text.
-        if (spm_ && add_space_prefix_ && after_special && !is_special && !piece.empty() &&
-            piece[0] == ' ')
-            piece.erase(0, 1);
+        if (spm_ && add_space_prefix_ && after_special && !is_special && out.size() > start &&
+            out[start] == ' ')
+            out.erase(start, 1);
         after_special = is_special;
-        out += piece;
     }
     return out;
 }

@@ -80,8 +80,14 @@ class Tokenizer {
         int32_t rank, result;
     };
 
-    void pre_tokenize(std::string_view text, std::vector<Span>& pieces) const;
-    void bpe(std::string_view piece, std::vector<int32_t>& out) const;
+    // The buffers one encode() reuses for every piece (tokenizer.cpp).
+    struct Scratch;
+
+    // The pieces of `text` into scratch.pieces.
+    void pre_tokenize(std::string_view text, Scratch& scratch) const;
+    void bpe(std::string_view piece, Scratch& scratch, std::vector<int32_t>& out) const;
+    // Appends what token_bytes(id, special) returns.
+    void append_bytes(int32_t id, bool special, std::string& out) const;
     void spm(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const;
     void read_spm(const gguf::Reader& file);
 
