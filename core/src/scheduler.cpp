@@ -30,10 +30,10 @@ double seconds_since(Clock::time_point start) {
 
 // A thread that runs one job at a time beside its caller: start() hands it over, wait() returns
 // when it is done and rethrows what it threw.
-class Scheduler::Helper {
+class Scheduler::OverlapThread {
   public:
-    Helper() : thread_([this] { loop(); }) {}
-    ~Helper() {
+    OverlapThread() : thread_([this] { loop(); }) {}
+    ~OverlapThread() {
         {
             std::lock_guard lock(mutex_);
             stopping_ = true;
@@ -41,8 +41,8 @@ class Scheduler::Helper {
         wake_.notify_all();
         thread_.join();
     }
-    Helper(const Helper&) = delete;
-    Helper& operator=(const Helper&) = delete;
+    OverlapThread(const OverlapThread&) = delete;
+    OverlapThread& operator=(const OverlapThread&) = delete;
 
     void start(std::function<void()> job) {
         {
@@ -176,8 +176,8 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
     return report_;
 }
 
-// How many of the next split's first nodes run beside `split` on the helper: those that do not
-// depend on it, where overlap is on and the two backends may overlap.
+// How many of the next split's first nodes run beside `split` on the overlap thread: those that
+// do not depend on it, where overlap is on and the two backends may overlap.
 size_t Scheduler::nodes_beside(const Graph& graph, const Split& split, const Split* next) const {
     if (!overlap_ || profile_ || next == nullptr) return 0;
     const auto a = size_t(split.backend), b = size_t(next->backend);
@@ -196,25 +196,25 @@ void Scheduler::run_beside(const Graph& graph, const Split& split, const Split& 
     const size_t cut = next_first + beside;
     move_imports(graph, split.backend, first, end);
     move_imports(graph, next.backend, next_first, cut);
-    if (!helper_) helper_ = std::make_unique<Helper>();
+    if (!overlap_thread_) overlap_thread_ = std::make_unique<OverlapThread>();
     // The two lanes' times in their executors count the overlapped stretch twice.
     const RunReport &mine = lane.executor->last_run(), &theirs = other.executor->last_run();
     const double mine_before = mine.backend_seconds + mine.stage_seconds;
     const RunReport theirs_before = theirs;
     const auto start = Clock::now();
-    helper_->start([&other, next_first, cut] { other.executor->compute(next_first, cut); });
+    overlap_thread_->start([&other, next_first, cut] { other.executor->compute(next_first, cut); });
     try {
         lane.executor->compute(first, end);
     } catch (...) {
         try {
-            helper_->wait();
+            overlap_thread_->wait();
         } catch (...) {  // the split's own error is the one reported
         }
         throw;
     }
-    helper_->wait();
+    overlap_thread_->wait();
     // Time saved: both lanes' time minus the stretch's wall time (a lower bound: the wall time
-    // includes handing over). It is taken off the helper lane's time, each kind (ops,
+    // includes handing over). It is taken off the overlapped lane's time, each kind (ops,
     // synchronize, staging) in proportion, so the report's sums are wall time.
     const double wall = seconds_since(start);
     const double backend = theirs.backend_seconds - theirs_before.backend_seconds;

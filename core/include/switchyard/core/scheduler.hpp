@@ -97,7 +97,7 @@ class Scheduler {
 
     // Overlap (on by default): when a split is followed by one on another plugin, one of the
     // two a device with its own memory, the nodes at the start of the next split that neither
-    // read what the split writes nor write what it touches run at the same time, on a helper
+    // read what the split writes nor write what it touches run at the same time, on an overlap
     // thread: a GPU's shared experts while the CPU computes the routed ones. The results are
     // the same either way.
     void set_overlap(bool on) { overlap_ = on; }
@@ -123,18 +123,18 @@ class Scheduler {
         std::vector<Import> imports;  // in the order given to the executor
     };
 
-    class Helper;  // the thread that runs the overlapped nodes
+    class OverlapThread;  // runs the next split's overlapped nodes beside the caller
 
     void collect(const Graph& graph, const OpPlan& plan);
     void move_imports(const Graph& graph, int32_t backend, size_t first, size_t end);
     std::byte* fetch_buffer(const Tensor& root);
     size_t position_of(const Split& split, int32_t node) const;
-    // Time the executors count twice for a stretch run on the helper (overlap).
+    // Time the executors count twice for a stretch run on the overlap thread.
     struct Hidden {
         double backend = 0, sync = 0, stage = 0;
     };
     size_t nodes_beside(const Graph& graph, const Split& split, const Split* next) const;
-    // Runs `split` and, beside it on the helper, the first `beside` nodes of `next`.
+    // Runs `split` and, beside it on the overlap thread, the first `beside` nodes of `next`.
     void run_beside(const Graph& graph, const Split& split, const Split& next, size_t beside,
                     Hidden& hidden);
 
@@ -148,7 +148,7 @@ class Scheduler {
     uint64_t staging_limit_ = 0;
     bool overlap_ = true;
     std::vector<char> host_memory_;  // per backend: its device computes on host memory
-    std::unique_ptr<Helper> helper_;
+    std::unique_ptr<OverlapThread> overlap_thread_;
 };
 
 }  // namespace sy
