@@ -7,10 +7,10 @@
 // and the attention scores of every mode are split into a "nope" and a "rope" product that
 // are added, so no per-head copy of k_pe is ever made.
 //
-// A graph may hold S independent sequences of Tq = T / S tokens each, one after the other
-// (perplexity's chunks, eval_sequences): everything but the attention is per token and runs
-// over all T at once; the attention runs per sequence on its own stretch of n_ctx / S cache
-// rows, with Tq queries and n_kv = n_past + Tq keys, and the outputs are concatenated.
+// A graph may hold tokens of several sequences, one part after the other (decode(): each part
+// Tq tokens of one sequence at its own n_past): everything but the attention is per token and
+// runs over all T at once; the attention runs per part on its sequence's own cells of the
+// cache, with Tq queries and n_kv = n_past + Tq keys, and the outputs are concatenated.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,24 +49,23 @@ class GraphBuilder {
     // `weights`: the device copies of weights (those not there are read from host memory);
     // `all_on_device`: every weight must have a copy there (one backend on a device);
     // `overlap`: the scheduler may run independent nodes of two backends at once (moe()).
+    // `parts`: the sequences' tokens in graph order; `cells`: each sequence's cache cells.
     GraphBuilder(const Deepseek2Model& model, Deepseek2Cache& cache,
                  std::span<const DeviceWeights> weights, bool all_on_device, bool fused_moe,
-                 bool flash, bool overlap, int64_t n_tokens, int64_t n_past, int64_t n_seqs)
+                 bool flash, bool overlap, std::span<const Deepseek2Session::UbatchPart> parts,
+                 int64_t cells)
         : m_(model),
           hp_(model.hparams()),
           o_(model.options()),
-          cache_(cache),
+          kv_(cache, g_, cells),
           weights_(weights),
           all_on_device_(all_on_device),
           fused_moe_(fused_moe),
           flash_(flash),
           overlap_(overlap),
-          T_(n_tokens),
-          S_(n_seqs),
-          Tq_(n_tokens / n_seqs),
-          n_past_(n_past),
-          n_kv_(n_past + n_tokens / n_seqs),
-          seq_rows_(cache.n_ctx() / n_seqs) {}
+          parts_(parts.begin(), parts.end()) {
+        for (const auto& p : parts_) T_ += p.n_tokens;
+    }
 
     Deepseek2Session::UbatchGraph build(bool all_logits) {
         Deepseek2Session::UbatchGraph out;
@@ -82,11 +81,7 @@ class GraphBuilder {
             Tensor* ffn = l.dense ? swiglu(y, l.ffn_gate, l.ffn_up, l.ffn_down) : moe(l, y);
             x = g_.add(x, ffn)->set_name("l_out-" + std::to_string(il));
         }
-        if (!all_logits && S_ > 1)  // the last token of each sequence
-            x = g_.cont(g_.view(x, {hp_.n_embd, S_}, strides_of(x->nb(0), x->nb(1) * Tq_),
-                                uint64_t(x->nb(1) * (Tq_ - 1))));
-        else if (!all_logits && T_ > 1)
-            x = g_.view(x, {hp_.n_embd, 1}, x->strides(), uint64_t(x->nb(1) * (T_ - 1)));
+        if (!all_logits) x = last_of_each_part(x, out);
         out.logits = g_.mul_mat(w(m_.output()), norm(x, m_.output_norm()))->set_name("logits");
         g_.mark_output(out.logits);
         out.graph = std::move(g_);
@@ -94,6 +89,23 @@ class GraphBuilder {
     }
 
   private:
+    // The rows of x {n_embd, T} that are each part's last token: a view for one part or equal
+    // parts, else gathered by an input of row indices (UbatchGraph::output_rows).
+    Tensor* last_of_each_part(Tensor* x, Deepseek2Session::UbatchGraph& out) {
+        const int64_t S = int64_t(parts_.size()), Tq = parts_[0].n_tokens;
+        const bool equal = std::all_of(parts_.begin(), parts_.end(),
+                                       [&](const auto& p) { return p.n_tokens == Tq; });
+        if (S == 1)
+            return T_ == 1
+                       ? x
+                       : g_.view(x, {hp_.n_embd, 1}, x->strides(), uint64_t(x->nb(1) * (T_ - 1)));
+        if (equal)
+            return g_.cont(g_.view(x, {hp_.n_embd, S}, strides_of(x->nb(0), x->nb(1) * Tq),
+                                   uint64_t(x->nb(1) * (Tq - 1))));
+        out.output_rows = g_.input("output_rows", SY_TYPE_I32, {S});
+        return g_.get_rows(x, out.output_rows);
+    }
+
     // A weight of the model as a tensor of this graph (a view for strided weights).
     Tensor* w(const WeightRef& ref) {
         Tensor* t = g_.weight(ref.name, static_cast<sy_dtype>(ref.type), ref.base_shape);
@@ -133,50 +145,6 @@ class GraphBuilder {
             p.beta_slow = 1.0f;
         }
         return p;
-    }
-
-    // Bytes of n elements of a K or V cache row (n whole blocks for a block type), and the
-    // cache types' nb0 (an element's or a block's bytes).
-    int64_t kb(int64_t n) const { return sdk::row_bytes(o_.cache_type_k, n); }
-    int64_t vb(int64_t n) const { return sdk::row_bytes(o_.cache_type_v, n); }
-    int64_t k_nb0() const { return sy_dtype_info(o_.cache_type_k).type_size; }
-    int64_t v_nb0() const { return sy_dtype_info(o_.cache_type_v).type_size; }
-
-    // The cache of layer il as graph tensors (external memory, written in place), as the
-    // current sequence's rows: the whole cache with one sequence.
-    Tensor* k_cache(uint32_t il) {
-        Tensor* t = cache_input("cache_k-" + std::to_string(il), o_.cache_type_k,
-                                {cache_.k_row_elements(), cache_.n_ctx()}, cache_.k(il),
-                                cache_.k_buffer(il));
-        return sequence_rows(t, 1);
-    }
-    Tensor* v_cache(uint32_t il) {  // transposed: {n_ctx, v_rows}
-        Tensor* t = cache_input("cache_v-" + std::to_string(il), o_.cache_type_v,
-                                {cache_.n_ctx(), cache_.v_rows()}, cache_.v(il),
-                                cache_.v_buffer(il));
-        return sequence_rows(t, 0);
-    }
-    // One input per cache tensor and graph (each sequence views it), so that the graph's
-    // writes and reads of it are of one tensor.
-    Tensor* cache_input(const std::string& name, int32_t type, const Shape& shape, void* host,
-                        const Buffer* device) {
-        if (const auto it = cache_inputs_.find(name); it != cache_inputs_.end()) return it->second;
-        Tensor* t = g_.input(name, static_cast<sy_dtype>(type), shape);
-        place(t, host, device);
-        return cache_inputs_[name] = t;
-    }
-    // The current sequence's seq_rows_ tokens of a cache tensor whose dimension `d` counts
-    // tokens.
-    Tensor* sequence_rows(Tensor* t, int d) {
-        return S_ == 1 ? t : narrow(t, d, seq_ * seq_rows_, seq_rows_);
-    }
-    // A cache tensor's memory: the device buffer when the cache lives there.
-    static void place(Tensor* t, void* host, const Buffer* device) {
-        if (device != nullptr) {
-            t->set_data(*device, 0);
-        } else {
-            t->set_data(host);
-        }
     }
 
     // {D, H, T} -> {D, T, H}: the per-head batch layout of mul_mat.
@@ -277,19 +245,20 @@ class GraphBuilder {
                 return attention_decompressed(l, il, qn, qr, cs, kr);
             return attention_latent(l, il, qn, qr, cs, kr);
         };
-        Tensor* o;
-        if (S_ == 1) {
-            o = of_sequence(q_nope, q_pe, c, k_pe);
-        } else {
-            std::vector<Tensor*> parts;
-            for (seq_ = 0; seq_ < S_; ++seq_) {
-                const int64_t t0 = seq_ * Tq_;
-                parts.push_back(of_sequence(narrow(q_nope, 2, t0, Tq_), narrow(q_pe, 2, t0, Tq_),
-                                            narrow(c, 1, t0, Tq_), narrow(k_pe, 2, t0, Tq_)));
-            }
-            seq_ = 0;
-            o = concat_pairwise(std::move(parts), 1);
+        std::vector<Tensor*> outs;
+        for (int64_t t0 = 0; const auto& part : parts_) {
+            seq_ = part.seq;
+            Tq_ = part.n_tokens;
+            n_past_ = part.n_past;
+            n_kv_ = part.n_past + part.n_tokens;
+            if (parts_.size() == 1)
+                outs.push_back(of_sequence(q_nope, q_pe, c, k_pe));
+            else
+                outs.push_back(of_sequence(narrow(q_nope, 2, t0, Tq_), narrow(q_pe, 2, t0, Tq_),
+                                           narrow(c, 1, t0, Tq_), narrow(k_pe, 2, t0, Tq_)));
+            t0 += Tq_;
         }
+        Tensor* o = concat_pairwise(std::move(outs), 1);
         // {vh, T, H} -> {vh, H, T} -> {vh*H, T}
         Tensor* merged = g_.reshape(g_.cont(g_.permute(o, {0, 2, 1, 3})), {vh * H, T_});
         return g_.mul_mat(w(l.attn_output), merged);
@@ -298,48 +267,19 @@ class GraphBuilder {
     // mla 0: K rows [head 0: nope | rope][head 1 ...] and V transposed in the cache.
     Tensor* attention_standard(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope, Tensor* q_pe,
                                Tensor* c, Tensor* k_pe) {
-        const int64_t H = hp_.n_head, qk = hp_.qk_head(), nope = hp_.qk_nope, rope = hp_.qk_rope,
-                      vh = hp_.v_head, f = sizeof(float);
+        const int64_t H = hp_.n_head, nope = hp_.qk_nope, vh = hp_.v_head, f = sizeof(float);
         Tensor* kv = g_.mul_mat(w(l.kv_b), c);  // {H*(nope+vh), T}
         const Strides kv_strides =
             strides_of(f, (nope + vh) * f, H * (nope + vh) * f, H * (nope + vh) * f * Tq_);
-
-        Tensor* kc = k_cache(il);
-        const Strides kc_strides = strides_of(k_nb0(), kb(qk), H * kb(qk), H * kb(qk) * Tq_);
-        const uint64_t at = uint64_t(n_past_ * H * kb(qk));
-        g_.cpy(g_.view(kv, {nope, H, Tq_}, kv_strides, 0),
-               g_.view(kc, {nope, H, Tq_}, kc_strides, at));
-        // k_pe is shared by all heads: a view that repeats it (stride 0 over heads).
-        g_.cpy(g_.view(k_pe, {rope, H, Tq_}, strides_of(f, 0, rope * f, rope * f * Tq_), 0),
-               g_.view(kc, {rope, H, Tq_}, kc_strides, at + uint64_t(kb(nope))));
-
-        const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
-        const Strides kr = strides_of(k_nb0(), H * kb(qk), kb(qk), H * kb(qk) * n_kv_);
+        kv_.write_kv(il, seq_, n_past_, g_.view(kv, {nope, H, Tq_}, kv_strides, 0), k_pe,
+                     g_.view(kv, {vh, H, Tq_}, kv_strides, uint64_t(nope * f)));
         if (flash_) {
-            // V rows {H*vh, n_ctx} (the same bytes as the transposed layout), read in place.
-            Tensor* vc = sequence_rows(cache_input("cache_v-" + std::to_string(il),
-                                                   o_.cache_type_v, {H * vh, n_ctx}, cache_.v(il),
-                                                   cache_.v_buffer(il)),
-                                       1);
-            const Strides vr = strides_of(v_nb0(), H * vb(vh), vb(vh), H * vb(vh) * n_ctx);
-            g_.cpy(
-                g_.view(kv, {vh, H, Tq_}, kv_strides, uint64_t(nope * f)),
-                g_.view(vc, {vh, H, Tq_}, strides_of(v_nb0(), vb(vh), H * vb(vh), H * vb(vh) * Tq_),
-                        uint64_t(n_past_ * H * vb(vh))));
             Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);  // {qk, T, H}
-            return flash(q, g_.view(kc, {qk, n_kv_, H}, kr, 0), g_.view(vc, {vh, n_kv_, H}, vr, 0));
+            return flash(q, kv_.keys(il, seq_, n_kv_), kv_.values(il, seq_, n_kv_));
         }
-        Tensor* vc = v_cache(il);  // {n_ctx, H*vh}: element (j, h*vh + d)
-        Tensor* v_dst = g_.view(vc, {Tq_, vh, H},
-                                strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H),
-                                uint64_t(n_past_ * sv));
-        g_.cpy(g_.view(kv, {vh, H, Tq_}, kv_strides, uint64_t(nope * f)),
-               g_.permute(v_dst, {2, 0, 1, 3}));
-
-        Tensor* k_nope = g_.view(kc, {nope, n_kv_, H}, kr, 0);
-        Tensor* k_rope = g_.view(kc, {rope, n_kv_, H}, kr, uint64_t(kb(nope)));
-        Tensor* v_t = g_.view(vc, {n_kv_, vh, H},
-                              strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H), 0);
+        Tensor* k_nope = kv_.keys_nope(il, seq_, n_kv_);
+        Tensor* k_rope = kv_.keys_rope(il, seq_, n_kv_);
+        Tensor* v_t = kv_.values_transposed(il, seq_, n_kv_);
         Tensor* qn = heads_as_batch(q_nope);
         Tensor* qr = heads_as_batch(q_pe);
         return by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
@@ -352,52 +292,15 @@ class GraphBuilder {
         });
     }
 
-    // Writes this ubatch's latents: [k_pe | c] rows, and for mla 1 the transposed c.
-    Tensor* store_latents(uint32_t il, Tensor* c, Tensor* k_pe) {
-        const int64_t lat = hp_.latent_width(), kvl = hp_.kv_lora_rank, rope = hp_.qk_rope;
-        Tensor* kc = k_cache(il);
-        const uint64_t at = uint64_t(n_past_ * kb(lat));
-        g_.cpy(k_pe,
-               g_.view(kc, {rope, 1, Tq_}, strides_of(k_nb0(), kb(lat), kb(lat), kb(lat) * Tq_), at));
-        g_.cpy(c, g_.view(kc, {kvl, Tq_}, strides_of(k_nb0(), kb(lat), kb(lat) * Tq_, kb(lat) * Tq_),
-                          at + uint64_t(kb(rope))));
-        if (o_.mla == 1) {
-            Tensor* vc = v_cache(il);
-            const int64_t sv = sy_dtype_info(o_.cache_type_v).type_size, n_ctx = cache_.n_ctx();
-            Tensor* dst = g_.view(vc, {Tq_, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl),
-                                  uint64_t(n_past_ * sv));
-            g_.cpy(c, g_.transpose(dst));
-            v_t_ = g_.view(vc, {n_kv_, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl), 0);
-        }
-        return kc;
-    }
-
-    // The cached [k_pe | c] rows of tokens 0 .. n_kv - 1: c part {kvl, n_kv}, rope part
-    // {rope, n_kv, 1} (one "head" shared by all query heads).
-    Tensor* cached_c(Tensor* kc) {
-        const int64_t row = kb(hp_.latent_width());
-        return g_.view(kc, {hp_.kv_lora_rank, n_kv_},
-                       strides_of(k_nb0(), row, row * n_kv_, row * n_kv_),
-                       uint64_t(kb(hp_.qk_rope)));
-    }
-    Tensor* cached_k_pe(Tensor* kc) {
-        const int64_t row = kb(hp_.latent_width());
-        return g_.view(kc, {hp_.qk_rope, n_kv_}, strides_of(k_nb0(), row, row * n_kv_, row * n_kv_),
-                       0);
-    }
-
     // mla 1, 2, 3 (generation): queries absorb W_UK, scores against the latents, W_UV after.
     Tensor* attention_latent(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope, Tensor* q_pe,
                              Tensor* c, Tensor* k_pe) {
-        Tensor* kc = store_latents(il, c, k_pe);
+        kv_.write_latents(il, seq_, n_past_, c, k_pe);
         Tensor* q_lat = g_.mul_mat(w(l.k_b), heads_as_batch(q_nope));  // {kvl, T, H}
         if (flash_) {
             // Queries ordered as the cache rows: [q_pe | q_lat].
             Tensor* q = g_.concat(heads_as_batch(q_pe), q_lat, 0);
-            const int64_t lat = hp_.latent_width();
-            Tensor* rows =
-                g_.view(kc, {lat, n_kv_},
-                        strides_of(k_nb0(), kb(lat), kb(lat) * n_kv_, kb(lat) * n_kv_), 0);
+            Tensor* rows = kv_.latent_rows(il, seq_, n_kv_);
             Tensor* o_lat =
                 g_.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, rows}, SY_TYPE_F32,
                          {int64_t(hp_.kv_lora_rank), Tq_, int64_t(hp_.n_head)},
@@ -406,14 +309,16 @@ class GraphBuilder {
         }
         // c transposed {n_kv, kvl}: the mla 1 copy, or made from the cache rows now (decoded
         // first when they are blocks, which cannot be transposed).
-        Tensor* c_t = v_t_;
-        if (o_.mla != 1) {
-            Tensor* c_rows = cached_c(kc);
+        Tensor* c_t;
+        if (o_.mla == 1) {
+            c_t = kv_.latents_transposed(il, seq_, n_kv_);
+        } else {
+            Tensor* c_rows = kv_.latents(il, seq_, n_kv_);
             if (sy_dtype_info(o_.cache_type_k).block_size > 1) c_rows = g_.cpy(c_rows, SY_TYPE_F32);
             c_t = g_.cont(g_.transpose(c_rows));
         }
-        Tensor* c_rows = cached_c(kc);
-        Tensor* k_pe_rows = cached_k_pe(kc);
+        Tensor* c_rows = kv_.latents(il, seq_, n_kv_);
+        Tensor* k_pe_rows = kv_.latent_k_pe(il, seq_, n_kv_);
         Tensor* qr = heads_as_batch(q_pe);
         Tensor* o_lat = by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
             Tensor* kq = g_.add(
@@ -430,10 +335,9 @@ class GraphBuilder {
     // attention over the result.
     Tensor* attention_decompressed(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope,
                                    Tensor* q_pe, Tensor* c, Tensor* k_pe) {
-        const int64_t nope = hp_.qk_nope, vh = hp_.v_head, rope = hp_.qk_rope,
-                      lat = hp_.latent_width(), f = sizeof(float);
-        Tensor* kc = store_latents(il, c, k_pe);
-        Tensor* c_all = cached_c(kc);
+        const int64_t nope = hp_.qk_nope, vh = hp_.v_head, rope = hp_.qk_rope, f = sizeof(float);
+        kv_.write_latents(il, seq_, n_past_, c, k_pe);
+        Tensor* c_all = kv_.latents(il, seq_, n_kv_);
         if (o_.cache_type_k != SY_TYPE_F32) c_all = g_.cpy(c_all, SY_TYPE_F32);
         Tensor* kv_b = w(l.kv_b);  // {kvl, H*(nope+vh)}: per head nope rows, then vh rows
         Tensor* qn = heads_as_batch(q_nope);
@@ -452,16 +356,14 @@ class GraphBuilder {
             Tensor* v = g_.view(kv, {vh, n_kv_, n}, kv_strides, uint64_t(nope * f));
             if (flash_) {
                 // K = [k_nope | k_pe] per head, k_pe repeated for every head (stride 0).
-                Tensor* k_pe_all =
-                    g_.cpy(g_.view(kc, {rope, n_kv_, n}, strides_of(k_nb0(), kb(lat), 0, 0), 0),
-                           SY_TYPE_F32);
+                Tensor* k_pe_all = g_.cpy(kv_.latent_k_pe_heads(il, seq_, n_kv_, n), SY_TYPE_F32);
                 Tensor* k = g_.concat(k_nope, k_pe_all, 0);  // {qk, n_kv, n}
                 Tensor* q = g_.concat(narrow(qn, 2, h0, n), narrow(qr, 2, h0, n), 0);
                 return flash(q, k, v);
             }
             Tensor* kq = g_.add(
                 g_.mul_mat(k_nope, narrow(qn, 2, h0, n))->set_name("kq-" + std::to_string(il)),
-                g_.mul_mat(cached_k_pe(kc), narrow(qr, 2, h0, n))
+                g_.mul_mat(kv_.latent_k_pe(il, seq_, n_kv_), narrow(qr, 2, h0, n))
                     ->set_name("kq_rope-" + std::to_string(il)));
             return g_.mul_mat(g_.cont(g_.transpose(v)), softmax_scores(kq))
                 ->set_name("kqv-" + std::to_string(il));  // {vh, T, n}
@@ -577,23 +479,19 @@ class GraphBuilder {
     const Deepseek2Model& m_;
     const Deepseek2HParams& hp_;
     const Deepseek2Options& o_;
-    Deepseek2Cache& cache_;
+    Graph g_;
+    Deepseek2Cache::Views kv_;
     std::span<const DeviceWeights> weights_;  // not uploaded yet: weights in host memory
     bool all_on_device_;
     bool fused_moe_;
     bool flash_;
     bool overlap_;
-    int64_t T_;            // tokens of the graph
-    int64_t S_;            // sequences, each of Tq_ tokens
-    int64_t Tq_;           // tokens (queries) of one sequence
-    int64_t n_past_;       // cached tokens of each sequence before this graph
-    int64_t n_kv_;         // keys of each sequence: n_past_ + Tq_
-    int64_t seq_rows_;     // cache rows of each sequence
-    int64_t seq_ = 0;      // the sequence whose attention is being built
-    Graph g_;
-    std::unordered_map<std::string, Tensor*> cache_inputs_;
+    std::vector<Deepseek2Session::UbatchPart> parts_;
+    int64_t T_ = 0;  // tokens of the graph
+    // The part whose attention is being built: its sequence, tokens (queries), cached tokens
+    // before this graph, and keys (n_past_ + Tq_).
+    int64_t seq_ = 0, Tq_ = 0, n_past_ = 0, n_kv_ = 0;
     Tensor* pos_ = nullptr;
-    Tensor* v_t_ = nullptr;
 };
 
 bool choose_flash(const Deepseek2Options& o, const Plugin& plugin) {
@@ -667,6 +565,8 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
       flash_(choose_flash(model.options(), plugin_)),
       executor_(plugin_, device_),
       cache_(model.hparams(), model.options(), &plugin_, device_) {
+    // mla 0's V cache: rows that flash attention reads in place, else transposed.
+    cache_.set_v_rows(flash_ && model.options().mla == 0);
     // Every node of a generation step and of a full prompt ubatch (mla 3 differs between
     // them) must be one a backend supports, with this model's weight and cache types; at
     // the end of the context, where -amb splits the attention into steps.
@@ -677,10 +577,8 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
     for (const Scheduler::Backend& b : backends_.backends) {
         infos_.push_back(backend_info(*b.plugin, b.device));
         if (backends_.costs)
-            infos_.back().measured = [costs = backends_.costs,
-                                      name = infos_.back().name](const sy_node& node) {
-                return costs->ns(name, node);
-            };
+            infos_.back().measured = [costs = backends_.costs, name = infos_.back().name](
+                                         const sy_node& node) { return costs->ns(name, node); };
         for (size_t i = 0; i + 1 < infos_.size(); ++i)
             if (infos_[i].name == infos_.back().name)
                 throw Error("backend '" + infos_.back().name + "' is given twice");
@@ -758,7 +656,8 @@ Deepseek2Session::Deepseek2Session(const Deepseek2Model& model, const SessionBac
     for (size_t b = 0; b < infos_.size(); ++b) {
         const uint64_t cache =
             cache_.bytes_on(backends_.backends[b].plugin, backends_.backends[b].device);
-        const uint64_t weights = weight_plan_.bytes_per_backend[b], free = infos_[b].props.memory_free;
+        const uint64_t weights = weight_plan_.bytes_per_backend[b],
+                       free = infos_[b].props.memory_free;
         if (infos_[b].host_memory() || cache == 0 || free == 0 || weights + cache <= free) continue;
         throw Error(fmt::format(
             "{}: the weights placed there ({:.0f} MiB) and the KV cache of its layers ({:.0f} "
@@ -829,12 +728,25 @@ void Deepseek2Session::allocate() {
 
 Deepseek2Session::UbatchGraph Deepseek2Session::build(int64_t n_tokens, int64_t n_past,
                                                       bool all_logits, int64_t n_seqs) {
-    if (n_seqs < 1 || n_tokens % n_seqs != 0)
+    if (n_seqs < 1 || n_tokens % n_seqs != 0 || n_seqs > cache_.n_ctx())
         throw Error("a graph of " + std::to_string(n_tokens) + " tokens cannot hold " +
                     std::to_string(n_seqs) + " equal sequences");
+    std::vector<UbatchPart> parts;
+    for (int64_t s = 0; s < n_seqs; ++s) parts.push_back({s, n_tokens / n_seqs, n_past});
+    return build(parts, cache_.n_ctx() / n_seqs, all_logits);
+}
+
+Deepseek2Session::UbatchGraph Deepseek2Session::build(std::span<const UbatchPart> parts,
+                                                      int64_t cells, bool all_logits) {
+    if (parts.empty()) throw Error("a graph needs at least one token");
+    for (const UbatchPart& p : parts)
+        if (p.n_tokens < 1 || p.n_past < 0 || p.seq < 0 || p.n_past + p.n_tokens > cells ||
+            (p.seq + 1) * cells > cache_.n_ctx())
+            throw Error("a graph part of " + std::to_string(p.n_tokens) + " tokens at " +
+                        std::to_string(p.n_past) + " of sequence " + std::to_string(p.seq) +
+                        " does not fit its " + std::to_string(cells) + " cache cells");
     GraphBuilder b(model_, cache_, weights_, !scheduler_, fused_moe_, flash_,
-                   backends_.backends.size() > 1 && backends_.offload.overlap, n_tokens, n_past,
-                   n_seqs);
+                   backends_.backends.size() > 1 && backends_.offload.overlap, parts, cells);
     return b.build(all_logits);
 }
 
@@ -849,7 +761,8 @@ int32_t Deepseek2Session::home_of(const Tensor& t) const {
                 return int32_t(b);
         return kHostInput;
     };
-    if (const Buffer* buffer = t.device_buffer()) return backend_of(buffer->owner(), buffer->device());
+    if (const Buffer* buffer = t.device_buffer())
+        return backend_of(buffer->owner(), buffer->device());
     if (t.kind() == TensorKind::weight && t.host_data() != nullptr) {
         const auto it = weight_home_.find(t.host_data());
         if (it != weight_home_.end() && !infos_[size_t(it->second)].host_memory())
@@ -935,135 +848,240 @@ void Deepseek2Session::set_profile(Profile* profile) {
 
 void Deepseek2Session::set_node_observer(const Executor::NodeObserver* observer) {
     if (observer != nullptr && scheduler_)
-        throw Error("observing nodes (imatrix collection) needs a session on one backend; this one "
-                    "runs on " + std::to_string(backends_.backends.size()));
+        throw Error(
+            "observing nodes (imatrix collection) needs a session on one backend; this one "
+            "runs on " +
+            std::to_string(backends_.backends.size()));
     executor_.set_observer(observer);
 }
 
+void Deepseek2Session::check_sequence(int64_t seq, const char* what) const {
+    if (seq < 0 || seq >= sequences())
+        throw Error(std::string(what) + ": sequence " + std::to_string(seq) +
+                    " does not exist (the session has " + std::to_string(sequences()) +
+                    (sequences() == 1 ? " sequence" : " sequences") + ")");
+}
+
+void Deepseek2Session::set_sequences(int64_t n) {
+    if (n == sequences()) return;
+    if (std::any_of(seq_len_.begin(), seq_len_.end(), [](int64_t l) { return l > 0; }))
+        throw Error("the cache holds " + std::to_string(sequences()) + " sequences, not " +
+                    std::to_string(n) + " (reset() first)");
+    cache_.set_sequences(n);
+    seq_len_.assign(size_t(n), 0);
+}
+
+int64_t Deepseek2Session::sequence_length(int64_t seq) const {
+    check_sequence(seq, "sequence_length");
+    return seq_len_[size_t(seq)];
+}
+
+void Deepseek2Session::truncate(int64_t seq, int64_t n_keep) {
+    check_sequence(seq, "truncate");
+    if (n_keep < 0 || n_keep > seq_len_[size_t(seq)])
+        throw Error("truncate sequence " + std::to_string(seq) + " to " + std::to_string(n_keep) +
+                    " tokens: it holds " + std::to_string(seq_len_[size_t(seq)]));
+    seq_len_[size_t(seq)] = n_keep;
+}
+
+void Deepseek2Session::copy_prefix(int64_t src, int64_t dst, int64_t n) {
+    check_sequence(src, "copy_prefix");
+    check_sequence(dst, "copy_prefix");
+    if (n < 0 || n > seq_len_[size_t(src)])
+        throw Error("copy_prefix: " + std::to_string(n) + " tokens of sequence " +
+                    std::to_string(src) + ", which holds " + std::to_string(seq_len_[size_t(src)]));
+    allocate();
+    cache_.copy_sequence(src, dst, n);
+    seq_len_[size_t(dst)] = n;
+}
+
 void Deepseek2Session::rewind(int64_t n_past) {
-    if (n_past < 0 || n_past > n_past_)
-        throw Error("rewind to " + std::to_string(n_past) + " tokens: the cache holds " +
-                    std::to_string(n_past_));
-    n_past_ = n_past;
+    for (const int64_t len : seq_len_)
+        if (n_past < 0 || n_past > len)
+            throw Error("rewind to " + std::to_string(n_past) + " tokens: the cache holds " +
+                        std::to_string(len));
+    std::fill(seq_len_.begin(), seq_len_.end(), n_past);
 }
 
 std::vector<float> Deepseek2Session::eval(std::span<const int32_t> tokens, bool all_logits) {
-    return eval_sequences(tokens, 1, all_logits);
+    const SequenceTokens one{0, tokens};
+    return decode({&one, 1}, all_logits);
 }
 
-std::vector<float> Deepseek2Session::eval_sequences(std::span<const int32_t> tokens,
-                                                    int64_t n_seqs, bool all_logits) {
+std::vector<float> Deepseek2Session::eval_sequences(std::span<const int32_t> tokens, int64_t n_seqs,
+                                                    bool all_logits) {
     const int64_t n = static_cast<int64_t>(tokens.size());
-    const uint32_t n_vocab = model_.hparams().n_vocab;
     if (n == 0) throw Error("eval: no tokens");
     if (n_seqs < 1 || n % n_seqs != 0)
         throw Error("eval: " + std::to_string(n) + " tokens are not " + std::to_string(n_seqs) +
                     " sequences of equal length");
-    if (n_past_ > 0 && n_seqs != n_seqs_)
-        throw Error("eval: the cache holds " + std::to_string(n_seqs_) + " sequences, not " +
-                    std::to_string(n_seqs) + " (reset() first)");
-    const int64_t per = n / n_seqs, seq_rows = cache_.n_ctx() / n_seqs;
-    if (n_past_ + per > seq_rows)
-        throw Error("the context is full: " + std::to_string(n_past_) + " cached + " +
-                    std::to_string(per) + " new tokens exceed the context of " +
-                    std::to_string(seq_rows) +
-                    (n_seqs > 1 ? " per sequence (" + std::to_string(cache_.n_ctx()) + " / " +
-                                      std::to_string(n_seqs) + ")"
-                                : std::string()) +
-                    " (raise it with -c)");
-    for (size_t i = 0; i < tokens.size(); ++i)
-        if (tokens[i] < 0 || uint32_t(tokens[i]) >= n_vocab)
-            throw Error("token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
-                        " is outside the vocabulary of " + std::to_string(n_vocab));
+    set_sequences(n_seqs);
+    std::vector<SequenceTokens> batch;
+    const size_t per = size_t(n / n_seqs);
+    for (int64_t s = 0; s < n_seqs; ++s) batch.push_back({s, tokens.subspan(size_t(s) * per, per)});
+    return decode(batch, all_logits);
+}
 
+std::vector<float> Deepseek2Session::decode(std::span<const SequenceTokens> batch,
+                                            bool all_logits) {
+    const uint32_t n_vocab = model_.hparams().n_vocab;
+    const int64_t cells = cache_.sequence_cells();
+    if (batch.empty()) throw Error("eval: no tokens");
+    std::vector<bool> seen(seq_len_.size(), false);
+    for (const SequenceTokens& e : batch) {
+        check_sequence(e.seq, "eval");
+        if (seen[size_t(e.seq)])
+            throw Error("eval: sequence " + std::to_string(e.seq) + " is given twice in a batch");
+        seen[size_t(e.seq)] = true;
+        if (e.tokens.empty()) throw Error("eval: no tokens for sequence " + std::to_string(e.seq));
+        const int64_t len = seq_len_[size_t(e.seq)], n = int64_t(e.tokens.size());
+        if (len + n > cells)
+            throw Error("the context is full: " + std::to_string(len) + " cached + " +
+                        std::to_string(n) + " new tokens exceed the context of " +
+                        std::to_string(cells) +
+                        (sequences() > 1 ? " per sequence (" + std::to_string(cache_.n_ctx()) +
+                                               " / " + std::to_string(sequences()) + ")"
+                                         : std::string()) +
+                        " (raise it with -c)");
+        for (size_t i = 0; i < e.tokens.size(); ++i)
+            if (e.tokens[i] < 0 || uint32_t(e.tokens[i]) >= n_vocab)
+                throw Error("token " + std::to_string(e.tokens[i]) + " at index " +
+                            std::to_string(i) +
+                            (batch.size() > 1 ? " of sequence " + std::to_string(e.seq) : "") +
+                            " is outside the vocabulary of " + std::to_string(n_vocab));
+    }
     allocate();
-    n_seqs_ = n_seqs;
-    // Each graph takes `step` tokens of every sequence (sequence-major), at most n_ubatch in all.
-    const int64_t step = std::max<int64_t>(1, model_.options().n_ubatch / n_seqs);
-    std::vector<float> logits;
-    if (n_seqs > 1) logits.resize(size_t(all_logits ? n : n_seqs) * n_vocab);
-    std::vector<int32_t> positions, batch;
-    for (int64_t start = 0; start < per; start += step) {
-        const int64_t ts = std::min(step, per - start), t = ts * n_seqs;
-        const bool last = start + ts == per;
-        const auto t0 = Clock::now();
-        if (profile_)
-            profile_->begin_graph(t > 1 ? Profile::Phase::prompt : Profile::Phase::decode, t);
-        UbatchGraph ug = build(t, n_past_, all_logits, n_seqs);
-        positions.resize(size_t(t));
-        for (int64_t s = 0; s < n_seqs; ++s)
-            std::iota(positions.begin() + s * ts, positions.begin() + (s + 1) * ts,
-                      static_cast<int32_t>(n_past_));
-        if (n_seqs == 1) {
-            ug.tokens->set_data(const_cast<int32_t*>(tokens.data() + start));
-        } else {
-            batch.resize(size_t(t));
-            for (int64_t s = 0; s < n_seqs; ++s)
-                std::copy_n(tokens.data() + s * per + start, ts, batch.begin() + s * ts);
-            ug.tokens->set_data(batch.data());
+
+    // Where each entry's logits go in the result: all its tokens', or its last token's.
+    const size_t V = n_vocab;
+    std::vector<size_t> out_at(batch.size() + 1, 0);
+    for (size_t i = 0; i < batch.size(); ++i)
+        out_at[i + 1] = out_at[i] + (all_logits ? batch[i].tokens.size() : 1) * V;
+    std::vector<float> logits(out_at.back());
+
+    std::vector<int64_t> done(batch.size(), 0);  // tokens of each entry run so far
+    std::vector<UbatchPart> parts;
+    std::vector<size_t> part_entry;
+    std::vector<int32_t> tokens;
+    for (;;) {
+        // Each entry with tokens left takes an equal share of n_ubatch (at least one token);
+        // what the short ones leave goes to the others in order.
+        std::vector<size_t> active;
+        for (size_t i = 0; i < batch.size(); ++i)
+            if (done[i] < int64_t(batch[i].tokens.size())) active.push_back(i);
+        if (active.empty()) break;
+        const int64_t share =
+            std::max<int64_t>(1, model_.options().n_ubatch / int64_t(active.size()));
+        std::vector<int64_t> take(active.size());
+        int64_t spare = 0;
+        for (size_t k = 0; k < active.size(); ++k) {
+            const int64_t left = int64_t(batch[active[k]].tokens.size()) - done[active[k]];
+            take[k] = std::min(left, share);
+            spare += share - take[k];
         }
-        ug.positions->set_data(positions.data());
-        const auto t1 = Clock::now();
-        double backend_seconds = 0, sync_seconds = 0, copy_seconds = 0, stage_seconds = 0;
-        uint64_t staged = 0, compute_buffer = 0, staging_buffer = 0;
-        if (scheduler_) {
-            const OpPlan& placed = plan(ug.graph, t, n_past_);
-            stats_.placement_seconds += std::chrono::duration<double>(Clock::now() - t1).count();
-            const ScheduleReport& r = scheduler_->run(ug.graph, placed);
-            stats_.setup_seconds += r.setup_seconds;
-            backend_seconds = r.backend_seconds;
-            sync_seconds = r.sync_seconds;
-            copy_seconds = r.copy_seconds;
-            stage_seconds = r.stage_seconds;
-            stats_.overlapped_nodes += int64_t(r.overlapped);
-            staged = r.staged_bytes + r.link_bytes;
-            for (uint64_t b : r.compute_buffer_bytes) compute_buffer += b;
-            for (uint64_t b : r.staging_buffer_bytes) staging_buffer += b;
-        } else {
-            const RunReport& r = executor_.run(ug.graph);
-            stats_.setup_seconds += r.setup_seconds;
-            backend_seconds = r.backend_seconds;
-            sync_seconds = r.sync_seconds;
-            stage_seconds = r.stage_seconds;
-            staged = r.staged_bytes;
-            compute_buffer = r.compute_buffer_bytes;
-            staging_buffer = r.staging_buffer_bytes;
+        for (size_t k = 0; k < active.size() && spare > 0; ++k) {
+            const int64_t left = int64_t(batch[active[k]].tokens.size()) - done[active[k]];
+            const int64_t more = std::min(left - take[k], spare);
+            take[k] += more;
+            spare -= more;
         }
-        const auto t2 = Clock::now();
-        stats_.graph_build_seconds += std::chrono::duration<double>(t1 - t0).count();
-        const double run_seconds = std::chrono::duration<double>(t2 - t1).count();
-        stats_.compute_seconds += run_seconds;
-        stats_.backend_seconds += backend_seconds;
-        stats_.sync_seconds += sync_seconds;
-        stats_.copy_seconds += copy_seconds;
-        stats_.stage_seconds += stage_seconds;
-        stats_.plan_bind_seconds +=
-            std::max(0.0, run_seconds - backend_seconds - copy_seconds - stage_seconds);
-        if (profile_)
-            profile_->end_graph(std::chrono::duration<double>(t1 - t0).count(),
-                                std::chrono::duration<double>(t2 - t1).count());
-        stats_.graphs += 1;
-        stats_.staged_bytes += staged;
-        stats_.compute_buffer_bytes = std::max(stats_.compute_buffer_bytes, compute_buffer);
-        stats_.staging_buffer_bytes = std::max(stats_.staging_buffer_bytes, staging_buffer);
-        n_past_ += ts;
-        if (all_logits || last) {
-            const std::vector<float> part = scheduler_ ? scheduler_->read<float>(*ug.logits)
-                                                       : executor_.read<float>(*ug.logits);
-            if (n_seqs == 1) {
-                logits.insert(logits.end(), part.begin(), part.end());
-            } else {
-                // The graph's rows are sequence-major, `rows` of each (ts tokens, or the
-                // last); the result holds each sequence's `stride` rows together.
-                const int64_t rows = all_logits ? ts : 1, stride = all_logits ? per : 1,
-                              first = all_logits ? start : 0, v = n_vocab;
-                for (int64_t s = 0; s < n_seqs; ++s)
-                    std::copy_n(part.begin() + s * rows * v, rows * v,
-                                logits.begin() + (s * stride + first) * v);
-            }
+        parts.clear();
+        part_entry.clear();
+        tokens.clear();
+        for (size_t k = 0; k < active.size(); ++k) {
+            const SequenceTokens& e = batch[active[k]];
+            parts.push_back({e.seq, take[k], seq_len_[size_t(e.seq)]});
+            part_entry.push_back(active[k]);
+            const auto from = e.tokens.begin() + done[active[k]];
+            tokens.insert(tokens.end(), from, from + take[k]);
+        }
+        bool finishes = all_logits;
+        for (size_t k = 0; k < parts.size(); ++k)
+            finishes |= done[part_entry[k]] + parts[k].n_tokens ==
+                        int64_t(batch[part_entry[k]].tokens.size());
+        const std::vector<float> out = run_ubatch(parts, tokens, all_logits, finishes);
+        // The graph's logits: every token's in part order, or each part's last token's.
+        size_t row = 0;
+        for (size_t k = 0; k < parts.size(); ++k) {
+            const size_t i = part_entry[k];
+            const int64_t before = done[i];
+            done[i] += parts[k].n_tokens;
+            seq_len_[size_t(parts[k].seq)] += parts[k].n_tokens;
+            const size_t rows = all_logits ? size_t(parts[k].n_tokens) : 1;
+            if (all_logits)
+                std::copy_n(out.begin() + row * V, rows * V,
+                            logits.begin() + out_at[i] + size_t(before) * V);
+            else if (done[i] == int64_t(batch[i].tokens.size()))
+                std::copy_n(out.begin() + row * V, V, logits.begin() + out_at[i]);
+            row += rows;
         }
     }
     return logits;
+}
+
+std::vector<float> Deepseek2Session::run_ubatch(std::span<const UbatchPart> parts,
+                                                std::span<const int32_t> tokens, bool all_logits,
+                                                bool read_logits) {
+    const int64_t t = int64_t(tokens.size());
+    int64_t n_past = 0;
+    for (const UbatchPart& p : parts) n_past = std::max(n_past, p.n_past);
+    const auto t0 = Clock::now();
+    if (profile_) profile_->begin_graph(t > 1 ? Profile::Phase::prompt : Profile::Phase::decode, t);
+    UbatchGraph ug = build(parts, cache_.sequence_cells(), all_logits);
+    std::vector<int32_t> positions, rows;
+    for (int64_t end = 0; const UbatchPart& p : parts) {
+        for (int64_t j = 0; j < p.n_tokens; ++j) positions.push_back(int32_t(p.n_past + j));
+        end += p.n_tokens;
+        rows.push_back(int32_t(end - 1));
+    }
+    ug.tokens->set_data(const_cast<int32_t*>(tokens.data()));
+    ug.positions->set_data(positions.data());
+    if (ug.output_rows) ug.output_rows->set_data(rows.data());
+    const auto t1 = Clock::now();
+    double backend_seconds = 0, sync_seconds = 0, copy_seconds = 0, stage_seconds = 0;
+    uint64_t staged = 0, compute_buffer = 0, staging_buffer = 0;
+    if (scheduler_) {
+        const OpPlan& placed = plan(ug.graph, t, n_past);
+        stats_.placement_seconds += std::chrono::duration<double>(Clock::now() - t1).count();
+        const ScheduleReport& r = scheduler_->run(ug.graph, placed);
+        stats_.setup_seconds += r.setup_seconds;
+        backend_seconds = r.backend_seconds;
+        sync_seconds = r.sync_seconds;
+        copy_seconds = r.copy_seconds;
+        stage_seconds = r.stage_seconds;
+        stats_.overlapped_nodes += int64_t(r.overlapped);
+        staged = r.staged_bytes + r.link_bytes;
+        for (uint64_t b : r.compute_buffer_bytes) compute_buffer += b;
+        for (uint64_t b : r.staging_buffer_bytes) staging_buffer += b;
+    } else {
+        const RunReport& r = executor_.run(ug.graph);
+        stats_.setup_seconds += r.setup_seconds;
+        backend_seconds = r.backend_seconds;
+        sync_seconds = r.sync_seconds;
+        stage_seconds = r.stage_seconds;
+        staged = r.staged_bytes;
+        compute_buffer = r.compute_buffer_bytes;
+        staging_buffer = r.staging_buffer_bytes;
+    }
+    const auto t2 = Clock::now();
+    stats_.graph_build_seconds += std::chrono::duration<double>(t1 - t0).count();
+    const double run_seconds = std::chrono::duration<double>(t2 - t1).count();
+    stats_.compute_seconds += run_seconds;
+    stats_.backend_seconds += backend_seconds;
+    stats_.sync_seconds += sync_seconds;
+    stats_.copy_seconds += copy_seconds;
+    stats_.stage_seconds += stage_seconds;
+    stats_.plan_bind_seconds +=
+        std::max(0.0, run_seconds - backend_seconds - copy_seconds - stage_seconds);
+    if (profile_)
+        profile_->end_graph(std::chrono::duration<double>(t1 - t0).count(),
+                            std::chrono::duration<double>(t2 - t1).count());
+    stats_.graphs += 1;
+    stats_.staged_bytes += staged;
+    stats_.compute_buffer_bytes = std::max(stats_.compute_buffer_bytes, compute_buffer);
+    stats_.staging_buffer_bytes = std::max(stats_.staging_buffer_bytes, staging_buffer);
+    if (!read_logits) return {};
+    return scheduler_ ? scheduler_->read<float>(*ug.logits) : executor_.read<float>(*ug.logits);
 }
 
 }  // namespace sy::llm

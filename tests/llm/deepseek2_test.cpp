@@ -394,6 +394,211 @@ TEST(Deepseek2Runtime, SequencesSideBySideMatchEachAlone) {
     }
 }
 
+namespace {
+
+// Largest difference between two logit vectors, relative to the largest logit of `want`.
+double relative_diff(std::span<const float> got, std::span<const float> want) {
+    double max_diff = 0, max_ref = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        max_diff = std::max(max_diff, double(std::fabs(got[i] - want[i])));
+        max_ref = std::max(max_ref, double(std::fabs(want[i])));
+    }
+    return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+struct SequenceRun {
+    int mla, flash;
+    int32_t cache_type;
+};
+
+// Every attention mode, the two V layouts of mla 0 (rows with flash, transposed without), and
+// F16 caches.
+constexpr SequenceRun kSequenceRuns[] = {
+    {0, 0, SY_TYPE_F32}, {0, 1, SY_TYPE_F32}, {1, 0, SY_TYPE_F32},
+    {1, 1, SY_TYPE_F32}, {2, 0, SY_TYPE_F32}, {2, 1, SY_TYPE_F32},
+    {3, 1, SY_TYPE_F32}, {3, 0, SY_TYPE_F16}, {1, 0, SY_TYPE_F16}};
+
+}  // namespace
+
+// Sequences of different lengths run together (decode(): one batch, each sequence at its own
+// position) give each sequence's logits as it alone gives them: prompts of 5, 9 and 140 tokens
+// (mla 3 decompresses the long one's latents) in one call, then decode steps of one token per
+// sequence in one batch, then a new prompt beside two decoding sequences. The batch of mixed
+// lengths gathers each part's last row (output_rows).
+TEST(Deepseek2Runtime, SequencesOfDifferentLengthsDecodeTogether) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    const size_t V = 512;
+    for (const SequenceRun& r : kSequenceRuns) {
+        Deepseek2Options o;
+        o.mla = r.mla;
+        o.flash_attn = r.flash;
+        o.cache_type_k = r.cache_type;
+        o.cache_type_v = r.cache_type;
+        o.n_ctx = 4 * 160;
+        o.n_ubatch = 96;  // the long prompt takes several ubatches beside the others
+        Deepseek2Model model(gguf::Reader::open(path), o);
+        const std::string label = "mla " + std::to_string(r.mla) + " flash " +
+                                  std::to_string(r.flash) + " " + sy_dtype_info(r.cache_type).name;
+        const size_t lengths[] = {5, 9, 140, 7};
+        std::vector<std::vector<int32_t>> seqs;
+        for (size_t s = 0; s < 4; ++s) {
+            std::vector<int32_t> t = prompt(lengths[s] + 3, 512);
+            for (int32_t& x : t) x = (x + int32_t(37 * s)) % 512;
+            seqs.push_back(std::move(t));
+        }
+        Deepseek2Session together(model, cpu_plugin());
+        together.set_sequences(4);
+        EXPECT_EQ(together.sequence_capacity(), 160) << label;
+        // Each sequence alone, fed the same pieces in the same order.
+        std::vector<std::unique_ptr<Deepseek2Session>> alone;
+        for (size_t s = 0; s < 4; ++s)
+            alone.push_back(std::make_unique<Deepseek2Session>(model, cpu_plugin()));
+        const auto piece = [&](size_t s, size_t from, size_t n) {
+            return std::span<const int32_t>(seqs[s]).subspan(from, n);
+        };
+        double worst = 0;
+        // Prompts of sequences 0-2, all logits; then their last.
+        {
+            std::vector<Deepseek2Session::SequenceTokens> batch;
+            for (size_t s = 0; s < 3; ++s) batch.push_back({int64_t(s), piece(s, 0, lengths[s])});
+            const std::vector<float> got = together.decode(batch, true);
+            size_t at = 0;
+            for (size_t s = 0; s < 3; ++s) {
+                const std::vector<float> want = alone[s]->eval(piece(s, 0, lengths[s]), true);
+                ASSERT_LE(at + want.size(), got.size()) << label;
+                worst =
+                    std::max(worst, relative_diff(std::span(got).subspan(at, want.size()), want));
+                at += want.size();
+            }
+            EXPECT_EQ(at, got.size()) << label;
+        }
+        // Three decode steps of one token each, sequences 0-2 together.
+        for (size_t step = 0; step < 3; ++step) {
+            std::vector<Deepseek2Session::SequenceTokens> batch;
+            for (size_t s = 0; s < 3; ++s)
+                batch.push_back({int64_t(s), piece(s, lengths[s] + step, 1)});
+            const std::vector<float> got = together.decode(batch);
+            ASSERT_EQ(got.size(), 3 * V) << label;
+            for (size_t s = 0; s < 3; ++s)
+                worst =
+                    std::max(worst, relative_diff(std::span(got).subspan(s * V, V),
+                                                  alone[s]->eval(piece(s, lengths[s] + step, 1))));
+        }
+        // Sequence 3's prompt beside sequences 0 and 2 decoding (given in that order).
+        together.truncate(0, int64_t(lengths[0]) + 2);
+        alone[0]->rewind(int64_t(lengths[0]) + 2);
+        const std::vector<Deepseek2Session::SequenceTokens> mixed = {
+            {0, piece(0, lengths[0] + 2, 1)},
+            {3, piece(3, 0, lengths[3])},
+            {2, piece(2, lengths[2], 2)}};
+        const std::vector<float> got = together.decode(mixed);
+        ASSERT_EQ(got.size(), 3 * V) << label;
+        worst = std::max(worst, relative_diff(std::span(got).subspan(0, V),
+                                              alone[0]->eval(piece(0, lengths[0] + 2, 1))));
+        worst = std::max(worst, relative_diff(std::span(got).subspan(V, V),
+                                              alone[3]->eval(piece(3, 0, lengths[3]))));
+        // Sequence 2 continues after its three decoded tokens with two more.
+        EXPECT_EQ(together.sequence_length(2), int64_t(lengths[2]) + 5) << label;
+        worst = std::max(worst, relative_diff(std::span(got).subspan(2 * V, V),
+                                              alone[2]->eval(piece(2, lengths[2], 2))));
+        EXPECT_LT(worst, r.cache_type == SY_TYPE_F32 ? 1e-5 : 1e-3) << label;
+        EXPECT_EQ(together.sequence_length(0), int64_t(lengths[0]) + 3) << label;
+        EXPECT_EQ(together.sequence_length(1), int64_t(lengths[1]) + 3) << label;
+        EXPECT_EQ(together.sequence_length(3), int64_t(lengths[3])) << label;
+    }
+}
+
+// A prefix copied from one sequence to another continues exactly as the sequence it came from
+// would: the same logits, bit for bit, as a session that evaluated the same ubatches and was
+// rewound to the prefix; and within rounding of a fresh evaluation of prefix + continuation.
+// Part of a prefix may be copied, over a sequence that held other tokens.
+TEST(Deepseek2Runtime, CopiedPrefixContinuesExactly) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    for (const SequenceRun& r : kSequenceRuns) {
+        Deepseek2Options o;
+        o.mla = r.mla;
+        o.flash_attn = r.flash;
+        o.cache_type_k = r.cache_type;
+        o.cache_type_v = r.cache_type;
+        o.n_ctx = 3 * 48;
+        Deepseek2Model model(gguf::Reader::open(path), o);
+        const std::string label = "mla " + std::to_string(r.mla) + " flash " +
+                                  std::to_string(r.flash) + " " + sy_dtype_info(r.cache_type).name;
+        const std::vector<int32_t> text = prompt(30, 512);
+        const std::span<const int32_t> shared = std::span(text).first(20), kept = shared.first(14),
+                                       rest = std::span(text).subspan(20);
+        Deepseek2Session s(model, cpu_plugin());
+        s.set_sequences(3);
+        const std::vector<int32_t> other = prompt(9, 300);
+        s.decode(std::vector<Deepseek2Session::SequenceTokens>{{0, shared}, {2, other}});
+        s.copy_prefix(0, 1, 20);  // all of it
+        s.copy_prefix(0, 2, 14);  // part of it, over sequence 2's own tokens
+        EXPECT_EQ(s.sequence_length(1), 20) << label;
+        EXPECT_EQ(s.sequence_length(2), 14) << label;
+        const std::vector<float> got1 =
+            s.decode(std::vector<Deepseek2Session::SequenceTokens>{{1, rest}}, true);
+        const std::vector<float> got2 =
+            s.decode(std::vector<Deepseek2Session::SequenceTokens>{{2, rest}}, true);
+
+        Deepseek2Session same(model, cpu_plugin());
+        same.eval(shared);
+        EXPECT_EQ(same.eval(rest, true), got1) << label;
+        same.rewind(14);
+        EXPECT_EQ(same.eval(rest, true), got2) << label;
+
+        Deepseek2Session fresh(model, cpu_plugin());
+        std::vector<int32_t> whole(kept.begin(), kept.end());
+        whole.insert(whole.end(), rest.begin(), rest.end());
+        const std::vector<float> all = fresh.eval(whole, true);
+        const size_t V = 512;
+        EXPECT_LT(relative_diff(got2, std::span(all).subspan(14 * V)),
+                  r.cache_type == SY_TYPE_F32 ? 1e-5 : 1e-3)
+            << label;
+        // Sequence 0 was not touched by the copies.
+        EXPECT_EQ(s.sequence_length(0), 20) << label;
+    }
+}
+
+// Bad batches are refused before anything runs: every sequence keeps its length.
+TEST(Deepseek2Runtime, BadBatchesLeaveEverySequenceUnchanged) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    Deepseek2Options o;
+    o.n_ctx = 2 * 16;
+    Deepseek2Model model(gguf::Reader::open(path), o);
+    Deepseek2Session s(model, cpu_plugin());
+    s.set_sequences(2);
+    const std::vector<int32_t> four = prompt(4, 512), bad = {1, 512}, many = prompt(13, 512);
+    s.decode(std::vector<Deepseek2Session::SequenceTokens>{{0, four}, {1, four}});
+    using B = std::vector<Deepseek2Session::SequenceTokens>;
+    const B cases[] = {
+        {{0, four}, {0, four}},  // a sequence twice
+        {{0, four}, {2, four}},  // no sequence 2
+        {{0, four}, {1, {}}},    // no tokens
+        {{0, four}, {1, bad}},   // outside the vocabulary
+        {{1, four}, {0, many}},  // past sequence 0's 16 cells
+        {},                      // nothing
+    };
+    for (const B& b : cases) {
+        EXPECT_THROW(s.decode(b), Error);
+        EXPECT_EQ(s.sequence_length(0), 4);
+        EXPECT_EQ(s.sequence_length(1), 4);
+    }
+    EXPECT_THROW(s.set_sequences(3), Error);  // not empty
+    EXPECT_THROW(s.copy_prefix(0, 1, 5), Error);
+    EXPECT_THROW(s.copy_prefix(0, 2, 1), Error);
+    EXPECT_THROW(s.truncate(1, 5), Error);
+    EXPECT_THROW(s.truncate(-1, 0), Error);
+    EXPECT_THROW(s.sequence_length(2), Error);
+    s.reset();
+    EXPECT_THROW(s.set_sequences(0), Error);
+    EXPECT_THROW(s.set_sequences(33), Error);
+    s.set_sequences(4);
+    EXPECT_EQ(s.sequence_capacity(), 8);
+}
+
 // Perplexity (llama.cpp's method) agrees across the attention modes, with F32 and Q8_0 weights
 // and an F16 cache. With F32 weights the modes differ only by rounding order (0.1%). With Q8_0,
 // modes 1 and 2 use attn_k_b derived in Q8_0 from the Q8_0 attn_kv_b (a second rounding), and

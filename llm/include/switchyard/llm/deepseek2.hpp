@@ -30,6 +30,7 @@
 // (or with --flash-attn off) the scores are materialized, soft-maxed and multiplied by V.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -190,16 +191,22 @@ class Deepseek2Model {
     uint64_t constant_id_ = new_constant_id();
 };
 
-// The KV cache of one session: per layer, host memory laid out for the attention mode.
+// The KV cache of one session: per layer, memory laid out for the attention mode.
 //   mla 0: K {n_head * (qk_nope + qk_rope), n_ctx}, V transposed {n_ctx, n_head * v_head}
-//          (as rows {n_head * v_head, n_ctx} with flash attention: the same bytes for float
-//          types; a q8_0 V cache exists only as these rows);
+//          (as rows {n_head * v_head, n_ctx} with flash attention: set_v_rows(); a q8_0 V
+//          cache exists only as these rows);
 //   mla 1: K {qk_rope + kv_lora, n_ctx} ([k_rope | c_kv] rows), c_kv transposed {n_ctx, kv_lora};
 //   mla 2, 3: the K rows only.
+// The n_ctx cells are split into equal stretches, one per sequence (set_sequences(); llama-
+// server's slots): sequence s owns cells [s * R, (s + 1) * R), R = n_ctx / sequences, and its
+// token at position p is in cell s * R + p.
 // The memory is allocated (and zeroed) by allocate(), so its size can be reported and checked
 // first; until then k() and v() are null. Given a plugin device that does not compute on host
 // memory, the cache lives in that device's buffers instead (k_buffer(), v_buffer(); k() and
 // v() stay null): written in place by every step, never copied back and forth.
+//
+// A graph sees the cache through Views, by meaning (the latents of a layer, a sequence's keys):
+// the byte layout stays in here.
 class Deepseek2Cache {
   public:
     // Where one layer's cache lives: a device that does not compute on host memory, or (plugin
@@ -212,8 +219,20 @@ class Deepseek2Cache {
                    Plugin* plugin = nullptr, int32_t device = 0);
     // One home per layer (-ngl N: the offloaded layers' caches on the GPU); before allocate().
     void set_homes(std::vector<Home> layers);
+    // mla 0's V as rows (flash attention reads them in place) instead of transposed; before
+    // allocate().
+    void set_v_rows(bool rows);
+    bool v_rows_layout() const { return v_as_rows_; }
+    // Splits the cells into n sequences of n_ctx / n cells (throws sy::Error for n < 1 or more
+    // sequences than cells). What the cells held is not moved: call it on an empty cache.
+    void set_sequences(int64_t n);
+    int64_t sequences() const { return n_seqs_; }
+    int64_t sequence_cells() const { return n_ctx_ / n_seqs_; }
+    // Copies the first n tokens of sequence src into sequence dst, every layer (allocate()
+    // first; throws sy::Error for a sequence out of range or n past a sequence's cells).
+    void copy_sequence(int64_t src, int64_t dst, int64_t n);
 
-    // What the cache holds per token (all layers): the formulas of DEEPSEEK2.md section 8.
+    // What the cache holds per token (all layers): the formulas of docs/deepseek2.md.
     static uint64_t bytes_per_token(const Deepseek2HParams& hp, const Deepseek2Options& options);
     uint64_t bytes() const;  // allocated or not
     // Bytes of the layers on `plugin`'s device `device` (plugin nullptr: in host memory).
@@ -238,15 +257,66 @@ class Deepseek2Cache {
         return layers_.empty() || !layers_[il].v_device ? nullptr : &layers_[il].v_device;
     }
 
+    // The cache in one graph: each layer's K and V are one input of the graph (external
+    // memory, written in place), and every method returns views of them for one sequence.
+    // Writes take the ubatch's tokens of that sequence at positions n_past ..; reads take the
+    // first n_kv tokens. Shapes in ggml order; T is the sequence's tokens in the ubatch.
+    class Views {
+      public:
+        // `cells`: each sequence's cells in this graph (the cache's sequence_cells(), or a
+        // hypothetical split for planning).
+        Views(Deepseek2Cache& cache, Graph& graph, int64_t cells);
+
+        // mla 1-3: stores [k_pe | c] rows (c {kv_lora, T}, k_pe {qk_rope, 1, T}), and for
+        // mla 1 the transposed copy of c.
+        void write_latents(uint32_t il, int64_t seq, int64_t n_past, Tensor* c, Tensor* k_pe);
+        Tensor* latent_rows(uint32_t il, int64_t seq, int64_t n_kv);  // {qk_rope + kv_lora, n_kv}
+        Tensor* latents(uint32_t il, int64_t seq, int64_t n_kv);      // c {kv_lora, n_kv}
+        Tensor* latent_k_pe(uint32_t il, int64_t seq, int64_t n_kv);  // {qk_rope, n_kv}
+        // k_pe once per head {qk_rope, n_kv, heads}: the same rows for every head (stride 0).
+        Tensor* latent_k_pe_heads(uint32_t il, int64_t seq, int64_t n_kv, int64_t heads);
+        // mla 1's transposed copy of c {n_kv, kv_lora}.
+        Tensor* latents_transposed(uint32_t il, int64_t seq, int64_t n_kv);
+
+        // mla 0: stores per head K = [k_nope | k_pe] (k_nope {qk_nope, H, T}, k_pe {qk_rope, 1,
+        // T} shared by the heads) and V {v_head, H, T}.
+        void write_kv(uint32_t il, int64_t seq, int64_t n_past, Tensor* k_nope, Tensor* k_pe,
+                      Tensor* v);
+        Tensor* keys(uint32_t il, int64_t seq, int64_t n_kv);       // {qk_head, n_kv, H}
+        Tensor* keys_nope(uint32_t il, int64_t seq, int64_t n_kv);  // {qk_nope, n_kv, H}
+        Tensor* keys_rope(uint32_t il, int64_t seq, int64_t n_kv);  // {qk_rope, n_kv, H}
+        Tensor* values(uint32_t il, int64_t seq, int64_t n_kv);     // rows: {v_head, n_kv, H}
+        // transposed: {n_kv, v_head, H}
+        Tensor* values_transposed(uint32_t il, int64_t seq, int64_t n_kv);
+
+      private:
+        Tensor* k_input(uint32_t il);
+        Tensor* v_input(uint32_t il);
+        Tensor* view(Tensor* t, const Shape& shape, const Strides& strides, uint64_t offset);
+        uint64_t k_row_at(int64_t seq, int64_t pos) const;  // K bytes before cell (seq, pos)
+        int64_t kb(int64_t n) const;                        // bytes of n K elements
+        int64_t vb(int64_t n) const;
+
+        Deepseek2Cache& cache_;
+        Graph& g_;
+        int64_t cells_;
+        std::unordered_map<uint32_t, Tensor*> k_, v_;
+    };
+
   private:
     struct Layer {
         std::vector<std::byte> k, v;
         Buffer k_device, v_device;
     };
     std::vector<Home> homes_;  // per layer; plugin null for host memory
+    Deepseek2HParams hp_;
+    int32_t type_k_ = SY_TYPE_F16, type_v_ = SY_TYPE_F16;
+    int mla_ = 3;
     int64_t n_ctx_ = 0;
+    int64_t n_seqs_ = 1;
     int64_t k_row_ = 0;
     int64_t v_rows_ = 0;
+    bool v_as_rows_ = false;
     uint32_t n_layer_ = 0;
     size_t k_layer_bytes_ = 0, v_layer_bytes_ = 0;
     std::vector<Layer> layers_;
@@ -351,27 +421,60 @@ class Deepseek2Session {
     }
     bool on_device() const { return cache_.on_device(); }
 
-    // Runs `tokens` at positions n_past() .. n_past() + size - 1 (in ubatches) and appends them
-    // to the cache. Returns the logits of every token (all_logits) or of the last one,
-    // n_vocab floats per token. Throws sy::Error when the tokens do not fit in the cache or an
-    // id is outside the vocabulary; the cache is unchanged then.
+    // --- sequences ---------------------------------------------------------------------------
+    // The cache holds `sequences()` independent sequences (1 until set_sequences()), each in its
+    // own n_ctx / sequences() cells (llama-server's slots). Each has its own length: its tokens
+    // so far, the positions of the next ones.
+    //
+    // Splits the cache into n sequences; only while every sequence is empty (after reset()).
+    // Throws sy::Error otherwise, or for n < 1 or more sequences than cells.
+    void set_sequences(int64_t n);
+    int64_t sequences() const { return int64_t(seq_len_.size()); }
+    int64_t sequence_capacity() const { return cache_.sequence_cells(); }
+    int64_t sequence_length(int64_t seq) const;
+    // Keeps the first n_keep tokens of sequence seq and drops the rest (0: empties it; the next
+    // tokens overwrite their cells). Throws sy::Error for an unknown sequence or more than its
+    // length.
+    void truncate(int64_t seq, int64_t n_keep);
+    // Makes dst's first n tokens those of src (a shared prompt prefix, computed once): their
+    // cache cells are copied and dst continues at position n. Throws sy::Error for an unknown
+    // sequence or more than src's length.
+    void copy_prefix(int64_t src, int64_t dst, int64_t n);
+
+    // Tokens that continue one sequence.
+    struct SequenceTokens {
+        int64_t seq = 0;
+        std::span<const int32_t> tokens;
+    };
+    // Runs several sequences' tokens together: each entry's tokens at its sequence's positions,
+    // appended to its cache. Graphs hold up to n_ubatch tokens: each entry with tokens left
+    // gets an equal share, and what short entries leave of it goes to the others in order, so
+    // decoding sequences (one token each) share a pass over the weights with a prompt. Returns
+    // each entry's logits in turn, n_vocab floats per token: of every token (all_logits) or of
+    // its last. Throws sy::Error, leaving every sequence unchanged, for an unknown or repeated
+    // sequence, an entry without tokens, tokens past a sequence's capacity, or an id outside
+    // the vocabulary.
+    std::vector<float> decode(std::span<const SequenceTokens> batch, bool all_logits = false);
+
+    // Runs `tokens` on sequence 0 at positions n_past() .. n_past() + size - 1 (in ubatches).
+    // Returns the logits of every token (all_logits) or of the last one. Throws as decode().
     std::vector<float> eval(std::span<const int32_t> tokens, bool all_logits = false);
-    // Several independent sequences side by side (perplexity's chunks): `tokens` holds n_seqs
-    // equally long runs, sequence s in cache rows [s, s + 1) * n_ctx / n_seqs at positions
-    // n_past() .. (n_past() counts each sequence's tokens). Each graph takes up to n_ubatch
-    // tokens, n_ubatch / n_seqs (at least one) of every sequence, so the weights are read once
-    // for all of them. Returns each sequence's logits in turn: of every token (all_logits) or of
-    // its last. The count is kept until reset(); eval() is eval_sequences(tokens, 1, ...).
-    // Throws sy::Error as eval() does, for a count the tokens do not divide into, or another
-    // count than the cached tokens'.
+    // n_seqs sequences side by side (perplexity's chunks): `tokens` holds n_seqs equally long
+    // runs, one per sequence 0 .. n_seqs - 1; with an empty cache it first sets n_seqs
+    // sequences. Each graph takes n_ubatch / n_seqs (at least one) tokens of every sequence, so
+    // the weights are read once for all of them. Returns each sequence's logits in turn, as
+    // decode(). Throws sy::Error as decode() does, for a count the tokens do not divide into,
+    // or another count than the cached sequences'.
     std::vector<float> eval_sequences(std::span<const int32_t> tokens, int64_t n_seqs,
                                       bool all_logits = false);
 
-    int64_t n_past() const { return n_past_; }
+    // Sequence 0's length (every sequence's, after eval_sequences).
+    int64_t n_past() const { return seq_len_[0]; }
     int64_t n_ctx() const { return cache_.n_ctx(); }
-    void reset() { n_past_ = 0; }
-    // Keeps the first `n_past` cached tokens and drops the rest (the next eval overwrites their
-    // rows). Throws sy::Error for more than n_past() or a negative count.
+    // Empties every sequence.
+    void reset() { std::fill(seq_len_.begin(), seq_len_.end(), 0); }
+    // Keeps the first `n_past` tokens of every sequence. Throws sy::Error for more than a
+    // sequence's length or a negative count.
     void rewind(int64_t n_past);
     void clear_stats() { stats_ = EvalStats{}; }
     const Deepseek2Cache& cache() const { return cache_; }
@@ -387,14 +490,25 @@ class Deepseek2Session {
     void set_node_observer(const Executor::NodeObserver* observer);
 
     // The graph of one ubatch (exposed for `switchyard plan` and tests): `tokens` at n_past, as
-    // n_seqs sequences of n_tokens / n_seqs tokens each (eval_sequences).
+    // n_seqs sequences of n_tokens / n_seqs tokens each, each in n_ctx / n_seqs cells.
     struct UbatchGraph {
         Graph graph;
-        Tensor* tokens = nullptr;     // input {T} I32
-        Tensor* positions = nullptr;  // input {T} I32
-        Tensor* logits = nullptr;     // output {n_vocab, T or 1}
+        Tensor* tokens = nullptr;       // input {T} I32
+        Tensor* positions = nullptr;    // input {T} I32
+        Tensor* output_rows = nullptr;  // input {parts} I32 when parts differ in length: the
+                                        // row of each part's last token
+        Tensor* logits = nullptr;       // output {n_vocab, T, or one per part}
     };
     UbatchGraph build(int64_t n_tokens, int64_t n_past, bool all_logits, int64_t n_seqs = 1);
+    // One part of a ubatch: n_tokens of sequence seq at positions n_past ...
+    struct UbatchPart {
+        int64_t seq = 0;
+        int64_t n_tokens = 0;
+        int64_t n_past = 0;
+    };
+    // The graph of parts in order, each sequence in `cells` cache cells; logits of every token
+    // (all_logits) or of each part's last.
+    UbatchGraph build(std::span<const UbatchPart> parts, int64_t cells, bool all_logits);
 
     // What the backends are, where each weight lives and why, and the node placement of a graph
     // this session built (cached per shape, as eval() uses it with several backends; with one,
@@ -421,6 +535,12 @@ class Deepseek2Session {
   private:
     Deepseek2Session(const Deepseek2Model& model, const SessionBackends& backends, size_t primary);
     void check_graphs(std::vector<UbatchGraph>& graphs);
+    void check_sequence(int64_t seq, const char* what) const;
+    // Runs one graph of `parts` (their tokens in `tokens`, in order) and returns the logits it
+    // outputs (none unless read_logits).
+    std::vector<float> run_ubatch(std::span<const UbatchPart> parts,
+                                  std::span<const int32_t> tokens, bool all_logits,
+                                  bool read_logits);
 
     const Deepseek2Model& model_;
     SessionBackends backends_;
@@ -438,8 +558,7 @@ class Deepseek2Session {
     std::unordered_map<const void*, int32_t> weight_home_;  // by host address
     std::unordered_map<std::string, OpPlan> plans_;         // by phase + shape signature
     std::unique_ptr<Scheduler> scheduler_;
-    int64_t n_past_ = 0;
-    int64_t n_seqs_ = 1;  // sequences in the cache (eval_sequences)
+    std::vector<int64_t> seq_len_ = {0};  // each sequence's tokens in the cache
     EvalStats stats_;
     Profile* profile_ = nullptr;
 };
