@@ -78,7 +78,7 @@ std::vector<int32_t> BenchTokens::next(int64_t n, bool bos_first) {
     return out;
 }
 
-double eval_prompt(Deepseek2Session& session, BenchTokens& tokens, int64_t n, int64_t n_batch,
+double eval_prompt(Session& session, BenchTokens& tokens, int64_t n, int64_t n_batch,
                    bool bos_first) {
     const std::vector<int32_t> ids = tokens.next(n, bos_first);
     const auto t0 = Clock::now();
@@ -89,15 +89,15 @@ double eval_prompt(Deepseek2Session& session, BenchTokens& tokens, int64_t n, in
     return seconds_since(t0);
 }
 
-double eval_generation(Deepseek2Session& session, BenchTokens& tokens, int64_t n) {
+double eval_generation(Session& session, BenchTokens& tokens, int64_t n) {
     const std::vector<int32_t> ids = tokens.next(n, false);
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < n; ++i) session.eval(std::span<const int32_t>(&ids[size_t(i)], 1));
     return seconds_since(t0);
 }
 
-BenchSamples run_bench_test(Deepseek2Session& session, BenchTokens& tokens, const BenchTest& test,
-                            int reps, int64_t n_batch, bool warmup,
+BenchSamples run_bench_test(Session& session, BenchTokens& tokens, const BenchTest& test, int reps,
+                            int64_t n_batch, bool warmup,
                             const std::function<void(int rep)>& on_rep, Profile* profile) {
     if (test.context_needed() > session.n_ctx())
         throw Error("bench: " + test.label() + " needs a context of " +
@@ -143,9 +143,8 @@ int64_t sweep_row_count(int64_t n_ctx, int64_t ubatch, int64_t tg) {
     return (n_ctx - need) / ubatch + 1;
 }
 
-std::vector<SweepRow> run_sweep(Deepseek2Session& session, BenchTokens& tokens, int64_t ubatch,
-                                int64_t tg, bool warmup,
-                                const std::function<void(const SweepRow&)>& on_row) {
+std::vector<SweepRow> run_sweep(Session& session, BenchTokens& tokens, int64_t ubatch, int64_t tg,
+                                bool warmup, const std::function<void(const SweepRow&)>& on_row) {
     const int64_t rows = sweep_row_count(session.n_ctx(), ubatch, tg);
     if (rows == 0)
         throw Error("sweep: a context of " + std::to_string(session.n_ctx()) +

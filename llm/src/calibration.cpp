@@ -41,15 +41,15 @@ struct NodeTimes {
 
 }  // namespace
 
-Calibration calibrate(const Deepseek2Model& model, const SessionBackends& backends,
+Calibration calibrate(const Model& model, const SessionBackends& backends,
                       const CalibrationOptions& options) {
     if (options.batches.empty()) throw Error("calibrate: no batch sizes given");
     if (options.repetitions < 1) throw Error("calibrate: repetitions must be at least 1");
     const int64_t ubatch = model.options().n_ubatch;
     for (int64_t b : options.batches)
         if (b < 1 || b > ubatch)
-            throw Error(fmt::format("calibrate: batch {} is outside 1..{} (the ubatch, -ub)", b,
-                                    ubatch));
+            throw Error(
+                fmt::format("calibrate: batch {} is outside 1..{} (the ubatch, -ub)", b, ubatch));
 
     std::map<std::string, std::vector<double>> samples;  // backend + signature
     std::map<std::string, CostTable::Entry> described;
@@ -61,9 +61,9 @@ Calibration calibrate(const Deepseek2Model& model, const SessionBackends& backen
         SessionBackends prefer = backends;
         prefer.offload = OffloadPolicy{};  // calibration measures; the policy decides later
         prefer.costs = std::make_shared<PreferBackend>(name);
-        Deepseek2Session session(model, prefer);
+        Session session(model, prefer);
         session.allocate();
-        BenchTokens tokens(model.hparams().n_vocab, -1);
+        BenchTokens tokens(model.n_vocab(), -1);
         bool ran_any = false;
         for (int64_t batch : options.batches) {
             ++step;

@@ -87,7 +87,7 @@ void evaluate_chunks(const PerplexityModel& model, std::span<const int32_t> toke
             sc.index = c0 + s;
             sc.tokens = tokens.subspan(size_t(int64_t(sc.index) * n_ctx), size_t(n_ctx));
             sc.logits = std::span<const float>(logits).subspan(size_t(s * rest * V),
-                                                                size_t(scored_positions(n_ctx) * V));
+                                                               size_t(scored_positions(n_ctx) * V));
             sc.pass_seconds = seconds;
             sc.pass_chunks = k;
             on_chunk(sc);
@@ -156,12 +156,12 @@ void encode_log_probs(std::span<const float> logits, std::span<uint16_t> record)
     put_floats(record, scale, min_log_prob);
     std::span<uint16_t> q = record.subspan(4);
     std::fill(q.begin(), q.end(), uint16_t{0});  // and the padding of an odd vocabulary
-    if (scale == 0.0f) return;                    // every logit equal
+    if (scale == 0.0f) return;                   // every logit equal
     const float inv_scale = 1.0f / scale;
     for (int64_t i = 0; i < n; ++i)
         if (logits[size_t(i)] > min)  // rounded half to even, as llama.cpp's nearest_int
-            q[size_t(i)] = uint16_t(
-                std::min(65535.0f, std::nearbyint(inv_scale * (logits[size_t(i)] - min))));
+            q[size_t(i)] =
+                uint16_t(std::min(65535.0f, std::nearbyint(inv_scale * (logits[size_t(i)] - min))));
 }
 
 float decoded_log_prob(std::span<const uint16_t> record, int64_t i) {
@@ -178,13 +178,12 @@ KldBaseWriter::KldBaseWriter(std::string path, int32_t n_ctx, int32_t n_vocab, i
                                 tokens.size(), n_chunk, n_ctx));
     out_.open(path_, std::ios::binary | std::ios::trunc);
     if (!out_)
-        throw Error("--kl-divergence-base " + path_ + ": cannot create it: " +
-                    std::strerror(errno));
+        throw Error("--kl-divergence-base " + path_ +
+                    ": cannot create it: " + std::strerror(errno));
     out_.write(kMagic, sizeof kMagic);
     for (int32_t v : {n_ctx, n_vocab, n_chunk})
         out_.write(reinterpret_cast<const char*>(&v), sizeof v);
-    out_.write(reinterpret_cast<const char*>(tokens.data()),
-               std::streamsize(tokens.size_bytes()));
+    out_.write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size_bytes()));
     if (!out_) throw Error("--kl-divergence-base " + path_ + ": writing failed");
 }
 
@@ -194,23 +193,22 @@ void KldBaseWriter::add_chunk(std::span<const float> logits) {
         throw Error(fmt::format("--kl-divergence-base {}: a chunk has {} x {} logits, given {}",
                                 path_, rows, n_vocab_, logits.size()));
     if (written_ == n_chunk_)
-        throw Error(fmt::format("--kl-divergence-base {}: more than the {} chunks announced",
-                                path_, n_chunk_));
+        throw Error(fmt::format("--kl-divergence-base {}: more than the {} chunks announced", path_,
+                                n_chunk_));
     records_.resize(size_t(rows * nv));
     const std::span<uint16_t> all(records_);
     for (int64_t j = 0; j < rows; ++j)
         encode_log_probs(logits.subspan(size_t(j * n_vocab_), size_t(n_vocab_)),
                          all.subspan(size_t(j * nv), size_t(nv)));
-    out_.write(reinterpret_cast<const char*>(records_.data()),
-               std::streamsize(all.size_bytes()));
+    out_.write(reinterpret_cast<const char*>(records_.data()), std::streamsize(all.size_bytes()));
     if (!out_) throw Error("--kl-divergence-base " + path_ + ": writing failed");
     ++written_;
 }
 
 void KldBaseWriter::close() {
     if (written_ != n_chunk_)
-        throw Error(fmt::format("--kl-divergence-base {}: {} of {} chunks written", path_,
-                                written_, n_chunk_));
+        throw Error(fmt::format("--kl-divergence-base {}: {} of {} chunks written", path_, written_,
+                                n_chunk_));
     out_.close();
     if (!out_) throw Error("--kl-divergence-base " + path_ + ": writing failed");
 }
@@ -238,8 +236,8 @@ KldBaseFile::KldBaseFile(std::string path) : path_(std::move(path)) {
     n_chunk_ = header[2];
     if (n_ctx_ < 4 || n_vocab_ < 1 || n_chunk_ < 1)
         throw Error(fmt::format(
-            "--kl-divergence-base {}: header out of range: n_ctx {}, n_vocab {}, n_chunk {}",
-            path_, n_ctx_, n_vocab_, n_chunk_));
+            "--kl-divergence-base {}: header out of range: n_ctx {}, n_vocab {}, n_chunk {}", path_,
+            n_ctx_, n_vocab_, n_chunk_));
     // The sizes the header implies, checked against the file before allocating anything (each
     // product fits in 64 bits; their sum is compared by division).
     const uint64_t token_bytes = uint64_t(n_chunk_) * uint64_t(n_ctx_) * sizeof(int32_t);
@@ -286,8 +284,8 @@ void KldBaseFile::read_chunk(int c, std::vector<uint16_t>& records) {
         throw Error(fmt::format("--kl-divergence-base {}: no chunk {} (it has {})", path_, c + 1,
                                 n_chunk_));
     const uint64_t values = uint64_t(scored_positions(n_ctx_)) * log_prob_record_size(n_vocab_);
-    const uint64_t at = kHeaderBytes + tokens_.size() * sizeof(int32_t) +
-                        uint64_t(c) * values * sizeof(uint16_t);
+    const uint64_t at =
+        kHeaderBytes + tokens_.size() * sizeof(int32_t) + uint64_t(c) * values * sizeof(uint16_t);
     records.resize(values);
     in_.clear();
     in_.seekg(std::streamoff(at));
@@ -302,8 +300,8 @@ void KldAccumulator::add(std::span<const float> logits, std::span<const uint16_t
                          int32_t target) {
     const auto n = int64_t(logits.size());
     if (n == 0 || int64_t(base.size()) != log_prob_record_size(n))
-        throw Error(fmt::format("kl-divergence: a base record of {} values for {} logits",
-                                base.size(), n));
+        throw Error(
+            fmt::format("kl-divergence: a base record of {} values for {} logits", base.size(), n));
     if (target < 0 || target >= n)
         throw Error("kl-divergence: token " + std::to_string(target) +
                     " is outside the vocabulary");
@@ -368,7 +366,9 @@ double covariance(double sum_a, double sum_b, double sum_ab, int64_t count) {
     return (sum_ab / n - (sum_a / n) * (sum_b / n)) / (n - 1);
 }
 
-double root(double x) { return x > 0 ? std::sqrt(x) : 0.0; }
+double root(double x) {
+    return x > 0 ? std::sqrt(x) : 0.0;
+}
 
 // The value at `fraction` of sorted values, linearly interpolated (in float, as llama.cpp).
 double percentile(const std::vector<float>& v, float fraction) {
@@ -429,7 +429,11 @@ double KldStatistics::kld_percentile(double fraction) const {
 double KldStatistics::delta_p_percentile(double fraction) const {
     return percentile(delta_p_values, float(fraction));
 }
-double KldStatistics::kld_median() const { return median(kld_values); }
-double KldStatistics::delta_p_median() const { return median(delta_p_values); }
+double KldStatistics::kld_median() const {
+    return median(kld_values);
+}
+double KldStatistics::delta_p_median() const {
+    return median(delta_p_values);
+}
 
 }  // namespace sy::llm

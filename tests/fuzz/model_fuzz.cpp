@@ -21,7 +21,8 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/dtype.h"
 #include "switchyard/llm/chat_template.hpp"
-#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/llm/models/deepseek2.hpp"
+#include "switchyard/llm/session.hpp"
 #include "switchyard/llm/gguf.hpp"
 #include "switchyard/llm/synthetic_model.hpp"
 #include "switchyard/llm/tokenizer.hpp"
@@ -79,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // mla 3 derives attn_k_b/attn_v_b from attn_kv_b; mla 0 needs attn_kv_b (derived from
         // attn_k_b/attn_v_b when the file has only those). The input's length picks one, so
         // mutation tries both on every seed.
-        sy::llm::Deepseek2Options options;
+        sy::llm::ContextOptions options;
         options.mla = size % 2 == 0 ? 3 : 0;
         options.n_ctx = 64;
         const sy::llm::Deepseek2Model model(std::move(file), options);

@@ -3,7 +3,8 @@
 // tensor layouts, q-LoRA on and off, softmax and sigmoid routing, group-limited routing, cache
 // types and weight types; token-at-a-time decoding against the whole prompt at once; and the
 // errors a user sees for broken files and options.
-#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/llm/models/deepseek2.hpp"
+#include "switchyard/llm/session.hpp"
 
 #include <gtest/gtest.h>
 
@@ -117,7 +118,7 @@ TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
     const Case& c = GetParam();
     ScratchDir dir;
     const auto path = make_model(dir, c.model);
-    Deepseek2Options o;
+    ContextOptions o;
     o.mla = c.mla;
     o.cache_type_k = o.cache_type_v = c.cache;
     if (c.cache_v != SY_TYPE_NONE) o.cache_type_v = c.cache_v;
@@ -138,7 +139,7 @@ TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
         EXPECT_LT(reference.ser_dropped, reference.ser_slots - reference.ser_slots / 2);
     }
 
-    Deepseek2Session session(model, c.fused ? cpu_plugin() : plain_plugin());
+    Session session(model, c.fused ? cpu_plugin() : plain_plugin());
     EXPECT_EQ(session.uses_fused_moe(), c.fused);
     EXPECT_EQ(session.uses_flash_attention(), c.fused && c.flash != 0);
     const auto got = session.eval(tokens, true);
@@ -303,16 +304,16 @@ TEST(Deepseek2Runtime, IncrementalDecodingMatchesTheWholePrompt) {
     const auto path = make_model(dir, spec(SY_TYPE_F32));
     for (int mla : {0, 1, 2, 3})
         for (int flash : {0, 1}) {
-            Deepseek2Options o;
+            ContextOptions o;
             o.mla = mla;
             o.flash_attn = flash;
             o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
             o.n_ctx = 64;
             Deepseek2Model model(gguf::Reader::open(path), o);
             const auto tokens = prompt(7, 512);
-            Deepseek2Session whole(model, cpu_plugin());
+            Session whole(model, cpu_plugin());
             const auto all = whole.eval(tokens, true);
-            Deepseek2Session step(model, cpu_plugin());
+            Session step(model, cpu_plugin());
             std::vector<float> one_by_one;
             for (int32_t t : tokens) {
                 const auto l = step.eval(std::span<const int32_t>(&t, 1));
@@ -345,7 +346,7 @@ TEST(Deepseek2Runtime, SequencesSideBySideMatchEachAlone) {
     for (const Run& r : {Run{0, 0, 6, 5, 512}, Run{0, 1, 6, 5, 8}, Run{1, 0, 6, 5, 512},
                          Run{1, 1, 6, 5, 7}, Run{2, 0, 6, 5, 9}, Run{2, 1, 6, 5, 512},
                          Run{3, 1, 6, 5, 512}, Run{3, 1, 10, 130, 512}, Run{3, 0, 10, 130, 400}}) {
-        Deepseek2Options o;
+        ContextOptions o;
         o.mla = r.mla;
         o.flash_attn = r.flash;
         o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
@@ -364,7 +365,7 @@ TEST(Deepseek2Runtime, SequencesSideBySideMatchEachAlone) {
             rests.insert(rests.end(), t.begin() + r.prefix, t.end());
             seqs.push_back(std::move(t));
         }
-        Deepseek2Session together(model, cpu_plugin());
+        Session together(model, cpu_plugin());
         const std::vector<float> last = together.eval_sequences(prefixes, S);
         const std::vector<float> all = together.eval_sequences(rests, S, true);
         EXPECT_EQ(together.n_past(), r.prefix + r.rest) << label;
@@ -379,7 +380,7 @@ TEST(Deepseek2Runtime, SequencesSideBySideMatchEachAlone) {
             }
         };
         for (int64_t s = 0; s < S; ++s) {
-            Deepseek2Session alone(model, cpu_plugin());
+            Session alone(model, cpu_plugin());
             const std::span<const int32_t> t(seqs[size_t(s)]);
             compare(last.data() + s * V, alone.eval(t.first(size_t(r.prefix))));
             compare(all.data() + size_t(s * r.rest) * V,
@@ -430,7 +431,7 @@ TEST(Deepseek2Runtime, SequencesOfDifferentLengthsDecodeTogether) {
     const auto path = make_model(dir, spec(SY_TYPE_F32));
     const size_t V = 512;
     for (const SequenceRun& r : kSequenceRuns) {
-        Deepseek2Options o;
+        ContextOptions o;
         o.mla = r.mla;
         o.flash_attn = r.flash;
         o.cache_type_k = r.cache_type;
@@ -447,20 +448,20 @@ TEST(Deepseek2Runtime, SequencesOfDifferentLengthsDecodeTogether) {
             for (int32_t& x : t) x = (x + int32_t(37 * s)) % 512;
             seqs.push_back(std::move(t));
         }
-        Deepseek2Session together(model, cpu_plugin());
+        Session together(model, cpu_plugin());
         together.set_sequences(4);
         EXPECT_EQ(together.sequence_capacity(), 160) << label;
         // Each sequence alone, fed the same pieces in the same order.
-        std::vector<std::unique_ptr<Deepseek2Session>> alone;
+        std::vector<std::unique_ptr<Session>> alone;
         for (size_t s = 0; s < 4; ++s)
-            alone.push_back(std::make_unique<Deepseek2Session>(model, cpu_plugin()));
+            alone.push_back(std::make_unique<Session>(model, cpu_plugin()));
         const auto piece = [&](size_t s, size_t from, size_t n) {
             return std::span<const int32_t>(seqs[s]).subspan(from, n);
         };
         double worst = 0;
         // Prompts of sequences 0-2, all logits; then their last.
         {
-            std::vector<Deepseek2Session::SequenceTokens> batch;
+            std::vector<Session::SequenceTokens> batch;
             for (size_t s = 0; s < 3; ++s) batch.push_back({int64_t(s), piece(s, 0, lengths[s])});
             const std::vector<float> got = together.decode(batch, true);
             size_t at = 0;
@@ -475,7 +476,7 @@ TEST(Deepseek2Runtime, SequencesOfDifferentLengthsDecodeTogether) {
         }
         // Three decode steps of one token each, sequences 0-2 together.
         for (size_t step = 0; step < 3; ++step) {
-            std::vector<Deepseek2Session::SequenceTokens> batch;
+            std::vector<Session::SequenceTokens> batch;
             for (size_t s = 0; s < 3; ++s)
                 batch.push_back({int64_t(s), piece(s, lengths[s] + step, 1)});
             const std::vector<float> got = together.decode(batch);
@@ -488,7 +489,7 @@ TEST(Deepseek2Runtime, SequencesOfDifferentLengthsDecodeTogether) {
         // Sequence 3's prompt beside sequences 0 and 2 decoding (given in that order).
         together.truncate(0, int64_t(lengths[0]) + 2);
         alone[0]->rewind(int64_t(lengths[0]) + 2);
-        const std::vector<Deepseek2Session::SequenceTokens> mixed = {
+        const std::vector<Session::SequenceTokens> mixed = {
             {0, piece(0, lengths[0] + 2, 1)},
             {3, piece(3, 0, lengths[3])},
             {2, piece(2, lengths[2], 2)}};
@@ -517,7 +518,7 @@ TEST(Deepseek2Runtime, CopiedPrefixContinuesExactly) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
     for (const SequenceRun& r : kSequenceRuns) {
-        Deepseek2Options o;
+        ContextOptions o;
         o.mla = r.mla;
         o.flash_attn = r.flash;
         o.cache_type_k = r.cache_type;
@@ -529,26 +530,26 @@ TEST(Deepseek2Runtime, CopiedPrefixContinuesExactly) {
         const std::vector<int32_t> text = prompt(30, 512);
         const std::span<const int32_t> shared = std::span(text).first(20), kept = shared.first(14),
                                        rest = std::span(text).subspan(20);
-        Deepseek2Session s(model, cpu_plugin());
+        Session s(model, cpu_plugin());
         s.set_sequences(3);
         const std::vector<int32_t> other = prompt(9, 300);
-        s.decode(std::vector<Deepseek2Session::SequenceTokens>{{0, shared}, {2, other}});
+        s.decode(std::vector<Session::SequenceTokens>{{0, shared}, {2, other}});
         s.copy_prefix(0, 1, 20);  // all of it
         s.copy_prefix(0, 2, 14);  // part of it, over sequence 2's own tokens
         EXPECT_EQ(s.sequence_length(1), 20) << label;
         EXPECT_EQ(s.sequence_length(2), 14) << label;
         const std::vector<float> got1 =
-            s.decode(std::vector<Deepseek2Session::SequenceTokens>{{1, rest}}, true);
+            s.decode(std::vector<Session::SequenceTokens>{{1, rest}}, true);
         const std::vector<float> got2 =
-            s.decode(std::vector<Deepseek2Session::SequenceTokens>{{2, rest}}, true);
+            s.decode(std::vector<Session::SequenceTokens>{{2, rest}}, true);
 
-        Deepseek2Session same(model, cpu_plugin());
+        Session same(model, cpu_plugin());
         same.eval(shared);
         EXPECT_EQ(same.eval(rest, true), got1) << label;
         same.rewind(14);
         EXPECT_EQ(same.eval(rest, true), got2) << label;
 
-        Deepseek2Session fresh(model, cpu_plugin());
+        Session fresh(model, cpu_plugin());
         std::vector<int32_t> whole(kept.begin(), kept.end());
         whole.insert(whole.end(), rest.begin(), rest.end());
         const std::vector<float> all = fresh.eval(whole, true);
@@ -565,14 +566,14 @@ TEST(Deepseek2Runtime, CopiedPrefixContinuesExactly) {
 TEST(Deepseek2Runtime, BadBatchesLeaveEverySequenceUnchanged) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
-    Deepseek2Options o;
+    ContextOptions o;
     o.n_ctx = 2 * 16;
     Deepseek2Model model(gguf::Reader::open(path), o);
-    Deepseek2Session s(model, cpu_plugin());
+    Session s(model, cpu_plugin());
     s.set_sequences(2);
     const std::vector<int32_t> four = prompt(4, 512), bad = {1, 512}, many = prompt(13, 512);
-    s.decode(std::vector<Deepseek2Session::SequenceTokens>{{0, four}, {1, four}});
-    using B = std::vector<Deepseek2Session::SequenceTokens>;
+    s.decode(std::vector<Session::SequenceTokens>{{0, four}, {1, four}});
+    using B = std::vector<Session::SequenceTokens>;
     const B cases[] = {
         {{0, four}, {0, four}},  // a sequence twice
         {{0, four}, {2, four}},  // no sequence 2
@@ -611,12 +612,12 @@ TEST(Deepseek2Runtime, PerplexityAgreesAcrossAttentionModes) {
         const auto text = prompt(520, 512);
         std::vector<double> ppl;
         for (int mla : {0, 1, 2, 3}) {
-            Deepseek2Options o;
+            ContextOptions o;
             o.mla = mla;
             o.n_ctx = 256;
             o.n_ubatch = 128;  // mla 3 decompresses ubatches this large
             Deepseek2Model model(gguf::Reader::open(path), o);
-            Deepseek2Session session(model, cpu_plugin());
+            Session session(model, cpu_plugin());
             const PerplexityModel pm = perplexity_model(session, 512);
             const PerplexityResult r = perplexity(pm, text, 256, 0, 1);
             EXPECT_EQ(r.chunks, 2);
@@ -659,13 +660,13 @@ TEST(Deepseek2Runtime, WholeModelOnADeviceWithItsOwnMemory) {
         ModelSpec ms = spec(r.type, r.layout);
         ms.name = "offhost-" + std::to_string(r.mla) + sy_dtype_info(r.type).name;
         const auto path = make_model(dir, ms);
-        Deepseek2Options o;
+        ContextOptions o;
         o.mla = r.mla;
         o.cache_type_k = o.cache_type_v = r.cache;
         o.n_ctx = 256;
         o.n_ubatch = r.ubatch;
         Deepseek2Model model(gguf::Reader::open(path), o);
-        Deepseek2Session host(model, plain_plugin()), device(model, *offhost);
+        Session host(model, plain_plugin()), device(model, *offhost);
         EXPECT_FALSE(host.on_device());
         ASSERT_TRUE(device.on_device());
         EXPECT_GT(device.device_weight_bytes(), 0u);
@@ -702,7 +703,7 @@ TEST(Deepseek2Runtime, ExpertsOnTheHostTheRestOnASimulatedDevice) {
         ModelSpec ms = spec(SY_TYPE_Q8_0);
         ms.name = "hybrid-" + std::to_string(mla);
         const auto path = make_model(dir, ms);
-        Deepseek2Options o;
+        ContextOptions o;
         o.mla = mla;
         o.n_ctx = 256;
         Deepseek2Model model(gguf::Reader::open(path), o);
@@ -711,7 +712,7 @@ TEST(Deepseek2Runtime, ExpertsOnTheHostTheRestOnASimulatedDevice) {
         hybrid.placement.default_backend = "sim";
         hybrid.placement.rules = {{R"(\.ffn_(up|gate|down)_exps\.)", "cpu", "-ot #1"}};
         hybrid.offload.ops = {{"moe.fused_up_gate", false, "test"}, {"mul_mat_id", false, "test"}};
-        Deepseek2Session host(model, cpu_plugin()), split(model, hybrid);
+        Session host(model, cpu_plugin()), split(model, hybrid);
         ASSERT_TRUE(split.multi_backend());
         EXPECT_TRUE(split.on_device()) << "the cache lives on the default backend";
         EXPECT_GT(split.device_weight_bytes(), 0u);
@@ -741,13 +742,13 @@ TEST(Deepseek2Runtime, ExpertsOnTheHostTheRestOnASimulatedDevice) {
             EXPECT_GT(r.splits, 2u);
             EXPECT_GT(r.link_bytes, 0u) << "activations to and from the experts";
             // What crossed the link is what the plan predicted (it places by those costs).
-            Deepseek2Session::UbatchGraph step = split.build(1, split.n_past() - 1, false);
+            UbatchGraph step = split.build(1, split.n_past() - 1, false);
             EXPECT_EQ(split.stats().staged_bytes - staged,
                       split.plan(step.graph, 1, split.n_past() - 1).copy_bytes())
                 << "token " << t;
         }
         // The routed experts' products ran on the CPU in every graph.
-        Deepseek2Session::UbatchGraph ug = split.build(1, split.n_past(), false);
+        UbatchGraph ug = split.build(1, split.n_past(), false);
         const OpPlan& plan = split.plan(ug.graph, 1, split.n_past());
         int on_cpu = 0;
         for (size_t i = 0; i < plan.nodes.size(); ++i) {
@@ -766,14 +767,14 @@ TEST(Deepseek2Runtime, ExpertsOnTheHostTheRestOnASimulatedDevice) {
 TEST(Deepseek2Runtime, UbatchesMatchOneBatch) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
-    Deepseek2Options o;
+    ContextOptions o;
     o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
     o.n_ctx = 64;
     Deepseek2Model one(gguf::Reader::open(path), o);
     o.n_ubatch = 3;
     Deepseek2Model split(gguf::Reader::open(path), o);
     const auto tokens = prompt(10, 512);
-    Deepseek2Session a(one, cpu_plugin()), b(split, cpu_plugin());
+    Session a(one, cpu_plugin()), b(split, cpu_plugin());
     const auto la = a.eval(tokens), lb = b.eval(tokens);
     ASSERT_EQ(la.size(), lb.size());
     for (size_t i = 0; i < la.size(); ++i)
@@ -794,7 +795,7 @@ TEST(Deepseek2Runtime, AttentionStepsMatchOneStepAndBoundTheBuffer) {
     for (Mode m :
          {Mode{0, 0, 12}, Mode{1, 0, 12}, Mode{2, 0, 12}, Mode{3, 0, 140}, Mode{3, -1, 140}}) {
         SCOPED_TRACE("mla " + std::to_string(m.mla) + " flash " + std::to_string(m.flash));
-        Deepseek2Options o;
+        ContextOptions o;
         o.mla = m.mla;
         o.flash_attn = m.flash;
         o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
@@ -802,7 +803,7 @@ TEST(Deepseek2Runtime, AttentionStepsMatchOneStepAndBoundTheBuffer) {
         Deepseek2Model whole(gguf::Reader::open(path), o);
         o.attn_max_bytes = 1;  // one head per step
         Deepseek2Model split(gguf::Reader::open(path), o);
-        Deepseek2Session a(whole, cpu_plugin()), b(split, cpu_plugin());
+        Session a(whole, cpu_plugin()), b(split, cpu_plugin());
         const auto tokens = prompt(m.tokens, 512);
         const auto la = a.eval(tokens, true), lb = b.eval(tokens, true);
         ASSERT_EQ(la.size(), lb.size());
@@ -814,7 +815,7 @@ TEST(Deepseek2Runtime, AttentionStepsMatchOneStepAndBoundTheBuffer) {
         Deepseek2Model long_whole(gguf::Reader::open(path), o);
         o.attn_max_bytes = 1;
         Deepseek2Model long_split(gguf::Reader::open(path), o);
-        Deepseek2Session c(long_whole, cpu_plugin()), d(long_split, cpu_plugin());
+        Session c(long_whole, cpu_plugin()), d(long_split, cpu_plugin());
         const uint64_t peak_whole = plan_memory(c.build(140, 16384 - 140, false).graph).peak_bytes;
         const uint64_t peak_split = plan_memory(d.build(140, 16384 - 140, false).graph).peak_bytes;
         EXPECT_LT(double(peak_split), 0.5 * double(peak_whole))
@@ -842,7 +843,7 @@ TEST(Deepseek2Runtime, KvBytesPerTokenFollowTheFormulas) {
     hp.qk_rope = 64;
     hp.v_head = 128;
     hp.kv_lora_rank = 512;
-    Deepseek2Options o;
+    ContextOptions o;
     o.mla = 0;
     EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 4997120u);
     o.mla = 1;
@@ -864,7 +865,7 @@ TEST(Deepseek2Runtime, KvBytesPerTokenFollowTheFormulas) {
 TEST(Deepseek2Runtime, Q8CacheIsRefusedWhereBlocksDoNotFit) {
     ScratchDir dir;
     const auto rope16 = make_model(dir, spec(SY_TYPE_F32));
-    Deepseek2Options o;
+    ContextOptions o;
     o.n_ctx = 16;
     o.cache_type_k = SY_TYPE_Q8_0;
     expect_error<Error>([&] { Deepseek2Model m(gguf::Reader::open(rope16), o); },
@@ -880,29 +881,29 @@ TEST(Deepseek2Runtime, Q8CacheIsRefusedWhereBlocksDoNotFit) {
     o.mla = 0;
     o.flash_attn = 0;
     Deepseek2Model no_flash(gguf::Reader::open(rope32), o);
-    expect_error<Error>([&] { Deepseek2Session session(no_flash, cpu_plugin()); },
+    expect_error<Error>([&] { Session session(no_flash, cpu_plugin()); },
                         "needs flash attention");
     o.flash_attn = -1;
     Deepseek2Model plain(gguf::Reader::open(rope32), o);
-    expect_error<Error>([&] { Deepseek2Session session(plain, plain_plugin()); }, "cpu-plain");
+    expect_error<Error>([&] { Session session(plain, plain_plugin()); }, "cpu-plain");
     // A backend that cannot write blocks (cpu-plain copies float types only, as the CUDA
     // plugin does): refused when the session is made, naming the node.
     o.cache_type_k = SY_TYPE_Q8_0;
     o.cache_type_v = SY_TYPE_F16;
     o.mla = 2;
     Deepseek2Model no_block_copy(gguf::Reader::open(rope32), o);
-    expect_error<Error>([&] { Deepseek2Session session(no_block_copy, plain_plugin()); },
+    expect_error<Error>([&] { Session session(no_block_copy, plain_plugin()); },
                         "does not support node");
-    expect_error<Error>([&] { Deepseek2Session session(no_block_copy, plain_plugin()); }, "q8_0");
+    expect_error<Error>([&] { Session session(no_block_copy, plain_plugin()); }, "q8_0");
 }
 
 TEST(Deepseek2Runtime, ContextOverflowAndBadTokensAreErrorsThatKeepTheCache) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
-    Deepseek2Options o;
+    ContextOptions o;
     o.n_ctx = 8;
     Deepseek2Model model(gguf::Reader::open(path), o);
-    Deepseek2Session s(model, cpu_plugin());
+    Session s(model, cpu_plugin());
     s.eval(prompt(6, 512));
     try {
         s.eval(prompt(3, 512));
@@ -935,7 +936,7 @@ TEST(Deepseek2Runtime, MissingKeysAndTensorsAreNamed) {
         [&] { Deepseek2Model m(gguf::Reader::open(dir / "notensor.gguf"), {}); },
         "blk.1.attn_output.weight");
     const auto good = make_model(dir, spec(SY_TYPE_F32));
-    Deepseek2Options bad;
+    ContextOptions bad;
     bad.mla = 4;
     EXPECT_THROW(Deepseek2Model(gguf::Reader::open(good), bad), Error);
     bad = {};
@@ -955,7 +956,7 @@ TEST(Deepseek2Runtime, NonFiniteSourceOfADerivedTensorIsNamed) {
                                      data[2 * sizeof(sy_block_q8_0)] = 0x00;
                                      data[2 * sizeof(sy_block_q8_0) + 1] = 0x7e;
                                  });
-    Deepseek2Options mla3;
+    ContextOptions mla3;
     mla3.mla = 3;
     try {
         Deepseek2Model m(gguf::Reader::open(dir / "nan.gguf"), mla3);
@@ -965,7 +966,7 @@ TEST(Deepseek2Runtime, NonFiniteSourceOfADerivedTensorIsNamed) {
         EXPECT_NE(msg.find("blk.1.attn_kv_b.weight holds NaN"), std::string::npos) << msg;
         EXPECT_NE(msg.find("blk.1.attn_k_b.weight cannot be derived"), std::string::npos) << msg;
     }
-    Deepseek2Options mla0;
+    ContextOptions mla0;
     mla0.mla = 0;
     EXPECT_NO_THROW(Deepseek2Model(gguf::Reader::open(dir / "nan.gguf"), mla0));
 }
@@ -975,31 +976,31 @@ TEST(Deepseek2Runtime, NonFiniteSourceOfADerivedTensorIsNamed) {
 TEST(Deepseek2Runtime, FusedMoeFallsBackOrIsRefused) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
-    Deepseek2Options o;
+    ContextOptions o;
     o.n_ctx = 16;
     ASSERT_TRUE(cpu_plugin().provides("moe.fused_up_gate", 1));
     ASSERT_FALSE(plain_plugin().provides("moe.fused_up_gate", 1));
     Deepseek2Model automatic(gguf::Reader::open(path), o);
-    EXPECT_TRUE(Deepseek2Session(automatic, cpu_plugin()).uses_fused_moe());
-    EXPECT_FALSE(Deepseek2Session(automatic, plain_plugin()).uses_fused_moe());
+    EXPECT_TRUE(Session(automatic, cpu_plugin()).uses_fused_moe());
+    EXPECT_FALSE(Session(automatic, plain_plugin()).uses_fused_moe());
     o.fused_moe = 0;  // -fmoe 0: decomposed even where the op exists
     Deepseek2Model off(gguf::Reader::open(path), o);
-    Deepseek2Session decomposed(off, cpu_plugin());
+    Session decomposed(off, cpu_plugin());
     EXPECT_FALSE(decomposed.uses_fused_moe());
     o.fused_moe = 1;  // -fmoe 1: required
     Deepseek2Model forced(gguf::Reader::open(path), o);
-    EXPECT_TRUE(Deepseek2Session(forced, cpu_plugin()).uses_fused_moe());
+    EXPECT_TRUE(Session(forced, cpu_plugin()).uses_fused_moe());
     for (const char* part : {"moe.fused_up_gate", "cpu-plain"})
-        expect_error<Error>([&] { Deepseek2Session f(forced, plain_plugin()); }, part);
+        expect_error<Error>([&] { Session f(forced, plain_plugin()); }, part);
     // -fa on needs attn.flash and attn.mla.
     o.fused_moe = -1;
     o.flash_attn = 1;
     Deepseek2Model flash(gguf::Reader::open(path), o);
-    EXPECT_TRUE(Deepseek2Session(flash, cpu_plugin()).uses_flash_attention());
-    expect_error<Error>([&] { Deepseek2Session f(flash, plain_plugin()); }, "attn.flash");
+    EXPECT_TRUE(Session(flash, cpu_plugin()).uses_flash_attention());
+    expect_error<Error>([&] { Session f(flash, plain_plugin()); }, "attn.flash");
     // Fused and decomposed agree on the logits.
     const auto tokens = prompt(9, 512);
-    Deepseek2Session fused(automatic, cpu_plugin());
+    Session fused(automatic, cpu_plugin());
     const auto a = fused.eval(tokens, true), b = decomposed.eval(tokens, true);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f * (1 + std::fabs(a[i])));
@@ -1011,7 +1012,7 @@ TEST(Deepseek2Runtime, RewindThenEvalMatchesAFreshSession) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
     for (int mla : {0, 1, 3}) {
-        Deepseek2Options o;
+        ContextOptions o;
         o.mla = mla;
         o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
         o.n_ctx = 32;
@@ -1019,12 +1020,12 @@ TEST(Deepseek2Runtime, RewindThenEvalMatchesAFreshSession) {
         const auto first = prompt(10, 512);
         std::vector<int32_t> other(first.begin(), first.begin() + 4);
         for (int32_t t : {7, 300, 41}) other.push_back(t);
-        Deepseek2Session rewound(model, cpu_plugin());
+        Session rewound(model, cpu_plugin());
         rewound.eval(first);
         rewound.rewind(4);
         EXPECT_EQ(rewound.n_past(), 4);
         const auto a = rewound.eval(std::span<const int32_t>(other.data() + 4, 3));
-        Deepseek2Session fresh(model, cpu_plugin());
+        Session fresh(model, cpu_plugin());
         const auto b = fresh.eval(other);
         ASSERT_EQ(a.size(), b.size());
         for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4) << "mla " << mla;
@@ -1039,11 +1040,11 @@ TEST(Deepseek2Runtime, RewindThenEvalMatchesAFreshSession) {
 TEST(Deepseek2Benchmark, TestsRunFromTheirPrefixAndSweepsFillTheContext) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
-    Deepseek2Options o;
+    ContextOptions o;
     o.n_ctx = 64;
     o.n_ubatch = 8;
     Deepseek2Model model(gguf::Reader::open(path), o);
-    Deepseek2Session s(model, cpu_plugin());
+    Session s(model, cpu_plugin());
     BenchTokens tokens(model.hparams().n_vocab, 1);
     int reps = 0;
     const BenchTest pp{12, 0, 16, false};

@@ -16,7 +16,8 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/dtype.h"
-#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/llm/models/deepseek2.hpp"
+#include "switchyard/llm/session.hpp"
 #include "switchyard/llm/gguf.hpp"
 #include "switchyard/llm/requantize.hpp"
 #include "switchyard/llm/synthetic_model.hpp"
@@ -50,12 +51,12 @@ std::vector<int32_t> text_tokens(size_t n, int64_t vocab) {
 // Runs `chunks` chunks of `ctx` tokens through the model with a collector attached.
 Imatrix collect(const std::filesystem::path& path, Plugin& plugin, int mla, int chunks,
                 int64_t ctx, std::vector<int32_t>* seen = nullptr) {
-    Deepseek2Options o;
+    ContextOptions o;
     o.mla = mla;
     o.n_ctx = ctx;
     o.n_ubatch = ctx;
     Deepseek2Model model(gguf::Reader::open(path), o);
-    Deepseek2Session session(model, plugin);
+    Session session(model, plugin);
     ImatrixCollector collector;
     session.set_node_observer(&collector.observer());
     const std::vector<int32_t> tokens = text_tokens(size_t(chunks * ctx), model.hparams().n_vocab);

@@ -10,7 +10,8 @@
 
 #include "llm_test_util.hpp"
 #include "switchyard/dtype.h"
-#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/llm/models/deepseek2.hpp"
+#include "switchyard/llm/session.hpp"
 #include "switchyard/llm/gguf.hpp"
 
 namespace sy::llm {

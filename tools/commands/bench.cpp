@@ -52,8 +52,8 @@ int run_bench(const BenchOptions& o) {
                 progress.update(done, total, where + " loading");
                 BenchSession bs = open_bench_session(in, n_ctx);
                 const BenchRecord base = bs.describe(in);
-                const llm::Tokenizer tok = llm::Tokenizer::for_model(
-                    bs.loaded.model->file(), bs.loaded.model->hparams().n_vocab);
+                const llm::Tokenizer tok =
+                    llm::Tokenizer::for_model(bs.loaded.model->file(), bs.loaded.model->n_vocab());
                 Profile profile;
                 for (size_t k = 0; k < in.tests.size(); ++k) {
                     const llm::BenchTest& test = in.tests[k];
@@ -63,7 +63,7 @@ int run_bench(const BenchOptions& o) {
                         records[i][k].test_time = utc_now();
                     }
                     BenchRecord& r = records[i][k];
-                    llm::BenchTokens tokens(bs.loaded.model->hparams().n_vocab,
+                    llm::BenchTokens tokens(bs.loaded.model->n_vocab(),
                                             tok.add_bos() ? tok.bos() : -1);
                     progress.update(done, total, where + " " + test.label());
                     const llm::BenchSamples samples = llm::run_bench_test(

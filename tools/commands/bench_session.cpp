@@ -75,8 +75,8 @@ BenchSession open_bench_session(const BenchInstance& in, int64_t n_ctx) {
 }
 
 BenchRecord BenchSession::describe(const BenchInstance& in) const {
-    const llm::Deepseek2Model& model = *loaded.model;
-    const llm::Deepseek2Options& opt = model.options();
+    const llm::Model& model = *loaded.model;
+    const llm::ContextOptions& opt = model.options();
     BenchRecord r;
     r.model_filename = in.model.model;
     std::map<int32_t, uint64_t> bytes_per_type;

@@ -13,7 +13,7 @@ namespace sy::tools {
 
 struct BenchSession {
     LoadedModel loaded;
-    std::unique_ptr<llm::Deepseek2Session> session;
+    std::unique_ptr<llm::Session> session;
     // Loading's warnings, then the modes that fell back (fused MoE, flash attention when asked
     // for "auto") and the ops placed somewhere slow.
     std::vector<std::string> warnings;

@@ -8,6 +8,8 @@
 // llama.cpp collects them; attn_kv_b, if also stored, gets no entry), one without runs standard
 // attention (mla 0: attn_kv_b over each token's latent). mla 3 becomes 2: its prompt path
 // multiplies attn_kv_b by every cached latent, not by each token's.
+#include "switchyard/llm/imatrix.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -15,7 +17,6 @@
 #include "commands/model_session.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/llm/gguf.hpp"
-#include "switchyard/llm/imatrix.hpp"
 #include "switchyard/llm/perplexity.hpp"
 #include "switchyard/llm/tokenizer.hpp"
 
@@ -48,8 +49,9 @@ std::string duration_text(double seconds) {
 // The attention mode for collection (see the top of this file).
 int collection_mla(int asked, const std::string& model_path) {
     if (asked == 3) {
-        std::fprintf(stderr, "imatrix: --mla 3 collects as --mla 2 (its prompt path multiplies "
-                             "attn_kv_b by the cached latents, not by each token's)\n");
+        std::fprintf(stderr,
+                     "imatrix: --mla 3 collects as --mla 2 (its prompt path multiplies "
+                     "attn_kv_b by the cached latents, not by each token's)\n");
         return 2;
     }
     if (asked >= 0) return asked;
@@ -63,13 +65,15 @@ int collection_mla(int asked, const std::string& model_path) {
 }
 
 int run_imatrix(ImatrixOptions o) {
-    const llm::ImatrixFormat format = llm::parse_imatrix_format(
-        !o.output_format.empty()                 ? o.output_format
-        : o.output.ends_with(".dat")             ? "dat"
-                                                 : "gguf");
+    const llm::ImatrixFormat format =
+        llm::parse_imatrix_format(!o.output_format.empty()     ? o.output_format
+                                  : o.output.ends_with(".dat") ? "dat"
+                                                               : "gguf");
     if (format == llm::ImatrixFormat::gguf && !o.output.ends_with(".gguf"))
-        std::fprintf(stderr, "imatrix: writing the GGUF format to %s (--output-format dat for "
-                             "the legacy one)\n", o.output.c_str());
+        std::fprintf(stderr,
+                     "imatrix: writing the GGUF format to %s (--output-format dat for "
+                     "the legacy one)\n",
+                     o.output.c_str());
     const std::string text = read_text_file("-f", o.text_file);
     if (o.model.ctx == 0) o.model.ctx = 512;
     o.model.ubatch = std::min(o.model.ubatch, o.model.ctx);
@@ -77,19 +81,22 @@ int run_imatrix(ImatrixOptions o) {
 
     LoadedModel loaded = load_model(o.model);
     if (loaded.several)
-        throw Error("imatrix: collection runs on one backend; drop the placement options (-ot, "
-                    "--cpu-moe, -ts, --fit)");
-    const llm::Deepseek2Model& model = *loaded.model;
-    const std::unique_ptr<llm::Deepseek2Session> session = loaded.make_session();
+        throw Error(
+            "imatrix: collection runs on one backend; drop the placement options (-ot, "
+            "--cpu-moe, -ts, --fit)");
+    const llm::Model& model = *loaded.model;
+    const std::unique_ptr<llm::Session> session = loaded.make_session();
     check_session_memory(loaded, *session);
-    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.hparams().n_vocab);
+    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.n_vocab());
 
     std::vector<int32_t> tokens = tok.encode(text, tok.add_bos(), false);
     const int64_t n_ctx = model.options().n_ctx;
     if (o.skip_chunks > 0) {
         if ((int64_t(o.skip_chunks) + 2) * n_ctx >= int64_t(tokens.size()))
-            throw Error("imatrix: --chunk " + std::to_string(o.skip_chunks) + " leaves fewer than "
-                        "two chunks of the " + std::to_string(tokens.size()) + " tokens");
+            throw Error("imatrix: --chunk " + std::to_string(o.skip_chunks) +
+                        " leaves fewer than "
+                        "two chunks of the " +
+                        std::to_string(tokens.size()) + " tokens");
         tokens.erase(tokens.begin(), tokens.begin() + o.skip_chunks * n_ctx);
     }
     if (int64_t(tokens.size()) < 2 * n_ctx)
@@ -113,7 +120,7 @@ int run_imatrix(ImatrixOptions o) {
 
     llm::NllAccumulator nll;
     const int32_t bos = tok.add_bos() ? tok.bos() : -1;
-    const int64_t n_vocab = model.hparams().n_vocab, first = n_ctx / 2;
+    const int64_t n_vocab = model.n_vocab(), first = n_ctx / 2;
     const auto start = std::chrono::steady_clock::now();
     std::vector<int32_t> chunk(static_cast<size_t>(n_ctx));
     for (int c = 0; c < n_chunks; ++c) {
@@ -138,8 +145,9 @@ int run_imatrix(ImatrixOptions o) {
         }
     }
     session->set_node_observer(nullptr);
-    if (ppl) std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", nll.perplexity(),
-                         nll.perplexity_error());
+    if (ppl)
+        std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", nll.perplexity(),
+                    nll.perplexity_error());
 
     const llm::Imatrix m = collector.result({o.text_file}, uint32_t(n_chunks), uint32_t(n_ctx));
     if (m.entries.empty()) throw Error("imatrix: no weight product was seen");
@@ -155,9 +163,10 @@ int run_imatrix(ImatrixOptions o) {
 Command add_imatrix_command(CLI::App& app) {
     auto o = std::make_shared<ImatrixOptions>();
     o->model.mla = -1;  // chosen from the file unless given
-    CLI::App* cmd = app.add_subcommand(
-        "imatrix", "Compute an importance matrix of a deepseek2 GGUF model over a text "
-                   "(llama-imatrix's method and files)");
+    CLI::App* cmd =
+        app.add_subcommand("imatrix",
+                           "Compute an importance matrix of a deepseek2 GGUF model over a text "
+                           "(llama-imatrix's method and files)");
     o->model.add_to(*cmd, "Tokens per chunk (default 512)");
     cmd->add_option("-f,--file", o->text_file, "Text file to run the model over")->required();
     cmd->add_option("-o,--output-file", o->output,

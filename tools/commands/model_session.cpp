@@ -72,9 +72,10 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
     app.add_option("--flash-attn", flash_attn,
                    "on: require attn.flash/attn.mla, off: never, auto: when the backend has them")
         ->check(CLI::IsMember({"on", "off", "auto", "1", "0"}));
-    app.add_flag_callback("--no-flash-attn", [this] { flash_attn = "off"; },
-                          "Never flash attention (-fa off)");
-    app.add_flag_callback("--no-fused-moe", [this] { fused_moe = 0; }, "Never the fused MoE op (-fmoe 0)");
+    app.add_flag_callback(
+        "--no-flash-attn", [this] { flash_attn = "off"; }, "Never flash attention (-fa off)");
+    app.add_flag_callback(
+        "--no-fused-moe", [this] { fused_moe = 0; }, "Never the fused MoE op (-fmoe 0)");
     app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, bf16, q8_0");
     app.add_option("--cache-type-v", cache_type_v,
                    "V cache type: f32, f16, bf16, q8_0 (q8_0: --mla 0 with flash attention)");
@@ -100,10 +101,11 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                    "the command started on; numactl: on the CPUs numactl gave (a note on a "
                    "machine with one node)")
         ->check(CLI::IsMember({"distribute", "isolate", "numactl"}));
-    app.add_flag_callback("--run-time-repack", [this] { repack = 1; },
-                 "The cpu plugin reads every Q4_0 and Q8_0 weight from row-interleaved copies "
-                 "made at first use (as much host memory again as those weights; by default "
-                 "(repack = \"auto\") up to half of the available memory)");
+    app.add_flag_callback(
+        "--run-time-repack", [this] { repack = 1; },
+        "The cpu plugin reads every Q4_0 and Q8_0 weight from row-interleaved copies "
+        "made at first use (as much host memory again as those weights; by default "
+        "(repack = \"auto\") up to half of the available memory)");
     app.add_option("--override-tensor", override_tensor,
                    "REGEX=BACKEND[,REGEX=BACKEND...]: weights whose name matches live on BACKEND "
                    "(CPU, CUDA0 and the like too; repeatable, first match wins; before the "
@@ -148,8 +150,8 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
         ->check(CLI::IsMember({"on", "off"}));
 }
 
-llm::Deepseek2Options ModelOptions::deepseek2_options() const {
-    llm::Deepseek2Options mo;
+llm::ContextOptions ModelOptions::deepseek2_options() const {
+    llm::ContextOptions mo;
     mo.mla = mla;
     mo.fused_moe = fused_moe;
     mo.flash_attn = flash_attn == "auto" ? -1 : (flash_attn == "on" || flash_attn == "1") ? 1 : 0;
@@ -190,7 +192,7 @@ LoadedModel::~LoadedModel() {
 }
 
 LoadedModel load_model(const ModelOptions& o) {
-    const llm::Deepseek2Options mo = o.deepseek2_options();
+    const llm::ContextOptions mo = o.deepseek2_options();
     LoadedModel out;
     out.quiet = o.quiet;
     out.host = std::make_unique<PluginHost>();
@@ -245,12 +247,11 @@ LoadedModel load_model(const ModelOptions& o) {
                         " without --fit (or placement.fit = true in the config) does nothing");
         config.placement.fit_margin = uint64_t(o.fit_margin_mib) << 20;
     }
-    const bool several = config.placement.fit || !config.placement.tensor_split.empty() ||
-                         !config.placement.default_backend.empty() ||
-                         !config.placement.rules.empty() ||
-                         config.offload.mode != OffloadMode::cost ||
-                         config.offload.min_batch != 0 || !config.offload.ops.empty() ||
-                         !config.offload.pins.empty();
+    const bool several =
+        config.placement.fit || !config.placement.tensor_split.empty() ||
+        !config.placement.default_backend.empty() || !config.placement.rules.empty() ||
+        config.offload.mode != OffloadMode::cost || config.offload.min_batch != 0 ||
+        !config.offload.ops.empty() || !config.offload.pins.empty();
     // The default backend: [placement] default, else --backend / -ngl.
     const std::string backend = !config.placement.default_backend.empty() && o.backend.empty()
                                     ? config.placement.default_backend
@@ -312,27 +313,24 @@ LoadedModel load_model(const ModelOptions& o) {
         gguf::Reader::open(o.model, o.no_mmap ? gguf::Residence::read : gguf::Residence::mapped);
     // -c 0: the context the model was trained for, as llama.cpp.
     const bool trained_ctx = o.ctx_given && o.ctx == 0;
-    llm::Deepseek2Options model_options = mo;
-    if (trained_ctx) model_options.n_ctx = llm::Deepseek2HParams::from_gguf(file).n_ctx_train;
-    out.model = std::make_unique<llm::Deepseek2Model>(std::move(file), model_options);
-    if (const llm::Deepseek2HParams& h = out.model->hparams(); h.n_nextn > 0)
-        out.note(fmt::format(
-            "the file's last {} of {} blocks are MTP (NextN) layers (nextn_predict_layers; "
-            "blk.{}.nextn.*...): left out, as llama.cpp does; the model runs {} layers",
-            h.n_nextn, h.n_layer + h.n_nextn, h.n_layer, h.n_layer));
+    llm::ContextOptions model_options = mo;
+    if (trained_ctx) model_options.n_ctx = llm::trained_context(file);
+    out.model = llm::load_model(std::move(file), model_options);
+    for (const std::string& n : out.model->notes()) out.note(n);
     if (trained_ctx)
         out.note(fmt::format("-c 0: the trained context of {} tokens ({}.context_length)",
-                             model_options.n_ctx, "deepseek2"));
+                             model_options.n_ctx, out.model->architecture()));
     if (o.mlock) {
         const WeightLock lock = lock_weights(out.model->file());
         if (lock.warning.empty())
-            out.note(fmt::format("--mlock: {:.1f} MiB of weights locked in memory", mib(lock.bytes)));
+            out.note(
+                fmt::format("--mlock: {:.1f} MiB of weights locked in memory", mib(lock.bytes)));
         else
             out.warn(lock.warning);
     }
 
-    const llm::Deepseek2HParams& hp = out.model->hparams();
-    const llm::Deepseek2Options& opt = out.model->options();
+    const llm::Model& model = *out.model;
+    const llm::ContextOptions& opt = model.options();
     if (out.plugin->device_count() <= backend_ref.device)
         throw Error("backend '" + backend + "' has no device on this machine" +
                     (o.ngl > 0 ? " (-ngl " + std::to_string(o.ngl) + " asks for a GPU)" : "") +
@@ -351,47 +349,49 @@ LoadedModel load_model(const ModelOptions& o) {
     // repeating layers, their weights and KV cache, on the device; the first layers, the token
     // embeddings and the output on the cpu, which becomes the default backend. Rules (-ot, the
     // config's) come first, as in llama.cpp.
-    if (o.ngl > 0 && o.ngl < int(hp.n_layer) + 1) {
+    if (o.ngl > 0 && o.ngl < int(model.n_layer()) + 1) {
         Plugin* cpu = out.host->find("cpu");
         if (cpu == nullptr)
-            throw Error(fmt::format("-ngl {} puts only part of the model on {}: the rest needs "
-                                    "the cpu plugin, which is not loaded",
-                                    o.ngl, backend));
-        const auto first = uint32_t(int(hp.n_layer) - o.ngl);
+            throw Error(
+                fmt::format("-ngl {} puts only part of the model on {}: the rest needs "
+                            "the cpu plugin, which is not loaded",
+                            o.ngl, backend));
+        const auto first = uint32_t(int(model.n_layer()) - o.ngl);
         if (!out.several) out.several = several_backends();
         llm::SessionBackends& b = *out.several;
         b.placement.default_backend = "cpu";
         std::string layers;
-        for (uint32_t il = first; il < hp.n_layer; ++il)
+        for (uint32_t il = first; il < model.n_layer(); ++il)
             layers += (layers.empty() ? "" : "|") + std::to_string(il);
         b.placement.rules.push_back(
             {R"(^blk\.()" + layers + R"()\.)", backend, fmt::format("-ngl {}", o.ngl), true});
         out.plugin = cpu;
         if (!o.quiet)
-            std::fprintf(stderr, "-ngl %d: layers %u-%u (weights and KV cache) on %s, the rest on cpu\n",
-                         o.ngl, first, hp.n_layer - 1, backend.c_str());
+            std::fprintf(stderr,
+                         "-ngl %d: layers %u-%u (weights and KV cache) on %s, the rest on cpu\n",
+                         o.ngl, first, model.n_layer() - 1, backend.c_str());
     }
     if (!out.several && !config.offload.cost_table.empty())
         out.warn("the cost table " + config.offload.cost_table + " (" +
                  config.offload.cost_table_where +
                  ") changes nothing: only one backend runs the model");
-    const uint64_t per_token = llm::Deepseek2Cache::bytes_per_token(hp, opt);
+    const uint64_t per_token = model.cache_bytes_per_token();
     const uint64_t kv_bytes = per_token * uint64_t(opt.n_ctx);
     if (!o.quiet)
-        std::fprintf(stderr,
-                     "model: %s, %u layers, %u experts (%u used), mla %d, KV cache %s/%s: %llu B "
-                     "(%.1f KiB) per token, %.2f MiB for %lld tokens\n",
-                     o.model.c_str(), hp.n_layer, hp.n_expert, hp.n_expert_used, opt.mla,
-                     llm::type_name(opt.cache_type_k).c_str(),
-                     llm::type_name(opt.cache_type_v).c_str(),
-                     static_cast<unsigned long long>(per_token), double(per_token) / 1024.0,
-                     mib(kv_bytes), static_cast<long long>(opt.n_ctx));
+        std::fprintf(
+            stderr,
+            "model: %s, %s, KV cache %s/%s: %llu B (%.1f KiB) per token, %.2f MiB for "
+            "%lld tokens\n",
+            o.model.c_str(), model.summary().c_str(), llm::type_name(opt.cache_type_k).c_str(),
+            llm::type_name(opt.cache_type_v).c_str(), static_cast<unsigned long long>(per_token),
+            double(per_token) / 1024.0, mib(kv_bytes), static_cast<long long>(opt.n_ctx));
     const uint64_t avail = on_host ? llm::available_memory() : 0;  // device: checked later
     if (avail > 0 && kv_bytes > avail)
         throw Error(fmt::format(
             "the KV cache ({:.0f} MiB) does not fit in the {:.0f} MiB of "
             "available memory: lower -c (now {}{}) or use -ctk q8_0 (and -ctv q8_0 with --mla 0)",
-            mib(kv_bytes), mib(avail), opt.n_ctx, trained_ctx ? ", from -c 0: the trained context" : ""));
+            mib(kv_bytes), mib(avail), opt.n_ctx,
+            trained_ctx ? ", from -c 0: the trained context" : ""));
     return out;
 }
 
@@ -408,9 +408,9 @@ void LoadedModel::warn(const std::string& message) {
     if (!quiet) std::fprintf(stderr, "warning: %s\n", message.c_str());
 }
 
-std::unique_ptr<llm::Deepseek2Session> LoadedModel::make_session() {
-    if (!several) return std::make_unique<llm::Deepseek2Session>(*model, *plugin);
-    auto session = std::make_unique<llm::Deepseek2Session>(*model, *several);
+std::unique_ptr<llm::Session> LoadedModel::make_session() {
+    if (!several) return std::make_unique<llm::Session>(*model, *plugin);
+    auto session = std::make_unique<llm::Session>(*model, *several);
     const WeightPlan& plan = session->weight_plan();
     const auto infos = session->backend_infos();
     std::string line;
@@ -425,8 +425,8 @@ std::unique_ptr<llm::Deepseek2Session> LoadedModel::make_session() {
     return session;
 }
 
-void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& session) {
-    const llm::Deepseek2Options& opt = loaded.model->options();
+void check_session_memory(const LoadedModel& loaded, llm::Session& session) {
+    const llm::ContextOptions& opt = loaded.model->options();
     // The largest compute buffer: a full ubatch at the end of the context.
     const int64_t t = std::min(opt.n_ubatch, opt.n_ctx);
     auto worst = session.build(t, opt.n_ctx - t, false);
@@ -455,8 +455,7 @@ void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& sess
         const uint64_t weights = session.multi_backend()
                                      ? session.weight_plan().bytes_per_backend[primary]
                                      : session.device_weight_bytes();
-        const uint64_t reserve =
-            llm::Deepseek2Session::device_reserve(session.largest_weight_elements());
+        const uint64_t reserve = llm::Session::device_reserve(session.largest_weight_elements());
         if (!loaded.quiet)
             std::fprintf(stderr,
                          "on %s: weights %.2f MiB, KV cache %.2f MiB, compute buffer %.2f MiB, "

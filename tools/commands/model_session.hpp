@@ -11,7 +11,7 @@
 
 #include "commands/commands.hpp"
 #include "switchyard/core/plugin_host.hpp"
-#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/llm/session.hpp"
 
 namespace sy::tools {
 
@@ -36,7 +36,7 @@ struct ModelOptions {
     bool no_mmap = false;
     bool mlock = false;  // --mlock: the weights locked in memory (a warning when that fails)
     std::string numa;    // --numa distribute|isolate|numactl ("" not given)
-    int repack = -1;  // the cpu plugin's option repack: -1 its own default (auto), 0 off, 1 on
+    int repack = -1;     // the cpu plugin's option repack: -1 its own default (auto), 0 off, 1 on
     // Placement across backends (with the config's [placement] and [offload]; the command line
     // comes first / wins).
     std::vector<std::string> override_tensor;  // -ot REGEX=BACKEND[,...] values, in order
@@ -61,7 +61,7 @@ struct ModelOptions {
     // the plugin options; `ctx_help` describes -c's default for this command.
     void add_to(CLI::App& app, const std::string& ctx_help);
     // The runtime options; throws sy::Error naming the flag whose value is wrong.
-    llm::Deepseek2Options deepseek2_options() const;
+    llm::ContextOptions deepseek2_options() const;
     // The backend that runs the model, in canonical form (canonical_backend_name): --backend,
     // else cuda with -ngl > 0, else cpu.
     std::string backend_name() const;
@@ -78,14 +78,14 @@ struct LoadedModel {
 
     std::unique_ptr<PluginHost> host;
     Plugin* plugin = nullptr;  // the default backend: KV cache, fused/flash choice
-    std::unique_ptr<llm::Deepseek2Model> model;
+    std::unique_ptr<llm::Model> model;
     std::optional<llm::SessionBackends> several;
     bool quiet = false;
     // Every warning loading and placing raised (printed on stderr as they come unless quiet).
     std::vector<std::string> warnings;
 
     // A session on the one backend, or over several (prints where the weights went).
-    std::unique_ptr<llm::Deepseek2Session> make_session();
+    std::unique_ptr<llm::Session> make_session();
     void warn(const std::string& message);
     // A line on stderr (unless quiet) about what an option did; not kept as a warning.
     void note(const std::string& message) const;
@@ -102,7 +102,7 @@ LoadedModel load_model(const ModelOptions& options);
 // Prints the worst-case compute buffer (a full ubatch at the end of the context), refuses a
 // KV cache + compute buffer (+ the weights, on a device with its own memory) that do not fit in
 // the memory they go to, then allocates the cache (and copies the weights to the device).
-void check_session_memory(const LoadedModel& loaded, llm::Deepseek2Session& session);
+void check_session_memory(const LoadedModel& loaded, llm::Session& session);
 
 double mib(uint64_t bytes);
 

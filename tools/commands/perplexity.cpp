@@ -71,9 +71,9 @@ void print_kld_summary(const llm::KldStatistics& s) {
     const struct {
         const char* label;
         float fraction;
-    } kld_rows[] = {{"99.9%", 0.999f}, {"99.0%", 0.990f}, {"95.0%", 0.950f}, {"90.0%", 0.900f},
-                    {nullptr, 0.5f},   {"10.0%", 0.100f}, {" 5.0%", 0.050f}, {" 1.0%", 0.010f},
-                    {" 0.1%", 0.001f}};
+    } kld_rows[] = {{"99.9%", 0.999f}, {"99.0%", 0.990f}, {"95.0%", 0.950f},
+                    {"90.0%", 0.900f}, {nullptr, 0.5f},   {"10.0%", 0.100f},
+                    {" 5.0%", 0.050f}, {" 1.0%", 0.010f}, {" 0.1%", 0.001f}};
     for (const auto& r : kld_rows) {
         if (r.label)
             std::printf("%s   KLD: %10.6f\n", r.label, s.kld_percentile(r.fraction));
@@ -126,13 +126,13 @@ int run_perplexity(PerplexityOptions o) {
     o.model.ubatch = std::min({o.model.ubatch, o.batch, o.model.ctx});
 
     LoadedModel loaded = load_model(o.model);
-    const llm::Deepseek2Model& model = *loaded.model;
-    const int64_t n_vocab = model.hparams().n_vocab;
+    const llm::Model& model = *loaded.model;
+    const int64_t n_vocab = model.n_vocab();
     if (base) base->expect_vocabulary(n_vocab);
-    const std::unique_ptr<llm::Deepseek2Session> owned = loaded.make_session();
-    llm::Deepseek2Session& session = *owned;
+    const std::unique_ptr<llm::Session> owned = loaded.make_session();
+    llm::Session& session = *owned;
     check_session_memory(loaded, session);
-    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.hparams().n_vocab);
+    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.n_vocab());
 
     std::vector<int32_t> tokens;
     if (!text.empty() || !base) {
@@ -145,9 +145,8 @@ int run_perplexity(PerplexityOptions o) {
     }
     if (base) {
         const std::vector<int32_t>& stored = base->tokens();
-        if (!tokens.empty() &&
-            (tokens.size() < stored.size() ||
-             !std::equal(stored.begin(), stored.end(), tokens.begin())))
+        if (!tokens.empty() && (tokens.size() < stored.size() ||
+                                !std::equal(stored.begin(), stored.end(), tokens.begin())))
             std::fprintf(stderr,
                          "warning: the tokens of -f %s differ from those in %s; scoring the "
                          "file's\n",
@@ -159,9 +158,9 @@ int run_perplexity(PerplexityOptions o) {
     std::fprintf(stderr,
                  "%s: calculating %s over %d chunks, n_ctx=%lld, batch_size=%lld, n_seq=%d, "
                  "ubatch=%lld\n",
-                 what, base ? "KL divergence" : "perplexity", chunks,
-                 static_cast<long long>(n_ctx), static_cast<long long>(std::min(o.batch, n_ctx)),
-                 n_seqs, static_cast<long long>(model.options().n_ubatch));
+                 what, base ? "KL divergence" : "perplexity", chunks, static_cast<long long>(n_ctx),
+                 static_cast<long long>(std::min(o.batch, n_ctx)), n_seqs,
+                 static_cast<long long>(model.options().n_ubatch));
 
     std::optional<llm::KldBaseWriter> writer;
     if (!base && !o.kld_base.empty()) {
@@ -207,8 +206,9 @@ int run_perplexity(PerplexityOptions o) {
         if (count >= 100)  // llama.cpp: no statistics over fewer values
             print_kld_summary(kld.statistics(true));
         else
-            std::fprintf(stderr, "kl_divergence: %lld scored tokens, too few for the statistics "
-                                 "(100 or more)\n",
+            std::fprintf(stderr,
+                         "kl_divergence: %lld scored tokens, too few for the statistics "
+                         "(100 or more)\n",
                          static_cast<long long>(count));
     } else {
         if (writer) writer->close();
@@ -233,8 +233,9 @@ Command add_perplexity_command(CLI::App& app) {
         "Perplexity of a deepseek2 GGUF model on a text, or its KL divergence from a base model "
         "(llama.cpp's method and files)");
     o->model.add_to(*cmd, "Tokens per chunk (default 512; with --kl-divergence the file's)");
-    cmd->add_option("-f,--file", o->text_file,
-                    "Text file to score (with --kl-divergence optional: the tokens are the file's)");
+    cmd->add_option(
+        "-f,--file", o->text_file,
+        "Text file to score (with --kl-divergence optional: the tokens are the file's)");
     cmd->add_option("--chunks", o->chunks, "Score at most this many chunks (default: all)");
     cmd->add_option("-b,--batch-size", o->batch,
                     "Tokens per evaluation batch (default 2048): -b / -c chunks per pass")

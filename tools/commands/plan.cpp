@@ -44,7 +44,8 @@ int layer_of(const std::string& name) {
     if (!name.starts_with("blk.")) return -1;
     int layer = 0;
     size_t i = 4;
-    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) layer = layer * 10 + name[i] - '0';
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i)
+        layer = layer * 10 + name[i] - '0';
     return i > 4 ? layer : -1;
 }
 
@@ -60,14 +61,14 @@ std::string node_subject(const Node& node) {
 struct PlannedGraph {
     Phase phase = Phase::decode;
     int64_t tokens = 0, n_past = 0;
-    llm::Deepseek2Session::UbatchGraph ug;
+    llm::UbatchGraph ug;
     OpPlan plan;                          // a copy: the session's plan cache may drop its own
     std::vector<uint64_t> compute_bytes;  // per backend: the compute buffer its nodes need
     std::vector<Executor::StagingLayout> staging;  // per backend off host memory: copies of
                                                    // host weights, inputs and imports
 };
 
-PlannedGraph plan_graph(llm::Deepseek2Session& session, int64_t tokens, int64_t n_past) {
+PlannedGraph plan_graph(llm::Session& session, int64_t tokens, int64_t n_past) {
     PlannedGraph p;
     p.phase = tokens > 1 ? Phase::prompt : Phase::decode;
     p.tokens = tokens;
@@ -120,8 +121,7 @@ struct Overlap {
     size_t split = 0;   // index in plan.splits
     int32_t nodes = 0;  // of the next split, from its start
 };
-std::vector<Overlap> overlaps(const llm::Deepseek2Session& session, const Graph& graph,
-                              const OpPlan& plan) {
+std::vector<Overlap> overlaps(const llm::Session& session, const Graph& graph, const OpPlan& plan) {
     std::vector<Overlap> out;
     const llm::SessionBackends& sb = session.session_backends();
     if (!sb.offload.overlap) return out;
@@ -142,8 +142,8 @@ std::vector<Overlap> overlaps(const llm::Deepseek2Session& session, const Graph&
 }
 
 std::string candidate_text(std::span<const BackendInfo> backends, const CandidateCost& c) {
-    std::string s = fmt::format("{} {:.1f} us", backends[size_t(c.backend)].name,
-                                c.total_ns() / 1e3);
+    std::string s =
+        fmt::format("{} {:.1f} us", backends[size_t(c.backend)].name, c.total_ns() / 1e3);
     if (c.transfer_bytes > 0)
         s += fmt::format(" ({:.1f} compute + {:.1f} moving {})", c.compute_ns / 1e3,
                          c.transfer_ns / 1e3, bytes_text(c.transfer_bytes));
@@ -153,7 +153,7 @@ std::string candidate_text(std::span<const BackendInfo> backends, const Candidat
 }
 
 // Weight homes, layers with the same homes and reasons merged: "layers 1-26: ...".
-std::string weights_text(const llm::Deepseek2Session& session) {
+std::string weights_text(const llm::Session& session) {
     const auto backends = session.backend_infos();
     const WeightPlan& wp = session.weight_plan();
     const PlacementPolicy& policy = session.session_backends().placement;
@@ -195,15 +195,15 @@ std::string weights_text(const llm::Deepseek2Session& session) {
     return "  weights (" + totals + "):\n" + out;
 }
 
-std::string graph_text(const llm::Deepseek2Session& session, const PlannedGraph& p) {
+std::string graph_text(const llm::Session& session, const PlannedGraph& p) {
     const auto backends = session.backend_infos();
     const OpPlan& plan = p.plan;
     const Graph& g = p.ug.graph;
-    std::string out = fmt::format(
-        "  {} of {} token{} after {} cached: {} nodes, {} splits, {} copies ({})\n",
-        p.phase == Phase::prompt ? "prompt ubatch" : "decode step", p.tokens,
-        p.tokens == 1 ? "" : "s", p.n_past, plan.nodes.size(), plan.splits.size(),
-        plan.copies.size(), bytes_text(plan.copy_bytes()));
+    std::string out =
+        fmt::format("  {} of {} token{} after {} cached: {} nodes, {} splits, {} copies ({})\n",
+                    p.phase == Phase::prompt ? "prompt ubatch" : "decode step", p.tokens,
+                    p.tokens == 1 ? "" : "s", p.n_past, plan.nodes.size(), plan.splits.size(),
+                    plan.copies.size(), bytes_text(plan.copy_bytes()));
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
         const NodePlacement& n = plan.nodes[i];
         const Node& node = g.nodes()[i];
@@ -211,14 +211,16 @@ std::string graph_text(const llm::Deepseek2Session& session, const PlannedGraph&
                            backends[size_t(n.backend)].name, n.reason);
         if (!n.candidates.empty()) {
             std::vector<std::string> parts;
-            for (const CandidateCost& c : n.candidates) parts.push_back(candidate_text(backends, c));
+            for (const CandidateCost& c : n.candidates)
+                parts.push_back(candidate_text(backends, c));
             out += fmt::format(": {}", fmt::join(parts, "; "));
         }
         out += "\n";
     }
     std::vector<std::string> splits;
     for (const Split& s : plan.splits)
-        splits.push_back(fmt::format("{} [{}, {})", backends[size_t(s.backend)].name, s.first, s.end));
+        splits.push_back(
+            fmt::format("{} [{}, {})", backends[size_t(s.backend)].name, s.first, s.end));
     out += fmt::format("    splits: {}\n", fmt::join(splits, ", "));
     std::vector<std::string> beside;
     for (const Overlap& o : overlaps(session, p.ug.graph, plan)) {
@@ -238,8 +240,7 @@ std::string graph_text(const llm::Deepseek2Session& session, const PlannedGraph&
     return out;
 }
 
-std::string memory_text(const llm::Deepseek2Session& session,
-                        std::span<const PlannedGraph> graphs) {
+std::string memory_text(const llm::Session& session, std::span<const PlannedGraph> graphs) {
     const auto backends = session.backend_infos();
     std::string out = "  memory per backend:\n";
     for (size_t b = 0; b < backends.size(); ++b) {
@@ -273,7 +274,7 @@ Json candidate_json(std::span<const BackendInfo> backends, const CandidateCost& 
     return j;
 }
 
-Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
+Json plan_json(const llm::Session& session, const std::string& model,
                std::span<const PlannedGraph> graphs) {
     const auto backends = session.backend_infos();
     const WeightPlan& wp = session.weight_plan();
@@ -378,15 +379,16 @@ Json plan_json(const llm::Deepseek2Session& session, const std::string& model,
     return j;
 }
 
-std::string policy_text(const llm::Deepseek2Session& session) {
+std::string policy_text(const llm::Session& session) {
     const auto backends = session.backend_infos();
     const llm::SessionBackends& sb = session.session_backends();
     std::string out = "plan:\n  backends:\n";
     for (size_t b = 0; b < backends.size(); ++b) {
         const sy_device_props& p = backends[b].props;
-        out += fmt::format("    {}: {}, {}, memory {:.1f} GB/s, f32 {:.0f} GFLOP/s", backends[b].name,
-                           p.name, p.host_memory ? "computes on host memory" : "own memory",
-                           p.memory_bandwidth / 1e9, p.peak_flops_f32 / 1e9);
+        out +=
+            fmt::format("    {}: {}, {}, memory {:.1f} GB/s, f32 {:.0f} GFLOP/s", backends[b].name,
+                        p.name, p.host_memory ? "computes on host memory" : "own memory",
+                        p.memory_bandwidth / 1e9, p.peak_flops_f32 / 1e9);
         if (!p.host_memory)
             out += fmt::format(", link {:.1f} GB/s + {:.1f} us", p.link_bandwidth / 1e9,
                                p.link_latency_ns / 1e3);
@@ -401,16 +403,15 @@ std::string policy_text(const llm::Deepseek2Session& session) {
     for (const OffloadSwitch& s : sb.offload.ops)
         out += fmt::format(", {}={} ({})", s.op, s.allowed ? 1 : 0, s.where);
     for (const OpPin& p : sb.offload.pins)
-        out += fmt::format(", pin {}{} -> {} ({})", p.op, p.match.empty() ? "" : " '" + p.match + "'",
-                           p.backend, p.where);
+        out += fmt::format(", pin {}{} -> {} ({})", p.op,
+                           p.match.empty() ? "" : " '" + p.match + "'", p.backend, p.where);
     if (sb.costs)
         out += fmt::format("\n  cost table: {} ({}): measured times before the hints",
                            sb.offload.cost_table, sb.offload.cost_table_where);
     return out + "\n";
 }
 
-std::vector<PlannedGraph> plan_graphs(llm::Deepseek2Session& session, int64_t ubatch,
-                                      int64_t depth) {
+std::vector<PlannedGraph> plan_graphs(llm::Session& session, int64_t ubatch, int64_t depth) {
     const int64_t n_ctx = session.n_ctx();
     if (depth < 0 || depth >= n_ctx)
         throw Error(fmt::format("--depth {}: must be in [0, {}) (the context, -c)", depth, n_ctx));
@@ -421,7 +422,7 @@ std::vector<PlannedGraph> plan_graphs(llm::Deepseek2Session& session, int64_t ub
     return graphs;
 }
 
-std::string plan_text(llm::Deepseek2Session& session, std::span<const PlannedGraph> graphs) {
+std::string plan_text(llm::Session& session, std::span<const PlannedGraph> graphs) {
     std::string out = policy_text(session) + weights_text(session);
     for (const PlannedGraph& p : graphs) out += graph_text(session, p);
     return out + memory_text(session, graphs);
@@ -435,7 +436,7 @@ struct PlanOptions {
 
 int run_plan(const PlanOptions& o) {
     LoadedModel loaded = load_model(o.model);
-    const std::unique_ptr<llm::Deepseek2Session> session = loaded.make_session();
+    const std::unique_ptr<llm::Session> session = loaded.make_session();
     const std::vector<PlannedGraph> graphs =
         plan_graphs(*session, loaded.model->options().n_ubatch, o.depth);
     if (o.json)
@@ -447,11 +448,11 @@ int run_plan(const PlanOptions& o) {
 
 }  // namespace
 
-std::string explain_plan(llm::Deepseek2Session& session, int64_t ubatch, int64_t depth) {
+std::string explain_plan(llm::Session& session, int64_t ubatch, int64_t depth) {
     return plan_text(session, plan_graphs(session, ubatch, depth));
 }
 
-std::vector<std::string> placement_warnings(llm::Deepseek2Session& session, int64_t ubatch) {
+std::vector<std::string> placement_warnings(llm::Session& session, int64_t ubatch) {
     std::vector<std::string> out;
     if (!session.multi_backend()) return out;
     const auto backends = session.backend_infos();

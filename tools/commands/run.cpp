@@ -14,8 +14,8 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/profile.hpp"
 #include "switchyard/llm/chat_template.hpp"
-#include "switchyard/llm/deepseek2.hpp"
 #include "switchyard/llm/sampler.hpp"
+#include "switchyard/llm/session.hpp"
 #include "switchyard/llm/tokenizer.hpp"
 
 namespace sy::tools {
@@ -162,12 +162,11 @@ int run_run(const RunOptions& o) {
     ModelOptions model_options = o.model;
     model_options.ubatch = std::min(model_options.ubatch, o.n_batch);
     LoadedModel loaded = load_model(model_options);
-    const llm::Deepseek2Model& model = *loaded.model;
-    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.hparams().n_vocab);
-    const llm::Deepseek2HParams& hp = model.hparams();
-    const llm::Deepseek2Options& opt = model.options();
-    const std::unique_ptr<llm::Deepseek2Session> owned = loaded.make_session();
-    llm::Deepseek2Session& session = *owned;
+    const llm::Model& model = *loaded.model;
+    const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.n_vocab());
+    const llm::ContextOptions& opt = model.options();
+    const std::unique_ptr<llm::Session> owned = loaded.make_session();
+    llm::Session& session = *owned;
     check_session_memory(loaded, session);
     if (o.verbose_plan)
         std::fputs(explain_plan(session, model.options().n_ubatch, 0).c_str(), stderr);
@@ -205,7 +204,7 @@ int run_run(const RunOptions& o) {
     if (o.profile) session.set_profile(&profile);
 
     std::unique_ptr<NpyWriter> npy;
-    if (!o.logits_out.empty()) npy = std::make_unique<NpyWriter>(o.logits_out, hp.n_vocab);
+    if (!o.logits_out.empty()) npy = std::make_unique<NpyWriter>(o.logits_out, model.n_vocab());
     llm::Sampler sampler(o.sampling);
     for (int32_t t : tokens) sampler.accept(t);
 
@@ -229,7 +228,7 @@ int run_run(const RunOptions& o) {
     const uint64_t moved_prompt = session.stats().staged_bytes - moved_before_prompt;
     if (npy) {
         npy->add(logits);
-        logits.erase(logits.begin(), logits.end() - hp.n_vocab);
+        logits.erase(logits.begin(), logits.end() - model.n_vocab());
     }
 
     // --keep: prompt tokens a context shift keeps (BOS always; -1: the whole prompt).

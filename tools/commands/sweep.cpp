@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, double>> device_used_mib(const BenchSession& 
         const uint64_t used = p.memory_total > p.memory_free ? p.memory_total - p.memory_free : 0;
         out.emplace_back(name, double(used) / 1048576.0);
     };
-    const llm::Deepseek2Session& s = *bs.session;
+    const llm::Session& s = *bs.session;
     if (s.multi_backend()) {
         const auto infos = s.backend_infos();
         const auto& backends = s.session_backends().backends;
@@ -123,9 +123,9 @@ int run_sweep_command(const SweepOptions& o) {
         BenchSession bs = open_bench_session(in, o.ctx);
         const BenchRecord facts = bs.describe(in);
         if (title.empty()) title = facts.model_type;
-        const llm::Tokenizer tok = llm::Tokenizer::for_model(
-            bs.loaded.model->file(), bs.loaded.model->hparams().n_vocab);
-        llm::BenchTokens tokens(bs.loaded.model->hparams().n_vocab, tok.add_bos() ? tok.bos() : -1);
+        const llm::Tokenizer tok =
+            llm::Tokenizer::for_model(bs.loaded.model->file(), bs.loaded.model->n_vocab());
+        llm::BenchTokens tokens(bs.loaded.model->n_vocab(), tok.add_bos() ? tok.bos() : -1);
         const int64_t ub = facts.n_ubatch;
         nlohmann::ordered_json head = {{"n_kv_max", o.ctx},
                                        {"n_batch", ub},

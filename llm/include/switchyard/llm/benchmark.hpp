@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/llm/session.hpp"
 
 namespace sy::llm {
 
@@ -52,18 +52,18 @@ class BenchTokens {
 };
 
 // Evaluates `n` tokens in chunks of n_batch; returns the seconds taken.
-double eval_prompt(Deepseek2Session& session, BenchTokens& tokens, int64_t n, int64_t n_batch,
+double eval_prompt(Session& session, BenchTokens& tokens, int64_t n, int64_t n_batch,
                    bool bos_first);
 // Generates `n` tokens one eval at a time (random tokens: sampling is not timed, as in
 // llama-bench); returns the seconds taken.
-double eval_generation(Deepseek2Session& session, BenchTokens& tokens, int64_t n);
+double eval_generation(Session& session, BenchTokens& tokens, int64_t n);
 
 // Runs `test` on `session` (which must have room for test.context_needed()): a warm-up (a
 // prompt batch of the test's size and one generation step) unless `warmup` is false, the
 // untimed prefix once, then `reps` timed repetitions, each from the prefix. `on_rep` is called
 // after each one. With a `profile`, the timed repetitions (only they) are recorded into it.
-BenchSamples run_bench_test(Deepseek2Session& session, BenchTokens& tokens, const BenchTest& test,
-                            int reps, int64_t n_batch, bool warmup,
+BenchSamples run_bench_test(Session& session, BenchTokens& tokens, const BenchTest& test, int reps,
+                            int64_t n_batch, bool warmup,
                             const std::function<void(int rep)>& on_rep = {},
                             Profile* profile = nullptr);
 
@@ -80,9 +80,8 @@ struct SweepRow {
 // Fills the context one ubatch at a time from empty: a row for n_kv = 0, ub, 2 ub, ... while a
 // whole ubatch still fits (and `tg` tokens after it); `on_row` is called after each row.
 // `warmup` first evaluates one ubatch and one generation step (then the cache is empty again).
-std::vector<SweepRow> run_sweep(Deepseek2Session& session, BenchTokens& tokens, int64_t ubatch,
-                                int64_t tg, bool warmup,
-                                const std::function<void(const SweepRow&)>& on_row);
+std::vector<SweepRow> run_sweep(Session& session, BenchTokens& tokens, int64_t ubatch, int64_t tg,
+                                bool warmup, const std::function<void(const SweepRow&)>& on_row);
 // The rows run_sweep makes for a context of n_ctx.
 int64_t sweep_row_count(int64_t n_ctx, int64_t ubatch, int64_t tg);
 

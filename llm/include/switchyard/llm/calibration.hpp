@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "switchyard/core/cost_table.hpp"
-#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/llm/session.hpp"
 
 namespace sy::llm {
 
@@ -42,7 +42,7 @@ struct Calibration {
 
 // Throws sy::Error for an empty or out-of-range batch list, a repetition count below 1, or a
 // backend that supports none of the model's nodes.
-Calibration calibrate(const Deepseek2Model& model, const SessionBackends& backends,
+Calibration calibrate(const Model& model, const SessionBackends& backends,
                       const CalibrationOptions& options);
 
 }  // namespace sy::llm

@@ -69,7 +69,7 @@ struct PerplexityModel {
 };
 
 // The adapter for a session with reset() and eval_sequences(tokens, n_seqs, all_logits)
-// (Deepseek2Session).
+// (Session).
 template <typename Session>
 PerplexityModel perplexity_model(Session& session, int64_t n_vocab) {
     PerplexityModel m;
@@ -94,7 +94,9 @@ struct ScoredChunk {
     int pass_chunks = 0;      // chunks in that pass
 };
 
-inline int64_t scored_positions(int64_t n_ctx) { return n_ctx - 1 - n_ctx / 2; }
+inline int64_t scored_positions(int64_t n_ctx) {
+    return n_ctx - 1 - n_ctx / 2;
+}
 
 // How many whole chunks of n_ctx the text gives (at most max_chunks when > 0). Throws
 // sy::Error when the text has fewer than 2 * n_ctx tokens (as llama.cpp) or n_ctx < 4.
@@ -121,7 +123,9 @@ PerplexityResult perplexity(const PerplexityModel& model, std::span<const int32_
 inline constexpr float kLogProbRange = 24.0f;
 
 // uint16 values of one scored position's record.
-inline int64_t log_prob_record_size(int64_t n_vocab) { return 2 * ((n_vocab + 1) / 2) + 4; }
+inline int64_t log_prob_record_size(int64_t n_vocab) {
+    return 2 * ((n_vocab + 1) / 2) + 4;
+}
 
 // Quantizes one position's logits (n_vocab) into its record (log_prob_record_size values).
 void encode_log_probs(std::span<const float> logits, std::span<uint16_t> record);

@@ -1,5 +1,5 @@
 // deepseek2: hyperparameters, options, weights (checked and bound in place) and derived attention
-// tensors. The KV cache is in deepseek2_cache.cpp.
+// tensors. The KV cache is in deepseek2_cache.cpp, the graph in deepseek2.cpp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "switchyard/core/error.hpp"
-#include "switchyard/llm/deepseek2.hpp"
+#include "switchyard/llm/models/deepseek2.hpp"
 #include "switchyard/quant_blocks.h"
 #include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
@@ -281,7 +281,7 @@ float Deepseek2HParams::rope_attn_factor() const {
     return static_cast<float>(1.0 / (1.0 + 0.1 * std::log(1.0 / double(rope_freq_scale))));
 }
 
-void validate(const Deepseek2Options& o, const Deepseek2HParams& hp) {
+void validate(const ContextOptions& o, const Deepseek2HParams& hp) {
     if (o.mla < 0 || o.mla > 3)
         throw Error("--mla " + std::to_string(o.mla) + ": expected 0, 1, 2 or 3");
     if (o.fused_moe < -1 || o.fused_moe > 1)
@@ -361,7 +361,7 @@ WeightRef Deepseek2Model::file_weight(const std::string& name, std::initializer_
     return w;
 }
 
-Deepseek2Model::Deepseek2Model(gguf::Reader file, const Deepseek2Options& options)
+Deepseek2Model::Deepseek2Model(gguf::Reader file, const ContextOptions& options)
     : file_(std::move(file)), hp_(Deepseek2HParams::from_gguf(file_)), options_(options) {
     if (options_.n_ctx == 0) options_.n_ctx = std::min<int64_t>(4096, hp_.n_ctx_train);
     validate(options_, hp_);

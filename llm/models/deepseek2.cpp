@@ -1,0 +1,534 @@
+// deepseek2: the graph of one ubatch (docs/deepseek2.md), as the paper and the naive reference
+// in tests/llm/deepseek2_reference.hpp write it.
+//
+// Shapes in ggml order. Per layer, with T tokens at positions n_past .. n_past + T - 1 and
+// n_kv = n_past + T cached tokens after this ubatch:
+//   q {qk_head, H, T} -> q_nope {qk_nope, H, T}, q_pe {qk_rope, H, T} (roped)
+//   kv_a {kv_lora + qk_rope, T} -> c {kv_lora, T} (normed), k_pe {qk_rope, 1, T} (roped)
+// and the attention scores of every mode are split into a "nope" and a "rope" product that
+// are added, so no per-head copy of k_pe is ever made.
+//
+// A graph may hold tokens of several sequences, one part after the other (decode(): each part
+// Tq tokens of one sequence at its own n_past): everything but the attention is per token and
+// runs over all T at once; the attention runs per part on its sequence's own cells of the
+// cache, with Tq queries and n_kv = n_past + Tq keys, and the outputs are concatenated.
+#include "switchyard/llm/models/deepseek2.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "switchyard/core/error.hpp"
+#include "switchyard/named_ops.h"
+#include "switchyard/sdk.hpp"
+
+namespace sy::llm {
+
+namespace {
+
+Strides strides_of(int64_t nb0, int64_t nb1, int64_t nb2 = 0, int64_t nb3 = 0) {
+    return {nb0, nb1, nb2, nb3};
+}
+
+// Builds one ubatch graph; every helper reads top to bottom like the math.
+class GraphBuilder {
+  public:
+    GraphBuilder(const Deepseek2Model& model, const Model::GraphRequest& r, Deepseek2Cache& cache)
+        : m_(model),
+          hp_(model.hparams()),
+          o_(model.options()),
+          kv_(cache, g_, r.cells),
+          bind_weight_(r.bind_weight),
+          fused_moe_(r.ops.fused_moe),
+          flash_(r.ops.flash),
+          overlap_(r.overlap),
+          parts_(r.parts.begin(), r.parts.end()) {
+        for (const UbatchPart& p : parts_) T_ += p.n_tokens;
+    }
+
+    // embedding -> per layer: attention(norm) + residual, FFN or MoE(norm) + residual -> output
+    UbatchGraph build(bool all_logits) {
+        UbatchGraph out;
+        out.tokens = g_.input("tokens", SY_TYPE_I32, {T_});
+        out.positions = g_.input("positions", SY_TYPE_I32, {T_});
+        pos_ = out.positions;
+        Tensor* x = g_.get_rows(w(m_.token_embd()), out.tokens);  // {n_embd, T}
+        for (uint32_t il = 0; il < hp_.n_layer; ++il) {
+            const Deepseek2Layer& l = m_.layers()[il];
+            Tensor* attn = attention(l, il, norm(x, l.attn_norm));
+            x = g_.add(x, attn);
+            Tensor* y = norm(x, l.ffn_norm);
+            Tensor* ffn = l.dense ? swiglu(y, l.ffn_gate, l.ffn_up, l.ffn_down) : moe(l, y);
+            x = g_.add(x, ffn)->set_name("l_out-" + std::to_string(il));
+        }
+        if (!all_logits) x = last_of_each_part(x, out);
+        out.logits = g_.mul_mat(w(m_.output()), norm(x, m_.output_norm()))->set_name("logits");
+        g_.mark_output(out.logits);
+        out.graph = std::move(g_);
+        return out;
+    }
+
+  private:
+    // The rows of x {n_embd, T} that are each part's last token: a view for one part or equal
+    // parts, else gathered by an input of row indices (UbatchGraph::output_rows).
+    Tensor* last_of_each_part(Tensor* x, UbatchGraph& out) {
+        const int64_t S = int64_t(parts_.size()), Tq = parts_[0].n_tokens;
+        const bool equal = std::all_of(parts_.begin(), parts_.end(),
+                                       [&](const auto& p) { return p.n_tokens == Tq; });
+        if (S == 1)
+            return T_ == 1
+                       ? x
+                       : g_.view(x, {hp_.n_embd, 1}, x->strides(), uint64_t(x->nb(1) * (T_ - 1)));
+        if (equal)
+            return g_.cont(g_.view(x, {hp_.n_embd, S}, strides_of(x->nb(0), x->nb(1) * Tq),
+                                   uint64_t(x->nb(1) * (Tq - 1))));
+        out.output_rows = g_.input("output_rows", SY_TYPE_I32, {S});
+        return g_.get_rows(x, out.output_rows);
+    }
+
+    // A weight of the model as a tensor of this graph (a view for strided weights), read where
+    // the session keeps it.
+    Tensor* w(const WeightRef& ref) {
+        Tensor* t = g_.weight(ref.name, static_cast<sy_dtype>(ref.type), ref.base_shape);
+        t->set_constant_id(m_.constant_id());
+        t->set_data(const_cast<void*>(ref.data));
+        if (bind_weight_) bind_weight_(*t);
+        return ref.viewed ? g_.view(t, ref.shape, ref.strides, ref.offset) : t;
+    }
+
+    Tensor* norm(Tensor* x, const WeightRef& gain) {
+        return g_.mul(g_.rms_norm(x, hp_.rms_eps), w(gain));
+    }
+
+    RopeParams rope_params() const {
+        RopeParams p;
+        p.n_dims = static_cast<int32_t>(hp_.qk_rope);
+        p.mode = SY_ROPE_NORMAL;
+        p.freq_base = hp_.rope_freq_base;
+        p.freq_scale = hp_.rope_freq_scale;
+        if (hp_.yarn) {
+            p.ext_factor = 1.0f;
+            p.n_ctx_orig = static_cast<int32_t>(hp_.yarn_orig_ctx);
+            p.attn_factor = hp_.rope_attn_factor();
+            p.beta_fast = 32.0f;
+            p.beta_slow = 1.0f;
+        }
+        return p;
+    }
+
+    // {D, H, T} -> {D, T, H}: the per-head batch layout of mul_mat.
+    Tensor* heads_as_batch(Tensor* t) { return g_.permute(t, {0, 2, 1, 3}); }
+
+    // Elements [from, from + n) of dimension d of t, as a view.
+    Tensor* narrow(Tensor* t, int d, int64_t from, int64_t n) {
+        Shape shape = t->shape();
+        shape.ne[d] = n;
+        return g_.view(t, shape, t->strides(), uint64_t(from * t->nb(d)));
+    }
+
+    // -amb: how many heads one step of the attention may take when each head needs
+    // `bytes_per_head` of compute buffer (all of them without a limit; at least one).
+    int64_t heads_per_step(int64_t bytes_per_head) const {
+        const int64_t H = hp_.n_head;
+        if (o_.attn_max_bytes <= 0) return H;
+        return std::clamp<int64_t>(o_.attn_max_bytes / std::max<int64_t>(bytes_per_head, 1), 1, H);
+    }
+
+    // The attention of every head, `step` heads at a time: step(h0, n) returns the output
+    // {vh, T, n} of heads h0 .. h0 + n - 1; the parts are concatenated over heads.
+    template <class Step>
+    Tensor* by_head_groups(int64_t bytes_per_head, Step step) {
+        const int64_t H = hp_.n_head, per = heads_per_step(bytes_per_head);
+        std::vector<Tensor*> parts;
+        for (int64_t h0 = 0; h0 < H; h0 += per) parts.push_back(step(h0, std::min(per, H - h0)));
+        return concat_pairwise(std::move(parts), 2);
+    }
+
+    // The parts concatenated along dimension d, pairwise, so each output element is copied
+    // about log2(parts) times.
+    Tensor* concat_pairwise(std::vector<Tensor*> parts, int d) {
+        while (parts.size() > 1) {
+            std::vector<Tensor*> next;
+            for (size_t i = 0; i + 1 < parts.size(); i += 2)
+                next.push_back(g_.concat(parts[i], parts[i + 1], d));
+            if (parts.size() % 2 == 1) next.push_back(parts.back());
+            parts = std::move(next);
+        }
+        return parts[0];
+    }
+
+    // The scores of one head live three times at once: the nope and rope products and their
+    // sum (the softmax and the product with V come after the two products are freed).
+    int64_t kq_bytes_per_head() const { return 3 * n_kv_ * Tq_ * int64_t(sizeof(float)); }
+
+    Tensor* softmax_scores(Tensor* kq) {
+        SoftmaxParams sp;
+        sp.scale = hp_.kq_scale();
+        sp.causal = true;
+        sp.causal_offset = static_cast<int32_t>(n_past_);
+        return g_.softmax(kq, sp);
+    }
+
+    // attn.flash / attn.mla parameters: the softmax scale and the causal window.
+    NamedOpParams flash_params(int32_t rope = 0) const {
+        NamedOpParams p;
+        p.fparams = {hp_.kq_scale()};
+        p.iparams = {1, static_cast<int32_t>(n_past_), rope};
+        return p;
+    }
+
+    // q {D, T, H} against K {D, n_kv, Hk} and V {Dv, n_kv, Hk}: {Dv, T, H}.
+    Tensor* flash(Tensor* q, Tensor* k, Tensor* v) {
+        return g_.named(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, {q, k, v}, SY_TYPE_F32,
+                        {v->shape()[0], Tq_, q->shape()[2]}, flash_params());
+    }
+
+    Tensor* attention(const Deepseek2Layer& l, uint32_t il, Tensor* cur) {
+        const int64_t H = hp_.n_head, qk = hp_.qk_head(), nope = hp_.qk_nope, rope = hp_.qk_rope,
+                      kvl = hp_.kv_lora_rank, vh = hp_.v_head;
+        Tensor* q;
+        if (hp_.q_lora_rank > 0) {
+            q = g_.mul_mat(w(l.q_a), cur);
+            q = g_.mul_mat(w(l.q_b), norm(q, l.q_a_norm));
+        } else {
+            q = g_.mul_mat(w(l.q), cur);
+        }
+        // q {qk*H, T}: per head qk_nope values, then qk_rope.
+        const int64_t f = sizeof(float);
+        const Strides q_strides = strides_of(f, qk * f, qk * H * f, qk * H * T_ * f);
+        Tensor* q_nope = g_.view(q, {nope, H, T_}, q_strides, 0);
+        Tensor* q_pe =
+            g_.rope(g_.view(q, {rope, H, T_}, q_strides, uint64_t(nope * f)), pos_, rope_params());
+
+        Tensor* kv_a = g_.mul_mat(w(l.kv_a_mqa), cur);  // {kvl + rope, T}
+        const Strides a_strides =
+            strides_of(f, (kvl + rope) * f, (kvl + rope) * f, (kvl + rope) * f * T_);
+        Tensor* c = norm(g_.view(kv_a, {kvl, T_}, a_strides, 0), l.kv_a_norm);  // {kvl, T}
+        Tensor* k_pe = g_.rope(g_.view(kv_a, {rope, 1, T_}, a_strides, uint64_t(kvl * f)), pos_,
+                               rope_params());  // {rope, 1, T}
+
+        // {vh, T, H}: each sequence's queries against its own cache rows.
+        const auto of_sequence = [&](Tensor* qn, Tensor* qr, Tensor* cs, Tensor* kr) {
+            if (o_.mla == 0) return attention_standard(l, il, qn, qr, cs, kr);
+            if (o_.mla == 3 && Tq_ >= kMla3DecompressTokens)
+                return attention_decompressed(l, il, qn, qr, cs, kr);
+            return attention_latent(l, il, qn, qr, cs, kr);
+        };
+        std::vector<Tensor*> outs;
+        for (int64_t t0 = 0; const auto& part : parts_) {
+            seq_ = part.seq;
+            Tq_ = part.n_tokens;
+            n_past_ = part.n_past;
+            n_kv_ = part.n_past + part.n_tokens;
+            if (parts_.size() == 1)
+                outs.push_back(of_sequence(q_nope, q_pe, c, k_pe));
+            else
+                outs.push_back(of_sequence(narrow(q_nope, 2, t0, Tq_), narrow(q_pe, 2, t0, Tq_),
+                                           narrow(c, 1, t0, Tq_), narrow(k_pe, 2, t0, Tq_)));
+            t0 += Tq_;
+        }
+        Tensor* o = concat_pairwise(std::move(outs), 1);
+        // {vh, T, H} -> {vh, H, T} -> {vh*H, T}
+        Tensor* merged = g_.reshape(g_.cont(g_.permute(o, {0, 2, 1, 3})), {vh * H, T_});
+        return g_.mul_mat(w(l.attn_output), merged);
+    }
+
+    // mla 0: K rows [head 0: nope | rope][head 1 ...] and V transposed in the cache.
+    Tensor* attention_standard(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope, Tensor* q_pe,
+                               Tensor* c, Tensor* k_pe) {
+        const int64_t H = hp_.n_head, nope = hp_.qk_nope, vh = hp_.v_head, f = sizeof(float);
+        Tensor* kv = g_.mul_mat(w(l.kv_b), c);  // {H*(nope+vh), T}
+        const Strides kv_strides =
+            strides_of(f, (nope + vh) * f, H * (nope + vh) * f, H * (nope + vh) * f * Tq_);
+        kv_.write_kv(il, seq_, n_past_, g_.view(kv, {nope, H, Tq_}, kv_strides, 0), k_pe,
+                     g_.view(kv, {vh, H, Tq_}, kv_strides, uint64_t(nope * f)));
+        if (flash_) {
+            Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);  // {qk, T, H}
+            return flash(q, kv_.keys(il, seq_, n_kv_), kv_.values(il, seq_, n_kv_));
+        }
+        Tensor* k_nope = kv_.keys_nope(il, seq_, n_kv_);
+        Tensor* k_rope = kv_.keys_rope(il, seq_, n_kv_);
+        Tensor* v_t = kv_.values_transposed(il, seq_, n_kv_);
+        Tensor* qn = heads_as_batch(q_nope);
+        Tensor* qr = heads_as_batch(q_pe);
+        return by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
+            Tensor* kq = g_.add(g_.mul_mat(narrow(k_nope, 2, h0, n), narrow(qn, 2, h0, n))
+                                    ->set_name("kq-" + std::to_string(il)),
+                                g_.mul_mat(narrow(k_rope, 2, h0, n), narrow(qr, 2, h0, n))
+                                    ->set_name("kq_rope-" + std::to_string(il)));  // {n_kv, T, n}
+            return g_.mul_mat(narrow(v_t, 2, h0, n), softmax_scores(kq))
+                ->set_name("kqv-" + std::to_string(il));  // {vh, T, n}
+        });
+    }
+
+    // mla 1, 2, 3 (generation): queries absorb W_UK, scores against the latents, W_UV after.
+    Tensor* attention_latent(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope, Tensor* q_pe,
+                             Tensor* c, Tensor* k_pe) {
+        kv_.write_latents(il, seq_, n_past_, c, k_pe);
+        Tensor* q_lat = g_.mul_mat(w(l.k_b), heads_as_batch(q_nope));  // {kvl, T, H}
+        if (flash_) {
+            // Queries ordered as the cache rows: [q_pe | q_lat].
+            Tensor* q = g_.concat(heads_as_batch(q_pe), q_lat, 0);
+            Tensor* rows = kv_.latent_rows(il, seq_, n_kv_);
+            Tensor* o_lat =
+                g_.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, rows}, SY_TYPE_F32,
+                         {int64_t(hp_.kv_lora_rank), Tq_, int64_t(hp_.n_head)},
+                         flash_params(static_cast<int32_t>(hp_.qk_rope)));
+            return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
+        }
+        // c transposed {n_kv, kvl}: the mla 1 copy, or made from the cache rows now (decoded
+        // first when they are blocks, which cannot be transposed).
+        Tensor* c_t;
+        if (o_.mla == 1) {
+            c_t = kv_.latents_transposed(il, seq_, n_kv_);
+        } else {
+            Tensor* c_rows = kv_.latents(il, seq_, n_kv_);
+            if (sy_dtype_info(o_.cache_type_k).block_size > 1) c_rows = g_.cpy(c_rows, SY_TYPE_F32);
+            c_t = g_.cont(g_.transpose(c_rows));
+        }
+        Tensor* c_rows = kv_.latents(il, seq_, n_kv_);
+        Tensor* k_pe_rows = kv_.latent_k_pe(il, seq_, n_kv_);
+        Tensor* qr = heads_as_batch(q_pe);
+        Tensor* o_lat = by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
+            Tensor* kq = g_.add(
+                g_.mul_mat(c_rows, narrow(q_lat, 2, h0, n))->set_name("kq-" + std::to_string(il)),
+                g_.mul_mat(k_pe_rows, narrow(qr, 2, h0, n))
+                    ->set_name("kq_rope-" + std::to_string(il)));
+            return g_.mul_mat(c_t, softmax_scores(kq))
+                ->set_name("kqv-" + std::to_string(il));  // {kvl, T, n}
+        });
+        return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
+    }
+
+    // mla 3 with a large ubatch: decompress every cached latent with attn_kv_b, then standard
+    // attention over the result.
+    Tensor* attention_decompressed(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope,
+                                   Tensor* q_pe, Tensor* c, Tensor* k_pe) {
+        const int64_t nope = hp_.qk_nope, vh = hp_.v_head, rope = hp_.qk_rope, f = sizeof(float);
+        kv_.write_latents(il, seq_, n_past_, c, k_pe);
+        Tensor* c_all = kv_.latents(il, seq_, n_kv_);
+        if (o_.cache_type_k != SY_TYPE_F32) c_all = g_.cpy(c_all, SY_TYPE_F32);
+        Tensor* kv_b = w(l.kv_b);  // {kvl, H*(nope+vh)}: per head nope rows, then vh rows
+        Tensor* qn = heads_as_batch(q_nope);
+        Tensor* qr = heads_as_batch(q_pe);
+        // Per head: its decompressed K and V {nope + vh, n_kv}, and then k_pe repeated and
+        // K = [k_nope | k_pe] (flash), or the scores and V transposed.
+        const int64_t per_head =
+            n_kv_ * f * (nope + vh) +
+            (flash_ ? n_kv_ * f * (rope + nope + rope) : kq_bytes_per_head() + n_kv_ * f * vh);
+        return by_head_groups(per_head, [&](int64_t h0, int64_t n) {
+            Tensor* kv = g_.mul_mat(narrow(kv_b, 1, h0 * (nope + vh), n * (nope + vh)),
+                                    c_all);  // {n*(nope+vh), n_kv}
+            const Strides kv_strides =
+                strides_of(f, n * (nope + vh) * f, (nope + vh) * f, n * (nope + vh) * f * n_kv_);
+            Tensor* k_nope = g_.view(kv, {nope, n_kv_, n}, kv_strides, 0);
+            Tensor* v = g_.view(kv, {vh, n_kv_, n}, kv_strides, uint64_t(nope * f));
+            if (flash_) {
+                // K = [k_nope | k_pe] per head, k_pe repeated for every head (stride 0).
+                Tensor* k_pe_all = g_.cpy(kv_.latent_k_pe_heads(il, seq_, n_kv_, n), SY_TYPE_F32);
+                Tensor* k = g_.concat(k_nope, k_pe_all, 0);  // {qk, n_kv, n}
+                Tensor* q = g_.concat(narrow(qn, 2, h0, n), narrow(qr, 2, h0, n), 0);
+                return flash(q, k, v);
+            }
+            Tensor* kq = g_.add(
+                g_.mul_mat(k_nope, narrow(qn, 2, h0, n))->set_name("kq-" + std::to_string(il)),
+                g_.mul_mat(kv_.latent_k_pe(il, seq_, n_kv_), narrow(qr, 2, h0, n))
+                    ->set_name("kq_rope-" + std::to_string(il)));
+            return g_.mul_mat(g_.cont(g_.transpose(v)), softmax_scores(kq))
+                ->set_name("kqv-" + std::to_string(il));  // {vh, T, n}
+        });
+    }
+
+    // Expert ids {1, T} that are all 0: one I32 zero seen T times (stride 0).
+    Tensor* expert_zero_ids() {
+        static const int32_t kZero = 0;
+        Tensor* zero = g_.input("expert_zero", SY_TYPE_I32, {1});
+        zero->set_data(const_cast<int32_t*>(&kZero));
+        return g_.view(zero, {1, T_}, strides_of(4, 0), 0);
+    }
+
+    // The dense FFN (leading layers, shared experts). With the fused MoE op (whose up and gate
+    // share a type), up, gate, SiLU and multiply are that op on a single "expert" that every
+    // token uses: one job over both matrices instead of two products, a SiLU and a multiply.
+    Tensor* swiglu(Tensor* y, const WeightRef& gate, const WeightRef& up, const WeightRef& down) {
+        Tensor* g = w(gate);
+        Tensor* u = w(up);
+        Tensor* par;
+        if (fused_moe_ && g->type() == u->type()) {
+            const int64_t K = g->ne(0), N = g->ne(1);
+            par = g_.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+                           {g_.reshape(u, {K, N, 1}), g_.reshape(g, {K, N, 1}),
+                            g_.reshape(y, {K, 1, T_}), expert_zero_ids()},
+                           SY_TYPE_F32, {N, 1, T_});
+            par = g_.reshape(par, {N, T_});
+        } else {
+            par = g_.mul(g_.silu(g_.mul_mat(g, y)), g_.mul_mat(u, y));
+        }
+        return g_.mul_mat(w(down), par);
+    }
+
+    // The experts each token uses {k, T} and their selection scores, with group-limited
+    // routing when the file asks for it.
+    Tensor* select_experts(Tensor* sel, int64_t k) {
+        const int64_t E = hp_.n_expert;
+        const int64_t G = hp_.expert_group_count;
+        if (!o_.group_routing || G <= 1) return g_.top_k(sel, k);
+        // Group score = sum of its two best experts; keep the best expert_group_used groups,
+        // then take the top k among their experts.
+        const int64_t per = E / G, used = hp_.expert_group_used;
+        Tensor* sel3 = g_.reshape(sel, {per, G, T_});
+        const int64_t best = std::min<int64_t>(2, per);
+        Tensor* top2 = g_.top_k(sel3, best);                                     // {best, G, T}
+        Tensor* top2_val = g_.get_rows(g_.reshape(sel, {1, per, G, T_}), top2);  // {1,best,G,T}
+        Tensor* group_score = g_.reshape(g_.sum_rows(g_.reshape(top2_val, {best, G, T_})), {G, T_});
+        Tensor* groups = g_.top_k(group_score, used);  // {used, T}
+        // Candidates: the selected groups' experts (scores and global ids, gathered as rows).
+        Tensor* cand = g_.get_rows(sel3, groups);  // {per, used, T}
+        Tensor* table = g_.input("expert_ids", SY_TYPE_I32, {per, G});
+        table->set_data(const_cast<int32_t*>(m_.expert_ids().data()));
+        Tensor* table_t = g_.view(table, {per, G, T_}, strides_of(4, 4 * per, 0, 0), 0);
+        Tensor* cand_ids = g_.get_rows(table_t, groups, SY_TYPE_I32);     // {per, used, T}
+        Tensor* local = g_.top_k(g_.reshape(cand, {per * used, T_}), k);  // {k, T}
+        Tensor* ids = g_.get_rows(g_.reshape(cand_ids, {1, per * used, T_}), local,
+                                  SY_TYPE_I32);  // {1, k, T}
+        return g_.reshape(ids, {k, T_});
+    }
+
+    Tensor* moe(const Deepseek2Layer& l, Tensor* y) {
+        const int64_t E = hp_.n_expert, embd = hp_.n_embd, ffe = hp_.n_ff_exp;
+        // -ser Kmin,t: t >= 1 keeps exactly Kmin experts; t < 1 keeps the Kmin best and those
+        // of the rest whose score is above t times the best one's (the others SY_ID_NONE,
+        // which get weight 0 and are not computed).
+        const int64_t kmin = o_.ser_min_experts;
+        const bool fixed = kmin > 0 && o_.ser_threshold >= 1.0f;
+        const bool dynamic = kmin > 0 && !fixed && kmin < int64_t(hp_.n_expert_used);
+        const int64_t k = fixed ? kmin : hp_.n_expert_used;
+        Tensor* logits = g_.mul_mat(w(l.gate_inp), y);  // {E, T}
+        Tensor* probs = hp_.gating_func == 2 ? g_.sigmoid(logits) : g_.softmax(logits);
+        // exp_probs_b only steers the choice; the weights are the unbiased probabilities.
+        Tensor* sel = l.exp_probs_b.present() ? g_.add(probs, w(l.exp_probs_b)) : probs;
+        Tensor* ids = select_experts(sel, k);  // {k, T}
+        if (dynamic) {
+            Tensor* scores = g_.get_rows(g_.reshape(sel, {1, E, T_}), ids);  // {1, k, T}
+            ids = g_.drop_ids(ids, g_.reshape(scores, {k, T_}), kmin, o_.ser_threshold);
+        }
+        Tensor* weights = g_.get_rows(g_.reshape(probs, {1, E, T_}), ids);  // {1, k, T}
+        if (hp_.expert_weights_norm) {
+            Tensor* w2 = g_.reshape(weights, {k, T_});
+            weights = g_.reshape(g_.div(w2, g_.sum_rows(w2)), {1, k, T_});
+        }
+        if (std::fabs(hp_.expert_weights_scale - 1.0f) > 1e-5f)
+            weights = g_.scale(weights, hp_.expert_weights_scale);
+
+        Tensor* y3 = g_.reshape(y, {embd, 1, T_});
+        Tensor* par;  // {ffe, k, T}
+        if (fused_moe_) {
+            par = g_.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+                           {w(l.up_exps), w(l.gate_exps), y3, ids}, SY_TYPE_F32, {ffe, k, T_});
+        } else {
+            par = g_.mul(g_.silu(g_.mul_mat_id(w(l.gate_exps), y3, ids)),
+                         g_.mul_mat_id(w(l.up_exps), y3, ids));
+        }
+        Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);  // {embd, k, T}
+        // With overlap, the shared experts come right after the routed experts' products,
+        // before anything reads those: with the routed experts on one backend and the rest on
+        // another, the scheduler runs them at the same time (Scheduler::set_overlap). Otherwise
+        // after the routed sum, which frees `down` ({embd, k, T}) first.
+        const auto shared_experts = [&] {
+            return swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp);
+        };
+        Tensor* shared = overlap_ && hp_.n_expert_shared > 0 ? shared_experts() : nullptr;
+        Tensor* experts = g_.mul(down, weights);  // {embd, k, T}
+        // Sum over the k experts: rows of the transposed view.
+        Tensor* routed = g_.reshape(g_.sum_rows(g_.transpose(experts)), {embd, T_});
+        if (hp_.n_expert_shared == 0) return routed;
+        return g_.add(routed, shared ? shared : shared_experts());
+    }
+
+    const Deepseek2Model& m_;
+    const Deepseek2HParams& hp_;
+    const ContextOptions& o_;
+    Graph g_;
+    Deepseek2Cache::Views kv_;
+    const std::function<void(Tensor&)>& bind_weight_;
+    bool fused_moe_;
+    bool flash_;
+    bool overlap_;
+    std::vector<UbatchPart> parts_;
+    int64_t T_ = 0;  // tokens of the graph
+    // The part whose attention is being built: its sequence, tokens (queries), cached tokens
+    // before this graph, and keys (n_past_ + Tq_).
+    int64_t seq_ = 0, Tq_ = 0, n_past_ = 0, n_kv_ = 0;
+    Tensor* pos_ = nullptr;
+};
+
+bool choose_flash(const ContextOptions& o, const Plugin& plugin) {
+    const bool provided = plugin.provides(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION) &&
+                          plugin.provides(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION);
+    if (o.flash_attn == 1 && !provided)
+        throw Error("--flash-attn 1: backend '" + plugin.name() + "' does not provide " +
+                    SY_NAMED_ATTN_FLASH + " v" + std::to_string(SY_NAMED_ATTN_FLASH_VERSION) +
+                    " and " + SY_NAMED_ATTN_MLA + " v" + std::to_string(SY_NAMED_ATTN_MLA_VERSION));
+    const bool flash = o.flash_attn != 0 && provided;
+    // Without flash attention the mla 0 V cache is transposed: one element per row per token.
+    if (!flash && o.mla == 0 && sy_dtype_info(o.cache_type_v).block_size > 1)
+        throw Error(std::string("-ctv ") + sy_dtype_info(o.cache_type_v).name +
+                    ": a block-quantized V cache needs flash attention (" +
+                    (o.flash_attn == 0 ? "--flash-attn is off"
+                                       : "backend '" + plugin.name() + "' does not provide " +
+                                             SY_NAMED_ATTN_FLASH) +
+                    "); use -ctv f16");
+    return flash;
+}
+
+bool choose_fused_moe(const ContextOptions& o, const Plugin& plugin) {
+    const bool provided =
+        plugin.provides(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION);
+    if (o.fused_moe == 1 && !provided)
+        throw Error("--fused-moe 1: backend '" + plugin.name() + "' does not provide " +
+                    SY_NAMED_MOE_FUSED_UP_GATE + " v" +
+                    std::to_string(SY_NAMED_MOE_FUSED_UP_GATE_VERSION));
+    return o.fused_moe != 0 && provided;
+}
+
+}  // namespace
+
+NamedOps Deepseek2Model::choose_named_ops(const Plugin& plugin) const {
+    return {choose_fused_moe(options_, plugin), choose_flash(options_, plugin)};
+}
+
+std::unique_ptr<KvCache> Deepseek2Model::make_cache(const NamedOps& ops, Plugin* plugin,
+                                                    int32_t device) const {
+    return std::make_unique<Deepseek2Cache>(hp_, options_, ops.flash, plugin, device);
+}
+
+std::string Deepseek2Model::cache_anchor(uint32_t il) const {
+    return "blk." + std::to_string(il) + ".attn_kv_a_mqa.weight";
+}
+
+uint64_t Deepseek2Model::cache_bytes_per_token() const {
+    return Deepseek2Cache::bytes_per_token(hp_, options_);
+}
+
+std::string Deepseek2Model::summary() const {
+    return fmt::format("{} layers, {} experts ({} used), mla {}", hp_.n_layer, hp_.n_expert,
+                       hp_.n_expert_used, options_.mla);
+}
+
+std::vector<std::string> Deepseek2Model::notes() const {
+    if (hp_.n_nextn == 0) return {};
+    return {
+        fmt::format("the file's last {} of {} blocks are MTP (NextN) layers (nextn_predict_layers; "
+                    "blk.{}.nextn.*...): left out, as llama.cpp does; the model runs {} layers",
+                    hp_.n_nextn, hp_.n_layer + hp_.n_nextn, hp_.n_layer, hp_.n_layer)};
+}
+
+UbatchGraph Deepseek2Model::build(const GraphRequest& request) const {
+    auto* cache = dynamic_cast<Deepseek2Cache*>(request.cache);
+    if (cache == nullptr) throw Error("deepseek2: a graph needs the KV cache this model made");
+    return GraphBuilder(*this, request, *cache).build(request.all_logits);
+}
+
+}  // namespace sy::llm

@@ -1,0 +1,73 @@
+// The registry of architectures: general.architecture -> the class under llm/models/ that
+// builds its graph. Adding an architecture is one file there and one line here.
+#include <algorithm>
+#include <string>
+
+#include "switchyard/core/error.hpp"
+#include "switchyard/llm/model.hpp"
+#include "switchyard/llm/models/deepseek2.hpp"
+
+namespace sy::llm {
+
+namespace {
+
+struct Architecture {
+    const char* name;
+    std::unique_ptr<Model> (*load)(gguf::Reader file, const ContextOptions& options);
+};
+
+template <class M>
+std::unique_ptr<Model> load_as(gguf::Reader file, const ContextOptions& options) {
+    return std::make_unique<M>(std::move(file), options);
+}
+
+constexpr Architecture kArchitectures[] = {
+    {"deepseek2", &load_as<Deepseek2Model>},
+};
+
+std::string file_name(const gguf::Reader& file) {
+    return file.files().empty() ? std::string("model") : file.files().front().string();
+}
+
+std::string architecture_of(const gguf::Reader& file) {
+    const gguf::Value* v = file.find("general.architecture");
+    if (v == nullptr)
+        throw gguf::FormatError(file_name(file) +
+                                ": metadata key 'general.architecture' is missing");
+    if (v->type() != gguf::ValueType::STRING)
+        throw gguf::FormatError(file_name(file) +
+                                ": metadata key 'general.architecture' must be a string");
+    return std::string(v->as_string());
+}
+
+}  // namespace
+
+std::vector<std::string> architectures() {
+    std::vector<std::string> out;
+    for (const Architecture& a : kArchitectures) out.emplace_back(a.name);
+    return out;
+}
+
+std::unique_ptr<Model> load_model(gguf::Reader file, const ContextOptions& options) {
+    const std::string arch = architecture_of(file);
+    for (const Architecture& a : kArchitectures)
+        if (arch == a.name) return a.load(std::move(file), options);
+    std::string known;
+    for (const Architecture& a : kArchitectures)
+        known += (known.empty() ? "" : ", ") + std::string(a.name);
+    throw Error(file_name(file) + ": architecture '" + arch +
+                "' is not supported (supported: " + known + ")");
+}
+
+int64_t trained_context(const gguf::Reader& file) {
+    const std::string key = architecture_of(file) + ".context_length";
+    const gguf::Value* v = file.find(key);
+    if (v == nullptr)
+        throw gguf::FormatError(file_name(file) + ": metadata key '" + key + "' is missing");
+    if (!v->is_integer() || v->as_i64() <= 0)
+        throw gguf::FormatError(file_name(file) + ": metadata key '" + key +
+                                "' must be a positive integer");
+    return v->as_i64();
+}
+
+}  // namespace sy::llm
