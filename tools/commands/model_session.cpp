@@ -13,6 +13,7 @@
 #include "switchyard/core/plugin_setup.hpp"
 #include "switchyard/core/text_file.hpp"
 #include "switchyard/llm/host_memory.hpp"
+#include "switchyard/llm/placement_flags.hpp"
 #include "switchyard/llm/tensor_types.hpp"
 
 namespace sy::tools {
@@ -187,6 +188,26 @@ std::string ModelOptions::backend_name() const {
     return ngl > 0 ? "cuda" : "cpu";
 }
 
+llm::PlacementFlags ModelOptions::placement_flags() const {
+    llm::PlacementFlags f;
+    f.backend = backend;
+    f.ngl = ngl;
+    f.override_tensor = override_tensor;
+    f.cpu_moe = cpu_moe;
+    f.n_cpu_moe = n_cpu_moe;
+    f.fit = fit;
+    f.fit_margin_mib = fit_margin_mib;
+    f.offload_policy = offload_policy;
+    f.cost_table = cost_table;
+    f.tensor_split = tensor_split;
+    f.staging_mib = staging_mib;
+    f.offload_mode = offload_mode;
+    f.offload_min_batch = offload_min_batch;
+    f.overlap = overlap;
+    f.repack = repack;
+    return f;
+}
+
 LoadedModel::~LoadedModel() {
     if (host && model) host->release_constants(model->constant_id());
 }
@@ -196,76 +217,13 @@ LoadedModel load_model(const ModelOptions& o) {
     LoadedModel out;
     out.quiet = o.quiet;
     out.host = std::make_unique<PluginHost>();
-    Config config = o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file);
-    // The command line's placement rules come before the file's (the first match wins), its
-    // offload switches after them (the last word on an op wins).
-    std::vector<PlacementRule> rules;
-    std::vector<std::string> ot_warnings;
-    for (const std::string& value : o.override_tensor) {
-        const auto parsed = parse_override_tensors(value, rules.size() + 1, ot_warnings);
-        rules.insert(rules.end(), parsed.begin(), parsed.end());
-    }
-    for (const std::string& w : ot_warnings) out.warn(w);
-    if (o.cpu_moe) rules.push_back({R"(\.ffn_(up|gate|down)_exps\.)", "cpu", "--cpu-moe"});
-    if (o.n_cpu_moe > 0) {
-        PlacementRule r{R"(^blk\.[0-9]+\.ffn_(up|gate|down)_exps\.)", "cpu",
-                        fmt::format("--n-cpu-moe {}", o.n_cpu_moe)};
-        r.layers_below = o.n_cpu_moe;  // a layer range, not a regex of N alternatives
-        rules.push_back(r);
-    }
-    rules.insert(rules.end(), config.placement.rules.begin(), config.placement.rules.end());
-    config.placement.rules = std::move(rules);
-    if (!o.offload_policy.empty()) {
-        auto switches = parse_offload_switches(o.offload_policy, "--offload-policy");
-        config.offload.ops.insert(config.offload.ops.end(), switches.begin(), switches.end());
-    }
-    if (!o.tensor_split.empty()) {
-        config.placement.tensor_split = parse_tensor_split(o.tensor_split, "--tensor-split");
-        config.placement.tensor_split_where = "--tensor-split";
-    }
-    if (!o.cost_table.empty()) {
-        config.offload.cost_table = o.cost_table;
-        config.offload.cost_table_where = "--cost-table";
-    }
-    if (!o.offload_mode.empty())
-        config.offload.mode = o.offload_mode == "never"    ? OffloadMode::never
-                              : o.offload_mode == "always" ? OffloadMode::always
-                                                           : OffloadMode::cost;
-    if (o.offload_min_batch >= 0) config.offload.min_batch = o.offload_min_batch;
-    if (o.staging_mib > 0) {
-        config.offload.staging_limit = uint64_t(o.staging_mib) << 20;
-        config.offload.staging_limit_where = "--staging-mib";
-    }
-    if (!o.overlap.empty()) config.offload.overlap = o.overlap == "on";
-    if (o.fit) {
-        config.placement.fit = true;
-        config.placement.fit_where = "--fit";
-    }
-    if (o.fit_margin_mib >= 0) {
-        if (!config.placement.fit)
-            throw Error("--fit-margin " + std::to_string(o.fit_margin_mib) +
-                        " without --fit (or placement.fit = true in the config) does nothing");
-        config.placement.fit_margin = uint64_t(o.fit_margin_mib) << 20;
-    }
-    const bool several =
-        config.placement.fit || !config.placement.tensor_split.empty() ||
-        !config.placement.default_backend.empty() || !config.placement.rules.empty() ||
-        config.offload.mode != OffloadMode::cost || config.offload.min_batch != 0 ||
-        !config.offload.ops.empty() || !config.offload.pins.empty();
-    // The default backend: [placement] default, else --backend / -ngl.
-    const std::string backend = !config.placement.default_backend.empty() && o.backend.empty()
-                                    ? config.placement.default_backend
-                                    : o.backend_name();
-    // "cuda:1" (--backend CUDA1): the cuda plugin, and its device 1 through placement.
-    const BackendRef backend_ref = parse_backend_name(backend);
-    // Without a plugin list in the configuration, load just the backend that runs the model
-    // (and the cpu, which placement rules name).
-    if (config.plugins.load.empty()) {
-        config.plugins.load.push_back(backend_ref.plugin);
-        if ((several || o.ngl > 0) && backend != "cpu") config.plugins.load.push_back("cpu");
-    }
-    if (o.repack >= 0)
-        config.plugins.options.push_back({"cpu", "repack", o.repack > 0 ? "on" : "off", "-rtr"});
+    llm::PlacementSetup setup = llm::placement_setup(
+        o.placement_flags(),
+        o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file));
+    for (const std::string& w : setup.warnings) out.warn(w);
+    Config& config = setup.config;
+    const std::string& backend = setup.backend;
+    const BackendRef& backend_ref = setup.backend_ref;
     if (!o.numa.empty()) out.note(apply_numa(o.numa));  // before the backends start threads
     for (const std::string& w :
          setup_plugins(*out.host, config, o.plugins.plugins, o.plugins.threads))
@@ -290,24 +248,9 @@ LoadedModel load_model(const ModelOptions& o) {
     size_t host_backends = 0;
     for (const auto& p : out.host->plugins())
         host_backends += p->device_count() > 0 && p->device_props(0).host_memory != 0;
-    const auto several_backends = [&] {
-        llm::SessionBackends b;
-        b.placement = config.placement;
-        b.placement.default_backend = backend;
-        b.offload = config.offload;
-        for (const auto& p : out.host->plugins())
-            for (int32_t d = 0; d < p->device_count(); ++d) b.backends.push_back({p.get(), d});
-        if (!config.offload.cost_table.empty()) {
-            try {
-                b.costs = std::make_shared<CostTable>(CostTable::load(config.offload.cost_table));
-            } catch (const ConfigError& e) {
-                throw Error(std::string(e.what()) + " (the cost table of " +
-                            config.offload.cost_table_where + ")");
-            }
-        }
-        return b;
-    };
-    if (several || host_backends > 1 || backend_ref.device > 0) out.several = several_backends();
+    const auto several_backends = [&] { return llm::session_backends(*out.host, setup); };
+    if (setup.several || host_backends > 1 || backend_ref.device > 0)
+        out.several = several_backends();
 
     gguf::Reader file =
         gguf::Reader::open(o.model, o.no_mmap ? gguf::Residence::read : gguf::Residence::mapped);
@@ -356,15 +299,9 @@ LoadedModel load_model(const ModelOptions& o) {
                 fmt::format("-ngl {} puts only part of the model on {}: the rest needs "
                             "the cpu plugin, which is not loaded",
                             o.ngl, backend));
-        const auto first = uint32_t(int(model.n_layer()) - o.ngl);
         if (!out.several) out.several = several_backends();
-        llm::SessionBackends& b = *out.several;
-        b.placement.default_backend = "cpu";
-        std::string layers;
-        for (uint32_t il = first; il < model.n_layer(); ++il)
-            layers += (layers.empty() ? "" : "|") + std::to_string(il);
-        b.placement.rules.push_back(
-            {R"(^blk\.()" + layers + R"()\.)", backend, fmt::format("-ngl {}", o.ngl), true});
+        const uint32_t first =
+            llm::offload_last_layers(*out.several, o.ngl, model.n_layer(), backend);
         out.plugin = cpu;
         if (!o.quiet)
             std::fprintf(stderr,

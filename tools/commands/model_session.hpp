@@ -11,6 +11,7 @@
 
 #include "commands/commands.hpp"
 #include "switchyard/core/plugin_host.hpp"
+#include "switchyard/llm/placement_flags.hpp"
 #include "switchyard/llm/session.hpp"
 
 namespace sy::tools {
@@ -65,6 +66,8 @@ struct ModelOptions {
     // The backend that runs the model, in canonical form (canonical_backend_name): --backend,
     // else cuda with -ngl > 0, else cpu.
     std::string backend_name() const;
+    // The placement flags, for llm::placement_setup.
+    llm::PlacementFlags placement_flags() const;
 };
 
 // A backend plugin and a model on it, loaded and checked; with a placement policy, every
