@@ -8,6 +8,7 @@
 #include "op_error.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/named_ops.h"
+#include "switchyard/op_work.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy {
@@ -38,11 +39,12 @@ std::string Node::label() const {
 }
 
 Node::ExpertSources Node::expert_sources() const {
-    if (op == SY_OP_MUL_MAT_ID && src.size() >= 3) return {{src[0]}, src[2]};
-    if (op == SY_OP_NAMED && named_op == SY_NAMED_MOE_FUSED_UP_GATE &&
-        named_op_version == SY_NAMED_MOE_FUSED_UP_GATE_VERSION && src.size() >= 4)
-        return {{src[0], src[1]}, src[3]};
-    return {};
+    const sdk::ExpertOperands e =
+        sdk::expert_operands(op, named_op.c_str(), named_op_version, src.size());
+    if (!e.any()) return {};
+    ExpertSources out{{}, src[size_t(e.ids)]};
+    for (int i = 0; i < e.n_weights; ++i) out.weights.push_back(src[size_t(e.weights[i])]);
+    return out;
 }
 
 Graph::Graph() : serial_(next_graph_serial++) {}

@@ -10,10 +10,11 @@
 
 #include "node_abi.hpp"
 #include "switchyard/core/error.hpp"
-#include "switchyard/core/pattern.hpp"
 #include "switchyard/core/graph.hpp"
+#include "switchyard/core/pattern.hpp"
 #include "switchyard/core/placement.hpp"
 #include "switchyard/named_ops.h"
+#include "switchyard/op_work.hpp"
 
 namespace sy {
 namespace {
@@ -30,7 +31,8 @@ ExpertUse expert_use(const Node& node) {
     if (sources.ids == nullptr) return use;
     use.weights = sources.weights;
     use.experts = use.weights[0]->ne(2);
-    use.touched = std::min(use.experts, sources.ids->ne(0) * sources.ids->ne(1));
+    use.touched = int64_t(
+        sdk::experts_touched(double(use.experts), double(sources.ids->ne(0) * sources.ids->ne(1))));
     return use;
 }
 

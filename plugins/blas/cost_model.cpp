@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "switchyard/dtype.h"
+#include "switchyard/op_work.hpp"
 #include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
 
@@ -207,9 +208,8 @@ double estimate_ns(const Rates& r, Workspace& ws, const sy_node& node) {
     // MUL_MAT_ID / moe.fused_up_gate: the experts the batch can touch, its rows spread evenly
     // over them (the routing is known only at run time), padded as mul_mat_id pads them.
     const bool fused = node.op == SY_OP_NAMED;
-    const sy_tensor& ids = *node.src[fused ? 3 : 2];
-    const double pairs = double(ids.ne[0]) * double(ids.ne[1]);
-    const double touched = std::min(double(a.ne[2]), pairs);
+    const sdk::ExpertReach reach = sdk::expert_reach(node);
+    const double pairs = reach.pairs, touched = reach.touched;
     if (touched <= 0) return r.overhead_ns;
     const double q = double(kExpertRowQuantum);
     const double rows = std::ceil(pairs / touched / q) * q;

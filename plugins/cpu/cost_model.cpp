@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "switchyard/named_ops.h"
+#include "switchyard/op_work.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
@@ -68,14 +69,12 @@ NodeWork node_work(const sy_node& node) {
         case SY_OP_MUL_MAT_ID: {
             const bool fused = node.op == SY_OP_NAMED;
             const sy_tensor& weights = *node.src[0];
-            const sy_tensor& ids = *node.src[fused ? 3 : 2];
             w.flops = (fused ? 4.0 : 2.0) * double(weights.ne[0]) * n_dst;
-            // Only the experts the ids select are read. Which ones is known only at run time,
-            // so count the most that can be touched: min(E, U * T) whole experts.
-            const double experts = double(weights.ne[2]);
-            const double touched = std::min(experts, double(ids.ne[0]) * double(ids.ne[1]));
-            const double per_expert = experts > 0 ? data_bytes(&weights) / experts : 0.0;
-            w.bytes += (touched * per_expert - data_bytes(&weights)) * (fused ? 2.0 : 1.0);
+            // Only the experts the ids select are read: those the batch can touch (op_work.hpp).
+            const sdk::ExpertReach reach = sdk::expert_reach(node);
+            const double per_expert =
+                reach.experts > 0 ? data_bytes(&weights) / reach.experts : 0.0;
+            w.bytes += (reach.touched * per_expert - data_bytes(&weights)) * (fused ? 2.0 : 1.0);
             break;
         }
         case SY_OP_ARGSORT:

@@ -9,6 +9,7 @@
 #include "capabilities.hpp"
 #include "ops/ops.hpp"
 #include "ops/tensor_desc.hpp"
+#include "switchyard/op_work.hpp"
 #include "switchyard/sdk.hpp"
 #include "switchyard/validation.hpp"
 
@@ -298,9 +299,9 @@ sy_status CudaBackend::estimate(int32_t device, const sy_node* node, double* nan
                : blocks              ? d.peak_flops_int8 / 4
                                      : d.peak_flops_f16;
         if (node->op == SY_OP_MUL_MAT_ID) {
-            const double experts = double(w.ne[2]);
-            const double touched = std::min(experts, double(sdk::nelements(*node->src[2])));
-            bytes -= tensor_bytes(&w) * (1.0 - touched / experts);
+            const sdk::ExpertReach reach = sdk::expert_reach(*node);
+            if (reach.experts > 0)
+                bytes -= tensor_bytes(&w) * (1.0 - reach.touched / reach.experts);
         }
     }
     const double seconds = std::max(bytes / d.memory_bandwidth, flops / rate);
