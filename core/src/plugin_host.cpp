@@ -317,8 +317,18 @@ std::vector<sy_named_op_info> Plugin::named_ops() const {
     const sy_named_op_info* ops = nullptr;
     size_t count = 0;
     check(fn(api_.ctx, &ops, &count), name_ + ".named_ops");
-    return plugin_rows(ops, count, offsetof(sy_named_op_info, summary) + sizeof(ops->summary),
-                       name_ + ".named_ops");
+    std::vector<sy_named_op_info> rows =
+        plugin_rows(ops, count, offsetof(sy_named_op_info, summary) + sizeof(ops->summary),
+                    name_ + ".named_ops");
+    // "namespace.name": a non-empty namespace and a non-empty name around the first dot.
+    for (const sy_named_op_info& op : rows) {
+        const std::string_view name = op.name ? op.name : "";
+        const size_t dot = name.find('.');
+        if (dot == std::string_view::npos || dot == 0 || dot + 1 >= name.size())
+            throw Error("plugin '" + name_ + "' offers a named op '" + std::string(name) +
+                        "' that is not of the form namespace.name");
+    }
+    return rows;
 }
 
 bool Plugin::provides(std::string_view named_op, uint32_t schema_version) const {

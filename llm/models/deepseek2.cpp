@@ -21,6 +21,7 @@
 #include <functional>
 
 #include "switchyard/core/error.hpp"
+#include "switchyard/llm/fused_ops.hpp"
 #include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 
@@ -41,7 +42,7 @@ class GraphBuilder {
           o_(model.options()),
           kv_(cache, g_, r.cells),
           bind_weight_(r.bind_weight),
-          fused_moe_(r.ops.fused_moe),
+          fused_(g_, r.ops),
           flash_(r.ops.flash),
           overlap_(r.overlap),
           parts_(r.parts.begin(), r.parts.end()) {
@@ -341,32 +342,11 @@ class GraphBuilder {
         });
     }
 
-    // Expert ids {1, T} that are all 0: one I32 zero seen T times (stride 0).
-    Tensor* expert_zero_ids() {
-        static const int32_t kZero = 0;
-        Tensor* zero = g_.input("expert_zero", SY_TYPE_I32, {1});
-        zero->set_data(const_cast<int32_t*>(&kZero));
-        return g_.view(zero, {1, T_}, strides_of(4, 0), 0);
-    }
-
-    // The dense FFN (leading layers, shared experts). With the fused MoE op (whose up and gate
-    // share a type), up, gate, SiLU and multiply are that op on a single "expert" that every
-    // token uses: one job over both matrices instead of two products, a SiLU and a multiply.
+    // The dense FFN (leading layers, shared experts): down(silu(gate y) * (up y)).
     Tensor* swiglu(Tensor* y, const WeightRef& gate, const WeightRef& up, const WeightRef& down) {
         Tensor* g = w(gate);
         Tensor* u = w(up);
-        Tensor* par;
-        if (fused_moe_ && g->type() == u->type()) {
-            const int64_t K = g->ne(0), N = g->ne(1);
-            par = g_.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
-                           {g_.reshape(u, {K, N, 1}), g_.reshape(g, {K, N, 1}),
-                            g_.reshape(y, {K, 1, T_}), expert_zero_ids()},
-                           SY_TYPE_F32, {N, 1, T_});
-            par = g_.reshape(par, {N, T_});
-        } else {
-            par = g_.mul(g_.silu(g_.mul_mat(g, y)), g_.mul_mat(u, y));
-        }
-        return g_.mul_mat(w(down), par);
+        return g_.mul_mat(w(down), fused_.swiglu(u, g, y));
     }
 
     // The experts each token uses {k, T} and their selection scores, with group-limited
@@ -397,7 +377,7 @@ class GraphBuilder {
     }
 
     Tensor* moe(const Deepseek2Layer& l, Tensor* y) {
-        const int64_t E = hp_.n_expert, embd = hp_.n_embd, ffe = hp_.n_ff_exp;
+        const int64_t E = hp_.n_expert, embd = hp_.n_embd;
         // -ser Kmin,t: t >= 1 keeps exactly Kmin experts; t < 1 keeps the Kmin best and those
         // of the rest whose score is above t times the best one's (the others SY_ID_NONE,
         // which get weight 0 and are not computed).
@@ -423,14 +403,9 @@ class GraphBuilder {
             weights = g_.scale(weights, hp_.expert_weights_scale);
 
         Tensor* y3 = g_.reshape(y, {embd, 1, T_});
-        Tensor* par;  // {ffe, k, T}
-        if (fused_moe_) {
-            par = g_.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
-                           {w(l.up_exps), w(l.gate_exps), y3, ids}, SY_TYPE_F32, {ffe, k, T_});
-        } else {
-            par = g_.mul(g_.silu(g_.mul_mat_id(w(l.gate_exps), y3, ids)),
-                         g_.mul_mat_id(w(l.up_exps), y3, ids));
-        }
+        Tensor* up = w(l.up_exps);
+        Tensor* gate = w(l.gate_exps);
+        Tensor* par = fused_.expert_swiglu(up, gate, y3, ids);   // {ffe, k, T}
         Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);  // {embd, k, T}
         // With overlap, the shared experts come right after the routed experts' products,
         // before anything reads those: with the routed experts on one backend and the rest on
@@ -453,7 +428,7 @@ class GraphBuilder {
     Graph g_;
     Deepseek2Cache::Views kv_;
     const std::function<void(Tensor&)>& bind_weight_;
-    bool fused_moe_;
+    FusedOps fused_;  // moe.fused_up_gate or its decomposition
     bool flash_;
     bool overlap_;
     std::vector<UbatchPart> parts_;

@@ -8,7 +8,6 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/executor.hpp"
 #include "switchyard/core/graph.hpp"
-#include "switchyard/core/named_op_registry.hpp"
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/named_ops.h"
 
@@ -82,22 +81,20 @@ TEST(ExecutorOffHost, UnsupportedNodeIsNamed) {
     }
 }
 
-TEST(ExecutorOffHost, NamedOpFromTheRegistryRunsAsOneNode) {
+TEST(ExecutorOffHost, NamedOpThePluginProvidesRunsAsOneNode) {
     auto plugin = Plugin::load(SWITCHYARD_OFFHOST_PLUGIN);
-    NamedOpRegistry registry;
-    registry.register_from(*plugin);
-    EXPECT_EQ(registry.find(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION),
-              nullptr);
-    const NamedOpEntry* twice = registry.find("test.twice", 1);
-    ASSERT_NE(twice, nullptr);
-    EXPECT_EQ(twice->providers, std::vector<std::string>{"test-offhost"});
-    EXPECT_EQ(twice->summary, "dst = 2 * src0");
+    EXPECT_FALSE(plugin->provides(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION));
+    EXPECT_FALSE(plugin->provides("test.twice", 2));
+    ASSERT_TRUE(plugin->provides("test.twice", 1));
+    const std::vector<sy_named_op_info> ops = plugin->named_ops();
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_STREQ(ops[0].summary, "dst = 2 * src0");
 
     std::vector<float> x{1, -2, 3, -4};
     Graph g;
     Tensor* in = g.input("x", SY_TYPE_F32, {4});
     in->set_data(x.data());
-    Tensor* y = g.named(twice->name, twice->schema_version, {in}, SY_TYPE_F32, {4});
+    Tensor* y = g.named("test.twice", 1, {in}, SY_TYPE_F32, {4});
     g.mark_output(y);
     Executor exec(*plugin, 0);
     exec.run(g);

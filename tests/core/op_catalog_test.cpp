@@ -7,7 +7,6 @@
 #include <string>
 
 #include "switchyard/core/error.hpp"
-#include "switchyard/core/named_op_registry.hpp"
 #include "switchyard/named_ops.h"
 #include "switchyard/sdk.hpp"
 
@@ -42,36 +41,6 @@ TEST(OpCatalog, NamesRoundTrip) {
     EXPECT_FALSE(builtin_op_by_name("flash_attn"));
     EXPECT_THROW(builtin_op(SY_OP_NAMED), Error);
     EXPECT_THROW(builtin_op(SY_OP_NONE), Error);
-}
-
-TEST(NamedOpRegistry, FindsByNameAndExactVersion) {
-    NamedOpRegistry registry;
-    EXPECT_EQ(registry.find(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION),
-              nullptr);
-    registry.add("cuda", "moe.fused_up_gate", 1, "up, gate and activation in one op");
-    registry.add("cpu", "moe.fused_up_gate", 1, "another summary");
-    registry.add("cpu", "moe.fused_up_gate", 1, "registered twice");
-    registry.add("cpu", "attn.mla", 2, "MLA attention");
-    const NamedOpEntry* e = registry.find("moe.fused_up_gate", 1);
-    ASSERT_NE(e, nullptr);
-    EXPECT_EQ(e->summary, "up, gate and activation in one op");
-    EXPECT_EQ(e->providers, (std::vector<std::string>{"cuda", "cpu"}));
-    EXPECT_EQ(registry.find("moe.fused_up_gate", 2), nullptr);
-    EXPECT_EQ(registry.find("attn.mla", 1), nullptr);
-    ASSERT_EQ(registry.entries().size(), 2u);
-    EXPECT_EQ(registry.entries()[0].name, "attn.mla");  // sorted by name
-}
-
-TEST(NamedOpRegistry, MalformedNameIsRefusedNamingTheProvider) {
-    NamedOpRegistry registry;
-    try {
-        registry.add("acme", "fused", 1, "");
-        FAIL() << "expected an error";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("plugin 'acme'"), std::string::npos) << e.what();
-    }
-    EXPECT_THROW(registry.add("acme", ".fused", 1, ""), Error);
-    EXPECT_TRUE(registry.entries().empty());
 }
 
 }  // namespace

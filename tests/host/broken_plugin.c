@@ -132,6 +132,20 @@ static sy_status synchronize(void* ctx, int32_t device) {
     (void)device;
     return ok();
 }
+#ifdef BROKEN_NAMED_OP
+/* A named op without a namespace ("fused", not "namespace.fused"). */
+static sy_status named_ops(void* ctx, const sy_named_op_info** ops, size_t* count) {
+    static sy_named_op_info rows[1];
+    (void)ctx;
+    rows[0].struct_size = (uint32_t)sizeof rows[0];
+    rows[0].name = "fused";
+    rows[0].schema_version = 1;
+    rows[0].summary = "a name without a namespace";
+    *ops = rows;
+    *count = 1;
+    return ok();
+}
+#endif
 static void shutdown(void* ctx) {
     (void)ctx;
 #ifdef BROKEN_WRONG_ABI
@@ -171,6 +185,9 @@ SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) 
     table.compute = compute;
     table.synchronize = synchronize;
     table.shutdown = shutdown;
+#ifdef BROKEN_NAMED_OP
+    table.named_ops = named_ops;
+#endif
     size_t n = api->struct_size < sizeof table ? api->struct_size : sizeof table;
     memcpy(api, &table, n);
     api->struct_size = (uint32_t)n;

@@ -54,8 +54,8 @@ printf '[plugins]\nsearch = ["%s"]\n' "$broken" >"$tmp/c.toml"
 "$sy" plugins --config "$tmp/c.toml" >"$tmp/out" 2>&1 || fail "search-only config exited non-zero: $(cat "$tmp/out")"
 grep -q "^cpu " "$tmp/out" || fail "cpu not listed with broken search path"
 grep -q "^nothing " "$tmp/out" || fail "the plugin that supports nothing is not listed"
-# noentry wrongabi refuses probezero missingdep notelf hugecount rowsize
-[ "$(grep -c '^failed: ' "$tmp/out")" -eq 8 ] || fail "expected 8 failed lines: $(cat "$tmp/out")"
+# noentry wrongabi refuses probezero missingdep notelf hugecount rowsize badnamedop
+[ "$(grep -c '^failed: ' "$tmp/out")" -eq 9 ] || fail "expected 9 failed lines: $(cat "$tmp/out")"
 
 # Asked for in the config: exit 1.
 printf '[plugins]\nsearch = ["%s"]\nload = ["cpu", "refuses"]\n' "$broken" >"$tmp/c2.toml"

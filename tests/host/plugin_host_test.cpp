@@ -99,9 +99,9 @@ TEST(PluginHost, BrokenPluginsDoNotStopTheOthers) {
     EXPECT_NE(host.find("cpu"), nullptr);
     EXPECT_NE(host.find("nothing"), nullptr);
     EXPECT_NE(host.find("widerows"), nullptr);
-    // noentry, wrongabi, refuses, probezero, missingdep, notelf, hugecount, rowsize
+    // noentry, wrongabi, refuses, probezero, missingdep, notelf, hugecount, rowsize, badnamedop
     // (shortbuffer loads: only an allocation shows its fault)
-    EXPECT_EQ(host.failures().size(), 8u);
+    EXPECT_EQ(host.failures().size(), 9u);
     EXPECT_FALSE(host.any_requested_failure()) << "found, not asked for: not an error";
     for (const sy::PluginFailure& f : host.failures()) {
         EXPECT_EQ(f.reason.find('\n'), std::string::npos) << "one line: " << f.reason;
@@ -218,6 +218,14 @@ TEST(PluginHost, HugeRowCountIsRefusedAtLoad) {
 TEST(PluginHost, RowStructSizeBelowTheKnownFieldsIsRefusedAtLoad) {
     const std::string why = failure_of(broken("rowsize"));
     EXPECT_NE(why.find("rowsize.capabilities: rows declare struct_size 4 (this host reads "),
+              std::string::npos)
+        << why;
+}
+
+TEST(PluginHost, NamedOpWithoutANamespaceIsRefusedAtLoad) {
+    const std::string why = failure_of(broken("badnamedop"));
+    EXPECT_NE(why.find("plugin 'badnamedop' offers a named op 'fused' that is not of the form "
+                       "namespace.name"),
               std::string::npos)
         << why;
 }
