@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's headline table, reproducible: builds switchyard (Release) if needed, writes the
-# synthetic mini model in Q8_0 and Q4_0, and runs `switchyard bench` for pp512, tg128 and
+# The headline table (bench/results/headline.md), reproducible: builds switchyard (Release) if
+# needed, writes the synthetic mini model in Q8_0 and Q4_0, and runs `switchyard bench` for pp512, tg128 and
 # tg128 @ d2048 in every attention mode (--mla 0-3) with the fused MoE op on and off, the
 # repetitions interleaved over the combinations (bench --interleave). Prints a
 # markdown report: the machine (CPU, cores, memory bandwidth measured before and after, as it

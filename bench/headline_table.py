@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Pivot `switchyard bench -o jsonl` results into the README's headline table: one row per
-model, attention mode and fused-MoE setting; one column per test (t/s, mean ± sd)."""
+"""Pivot `switchyard bench -o jsonl` results into the headline table (bench/results/headline.md):
+one row per model, attention mode and fused-MoE setting; one column per test (t/s, mean ± sd)."""
 import json
 import os
 import sys

@@ -604,7 +604,7 @@ TEST(Deepseek2Runtime, BadBatchesLeaveEverySequenceUnchanged) {
 // and an F16 cache. With F32 weights the modes differ only by rounding order (0.1%). With Q8_0,
 // modes 1 and 2 use attn_k_b derived in Q8_0 from the Q8_0 attn_kv_b (a second rounding), and
 // this tiny random model's near-uniform predictions (perplexity ~800 over 512 tokens) magnify
-// it: 0.8 to 2% here, against 0.1% on the mini preset (README: perplexity figures).
+// it: 0.8 to 2% here, against 0.1% on the mini preset (docs/commands.md: perplexity figures).
 TEST(Deepseek2Runtime, PerplexityAgreesAcrossAttentionModes) {
     ScratchDir dir;
     for (int32_t type : {SY_TYPE_F32, SY_TYPE_Q8_0}) {
