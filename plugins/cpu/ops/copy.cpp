@@ -1,5 +1,4 @@
-// CONCAT along dimension d = iparams[0] (ops.h): dst index i_d < src0.ne[d] reads src0, the rest
-// read src1 at i_d - src0.ne[d]. Same type throughout, so rows move as bytes.
+// CPY, CONT and CONCAT: data movement (ops.h).
 #include "ops/ops.hpp"
 #include "row_copy.hpp"
 #include "tensor_access.hpp"
@@ -7,6 +6,19 @@
 
 namespace sy::cpu {
 
+// CPY: dst[i] = convert(src0[i]), same shape, any strides, float types (ops.h).
+void compute_cpy(ThreadPool& pool, const sy_node& node) {
+    copy_tensor(pool, *node.src[0], *node.dst);
+}
+
+// CONT: the same-type copy into a packed dst that materializes a transposed or permuted view
+// (ops.h). Validation guarantees the packed dst; the copy reads src0 through its strides.
+void compute_cont(ThreadPool& pool, const sy_node& node) {
+    copy_tensor(pool, *node.src[0], *node.dst);
+}
+
+// CONCAT along dimension d = iparams[0] (ops.h): dst index i_d < src0.ne[d] reads src0, the rest
+// read src1 at i_d - src0.ne[d]. Same type throughout, so rows move as bytes.
 void compute_concat(ThreadPool& pool, const sy_node& node) {
     const sy_tensor& a = *node.src[0];
     const sy_tensor& b = *node.src[1];
