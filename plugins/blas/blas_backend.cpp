@@ -98,13 +98,6 @@ void BlasBackend::log(int32_t level, const std::string& message) const {
     if (host_.log) host_.log(host_.host_ctx, level, "blas", message.c_str());
 }
 
-sy_status BlasBackend::check_device(int32_t device, const char* fn) const {
-    if (device != 0)
-        return sdk::error(SY_ERR_INVALID_ARGUMENT, "%s: device %d does not exist (blas has 1)", fn,
-                          device);
-    return sdk::ok();
-}
-
 const Rates& BlasBackend::rates() {
     if (!rates_ || rates_->threads != ws_.threads) {
         rates_ = measure_rates(ws_);
@@ -119,8 +112,7 @@ const Rates& BlasBackend::rates() {
     return *rates_;
 }
 
-sy_status BlasBackend::device_props(int32_t device, sy_device_props* props) {
-    if (sy_status s = check_device(device, "device_props"); s.code) return s;
+sy_status BlasBackend::device_props(int32_t /*device*/, sy_device_props* props) {
     if (props == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "device_props: props is NULL");
     if (!SY_HAS_FIELD(props, launch_overhead_ns))
         return sdk::error(SY_ERR_ABI, "device_props: struct_size %u is smaller than ABI 1.0's %zu",
@@ -153,8 +145,7 @@ sy_status BlasBackend::device_props(int32_t device, sy_device_props* props) {
     return sdk::ok();
 }
 
-sy_status BlasBackend::supports(int32_t device, const sy_node* node, int32_t* supported) {
-    if (sy_status s = check_device(device, "supports"); s.code) return s;
+sy_status BlasBackend::supports(int32_t /*device*/, const sy_node* node, int32_t* supported) {
     if (supported == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: result pointer is NULL");
     if (node == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: node is NULL");
@@ -166,8 +157,7 @@ sy_status BlasBackend::supports(int32_t device, const sy_node* node, int32_t* su
     return sdk::ok();
 }
 
-sy_status BlasBackend::estimate(int32_t device, const sy_node* node, double* nanoseconds) {
-    if (sy_status s = check_device(device, "estimate"); s.code) return s;
+sy_status BlasBackend::estimate(int32_t /*device*/, const sy_node* node, double* nanoseconds) {
     if (nanoseconds == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
     if (sy_status s =
@@ -179,8 +169,8 @@ sy_status BlasBackend::estimate(int32_t device, const sy_node* node, double* nan
     return sdk::ok();
 }
 
-sy_status BlasBackend::cost_params(int32_t device, const sy_cost_param** params, size_t* count) {
-    if (sy_status s = check_device(device, "cost_params"); s.code) return s;
+sy_status BlasBackend::cost_params(int32_t /*device*/, const sy_cost_param** params,
+                                   size_t* count) {
     if (params == nullptr || count == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "cost_params: result pointers are NULL");
     std::lock_guard lock(mutex_);
@@ -246,8 +236,7 @@ sy_status BlasBackend::named_ops(const sy_named_op_info** ops, size_t* count) {
     return sdk::ok();
 }
 
-sy_status BlasBackend::compute(int32_t device, const sy_node* const* nodes, size_t count) {
-    if (sy_status s = check_device(device, "compute"); s.code) return s;
+sy_status BlasBackend::compute(int32_t /*device*/, const sy_node* const* nodes, size_t count) {
     if (count > 0 && nodes == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "compute: nodes is NULL for %zu nodes", count);
     for (size_t i = 0; i < count; ++i)

@@ -40,7 +40,6 @@ class BlasBackend : public sdk::HostMemory {
     sy_status estimate(int32_t device, const sy_node* node, double* nanoseconds);
     sy_status cost_params(int32_t device, const sy_cost_param** params, size_t* count);
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
-    sy_status check_device(int32_t device, const char* fn) const;
     sy_status set_option(const char* key, const char* value);
     sy_status release_constants(uint64_t constant_id);
 

@@ -49,13 +49,6 @@ void CpuBackend::log(int32_t level, const std::string& message) const {
         host_.log(host_.host_ctx, level, "cpu", message.c_str());
 }
 
-sy_status CpuBackend::check_device(int32_t device, const char* fn) const {
-    if (device == 0) return sdk::ok();
-    return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                      "%s: device %d does not exist (the cpu plugin has one device, 0)", fn,
-                      device);
-}
-
 CpuBackend::Rates CpuBackend::rates() {
     std::lock_guard calibration_lock(calibration_mutex_);
     int threads;
@@ -78,8 +71,7 @@ CpuBackend::Rates CpuBackend::rates() {
     return r;
 }
 
-sy_status CpuBackend::device_props(int32_t device, sy_device_props* props) {
-    if (sy_status s = check_device(device, "device_props"); s.code) return s;
+sy_status CpuBackend::device_props(int32_t /*device*/, sy_device_props* props) {
     if (props == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "device_props: props is NULL");
     if (!SY_HAS_FIELD(props, launch_overhead_ns))
         return sdk::error(SY_ERR_ABI, "device_props: struct_size %u is smaller than ABI 1.0's %zu",
@@ -110,8 +102,7 @@ sy_status CpuBackend::device_props(int32_t device, sy_device_props* props) {
     return sdk::ok();
 }
 
-sy_status CpuBackend::supports(int32_t device, const sy_node* node, int32_t* supported) {
-    if (sy_status s = check_device(device, "supports"); s.code) return s;
+sy_status CpuBackend::supports(int32_t /*device*/, const sy_node* node, int32_t* supported) {
     if (supported == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: result pointer is NULL");
     if (node == nullptr) return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: node is NULL");
@@ -123,8 +114,7 @@ sy_status CpuBackend::supports(int32_t device, const sy_node* node, int32_t* sup
     return sdk::ok();
 }
 
-sy_status CpuBackend::estimate(int32_t device, const sy_node* node, double* nanoseconds) {
-    if (sy_status s = check_device(device, "estimate"); s.code) return s;
+sy_status CpuBackend::estimate(int32_t /*device*/, const sy_node* node, double* nanoseconds) {
     if (nanoseconds == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
     if (sy_status s = validation::validate_node(node, validation::DataChecks::kDescriptorsOnly,
@@ -135,8 +125,7 @@ sy_status CpuBackend::estimate(int32_t device, const sy_node* node, double* nano
     return sdk::ok();
 }
 
-sy_status CpuBackend::cost_params(int32_t device, const sy_cost_param** params, size_t* count) {
-    if (sy_status s = check_device(device, "cost_params"); s.code) return s;
+sy_status CpuBackend::cost_params(int32_t /*device*/, const sy_cost_param** params, size_t* count) {
     if (params == nullptr || count == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "cost_params: result pointers are NULL");
     const Rates r = rates();
@@ -187,8 +176,7 @@ sy_status CpuBackend::copy_tensors(const sy_copy* copies, size_t count) {
     return cpu::copy_tensors(*pool_, copies, count);
 }
 
-sy_status CpuBackend::compute(int32_t device, const sy_node* const* nodes, size_t count) {
-    if (sy_status s = check_device(device, "compute"); s.code) return s;
+sy_status CpuBackend::compute(int32_t /*device*/, const sy_node* const* nodes, size_t count) {
     std::lock_guard lock(run_mutex_);
     return compute_nodes(*pool_, repack_ ? &interleaved_ : nullptr, nodes, count);
 }

@@ -40,7 +40,6 @@ class CpuBackend : public sdk::HostMemory {
     // In parallel on the pool (hides HostMemory's, which copies on the calling thread).
     sy_status copy_tensors(const sy_copy* copies, size_t count);
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
-    sy_status check_device(int32_t device, const char* fn) const;
     sy_status set_option(const char* key, const char* value);
     sy_status release_constants(uint64_t constant_id);
 

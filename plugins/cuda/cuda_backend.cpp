@@ -148,15 +148,6 @@ void CudaBackend::log(int32_t level, const std::string& message) const {
         host_.log(host_.host_ctx, level, "cuda", message.c_str());
 }
 
-sy_status CudaBackend::check_device(int32_t device, const char* fn) const {
-    if (device < 0 || device >= device_count())
-        return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                          "%s: device %d does not exist (the cuda plugin "
-                          "has %d device(s) on this machine)",
-                          fn, device, device_count());
-    return sdk::ok();
-}
-
 // Pinned 64 MiB copies each way (best of 3) and 4-byte round trips (median of 20): the cost of
 // moving host-resident data onto the device, which the scheduler weighs against computing on
 // the host.
@@ -214,7 +205,6 @@ sy_status CudaBackend::capabilities(const sy_capability** rows, size_t* count) {
 }
 
 sy_status CudaBackend::device_props(int32_t device, sy_device_props* props) {
-    if (sy_status s = check_device(device, "device_props"); s.code) return s;
     if (props == nullptr || props->struct_size < sizeof(sy_device_props))
         return sdk::error(SY_ERR_INVALID_ARGUMENT,
                           "device_props: props is NULL or its struct_size is too small");
@@ -249,10 +239,9 @@ sy_status CudaBackend::device_props(int32_t device, sy_device_props* props) {
     return sdk::ok();
 }
 
-sy_status CudaBackend::supports(int32_t device, const sy_node* node, int32_t* supported) {
+sy_status CudaBackend::supports(int32_t /*device*/, const sy_node* node, int32_t* supported) {
     if (supported == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "supports: result pointer is NULL");
-    if (sy_status s = check_device(device, "supports"); s.code) return s;
     *supported = validation::validate_node(node, validation::DataChecks::kDescriptorsOnly,
                                            validation_rules())
                              .code == SY_OK
@@ -279,7 +268,6 @@ double tensor_bytes(const sy_tensor* t) {
 sy_status CudaBackend::estimate(int32_t device, const sy_node* node, double* nanoseconds) {
     if (nanoseconds == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
-    if (sy_status s = check_device(device, "estimate"); s.code) return s;
     if (sy_status s = validation::validate_node(node, validation::DataChecks::kDescriptorsOnly,
                                                 validation_rules());
         s.code)
@@ -312,7 +300,6 @@ sy_status CudaBackend::estimate(int32_t device, const sy_node* node, double* nan
 sy_status CudaBackend::cost_params(int32_t device, const sy_cost_param** params, size_t* count) {
     if (params == nullptr || count == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "cost_params: result pointers are NULL");
-    if (sy_status s = check_device(device, "cost_params"); s.code) return s;
     std::lock_guard<std::mutex> lock(mutex_);
     Device& d = devices_[size_t(device)];
     const LinkRates& link = link_rates(d);
@@ -335,7 +322,6 @@ sy_status CudaBackend::cost_params(int32_t device, const sy_cost_param** params,
 }
 
 sy_status CudaBackend::buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer) {
-    if (sy_status s = check_device(device, "buffer_alloc"); s.code) return s;
     return buffers_.alloc(device, size, buffer);
 }
 
@@ -366,7 +352,6 @@ sy_status CudaBackend::check_node_memory(const Device& d, const sy_node& node) c
 }
 
 sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size_t count) {
-    if (sy_status s = check_device(device, "compute"); s.code) return s;
     if (count > 0 && nodes == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "compute: nodes is NULL for %zu nodes", count);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -582,7 +567,6 @@ sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* no
 }
 
 sy_status CudaBackend::synchronize(int32_t device) {
-    if (sy_status s = check_device(device, "synchronize"); s.code) return s;
     std::lock_guard<std::mutex> lock(mutex_);
     Device& d = devices_[size_t(device)];
     cudaSetDevice(d.ordinal);

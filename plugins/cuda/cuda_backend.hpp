@@ -98,7 +98,6 @@ class CudaBackend {
     sy_status copy_tensors(const sy_copy* copies, size_t count);
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
     sy_status synchronize(int32_t device);
-    sy_status check_device(int32_t device, const char* fn) const;
     sy_status set_option(const char* key, const char* value);
 
   private:
