@@ -43,7 +43,6 @@ class GraphBuilder {
           kv_(cache, g_, r.cells),
           bind_weight_(r.bind_weight),
           fused_(g_, r.ops),
-          flash_(r.ops.flash),
           overlap_(r.overlap),
           parts_(r.parts.begin(), r.parts.end()) {
         for (const UbatchPart& p : parts_) T_ += p.n_tokens;
@@ -122,68 +121,14 @@ class GraphBuilder {
     // {D, H, T} -> {D, T, H}: the per-head batch layout of mul_mat.
     Tensor* heads_as_batch(Tensor* t) { return g_.permute(t, {0, 2, 1, 3}); }
 
-    // Elements [from, from + n) of dimension d of t, as a view.
     Tensor* narrow(Tensor* t, int d, int64_t from, int64_t n) {
-        Shape shape = t->shape();
-        shape.ne[d] = n;
-        return g_.view(t, shape, t->strides(), uint64_t(from * t->nb(d)));
+        return llm::narrow(g_, t, d, from, n);
     }
 
-    // -amb: how many heads one step of the attention may take when each head needs
-    // `bytes_per_head` of compute buffer (all of them without a limit; at least one).
-    int64_t heads_per_step(int64_t bytes_per_head) const {
-        const int64_t H = hp_.n_head;
-        if (o_.attn_max_bytes <= 0) return H;
-        return std::clamp<int64_t>(o_.attn_max_bytes / std::max<int64_t>(bytes_per_head, 1), 1, H);
-    }
-
-    // The attention of every head, `step` heads at a time: step(h0, n) returns the output
-    // {vh, T, n} of heads h0 .. h0 + n - 1; the parts are concatenated over heads.
-    template <class Step>
-    Tensor* by_head_groups(int64_t bytes_per_head, Step step) {
-        const int64_t H = hp_.n_head, per = heads_per_step(bytes_per_head);
-        std::vector<Tensor*> parts;
-        for (int64_t h0 = 0; h0 < H; h0 += per) parts.push_back(step(h0, std::min(per, H - h0)));
-        return concat_pairwise(std::move(parts), 2);
-    }
-
-    // The parts concatenated along dimension d, pairwise, so each output element is copied
-    // about log2(parts) times.
-    Tensor* concat_pairwise(std::vector<Tensor*> parts, int d) {
-        while (parts.size() > 1) {
-            std::vector<Tensor*> next;
-            for (size_t i = 0; i + 1 < parts.size(); i += 2)
-                next.push_back(g_.concat(parts[i], parts[i + 1], d));
-            if (parts.size() % 2 == 1) next.push_back(parts.back());
-            parts = std::move(next);
-        }
-        return parts[0];
-    }
-
-    // The scores of one head live three times at once: the nope and rope products and their
-    // sum (the softmax and the product with V come after the two products are freed).
-    int64_t kq_bytes_per_head() const { return 3 * n_kv_ * Tq_ * int64_t(sizeof(float)); }
-
-    Tensor* softmax_scores(Tensor* kq) {
-        SoftmaxParams sp;
-        sp.scale = hp_.kq_scale();
-        sp.causal = true;
-        sp.causal_offset = static_cast<int32_t>(n_past_);
-        return g_.softmax(kq, sp);
-    }
-
-    // attn.flash / attn.mla parameters: the softmax scale and the causal window.
-    NamedOpParams flash_params(int32_t rope = 0) const {
-        NamedOpParams p;
-        p.fparams = {hp_.kq_scale()};
-        p.iparams = {1, static_cast<int32_t>(n_past_), rope};
-        return p;
-    }
-
-    // q {D, T, H} against K {D, n_kv, Hk} and V {Dv, n_kv, Hk}: {Dv, T, H}.
-    Tensor* flash(Tensor* q, Tensor* k, Tensor* v) {
-        return g_.named(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, {q, k, v}, SY_TYPE_F32,
-                        {v->shape()[0], Tq_, q->shape()[2]}, flash_params());
+    // The attention's parameters for the part being built: the softmax scale, the causal
+    // window, -amb.
+    AttentionParams attention_params(uint32_t il) const {
+        return {hp_.kq_scale(), n_past_, o_.attn_max_bytes, int(il)};
     }
 
     Tensor* attention(const Deepseek2Layer& l, uint32_t il, Tensor* cur) {
@@ -230,13 +175,14 @@ class GraphBuilder {
                                            narrow(c, 1, t0, Tq_), narrow(k_pe, 2, t0, Tq_)));
             t0 += Tq_;
         }
-        Tensor* o = concat_pairwise(std::move(outs), 1);
+        Tensor* o = concat_pairwise(g_, std::move(outs), 1);
         // {vh, T, H} -> {vh, H, T} -> {vh*H, T}
         Tensor* merged = g_.reshape(g_.cont(g_.permute(o, {0, 2, 1, 3})), {vh * H, T_});
         return g_.mul_mat(w(l.attn_output), merged);
     }
 
-    // mla 0: K rows [head 0: nope | rope][head 1 ...] and V transposed in the cache.
+    // mla 0: K = [k_nope | k_pe] per head and V in the cache, both decompressed from the
+    // latent with attn_kv_b as tokens arrive.
     Tensor* attention_standard(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope, Tensor* q_pe,
                                Tensor* c, Tensor* k_pe) {
         const int64_t H = hp_.n_head, nope = hp_.qk_nope, vh = hp_.v_head, f = sizeof(float);
@@ -245,100 +191,63 @@ class GraphBuilder {
             strides_of(f, (nope + vh) * f, H * (nope + vh) * f, H * (nope + vh) * f * Tq_);
         kv_.write_kv(il, seq_, n_past_, g_.view(kv, {nope, H, Tq_}, kv_strides, 0), k_pe,
                      g_.view(kv, {vh, H, Tq_}, kv_strides, uint64_t(nope * f)));
-        if (flash_) {
-            Tensor* q = g_.concat(heads_as_batch(q_nope), heads_as_batch(q_pe), 0);  // {qk, T, H}
-            return flash(q, kv_.keys(il, seq_, n_kv_), kv_.values(il, seq_, n_kv_));
-        }
-        Tensor* k_nope = kv_.keys_nope(il, seq_, n_kv_);
-        Tensor* k_rope = kv_.keys_rope(il, seq_, n_kv_);
-        Tensor* v_t = kv_.values_transposed(il, seq_, n_kv_);
-        Tensor* qn = heads_as_batch(q_nope);
-        Tensor* qr = heads_as_batch(q_pe);
-        return by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
-            Tensor* kq = g_.add(g_.mul_mat(narrow(k_nope, 2, h0, n), narrow(qn, 2, h0, n))
-                                    ->set_name("kq-" + std::to_string(il)),
-                                g_.mul_mat(narrow(k_rope, 2, h0, n), narrow(qr, 2, h0, n))
-                                    ->set_name("kq_rope-" + std::to_string(il)));  // {n_kv, T, n}
-            return g_.mul_mat(narrow(v_t, 2, h0, n), softmax_scores(kq))
-                ->set_name("kqv-" + std::to_string(il));  // {vh, T, n}
-        });
+        SplitHeads h;
+        h.k_nope = kv_.keys_nope(il, seq_, n_kv_);
+        h.k_rope = kv_.keys_rope(il, seq_, n_kv_);
+        h.k = kv_.keys(il, seq_, n_kv_);
+        h.q_nope = heads_as_batch(q_nope);
+        h.q_rope = heads_as_batch(q_pe);
+        return fused_.attention(h, kv_.values(il, seq_, n_kv_), attention_params(il));
     }
 
     // mla 1, 2, 3 (generation): queries absorb W_UK, scores against the latents, W_UV after.
     Tensor* attention_latent(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope, Tensor* q_pe,
                              Tensor* c, Tensor* k_pe) {
         kv_.write_latents(il, seq_, n_past_, c, k_pe);
-        Tensor* q_lat = g_.mul_mat(w(l.k_b), heads_as_batch(q_nope));  // {kvl, T, H}
-        if (flash_) {
-            // Queries ordered as the cache rows: [q_pe | q_lat].
-            Tensor* q = g_.concat(heads_as_batch(q_pe), q_lat, 0);
-            Tensor* rows = kv_.latent_rows(il, seq_, n_kv_);
-            Tensor* o_lat =
-                g_.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, rows}, SY_TYPE_F32,
-                         {int64_t(hp_.kv_lora_rank), Tq_, int64_t(hp_.n_head)},
-                         flash_params(static_cast<int32_t>(hp_.qk_rope)));
-            return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
-        }
-        // c transposed {n_kv, kvl}: the mla 1 copy, or made from the cache rows now (decoded
-        // first when they are blocks, which cannot be transposed).
-        Tensor* c_t;
-        if (o_.mla == 1) {
-            c_t = kv_.latents_transposed(il, seq_, n_kv_);
-        } else {
-            Tensor* c_rows = kv_.latents(il, seq_, n_kv_);
-            if (sy_dtype_info(o_.cache_type_k).block_size > 1) c_rows = g_.cpy(c_rows, SY_TYPE_F32);
-            c_t = g_.cont(g_.transpose(c_rows));
-        }
-        Tensor* c_rows = kv_.latents(il, seq_, n_kv_);
-        Tensor* k_pe_rows = kv_.latent_k_pe(il, seq_, n_kv_);
-        Tensor* qr = heads_as_batch(q_pe);
-        Tensor* o_lat = by_head_groups(kq_bytes_per_head(), [&](int64_t h0, int64_t n) {
-            Tensor* kq = g_.add(
-                g_.mul_mat(c_rows, narrow(q_lat, 2, h0, n))->set_name("kq-" + std::to_string(il)),
-                g_.mul_mat(k_pe_rows, narrow(qr, 2, h0, n))
-                    ->set_name("kq_rope-" + std::to_string(il)));
-            return g_.mul_mat(c_t, softmax_scores(kq))
-                ->set_name("kqv-" + std::to_string(il));  // {kvl, T, n}
-        });
-        return g_.mul_mat(w(l.v_b), o_lat);  // {vh, T, H}
+        LatentHeads h;
+        h.q_rope = heads_as_batch(q_pe);
+        h.q_lat = g_.mul_mat(w(l.k_b), heads_as_batch(q_nope));  // {kvl, T, H}
+        h.rows = kv_.latent_rows(il, seq_, n_kv_);
+        h.c = kv_.latents(il, seq_, n_kv_);
+        h.k_pe = kv_.latent_k_pe(il, seq_, n_kv_);
+        if (o_.mla == 1) h.c_t = kv_.latents_transposed(il, seq_, n_kv_);
+        return g_.mul_mat(w(l.v_b),
+                          fused_.latent_attention(h, attention_params(il)));  // {vh, T, H}
     }
 
     // mla 3 with a large ubatch: decompress every cached latent with attn_kv_b, then standard
-    // attention over the result.
+    // attention over the result, as many heads a step as -amb allows.
     Tensor* attention_decompressed(const Deepseek2Layer& l, uint32_t il, Tensor* q_nope,
                                    Tensor* q_pe, Tensor* c, Tensor* k_pe) {
-        const int64_t nope = hp_.qk_nope, vh = hp_.v_head, rope = hp_.qk_rope, f = sizeof(float);
+        const int64_t H = hp_.n_head, nope = hp_.qk_nope, vh = hp_.v_head, f = sizeof(float);
         kv_.write_latents(il, seq_, n_past_, c, k_pe);
         Tensor* c_all = kv_.latents(il, seq_, n_kv_);
         if (o_.cache_type_k != SY_TYPE_F32) c_all = g_.cpy(c_all, SY_TYPE_F32);
         Tensor* kv_b = w(l.kv_b);  // {kvl, H*(nope+vh)}: per head nope rows, then vh rows
         Tensor* qn = heads_as_batch(q_nope);
         Tensor* qr = heads_as_batch(q_pe);
-        // Per head: its decompressed K and V {nope + vh, n_kv}, and then k_pe repeated and
-        // K = [k_nope | k_pe] (flash), or the scores and V transposed.
+        Tensor* k_pe_rows = kv_.latent_k_pe(il, seq_, n_kv_);  // shared by the heads
+        // The compute buffer of one head: its decompressed K and V, and what attention adds.
         const int64_t per_head =
             n_kv_ * f * (nope + vh) +
-            (flash_ ? n_kv_ * f * (rope + nope + rope) : kq_bytes_per_head() + n_kv_ * f * vh);
-        return by_head_groups(per_head, [&](int64_t h0, int64_t n) {
+            fused_.attention_bytes_per_head(Tq_, n_kv_, nope, hp_.qk_rope, vh, false, false);
+        AttentionParams p = attention_params(il);
+        const int64_t max_bytes = p.max_bytes;
+        p.max_bytes = 0;  // the steps are taken here, over the decompression too
+        // Heads h0 .. h0 + n - 1: their K and V {nope + vh, n_kv} decompressed, then attention.
+        return fused_.by_head_groups(H, per_head, max_bytes, [&](int64_t h0, int64_t n) {
             Tensor* kv = g_.mul_mat(narrow(kv_b, 1, h0 * (nope + vh), n * (nope + vh)),
                                     c_all);  // {n*(nope+vh), n_kv}
             const Strides kv_strides =
                 strides_of(f, n * (nope + vh) * f, (nope + vh) * f, n * (nope + vh) * f * n_kv_);
-            Tensor* k_nope = g_.view(kv, {nope, n_kv_, n}, kv_strides, 0);
-            Tensor* v = g_.view(kv, {vh, n_kv_, n}, kv_strides, uint64_t(nope * f));
-            if (flash_) {
-                // K = [k_nope | k_pe] per head, k_pe repeated for every head (stride 0).
-                Tensor* k_pe_all = g_.cpy(kv_.latent_k_pe_heads(il, seq_, n_kv_, n), SY_TYPE_F32);
-                Tensor* k = g_.concat(k_nope, k_pe_all, 0);  // {qk, n_kv, n}
-                Tensor* q = g_.concat(narrow(qn, 2, h0, n), narrow(qr, 2, h0, n), 0);
-                return flash(q, k, v);
-            }
-            Tensor* kq = g_.add(
-                g_.mul_mat(k_nope, narrow(qn, 2, h0, n))->set_name("kq-" + std::to_string(il)),
-                g_.mul_mat(kv_.latent_k_pe(il, seq_, n_kv_), narrow(qr, 2, h0, n))
-                    ->set_name("kq_rope-" + std::to_string(il)));
-            return g_.mul_mat(g_.cont(g_.transpose(v)), softmax_scores(kq))
-                ->set_name("kqv-" + std::to_string(il));  // {vh, T, n}
+            SplitHeads h;
+            h.k_nope = g_.view(kv, {nope, n_kv_, n}, kv_strides, 0);
+            h.k_rope = k_pe_rows;
+            h.q_nope = narrow(qn, 2, h0, n);
+            h.q_rope = narrow(qr, 2, h0, n);
+            const AttentionValues v{g_.view(kv, {vh, n_kv_, n}, kv_strides, uint64_t(nope * f)),
+                                    nullptr};
+            return fused_.attention(h, v, p);  // {vh, T, n}
         });
     }
 
@@ -429,7 +338,6 @@ class GraphBuilder {
     Deepseek2Cache::Views kv_;
     const std::function<void(Tensor&)>& bind_weight_;
     FusedOps fused_;  // moe.fused_up_gate or its decomposition
-    bool flash_;
     bool overlap_;
     std::vector<UbatchPart> parts_;
     int64_t T_ = 0;  // tokens of the graph

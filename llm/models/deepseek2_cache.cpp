@@ -216,22 +216,19 @@ Tensor* Deepseek2Cache::Views::keys_rope(uint32_t il, int64_t seq, int64_t n_kv)
         k_row_at(seq, 0) + uint64_t(kb(hp.qk_nope)));
 }
 
-Tensor* Deepseek2Cache::Views::values(uint32_t il, int64_t seq, int64_t n_kv) {
+AttentionValues Deepseek2Cache::Views::values(uint32_t il, int64_t seq, int64_t n_kv) {
     const Deepseek2HParams& hp = cache_.hp_;
     const int64_t H = hp.n_head, vh = hp.v_head, n_ctx = cache_.n_ctx();
-    return g_.view(
-        v_input(il), {vh, n_kv, H},
-        strides_of(sy_dtype_info(cache_.type_v_).type_size, H * vb(vh), vb(vh), H * vb(vh) * n_ctx),
-        uint64_t(seq * cells_ * H * vb(vh)));
-}
-
-Tensor* Deepseek2Cache::Views::values_transposed(uint32_t il, int64_t seq, int64_t n_kv) {
-    const Deepseek2HParams& hp = cache_.hp_;
-    const int64_t H = hp.n_head, vh = hp.v_head, n_ctx = cache_.n_ctx();
+    if (cache_.v_as_rows_)
+        return {g_.view(v_input(il), {vh, n_kv, H},
+                        strides_of(sy_dtype_info(cache_.type_v_).type_size, H * vb(vh), vb(vh),
+                                   H * vb(vh) * n_ctx),
+                        uint64_t(seq * cells_ * H * vb(vh))),
+                nullptr};
     const int64_t sv = sy_dtype_info(cache_.type_v_).type_size;
-    return g_.view(v_input(il), {n_kv, vh, H},
-                   strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H),
-                   uint64_t(seq * cells_ * sv));
+    return {nullptr, g_.view(v_input(il), {n_kv, vh, H},
+                             strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H),
+                             uint64_t(seq * cells_ * sv))};
 }
 
 }  // namespace sy::llm

@@ -39,6 +39,7 @@
 
 #include "switchyard/core/graph.hpp"
 #include "switchyard/core/plugin_host.hpp"
+#include "switchyard/llm/fused_ops.hpp"
 #include "switchyard/llm/gguf.hpp"
 #include "switchyard/llm/model.hpp"
 
@@ -213,9 +214,9 @@ class Deepseek2Cache final : public KvCache {
         Tensor* keys(uint32_t il, int64_t seq, int64_t n_kv);       // {qk_head, n_kv, H}
         Tensor* keys_nope(uint32_t il, int64_t seq, int64_t n_kv);  // {qk_nope, n_kv, H}
         Tensor* keys_rope(uint32_t il, int64_t seq, int64_t n_kv);  // {qk_rope, n_kv, H}
-        Tensor* values(uint32_t il, int64_t seq, int64_t n_kv);     // rows: {v_head, n_kv, H}
-        // transposed: {n_kv, v_head, H}
-        Tensor* values_transposed(uint32_t il, int64_t seq, int64_t n_kv);
+        // V as the cache holds it: rows {v_head, n_kv, H} (flash attention's layout) or
+        // transposed {n_kv, v_head, H}.
+        AttentionValues values(uint32_t il, int64_t seq, int64_t n_kv);
 
       private:
         Tensor* k_input(uint32_t il);
