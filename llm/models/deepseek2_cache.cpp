@@ -189,31 +189,26 @@ void Deepseek2Cache::Views::write_kv(uint32_t il, int64_t seq, int64_t n_past, T
     g_.cpy(v, g_.permute(dst, {2, 0, 1, 3}));
 }
 
-Tensor* Deepseek2Cache::Views::keys(uint32_t il, int64_t seq, int64_t n_kv) {
-    const Deepseek2HParams& hp = cache_.hp_;
-    const int64_t H = hp.n_head, qk = hp.qk_head();
+// mla 0's keys per head: `width` elements from element `from` of each head's [k_nope | k_pe].
+Tensor* Deepseek2Cache::Views::key_heads(uint32_t il, int64_t seq, int64_t n_kv, int64_t from,
+                                         int64_t width) {
+    const int64_t H = cache_.hp_.n_head, qk = cache_.hp_.qk_head();
     return g_.view(
-        k_input(il), {qk, n_kv, H},
+        k_input(il), {width, n_kv, H},
         strides_of(sy_dtype_info(cache_.type_k_).type_size, H * kb(qk), kb(qk), H * kb(qk) * n_kv),
-        k_row_at(seq, 0));
+        k_row_at(seq, 0) + uint64_t(from > 0 ? kb(from) : 0));
+}
+
+Tensor* Deepseek2Cache::Views::keys(uint32_t il, int64_t seq, int64_t n_kv) {
+    return key_heads(il, seq, n_kv, 0, cache_.hp_.qk_head());
 }
 
 Tensor* Deepseek2Cache::Views::keys_nope(uint32_t il, int64_t seq, int64_t n_kv) {
-    const Deepseek2HParams& hp = cache_.hp_;
-    const int64_t H = hp.n_head, qk = hp.qk_head();
-    return g_.view(
-        k_input(il), {int64_t(hp.qk_nope), n_kv, H},
-        strides_of(sy_dtype_info(cache_.type_k_).type_size, H * kb(qk), kb(qk), H * kb(qk) * n_kv),
-        k_row_at(seq, 0));
+    return key_heads(il, seq, n_kv, 0, cache_.hp_.qk_nope);
 }
 
 Tensor* Deepseek2Cache::Views::keys_rope(uint32_t il, int64_t seq, int64_t n_kv) {
-    const Deepseek2HParams& hp = cache_.hp_;
-    const int64_t H = hp.n_head, qk = hp.qk_head();
-    return g_.view(
-        k_input(il), {int64_t(hp.qk_rope), n_kv, H},
-        strides_of(sy_dtype_info(cache_.type_k_).type_size, H * kb(qk), kb(qk), H * kb(qk) * n_kv),
-        k_row_at(seq, 0) + uint64_t(kb(hp.qk_nope)));
+    return key_heads(il, seq, n_kv, cache_.hp_.qk_nope, cache_.hp_.qk_rope);
 }
 
 AttentionValues Deepseek2Cache::Views::values(uint32_t il, int64_t seq, int64_t n_kv) {

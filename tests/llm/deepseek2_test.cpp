@@ -4,7 +4,6 @@
 // types and weight types; token-at-a-time decoding against the whole prompt at once; and the
 // errors a user sees for broken files and options.
 #include "switchyard/llm/models/deepseek2.hpp"
-#include "switchyard/llm/session.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +22,7 @@
 #include "switchyard/dtype.h"
 #include "switchyard/llm/benchmark.hpp"
 #include "switchyard/llm/perplexity.hpp"
+#include "switchyard/llm/session.hpp"
 #include "switchyard/llm/synthetic_model.hpp"
 #include "switchyard/quant_blocks.h"
 
@@ -410,6 +410,19 @@ double relative_diff(std::span<const float> got, std::span<const float> want) {
 struct SequenceRun {
     int mla, flash;
     int32_t cache_type;
+
+    ContextOptions options(int64_t n_ctx) const {
+        ContextOptions o;
+        o.mla = mla;
+        o.flash_attn = flash;
+        o.cache_type_k = o.cache_type_v = cache_type;
+        o.n_ctx = n_ctx;
+        return o;
+    }
+    std::string label() const {
+        return "mla " + std::to_string(mla) + " flash " + std::to_string(flash) + " " +
+               sy_dtype_info(cache_type).name;
+    }
 };
 
 // Every attention mode, the two V layouts of mla 0 (rows with flash, transposed without), and
@@ -431,16 +444,10 @@ TEST(Deepseek2Runtime, SequencesOfDifferentLengthsDecodeTogether) {
     const auto path = make_model(dir, spec(SY_TYPE_F32));
     const size_t V = 512;
     for (const SequenceRun& r : kSequenceRuns) {
-        ContextOptions o;
-        o.mla = r.mla;
-        o.flash_attn = r.flash;
-        o.cache_type_k = r.cache_type;
-        o.cache_type_v = r.cache_type;
-        o.n_ctx = 4 * 160;
+        ContextOptions o = r.options(4 * 160);
         o.n_ubatch = 96;  // the long prompt takes several ubatches beside the others
         Deepseek2Model model(gguf::Reader::open(path), o);
-        const std::string label = "mla " + std::to_string(r.mla) + " flash " +
-                                  std::to_string(r.flash) + " " + sy_dtype_info(r.cache_type).name;
+        const std::string label = r.label();
         const size_t lengths[] = {5, 9, 140, 7};
         std::vector<std::vector<int32_t>> seqs;
         for (size_t s = 0; s < 4; ++s) {
@@ -489,10 +496,9 @@ TEST(Deepseek2Runtime, SequencesOfDifferentLengthsDecodeTogether) {
         // Sequence 3's prompt beside sequences 0 and 2 decoding (given in that order).
         together.truncate(0, int64_t(lengths[0]) + 2);
         alone[0]->rewind(int64_t(lengths[0]) + 2);
-        const std::vector<Session::SequenceTokens> mixed = {
-            {0, piece(0, lengths[0] + 2, 1)},
-            {3, piece(3, 0, lengths[3])},
-            {2, piece(2, lengths[2], 2)}};
+        const std::vector<Session::SequenceTokens> mixed = {{0, piece(0, lengths[0] + 2, 1)},
+                                                            {3, piece(3, 0, lengths[3])},
+                                                            {2, piece(2, lengths[2], 2)}};
         const std::vector<float> got = together.decode(mixed);
         ASSERT_EQ(got.size(), 3 * V) << label;
         worst = std::max(worst, relative_diff(std::span(got).subspan(0, V),
@@ -518,15 +524,8 @@ TEST(Deepseek2Runtime, CopiedPrefixContinuesExactly) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));
     for (const SequenceRun& r : kSequenceRuns) {
-        ContextOptions o;
-        o.mla = r.mla;
-        o.flash_attn = r.flash;
-        o.cache_type_k = r.cache_type;
-        o.cache_type_v = r.cache_type;
-        o.n_ctx = 3 * 48;
-        Deepseek2Model model(gguf::Reader::open(path), o);
-        const std::string label = "mla " + std::to_string(r.mla) + " flash " +
-                                  std::to_string(r.flash) + " " + sy_dtype_info(r.cache_type).name;
+        Deepseek2Model model(gguf::Reader::open(path), r.options(3 * 48));
+        const std::string label = r.label();
         const std::vector<int32_t> text = prompt(30, 512);
         const std::span<const int32_t> shared = std::span(text).first(20), kept = shared.first(14),
                                        rest = std::span(text).subspan(20);
@@ -881,8 +880,7 @@ TEST(Deepseek2Runtime, Q8CacheIsRefusedWhereBlocksDoNotFit) {
     o.mla = 0;
     o.flash_attn = 0;
     Deepseek2Model no_flash(gguf::Reader::open(rope32), o);
-    expect_error<Error>([&] { Session session(no_flash, cpu_plugin()); },
-                        "needs flash attention");
+    expect_error<Error>([&] { Session session(no_flash, cpu_plugin()); }, "needs flash attention");
     o.flash_attn = -1;
     Deepseek2Model plain(gguf::Reader::open(rope32), o);
     expect_error<Error>([&] { Session session(plain, plain_plugin()); }, "cpu-plain");

@@ -188,26 +188,6 @@ std::string ModelOptions::backend_name() const {
     return ngl > 0 ? "cuda" : "cpu";
 }
 
-llm::PlacementFlags ModelOptions::placement_flags() const {
-    llm::PlacementFlags f;
-    f.backend = backend;
-    f.ngl = ngl;
-    f.override_tensor = override_tensor;
-    f.cpu_moe = cpu_moe;
-    f.n_cpu_moe = n_cpu_moe;
-    f.fit = fit;
-    f.fit_margin_mib = fit_margin_mib;
-    f.offload_policy = offload_policy;
-    f.cost_table = cost_table;
-    f.tensor_split = tensor_split;
-    f.staging_mib = staging_mib;
-    f.offload_mode = offload_mode;
-    f.offload_min_batch = offload_min_batch;
-    f.overlap = overlap;
-    f.repack = repack;
-    return f;
-}
-
 LoadedModel::~LoadedModel() {
     if (host && model) host->release_constants(model->constant_id());
 }

@@ -16,11 +16,11 @@
 
 namespace sy::tools {
 
-struct ModelOptions {
+// The placement flags (--backend, -ngl, -ot, --cpu-moe, -ts, --fit, the offload switches, -rtr)
+// are llm::PlacementFlags'; llm::placement_setup turns them into the policy.
+struct ModelOptions : llm::PlacementFlags {
     PluginOptions plugins;
     std::string model;
-    std::string backend;  // empty: cpu, or cuda with -ngl
-    int ngl = -1;         // -ngl: -1 not given
     int mla = 3;
     int fused_moe = -1;
     std::string flash_attn = "auto";
@@ -37,21 +37,6 @@ struct ModelOptions {
     bool no_mmap = false;
     bool mlock = false;  // --mlock: the weights locked in memory (a warning when that fails)
     std::string numa;    // --numa distribute|isolate|numactl ("" not given)
-    int repack = -1;     // the cpu plugin's option repack: -1 its own default (auto), 0 off, 1 on
-    // Placement across backends (with the config's [placement] and [offload]; the command line
-    // comes first / wins).
-    std::vector<std::string> override_tensor;  // -ot REGEX=BACKEND[,...] values, in order
-    bool cpu_moe = false;                      // --cpu-moe
-    int n_cpu_moe = 0;                         // --n-cpu-moe N
-    bool fit = false;                          // --fit
-    int64_t fit_margin_mib = -1;               // --fit-margin MiB (-1: the config's or 1024)
-    std::string offload_policy;                // --offload-policy op=0|1,...
-    std::string cost_table;                    // --cost-table FILE (switchyard calibrate's)
-    std::string tensor_split;                  // -ts / --tensor-split 3,1
-    int64_t staging_mib = 0;                   // --staging-mib N (0: the config's or auto)
-    std::string offload_mode;                  // --offload-mode cost|never|always
-    int64_t offload_min_batch = -1;            // --offload-min-batch N (-1: the config's)
-    std::string overlap;                       // --overlap on|off ("": the config's or on)
     // Loading and checking print only what goes wrong (bench, sweep): the model's shape, KV
     // and compute sizes and the weight totals are not printed; warnings are still kept in
     // LoadedModel::warnings.
@@ -66,8 +51,7 @@ struct ModelOptions {
     // The backend that runs the model, in canonical form (canonical_backend_name): --backend,
     // else cuda with -ngl > 0, else cpu.
     std::string backend_name() const;
-    // The placement flags, for llm::placement_setup.
-    llm::PlacementFlags placement_flags() const;
+    const llm::PlacementFlags& placement_flags() const { return *this; }
 };
 
 // A backend plugin and a model on it, loaded and checked; with a placement policy, every

@@ -221,6 +221,7 @@ class Deepseek2Cache final : public KvCache {
       private:
         Tensor* k_input(uint32_t il);
         Tensor* v_input(uint32_t il);
+        Tensor* key_heads(uint32_t il, int64_t seq, int64_t n_kv, int64_t from, int64_t width);
         uint64_t k_row_at(int64_t seq, int64_t pos) const;  // K bytes before cell (seq, pos)
         int64_t kb(int64_t n) const;                        // bytes of n K elements
         int64_t vb(int64_t n) const;
