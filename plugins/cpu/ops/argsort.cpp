@@ -11,32 +11,46 @@
 
 namespace sy::cpu {
 
-// ARGSORT (ops.h): per row, dst (I32) = the indices that sort src0 (F32), ascending
-// (iparams[0] = 0) or descending (1); equal values keep index order (a stable sort). NaN sorts
-// after every number in both orders, which keeps the comparison a strict weak order.
-void compute_argsort(ThreadPool& pool, const sy_node& node) {
+namespace {
+
+// Per row of src0 (F32): its values and the indices 0 .. n-1, ordered by order(values, indices)
+// (which sorts all or a part of them); the first dst.ne0 indices written to the dst row (I32).
+template <class Order>
+void order_rows(ThreadPool& pool, const sy_node& node, Order order) {
     const sy_tensor& src = *node.src[0];
     const sy_tensor& dst = *node.dst;
-    const bool descending = node.iparams[0] == 1;
-    const int64_t n = src.ne[0];
+    const int64_t n = src.ne[0], k = dst.ne[0];
     const int64_t min_rows = 4096 / (n > 0 ? n : 1) + 1;
     pool.parallel_ranges(sdk::nrows(dst), min_rows, [&](int64_t r0, int64_t r1) {
         std::vector<float> values(static_cast<size_t>(n));
-        std::vector<int32_t> order(static_cast<size_t>(n));
+        std::vector<int32_t> indices(static_cast<size_t>(n));
         for (int64_t r = r0; r < r1; ++r) {
             const RowIndex i = row_index(dst, r);
             const char* in = row_at(src, i);
             for (int64_t j = 0; j < n; ++j) std::memcpy(&values[size_t(j)], in + j * src.nb[0], 4);
-            std::iota(order.begin(), order.end(), 0);
-            std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
-                const float vx = values[size_t(x)], vy = values[size_t(y)];
-                if (std::isnan(vx)) return false;
-                if (std::isnan(vy)) return true;
-                return descending ? vx > vy : vx < vy;
-            });
+            std::iota(indices.begin(), indices.end(), 0);
+            order(values, indices);
             char* out = row_at(dst, i);
-            for (int64_t j = 0; j < n; ++j) std::memcpy(out + j * dst.nb[0], &order[size_t(j)], 4);
+            for (int64_t j = 0; j < k; ++j)
+                std::memcpy(out + j * dst.nb[0], &indices[size_t(j)], 4);
         }
+    });
+}
+
+}  // namespace
+
+// ARGSORT (ops.h): per row, dst (I32) = the indices that sort src0 (F32), ascending
+// (iparams[0] = 0) or descending (1); equal values keep index order (a stable sort). NaN sorts
+// after every number in both orders, which keeps the comparison a strict weak order.
+void compute_argsort(ThreadPool& pool, const sy_node& node) {
+    const bool descending = node.iparams[0] == 1;
+    order_rows(pool, node, [descending](const std::vector<float>& v, std::vector<int32_t>& idx) {
+        std::stable_sort(idx.begin(), idx.end(), [&](int32_t x, int32_t y) {
+            const float vx = v[size_t(x)], vy = v[size_t(y)];
+            if (std::isnan(vx)) return false;
+            if (std::isnan(vy)) return true;
+            return descending ? vx > vy : vx < vy;
+        });
     });
 }
 
@@ -44,29 +58,15 @@ void compute_argsort(ThreadPool& pool, const sy_node& node) {
 // (F32), largest first; equal values put the lower index first. A partial sort under the total
 // order (value descending, index ascending; NaN below every number) gives exactly that.
 void compute_top_k(ThreadPool& pool, const sy_node& node) {
-    const sy_tensor& src = *node.src[0];
-    const sy_tensor& dst = *node.dst;
-    const int64_t n = src.ne[0], k = dst.ne[0];
-    const int64_t min_rows = 4096 / (n > 0 ? n : 1) + 1;
-    pool.parallel_ranges(sdk::nrows(dst), min_rows, [&](int64_t r0, int64_t r1) {
-        std::vector<float> values(static_cast<size_t>(n));
-        std::vector<int32_t> order(static_cast<size_t>(n));
-        for (int64_t r = r0; r < r1; ++r) {
-            const RowIndex i = row_index(dst, r);
-            const char* in = row_at(src, i);
-            for (int64_t j = 0; j < n; ++j) std::memcpy(&values[size_t(j)], in + j * src.nb[0], 4);
-            std::iota(order.begin(), order.end(), 0);
-            std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                              [&](int32_t x, int32_t y) {
-                                  const float vx = values[size_t(x)], vy = values[size_t(y)];
-                                  const bool nx = std::isnan(vx), ny = std::isnan(vy);
-                                  if (nx != ny) return ny;  // a number ranks above NaN
-                                  if (!nx && vx != vy) return vx > vy;
-                                  return x < y;
-                              });
-            char* out = row_at(dst, i);
-            for (int64_t j = 0; j < k; ++j) std::memcpy(out + j * dst.nb[0], &order[size_t(j)], 4);
-        }
+    const int64_t k = node.dst->ne[0];
+    order_rows(pool, node, [k](const std::vector<float>& v, std::vector<int32_t>& idx) {
+        std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t x, int32_t y) {
+            const float vx = v[size_t(x)], vy = v[size_t(y)];
+            const bool nx = std::isnan(vx), ny = std::isnan(vy);
+            if (nx != ny) return ny;  // a number ranks above NaN
+            if (!nx && vx != vy) return vx > vy;
+            return x < y;
+        });
     });
 }
 
