@@ -689,6 +689,36 @@ TEST(Deepseek2Runtime, WholeModelOnADeviceWithItsOwnMemory) {
     }
 }
 
+// Sequences on a device with its own memory: a batch of two sequences and a prefix copied
+// between them (the cells read from the device buffers, moved, written back: K rows, mla 0's V
+// and mla 1's latents transposed) give the host's logits bit for bit. (Neither test backend
+// provides named ops, so V as rows is covered in host memory only, above.)
+TEST(Deepseek2Runtime, SequencesAndCopiedPrefixesInDeviceMemory) {
+    static std::unique_ptr<Plugin> offhost = Plugin::load(SWITCHYARD_OFFHOST_PLUGIN);
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    for (const SequenceRun& r : {SequenceRun{0, 0, SY_TYPE_F32}, SequenceRun{0, 0, SY_TYPE_F16},
+                                 SequenceRun{1, 0, SY_TYPE_F16}, SequenceRun{3, 0, SY_TYPE_F32}}) {
+        SCOPED_TRACE(r.label());
+        Deepseek2Model model(gguf::Reader::open(path), r.options(3 * 32));
+        Session host(model, plain_plugin()), device(model, *offhost);
+        ASSERT_TRUE(device.on_device());
+        const std::vector<int32_t> a = prompt(12, 512), b = prompt(7, 300), c = prompt(5, 200);
+        std::vector<std::vector<float>> out(2);
+        for (Session* s : {&host, &device}) {
+            std::vector<float>& o = out[s == &device];
+            s->set_sequences(3);
+            const auto first = s->decode(std::vector<Session::SequenceTokens>{{0, a}, {1, b}});
+            s->copy_prefix(0, 2, 9);
+            const auto next = s->decode(std::vector<Session::SequenceTokens>{{2, c}, {1, c}}, true);
+            o.insert(o.end(), first.begin(), first.end());
+            o.insert(o.end(), next.begin(), next.end());
+        }
+        ASSERT_EQ(out[0].size(), out[1].size());
+        EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0);
+    }
+}
+
 // Several backends: the simulated accelerator (the CPU's kernels behind memory the host cannot
 // read) holds the KV cache and every weight but the routed experts, which stay in host memory
 // and run on the CPU (the offload switches keep them there); the scheduler runs each graph in
