@@ -33,6 +33,13 @@ flags=(-std=c++20 -O1 -g -DNDEBUG -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I"$root/llm/include" -I"$root/llm/src"
        -I"$root/core/include" -I"$root/sdk/include" -I"$root/sdk/quants/include")
 gguf=("$root"/llm/src/{gguf_layout,gguf_value,gguf_parser,gguf_reader,host_memory}.cpp)
+# The version header CMake configures, for the plugin host the model target links (a model
+# chooses its named ops by asking a plugin).
+mkdir -p "$work/include/switchyard"
+sed -e 's/@PROJECT_VERSION@/fuzz/' -e 's/@SWITCHYARD_GIT_COMMIT@/fuzz/' \
+    -e 's/@SWITCHYARD_BUILD_NUMBER@/0/' "$root/core/include/switchyard/version.hpp.in" \
+    >"$work/include/switchyard/version.hpp"
+flags+=(-I"$work/include")
 wants() { [[ " $targets " == *" $1 "* ]]; }
 
 # The targets build side by side (one clang each); a failed build stops the script.
@@ -50,9 +57,12 @@ wants config && build config "$here/config_fuzz.cpp" \
 wants cost_table && build cost_table "$here/cost_table_fuzz.cpp" \
   "$root"/core/src/{cost_table,toml_text,error,text_file,graph,node_abi,tensor}.cpp -lfmt
 wants model && build model "$here/model_fuzz.cpp" "${gguf[@]}" \
-  "$root"/llm/src/{deepseek2_model,gguf_writer,tokenizer,added_tokens,bpe_vocab}.cpp \
+  -DSWITCHYARD_PLUGIN_RELATIVE_DIR='"lib/switchyard"' \
+  "$root"/llm/models/{deepseek2_load,deepseek2,deepseek2_cache}.cpp \
+  "$root"/llm/src/{kv_cache,fused_ops,gguf_writer,tokenizer,added_tokens,bpe_vocab}.cpp \
   "$root"/llm/src/{synthetic_model,chat_template,tensor_types,file_type}.cpp \
-  "$root"/sdk/quants/src/*.cpp "$root"/core/src/{error,tensor}.cpp -licuuc -lfmt
+  "$root"/sdk/quants/src/*.cpp "$root"/core/src/{error,tensor,graph,graph_ops,plugin_host}.cpp \
+  -licuuc -lfmt -ldl
 for entry in "${pids[@]}"; do
   if ! wait "${entry%%:*}"; then
     echo "${entry#*:}: the build FAILED; its log:"

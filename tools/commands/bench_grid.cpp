@@ -234,11 +234,11 @@ std::vector<BenchInstance> BenchGrid::instances() const {
     ModelOptions check = base;  // -ctk, -ctv, -ser
     for (const std::string& ck : cks) {
         check.cache_type_k = ck;
-        check.deepseek2_options();
+        check.context_options();
     }
     for (const std::string& cv : cvs) {
         check.cache_type_v = cv;
-        check.deepseek2_options();
+        check.context_options();
     }
     std::vector<std::string> ot_warnings;  // reported by each combination's loading
     if (!ot_text.empty()) parse_override_tensors(ot_text, 1, ot_warnings);

@@ -151,7 +151,7 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
         ->check(CLI::IsMember({"on", "off"}));
 }
 
-llm::ContextOptions ModelOptions::deepseek2_options() const {
+llm::ContextOptions ModelOptions::context_options() const {
     llm::ContextOptions mo;
     mo.mla = mla;
     mo.fused_moe = fused_moe;
@@ -193,7 +193,7 @@ LoadedModel::~LoadedModel() {
 }
 
 LoadedModel load_model(const ModelOptions& o) {
-    const llm::ContextOptions mo = o.deepseek2_options();
+    const llm::ContextOptions mo = o.context_options();
     LoadedModel out;
     out.quiet = o.quiet;
     out.host = std::make_unique<PluginHost>();

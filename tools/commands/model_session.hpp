@@ -1,4 +1,4 @@
-// What the commands that run a deepseek2 model (run, perplexity) share: the model and backend
+// What the commands that run a model (run, perplexity, bench, ...) share: the model and backend
 // options with llama.cpp's flag names, loading the backend and the model, and the memory report
 // printed before the KV cache and compute buffers are allocated.
 #pragma once
@@ -47,7 +47,7 @@ struct ModelOptions : llm::PlacementFlags {
     // the plugin options; `ctx_help` describes -c's default for this command.
     void add_to(CLI::App& app, const std::string& ctx_help);
     // The runtime options; throws sy::Error naming the flag whose value is wrong.
-    llm::ContextOptions deepseek2_options() const;
+    llm::ContextOptions context_options() const;
     // The backend that runs the model, in canonical form (canonical_backend_name): --backend,
     // else cuda with -ngl > 0, else cpu.
     std::string backend_name() const;

@@ -6,9 +6,10 @@
 //   Session session(*model, cpu_plugin);
 //   std::vector<float> logits = session.eval(tokens);  // sequence 0: logits of the last token
 //
-//   session.set_sequences(4);                                  // four slots of n_ctx / 4 cells
-//   session.decode({{0, prompt}, {1, {&next, 1}}});            // a prompt beside a decode step
-//   session.copy_prefix(0, 2, n_system);                       // a shared system prompt
+//   session.set_sequences(4);                          // four slots of n_ctx / 4 cells
+//   std::vector<Session::SequenceTokens> batch = {{0, prompt}, {1, {&next, 1}}};
+//   session.decode(batch);                             // a prompt beside a decode step
+//   session.copy_prefix(0, 2, n_system);               // a shared system prompt
 #pragma once
 
 #include <cstddef>
