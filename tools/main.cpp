@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     sy::tools::Command plan = sy::tools::add_plan_command(app);
     sy::tools::Command bench = sy::tools::add_bench_command(app);
     sy::tools::Command sweep = sy::tools::add_sweep_command(app);
+    sy::tools::Command batched_bench = sy::tools::add_batched_bench_command(app);
     sy::tools::Command calibrate = sy::tools::add_calibrate_command(app);
     sy::tools::Command tokenize = sy::tools::add_tokenize_command(app);
 
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("plan")) return plan();
         if (app.got_subcommand("bench")) return bench();
         if (app.got_subcommand("sweep")) return sweep();
+        if (app.got_subcommand("batched-bench")) return batched_bench();
         if (app.got_subcommand("calibrate")) return calibrate();
         if (app.got_subcommand("tokenize")) return tokenize();
     } catch (const sy::Error& e) {

@@ -37,6 +37,7 @@ Command add_perplexity_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
+Command add_batched_bench_command(CLI::App& app);
 Command add_calibrate_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 

@@ -40,6 +40,9 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-sys", "--system-prompt"},
     {"-pg", "--pg"},
     {"-gp", "--gp"},
+    {"-npp", "--n-prompt"},  // llama-batched-bench
+    {"-ntg", "--n-gen"},
+    {"-npl", "--n-parallel"},
 };
 
 const LlamaSpelling* spelling_of(std::string_view word) {
