@@ -74,8 +74,17 @@ void KvCache::copy_sequence(int64_t src, int64_t dst, int64_t n) {
                          size_t(n) * e);
         }
     };
-    std::vector<std::byte> staging;  // a device layer's tensor, read, changed and written back
+    // On a device: token-major rows pass through host memory, n rows from src's cells to dst's;
+    // a transposed tensor (n elements of every row) is read, changed and written back whole.
+    std::vector<std::byte> staging;
     const auto on_device = [&](Plugin* plugin, const Buffer& b, size_t bytes, const Layout& l) {
+        if (l.rows == 0) {
+            const size_t row = size_t(l.row_bytes);
+            staging.resize(size_t(n) * row);
+            plugin->get(b, size_t(src * cells) * row, staging.data(), staging.size());
+            plugin->set(b, size_t(dst * cells) * row, staging.data(), staging.size());
+            return;
+        }
         staging.resize(bytes);
         plugin->get(b, 0, staging.data(), bytes);
         copy(l, staging.data());

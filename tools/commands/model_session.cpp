@@ -183,11 +183,6 @@ llm::ContextOptions ModelOptions::context_options() const {
     return mo;
 }
 
-std::string ModelOptions::backend_name() const {
-    if (!backend.empty()) return canonical_backend_name(backend);
-    return ngl > 0 ? "cuda" : "cpu";
-}
-
 LoadedModel::~LoadedModel() {
     if (host && model) host->release_constants(model->constant_id());
 }

@@ -48,9 +48,6 @@ struct ModelOptions : llm::PlacementFlags {
     void add_to(CLI::App& app, const std::string& ctx_help);
     // The runtime options; throws sy::Error naming the flag whose value is wrong.
     llm::ContextOptions context_options() const;
-    // The backend that runs the model, in canonical form (canonical_backend_name): --backend,
-    // else cuda with -ngl > 0, else cpu.
-    std::string backend_name() const;
     const llm::PlacementFlags& placement_flags() const { return *this; }
 };
 
