@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -13,7 +14,7 @@
 
 namespace sy {
 
-[[noreturn]] inline void fail_op(std::string_view op, std::initializer_list<const Tensor*> tensors,
+[[noreturn]] inline void fail_op(std::string_view op, std::span<const Tensor* const> tensors,
                                  const std::string& what) {
     std::string message(op);
     message += "(";
@@ -25,6 +26,11 @@ namespace sy {
     }
     message += "): " + what;
     throw Error(message);
+}
+
+[[noreturn]] inline void fail_op(std::string_view op, std::initializer_list<const Tensor*> tensors,
+                                 const std::string& what) {
+    fail_op(op, std::span<const Tensor* const>(tensors.begin(), tensors.size()), what);
 }
 
 }  // namespace sy

@@ -82,7 +82,7 @@ TEST(GraphShapes, MulMatBroadcastsWeightsOverBatch) {
     Tensor* q3 = g.input("q3", SY_TYPE_F32, {16, 7, 3});
     EXPECT_TRUE(contains(error_of([&] { g.mul_mat(k, q3); }), "must divide"));
     Tensor* q16 = g.input("q16", SY_TYPE_F16, {16, 7, 8});
-    EXPECT_TRUE(contains(error_of([&] { g.mul_mat(k, q16); }), "src1 must be f32"));
+    EXPECT_TRUE(contains(error_of([&] { g.mul_mat(k, q16); }), "src1 (B) must be f32"));
     EXPECT_TRUE(contains(error_of([&] { g.mul_mat(g.transpose(k), q); }), "contiguous"));
 }
 
@@ -124,7 +124,8 @@ TEST(GraphShapes, MulMatIdChecksExpertsTokensAndIds) {
     const std::string m = error_of([&] { g.mul_mat_id(w, x, ids4); });
     EXPECT_TRUE(contains(m, "'ids4' i32 {2, 4, 1, 1}")) << m;
     Tensor* x3 = g.input("x3", SY_TYPE_F32, {16, 3, 5});
-    EXPECT_TRUE(contains(error_of([&] { g.mul_mat_id(w, x3, ids); }), "x.ne1 must be 1"));
+    EXPECT_TRUE(contains(error_of([&] { g.mul_mat_id(w, x3, ids); }),
+                         "src1 (X) ne1 must be 1 or ids.ne0 (U) 2, got 3"));
 }
 
 TEST(GraphShapes, GetRowsGathersAlongNe1) {
@@ -136,7 +137,8 @@ TEST(GraphShapes, GetRowsGathersAlongNe1) {
     EXPECT_EQ(rows->type(), SY_TYPE_F32);
     EXPECT_TRUE(contains(error_of([&] { g.get_rows(emb, tok, SY_TYPE_F16); }), "result type f16"));
     Tensor* ftok = g.input("ftok", SY_TYPE_F32, {7});
-    EXPECT_TRUE(contains(error_of([&] { g.get_rows(emb, ftok); }), "ids must be i32"));
+    EXPECT_TRUE(
+        contains(error_of([&] { g.get_rows(emb, ftok); }), "src1 (ids) must be i32, got f32"));
 }
 
 TEST(GraphShapes, RopeChecksPositionsAndDims) {
@@ -214,6 +216,42 @@ TEST(GraphShapes, NamedOpCarriesNameVersionAndParams) {
     EXPECT_EQ(n.iparams[0], 1);
     EXPECT_EQ(y->shape(), (Shape{32, 2, 5}));
     EXPECT_THROW(g.named("moe.x", 1, {up}, SY_TYPE_F32, {0}), Error);
+}
+
+// The schemas of named_ops.h have rules (op_contract.hpp): a result that breaks them, or sources
+// that do, are refused; a backend's own named op is its provider's to check.
+TEST(GraphShapes, NamedOpsOfKnownSchemasAreChecked) {
+    Graph g;
+    Tensor* up = g.weight("up", SY_TYPE_F32, {16, 32, 8});
+    Tensor* gate = g.weight("gate", SY_TYPE_F32, {16, 32, 8});
+    Tensor* x = g.input("x", SY_TYPE_F32, {16, 1, 5});
+    Tensor* ids = g.input("ids", SY_TYPE_I32, {2, 5});
+    const std::string wrong_shape = error_of([&] {
+        g.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION, {up, gate, x, ids},
+                SY_TYPE_F32, {32, 5, 2});
+    });
+    EXPECT_TRUE(contains(wrong_shape, "moe.fused_up_gate v1(")) << wrong_shape;
+    EXPECT_TRUE(
+        contains(wrong_shape, "f32 {32, 5, 2, 1} differs from the schema's f32 {32, 2, 5, 1}"))
+        << wrong_shape;
+    Tensor* small_gate = g.weight("small_gate", SY_TYPE_F32, {16, 16, 8});
+    const std::string wrong_gate = error_of([&] {
+        g.named(SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+                {up, small_gate, x, ids}, SY_TYPE_F32, {32, 2, 5});
+    });
+    EXPECT_TRUE(contains(wrong_gate, "src1 (gate experts) {16, 16, 8, 1}")) << wrong_gate;
+    Tensor* q = g.input("q", SY_TYPE_F32, {24, 5, 4});
+    Tensor* cache = g.input("cache", SY_TYPE_F16, {24, 9});
+    Tensor* latent = g.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, cache}, SY_TYPE_F32,
+                             {16, 5, 4}, {.iparams = {0, 0, 8}});
+    EXPECT_EQ(latent->shape(), (Shape{16, 5, 4}));
+    EXPECT_TRUE(contains(error_of([&] {
+                             g.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, cache},
+                                     SY_TYPE_F32, {16, 5, 4}, {.iparams = {0, 0, 24}});
+                         }),
+                         "the rope width (iparams[2]) = 24 must lie in [0, 24)"));
+    // Unknown to the SDK: any sources, the caller's result.
+    EXPECT_EQ(g.named("vendor.op", 3, {q, ids}, SY_TYPE_F16, {7})->type(), SY_TYPE_F16);
 }
 
 TEST(GraphShapes, TensorsOfAnotherGraphAreRefused) {

@@ -49,9 +49,11 @@ inline ExpertOperands expert_operands(int32_t op, const char* named_op, uint32_t
     return e;
 }
 
+// By the sources present (a caller need not set n_src).
 inline ExpertOperands expert_operands(const sy_node& node) {
-    return expert_operands(node.op, node.named_op, node.named_op_version,
-                           node.n_src > 0 ? size_t(node.n_src) : 0);
+    size_t present = 0;
+    while (present < SY_MAX_SRC && node.src[present] != nullptr) ++present;
+    return expert_operands(node.op, node.named_op, node.named_op_version, present);
 }
 
 // The experts a batch of `pairs` (token, expert) choices can touch out of `experts`.

@@ -202,29 +202,8 @@ const sy_tensor& destination(const sy_node& node) {
     return *node.dst;
 }
 
-void require_float(const sy_node& node, const sy_tensor& t, const char* role) {
-    if (!sdk::is_float_type(t.type))
-        fail(node, role_name(t, role) + " has type " + type_name(t.type) +
-                       "; expected a float type (f32, f16, bf16)");
-}
-
 bool is_block_type(int32_t type) {
     return sy_dtype_info(type).block_size > 1 && quants::can_dequantize(type);
-}
-
-void require_float_or_block(const sy_node& node, const sy_tensor& t, const char* role) {
-    if (is_block_type(t.type)) {
-        const sy_dtype_traits info = sy_dtype_info(t.type);
-        if (t.ne[0] % info.block_size != 0)
-            fail(node, role_name(t, role) + " " + shape_string(t) + " of type " +
-                           type_name(t.type) + ": ne0 must be a multiple of the block size " +
-                           std::to_string(info.block_size));
-        if (t.nb[0] != info.type_size)
-            fail(node, role_name(t, role) + ": nb0 must be the block size in bytes (" +
-                           std::to_string(info.type_size) + ") for type " + type_name(t.type));
-        return;
-    }
-    require_float(node, t, role);
 }
 
 SourceReader::SourceReader(const sy_tensor& t) : t_(t) {
@@ -245,39 +224,6 @@ SourceReader::SourceReader(const sy_tensor& t) : t_(t) {
 double SourceReader::operator()(int64_t i0, int64_t i1, int64_t i2, int64_t i3) const {
     if (dense_.empty()) return read_element(t_, i0, i1, i2, i3);
     return dense_[size_t(i0 + t_.ne[0] * (i1 + t_.ne[1] * (i2 + t_.ne[2] * i3)))];
-}
-
-void require_type(const sy_node& node, const sy_tensor& t, int32_t type, const char* role) {
-    if (t.type != type)
-        fail(node, role_name(t, role) + " has type " + type_name(t.type) + "; expected " +
-                       type_name(type));
-}
-
-void require_same_shape(const sy_node& node, const sy_tensor& a, const char* role_a,
-                        const sy_tensor& b, const char* role_b) {
-    for (int d = 0; d < SY_MAX_DIMS; ++d)
-        if (a.ne[d] != b.ne[d])
-            fail(node, role_name(a, role_a) + " " + shape_string(a) + " and " +
-                           role_name(b, role_b) + " " + shape_string(b) + " differ in shape");
-}
-
-void require_shape(const sy_node& node, const sy_tensor& t, const char* role, int64_t ne0,
-                   int64_t ne1, int64_t ne2, int64_t ne3) {
-    const int64_t want[4] = {ne0, ne1, ne2, ne3};
-    for (int d = 0; d < SY_MAX_DIMS; ++d)
-        if (t.ne[d] != want[d])
-            fail(node, role_name(t, role) + " has shape " + shape_string(t) + "; expected {" +
-                           std::to_string(ne0) + ", " + std::to_string(ne1) + ", " +
-                           std::to_string(ne2) + ", " + std::to_string(ne3) + "}");
-}
-
-void require_broadcasts(const sy_node& node, const sy_tensor& src, const char* role,
-                        const sy_tensor& dst) {
-    for (int d = 0; d < SY_MAX_DIMS; ++d)
-        if (src.ne[d] == 0 || dst.ne[d] % src.ne[d] != 0)
-            fail(node, role_name(src, role) + " " + shape_string(src) +
-                           " does not broadcast to dst " + shape_string(dst) + " (dimension " +
-                           std::to_string(d) + ")");
 }
 
 int64_t read_index(const sy_node& node, const sy_tensor& t, const char* role, int64_t limit,

@@ -1,5 +1,6 @@
-// Shared pieces of the reference: contract checks that throw std::invalid_argument with the op
-// and tensor named, element access by logical index, and the dst value array.
+// Shared pieces of the reference: failures that throw std::invalid_argument with the op and
+// tensor named, the descriptors the reference can read, element access by logical index, and
+// the dst value array. The op's shape and type rules are op_contract.hpp's (evaluate.cpp).
 #pragma once
 
 #include <cstdint>
@@ -23,12 +24,8 @@ const sy_tensor& source(const sy_node& node, int i, const char* role);
 const sy_tensor* optional_source(const sy_node& node, int i, const char* role);
 const sy_tensor& destination(const sy_node& node);
 
-void require_float(const sy_node& node, const sy_tensor& t, const char* role);
 // The block types switchyard_quants dequantizes (Q4_0 .. IQ4_XS, Q8_1, Q8_K).
 bool is_block_type(int32_t type);
-// A float type, or a block type laid out as ops.h says: ne0 a multiple of the block size and
-// nb0 the block's bytes (rows are whole blocks; nb1..nb3 are free).
-void require_float_or_block(const sy_node& node, const sy_tensor& t, const char* role);
 
 // Reads a source by logical index: block-typed tensors are dequantized once, row by row
 // through their strides (switchyard_quants); every other type goes through read_element.
@@ -41,15 +38,6 @@ class SourceReader {
     const sy_tensor& t_;
     std::vector<float> dense_;  // logical order; empty for non-block types
 };
-
-void require_type(const sy_node& node, const sy_tensor& t, int32_t type, const char* role);
-void require_same_shape(const sy_node& node, const sy_tensor& a, const char* role_a,
-                        const sy_tensor& b, const char* role_b);
-void require_shape(const sy_node& node, const sy_tensor& t, const char* role, int64_t ne0,
-                   int64_t ne1, int64_t ne2, int64_t ne3);
-// Each dimension of `src` divides the corresponding dimension of `dst`.
-void require_broadcasts(const sy_node& node, const sy_tensor& src, const char* role,
-                        const sy_tensor& dst);
 
 // An index read from an I32 tensor, checked to lie in [0, limit) or be SY_ID_NONE.
 int64_t read_index(const sy_node& node, const sy_tensor& t, const char* role, int64_t limit,

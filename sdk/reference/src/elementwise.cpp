@@ -26,19 +26,16 @@ double sigmoid(double x) {
 std::vector<double> elementwise(const sy_node& node) {
     const sy_tensor& dst = destination(node);
     const sy_tensor& a = source(node, 0, "src0");
-    require_float(node, a, "src0");
-    require_float(node, dst, "dst");
-    require_same_shape(node, a, "src0", dst, "dst");
 
     Result out(dst);
     if (node.op == SY_OP_ADD || node.op == SY_OP_MUL || node.op == SY_OP_DIV) {
         const sy_tensor& b = source(node, 1, "src1");
-        require_float(node, b, "src1");
-        require_broadcasts(node, b, "src1", dst);
         for_each_index(dst.ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
             const double x = at(a, i0, i1, i2, i3);
             const double y = at(b, i0 % b.ne[0], i1 % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
-            out.at(i0, i1, i2, i3) = node.op == SY_OP_ADD ? x + y : node.op == SY_OP_MUL ? x * y : x / y;
+            out.at(i0, i1, i2, i3) = node.op == SY_OP_ADD   ? x + y
+                                     : node.op == SY_OP_MUL ? x * y
+                                                            : x / y;
         });
         return out.values;
     }

@@ -1,8 +1,10 @@
-// evaluate(): node checks common to every op, dispatch to the op families, rounding to dst.
+// evaluate(): the op contract (op_contract.hpp) and the descriptors the reference can read,
+// dispatch to the op families, rounding to dst.
 #include <cstddef>
 #include <cstring>
 
 #include "contract.hpp"
+#include "switchyard/op_contract.hpp"
 #include "switchyard/quants.hpp"
 
 namespace sy::reference {
@@ -27,6 +29,11 @@ std::vector<double> evaluate(const sy_node& node) {
     if (node.n_src < 0 || node.n_src > SY_MAX_SRC)
         fail(node, "n_src " + std::to_string(node.n_src) + " is out of range [0, 8]");
     const sy_tensor& dst = destination(node);
+    static constexpr const char* kRoles[SY_MAX_SRC] = {"src0", "src1", "src2", "src3",
+                                                       "src4", "src5", "src6", "src7"};
+    for (int i = 0; i < node.n_src; ++i) optional_source(node, i, kRoles[i]);
+    if (implements(node.op, node.named_op, node.named_op_version))
+        if (const std::string why = sdk::check_op(node); !why.empty()) fail(node, why);
 
     std::vector<double> values;
     switch (node.op) {

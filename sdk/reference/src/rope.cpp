@@ -42,13 +42,6 @@ std::vector<double> rope(const sy_node& node) {
     const sy_tensor& dst = destination(node);
     const sy_tensor& x = source(node, 0, "src0");
     const sy_tensor& pos = source(node, 1, "src1 (positions)");
-    require_float(node, x, "src0");
-    require_float(node, dst, "dst");
-    require_type(node, pos, SY_TYPE_I32, "src1 (positions)");
-    require_shape(node, x, "src0", x.ne[0], x.ne[1], x.ne[2], 1);
-    require_same_shape(node, x, "src0", dst, "dst");
-    require_shape(node, pos, "src1 (positions)", x.ne[2], 1, 1, 1);
-
     RopeParams r{};
     r.n_dims = node.iparams[0];
     r.neox = node.iparams[1] == SY_ROPE_NEOX;
@@ -59,16 +52,6 @@ std::vector<double> rope(const sy_node& node) {
     r.attn_factor = node.fparams[3];
     r.beta_fast = node.fparams[4];
     r.beta_slow = node.fparams[5];
-    if (r.n_dims <= 0 || r.n_dims % 2 != 0 || r.n_dims > x.ne[0])
-        fail(node, "n_dims iparams[0] = " + std::to_string(r.n_dims) +
-                       " must be even, > 0 and <= D = " + std::to_string(x.ne[0]));
-    if (node.iparams[1] != SY_ROPE_NORMAL && node.iparams[1] != SY_ROPE_NEOX)
-        fail(node, "mode iparams[1] = " + std::to_string(node.iparams[1]) +
-                       " must be 0 (normal) or 2 (NeoX)");
-    if (!(r.freq_base > 0) || !(r.freq_scale > 0))
-        fail(node, "freq_base and freq_scale (fparams[0], [1]) must be > 0");
-    if (r.ext_factor != 0 && !(r.n_ctx_orig > 0 && r.beta_fast > 0 && r.beta_slow > 0))
-        fail(node, "YaRN (ext_factor != 0) needs n_ctx_orig, beta_fast and beta_slow > 0");
 
     Result out(dst);
     const int64_t half = r.n_dims / 2;

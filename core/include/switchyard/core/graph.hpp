@@ -143,8 +143,9 @@ class Graph {
     Tensor* cpy(Tensor* a, Tensor* dst);    // copy into an existing tensor (a cache view); -> dst
     Tensor* cont(Tensor* a);                // packed copy of a (transposed) view
 
-    // A plugin-provided op (named_ops.h). The core does not know its shape rules: the caller
-    // gives the result's type and shape; the backend checks the rest.
+    // A plugin-provided op (named_ops.h): the caller gives the result's type and shape. Those of
+    // the schemas in named_ops.h are checked against their rules (op_contract.hpp); a backend's
+    // own named op is checked by the backend that provides it.
     Tensor* named(std::string name, uint32_t schema_version, std::span<Tensor* const> srcs,
                   sy_dtype type, const Shape& shape, const NamedOpParams& params = {});
     Tensor* named(std::string name, uint32_t schema_version, std::initializer_list<Tensor*> srcs,
@@ -184,8 +185,12 @@ class Graph {
                      uint64_t offset);
     // Appends a node writing a new packed tensor of `type` and `shape`.
     Tensor* add_node(sy_op op, std::vector<Tensor*> src, sy_dtype type, const Shape& shape);
-    Tensor* unary(sy_op op, Tensor* a);
-    Tensor* elementwise(sy_op op, Tensor* a, Tensor* b);
+    // Appends `draft` (op, sources, parameters) after checking it against the op contract
+    // (op_contract.hpp), with the result's type and shape the contract infers. `type`: the
+    // result type where the caller chooses it (SY_TYPE_NONE: the op's own); `shape`: the result
+    // a named op's caller gives, or {k} for top_k.
+    Tensor* add_checked(Node draft, sy_dtype type = SY_TYPE_NONE,
+                        const Shape& shape = {});
     void check_mine(const char* what, std::initializer_list<const Tensor*> ts) const;
 
     uint64_t serial_;
