@@ -44,32 +44,18 @@ uint64_t read_bytes(const Tensor& t, const ExpertUse& use) {
     return bytes / static_cast<uint64_t>(use.experts) * static_cast<uint64_t>(use.touched);
 }
 
-// Floating-point operations of a node: 2 K N per product row for the matrix products, one per
-// result element otherwise.
-double node_flops(const Node& node, const ExpertUse& use) {
-    const Tensor& d = *node.dst;
-    if (node.op == SY_OP_MUL_MAT) {
-        const Tensor& a = *node.src[0];
-        return 2.0 * double(a.ne(0)) * double(d.elements());
-    }
-    if (use.experts > 0) {
-        const double k = double(use.weights[0]->ne(0));
-        return 2.0 * k * double(d.elements()) * double(use.weights.size());
-    }
-    return double(d.elements());
-}
-
-// The roofline default: max(flops / peak, bytes / memory bandwidth) + launch overhead.
-double roofline_ns(const BackendInfo& b, const Node& node, const ExpertUse& use) {
-    double bytes = double(node.dst->bytes());
-    for (const Tensor* s : node.src) bytes += double(read_bytes(*s, use));
-    const sy_dtype w = node.src.empty() ? SY_TYPE_F32 : node.src[0]->type();
+// The roofline default over the op's work (sdk::op_work): max(flops / peak, bytes / memory
+// bandwidth) + launch overhead, the peak of src0's type (f32 lanes, f16 units, int8 for blocks).
+double roofline_ns(const BackendInfo& b, const sy_node& raw) {
+    const sdk::OpWork work = sdk::op_work(raw);
+    const int32_t w = raw.src[0] ? raw.src[0]->type : SY_TYPE_F32;
     const double peak = w == SY_TYPE_F32                          ? b.props.peak_flops_f32
                         : (w == SY_TYPE_F16 || w == SY_TYPE_BF16) ? b.props.peak_flops_f16
                                                                   : b.props.peak_flops_int8;
     double ns = 0;
-    if (peak > 0) ns = std::max(ns, node_flops(node, use) / peak * 1e9);
-    if (b.props.memory_bandwidth > 0) ns = std::max(ns, bytes / b.props.memory_bandwidth * 1e9);
+    if (peak > 0) ns = std::max(ns, work.flops / peak * 1e9);
+    if (b.props.memory_bandwidth > 0)
+        ns = std::max(ns, work.bytes / b.props.memory_bandwidth * 1e9);
     return ns + b.props.launch_overhead_ns;
 }
 
@@ -418,7 +404,7 @@ class Placer {
             } else if (backend.estimate && (compute = backend.estimate(raw))) {
                 c.source = CostSource::hint;
             }
-            c.compute_ns = compute ? *compute : roofline_ns(backend, node, use);
+            c.compute_ns = compute ? *compute : roofline_ns(backend, raw);
             for (const Tensor* s : node.src) {
                 const auto [ns, bytes] = transfer(*s, use, c.backend);
                 c.transfer_ns += ns;

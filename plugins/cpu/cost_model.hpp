@@ -1,9 +1,10 @@
 // The CPU device's cost model: a roofline plus a fixed cost per node.
 //   time = max(flops / peak_flops, bytes / memory_bandwidth) + launch_overhead
-// flops and bytes are counted per op from the node's shapes (cost_model.cpp); the rates come from
+// flops and bytes are counted per op from the node's shapes (sdk::op_work); the rates come from
 // CpuBackend (peak from threads x lanes x 2 x clock, bandwidth and overhead measured once).
 #pragma once
 
+#include "switchyard/op_work.hpp"
 #include "switchyard/plugin.h"
 
 namespace sy::cpu {
@@ -14,14 +15,7 @@ struct CostRates {
     double launch_overhead_ns = 0.0;
 };
 
-struct NodeWork {
-    double flops = 0.0;  // arithmetic operations (an FMA counts 2; exp and friends count ~10)
-    double bytes = 0.0;  // bytes read and written at least once
-};
-
-// The work of a node that validate_node accepted.
-NodeWork node_work(const sy_node& node);
-
-double estimate_ns(const CostRates& rates, const NodeWork& work);
+// `work`: sdk::op_work of a node that validate_node accepted.
+double estimate_ns(const CostRates& rates, const sdk::OpWork& work);
 
 }  // namespace sy::cpu

@@ -121,7 +121,7 @@ sy_status CpuBackend::estimate(int32_t /*device*/, const sy_node* node, double* 
                                                 validation_rules());
         s.code)
         return s;
-    *nanoseconds = estimate_ns(rates().cost, node_work(*node));
+    *nanoseconds = estimate_ns(rates().cost, sdk::op_work(*node));
     return sdk::ok();
 }
 

@@ -250,21 +250,9 @@ sy_status CudaBackend::supports(int32_t /*device*/, const sy_node* node, int32_t
     return sdk::ok();
 }
 
-namespace {
-
-double tensor_bytes(const sy_tensor* t) {
-    if (t == nullptr) return 0;
-    const sy_dtype_traits tr = sy_dtype_info(t->type);
-    if (tr.block_size <= 0) return 0;
-    return double(sdk::nelements(*t)) / tr.block_size * tr.type_size;
-}
-
-}  // namespace
-
-// A roofline: the larger of bytes over memory bandwidth and FLOPs over the rate of the unit
-// that runs them (tensor cores for cuBLAS products, int8 dp4a for small-batch block products,
-// FP32 lanes otherwise), plus one launch. Expert products count only the experts the batch can
-// touch (at most U * T of E).
+// A roofline over sdk::op_work: the larger of bytes over memory bandwidth and flops over the
+// rate of the unit that runs them (tensor cores for cuBLAS products, int8 dp4a for small-batch
+// block products, FP32 lanes otherwise), plus one launch.
 sy_status CudaBackend::estimate(int32_t device, const sy_node* node, double* nanoseconds) {
     if (nanoseconds == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "estimate: result pointer is NULL");
@@ -275,24 +263,16 @@ sy_status CudaBackend::estimate(int32_t device, const sy_node* node, double* nan
     std::lock_guard<std::mutex> lock(mutex_);
     Device& d = devices_[size_t(device)];
     const LinkRates& link = link_rates(d);
-    double bytes = tensor_bytes(node->dst);
-    for (const sy_tensor* s : node->src) bytes += tensor_bytes(s);
-    double flops = double(sdk::nelements(*node->dst)) * 4.0;
+    const sdk::OpWork work = sdk::op_work(*node);
     double rate = d.peak_flops_f32;
-    if (node->op == SY_OP_MUL_MAT || node->op == SY_OP_MUL_MAT_ID) {
+    if (node->op == SY_OP_MUL_MAT || sdk::expert_operands(*node).any()) {
         const sy_tensor& w = *node->src[0];
-        flops = 2.0 * double(w.ne[0]) * double(sdk::nelements(*node->dst));
         const bool blocks = sy_dtype_info(w.type).block_size > 1;
         rate = w.type == SY_TYPE_F32 ? d.peak_flops_f32
                : blocks              ? d.peak_flops_int8 / 4
                                      : d.peak_flops_f16;
-        if (node->op == SY_OP_MUL_MAT_ID) {
-            const sdk::ExpertReach reach = sdk::expert_reach(*node);
-            if (reach.experts > 0)
-                bytes -= tensor_bytes(&w) * (1.0 - reach.touched / reach.experts);
-        }
     }
-    const double seconds = std::max(bytes / d.memory_bandwidth, flops / rate);
+    const double seconds = std::max(work.bytes / d.memory_bandwidth, work.flops / rate);
     *nanoseconds = seconds * 1e9 + link.launch_ns;
     return sdk::ok();
 }

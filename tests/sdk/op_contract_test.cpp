@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "switchyard/named_ops.h"
+#include "switchyard/op_work.hpp"
 #include "switchyard/reference.hpp"
 #include "switchyard/sdk.hpp"
 #include "switchyard/validation.hpp"
@@ -224,6 +225,39 @@ TEST(OpContract, ResultsWithoutADstAndUnknownNamedOps) {
     EXPECT_TRUE(v.ok());
     EXPECT_FALSE(v.known);
     EXPECT_EQ(v.type, SY_TYPE_F16);
+}
+
+// The work every cost model starts from: a product's 2 K flops per result, the bytes of the
+// experts a batch can touch (not of all of them), the gathered rows of get_rows.
+TEST(OpWork, CountsWhatTheOpReadsAndComputes) {
+    Tensors t;
+    const int64_t K = 64, N = 32, E = 16;
+    sy_tensor* w = t.make(SY_TYPE_Q8_0, K, N, E);
+    sy_tensor* x = t.make(SY_TYPE_F32, K, 1, 2);
+    sy_tensor* ids = t.make(SY_TYPE_I32, 3, 2);  // 3 experts for each of 2 tokens: 6 of 16
+    sy_tensor* y = t.make(SY_TYPE_F32, N, 3, 2);
+    const double expert_bytes = sdk::element_bytes(w) / double(E);
+    const double small = sdk::element_bytes(x) + sdk::element_bytes(ids) + sdk::element_bytes(y);
+    const sdk::OpWork mm_id = sdk::op_work(node_of(SY_OP_MUL_MAT_ID, {w, x, ids}, y));
+    EXPECT_DOUBLE_EQ(mm_id.flops, 2.0 * K * N * 3 * 2);
+    EXPECT_DOUBLE_EQ(mm_id.bytes, 6 * expert_bytes + small);
+
+    sy_tensor* many = t.make(SY_TYPE_I32, 3, 40);  // 120 choices: every expert can be touched
+    const sdk::OpWork all = sdk::op_work(node_of(
+        SY_OP_MUL_MAT_ID, {w, t.make(SY_TYPE_F32, K, 1, 40), many}, t.make(SY_TYPE_F32, N, 3, 40)));
+    EXPECT_GE(all.bytes, sdk::element_bytes(w));
+
+    const sdk::OpWork fused =
+        sdk::op_work(node_of(SY_OP_NAMED, {w, w, x, ids}, y, SY_NAMED_MOE_FUSED_UP_GATE,
+                             SY_NAMED_MOE_FUSED_UP_GATE_VERSION));
+    EXPECT_DOUBLE_EQ(fused.flops, 2.0 * mm_id.flops);
+    EXPECT_DOUBLE_EQ(fused.bytes, 12 * expert_bytes + small);
+
+    sy_tensor* table = t.make(SY_TYPE_F16, 128, 1000);
+    sy_tensor* rows = t.make(SY_TYPE_I32, 4);
+    sy_tensor* out = t.make(SY_TYPE_F32, 128, 4);
+    const sdk::OpWork gather = sdk::op_work(node_of(SY_OP_GET_ROWS, {table, rows}, out));
+    EXPECT_DOUBLE_EQ(gather.bytes, 4 * 128 * 2 + sdk::element_bytes(rows) + 4 * 128 * 4);
 }
 
 }  // namespace
