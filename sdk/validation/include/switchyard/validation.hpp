@@ -1,5 +1,7 @@
-// The contract of every built-in op (ops.h) as checks a backend runs before it computes: types
-// against the backend's capability table, then tensor descriptors, shapes and parameters. A
+// The contract of every built-in op (ops.h) as checks a backend runs before it computes: tensor
+// descriptors, types against the backend's capability table, then the op's shapes, types and
+// parameters (op_contract.hpp, the rules the graph builder and the reference apply too) and the
+// index values a host backend reads. A
 // backend's supports() and compute() both call validate_node, so what supports() accepts is
 // exactly what compute() runs. Part of the SDK (Switchyard::validation) so that every backend
 // enforces the same contract with the same messages.
