@@ -7,6 +7,7 @@ packages=(
   libtomlplusplus-dev     # toml++: configuration
   libcli11-dev            # CLI11: the command line
   libfmt-dev nlohmann-json3-dev
+  libcpp-httplib-dev      # cpp-httplib: switchyard serve
   libicu-dev              # ICU: Unicode categories for the tokenizer's pre-tokenizer
   libre2-dev              # RE2: user regular expressions (-ot, placement rules) in linear time
   libcairo2-dev libfontconfig-dev fonts-dejavu-core # cairo: sweep charts (SVG, PNG)

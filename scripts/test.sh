@@ -90,8 +90,8 @@ asan_ok=1
 run_suite build-asan -L sanitize || asan_ok=0
 
 # ThreadSanitizer: only the targets of the tests labelled tsan (the CPU plugin's thread pool, the
-# scheduler with overlapped lanes, the executor) and what they load.
-tsan_targets=(cpu_thread_pool_test switchyard_scheduler_tests switchyard_executor_tests)
+# scheduler with overlapped lanes, the executor, the serving engine) and what they load.
+tsan_targets=(cpu_thread_pool_test switchyard_scheduler_tests switchyard_executor_tests engine_test)
 step "configure TSan" build-tsan/configure.log \
   cmake $(generator build-tsan) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSWITCHYARD_TSAN=ON -DSWITCHYARD_BUILD_TESTS=ON -DSWITCHYARD_CUDA=OFF

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
     sy::tools::Command batched_bench = sy::tools::add_batched_bench_command(app);
     sy::tools::Command calibrate = sy::tools::add_calibrate_command(app);
     sy::tools::Command tokenize = sy::tools::add_tokenize_command(app);
+    sy::tools::Command serve = sy::tools::add_serve_command(app);
 
     sy::tools::show_llama_spellings(app);
     try {
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("batched-bench")) return batched_bench();
         if (app.got_subcommand("calibrate")) return calibrate();
         if (app.got_subcommand("tokenize")) return tokenize();
+        if (app.got_subcommand("serve")) return serve();
     } catch (const sy::Error& e) {
         std::fprintf(stderr, "switchyard: error: %s\n", e.what());
         return 1;

@@ -43,6 +43,7 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-npp", "--n-prompt"},  // llama-batched-bench
     {"-ntg", "--n-gen"},
     {"-npl", "--n-parallel"},
+    {"-np", "--parallel"},  // llama-server
 };
 
 const LlamaSpelling* spelling_of(std::string_view word) {
