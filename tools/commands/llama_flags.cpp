@@ -44,6 +44,7 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-ntg", "--n-gen"},
     {"-npl", "--n-parallel"},
     {"-np", "--parallel"},  // llama-server
+    {"-cnv", "--conversation"},  // llama-cli
 };
 
 const LlamaSpelling* spelling_of(std::string_view word) {

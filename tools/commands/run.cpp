@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "commands/conversation.hpp"
 #include "commands/model_session.hpp"
 #include "commands/plan.hpp"
 #include "commands/prompt_escapes.hpp"
@@ -44,6 +45,8 @@ struct RunOptions {
     bool no_warmup = false;
     bool profile = false;
     bool verbose_plan = false;
+    bool conversation = false;  // -cnv, -i
+    bool multiline = false;
 
     // --chat, -sys and --chat-template each lay the prompt out as a conversation.
     bool chat_mode() const { return chat || !system_prompt.empty() || !chat_template.empty(); }
@@ -137,7 +140,27 @@ class NpyWriter {
     std::vector<float> data_;
 };
 
+// -cnv: the model and session as for a prompt, then turns from standard input.
+int run_conversation_mode(const RunOptions& o) {
+    if (!o.prompt_file.empty()) throw Error("-cnv takes no -f: type the messages, or give -p");
+    if (o.no_special) throw Error("--no-special cannot be combined with -cnv");
+    llm::validate(o.sampling);
+    LoadedModel loaded = load_model(o.model);
+    const std::unique_ptr<llm::Session> session = loaded.make_session();
+    check_session_memory(loaded, *session);
+    ConversationOptions c;
+    c.system_prompt = o.system_prompt;
+    c.chat_template = o.chat_template;
+    c.first_message = o.no_escape ? o.prompt : process_escapes(o.prompt);
+    c.params.sampling = o.sampling;
+    c.params.ignore_eos = o.ignore_eos;
+    c.params.max_tokens = o.n_predict < 0 ? -1 : o.n_predict;
+    c.multiline = o.multiline;
+    return run_conversation(loaded, *session, c);
+}
+
 int run_run(const RunOptions& o) {
+    if (o.conversation) return run_conversation_mode(o);
     if (o.prompt.empty() == o.prompt_file.empty())
         throw Error("run: give the prompt with exactly one of -p TEXT or -f FILE");
     // -p's escapes are processed (llama.cpp's default); a file's text is used as it is.
@@ -411,6 +434,11 @@ Command add_run_command(CLI::App& app) {
     cmd->add_option("--chat-template", o->chat_template,
                     "deepseek2 or deepseek3 instead of the file's tokenizer.chat_template "
                     "(implies --chat)");
+    cmd->add_flag("--conversation,-i,--interactive", o->conversation,
+                  "A conversation in the terminal with the model's chat template: turns from "
+                  "standard input (-p: the first), only each new turn evaluated, /exit to leave");
+    cmd->add_flag("--multiline-input", o->multiline,
+                  "With --conversation: a message is every line up to an empty one");
     cmd->add_option("--logits-out", o->logits_out,
                     "Write the logits of the prompt's and every generated position (float32 .npy)");
     return [o] { return run_run(*o); };
