@@ -48,7 +48,7 @@ m = re.search(r"([0-9.]+)\s*GB/s", membw.stdout)
 if m:
     membw_gbs = float(m.group(1))
 
-ctx = max(n_slots * (args.prompt + args.tokens + 16), 2 * (args.history + 600))
+ctx = n_slots * max(args.prompt + args.tokens + 16, args.history + 600)  # -c is split by -np
 cmd = [args.binary, "serve", "-m", args.model, "--port", "0", "-np", str(n_slots), "-c",
        str(ctx)]
 if args.threads:
@@ -84,6 +84,8 @@ def stream(prompt, max_tokens, out):
                  json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
                              "ignore_eos": True, "stream": True, "n_probs": 1}))
     resp = conn.getresponse()
+    if resp.status != 200:
+        sys.exit(f"HTTP {resp.status}: {resp.read().decode()}")
     first = last = None
     n = 0
     buf = b""

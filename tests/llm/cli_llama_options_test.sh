@@ -12,9 +12,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 m=$tmp/tiny.gguf
 run() { "$sy" run -m "$m" "$@"; }
 
-# An unknown single-dash option is named as typed, not split into -c nv (llama.cpp's -cnv).
-run -cnv -p hi >"$tmp/o" 2>"$tmp/e" && fail "-cnv accepted"
-grep -qx "unknown option -cnv" "$tmp/e" || fail "-cnv: $(cat "$tmp/e")"
+# An unknown single-dash option is named as typed, not split into -c ml (llama.cpp's -cml).
+run -cml -p hi >"$tmp/o" 2>"$tmp/e" && fail "-cml accepted"
+grep -qx "unknown option -cml" "$tmp/e" || fail "-cml: $(cat "$tmp/e")"
 run -p hi -c4096 >"$tmp/o" 2>"$tmp/e" && fail "-c4096 accepted"
 grep -qx "unknown option -c4096" "$tmp/e" || fail "-c4096: $(cat "$tmp/e")"
 run -p hi --no-such-thing >"$tmp/o" 2>"$tmp/e" && fail "--no-such-thing accepted"
