@@ -231,7 +231,7 @@ bool Engine::advance(Slot& slot, std::span<const float> logits) {
         finish = FinishReason::stop;
     } else {
         const size_t before = slot.text.size();
-        slot.text += tokenizer_.token_bytes(piece.token);
+        slot.text += tokenizer_.token_bytes(piece.token, params.special);
         for (const std::string& stop : params.stop) {
             // A stop string can end only in the new bytes.
             const size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;

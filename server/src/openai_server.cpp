@@ -9,6 +9,7 @@
 
 #include "switchyard/core/error.hpp"
 #include "think_splitter.hpp"
+#include "tool_calls.hpp"
 
 namespace sy::server {
 namespace {
@@ -169,6 +170,14 @@ std::string finish_name(const llm::CompletionResult& r) {
     return r.finish == llm::FinishReason::length ? "length" : "stop";
 }
 
+// An OpenAI tool call: {"index", "id", "type": "function", "function": {name, arguments}}.
+json tool_call_json(const ToolCall& call, size_t index) {
+    return {{"index", index},
+            {"id", "call_" + std::to_string(index)},
+            {"type", "function"},
+            {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
 json bytes_of(const std::string& s) {
     json b = json::array();
     for (unsigned char c : s) b.push_back(int(c));
@@ -220,7 +229,8 @@ class Handlers {
     // Checks the prompt's length and submits it; the errors a client can fix are 4xx.
     std::shared_ptr<llm::Completion> submit(std::vector<int32_t> prompt, const json& body,
                                             const char* prompt_field,
-                                            llm::CompletionParams* out_params, int n_probs) {
+                                            llm::CompletionParams* out_params, int n_probs,
+                                            bool special = false) {
         const int64_t capacity = engine_.slot_capacity();
         if (prompt.empty()) refuse(400, "the prompt is empty", prompt_field);
         if (int64_t(prompt.size()) >= capacity)
@@ -230,6 +240,7 @@ class Handlers {
                    prompt_field);
         llm::CompletionParams params = completion_params(body, capacity - int64_t(prompt.size()));
         params.n_probs = n_probs;
+        params.special = special;
         *out_params = params;
         try {
             return engine_.submit({std::move(prompt), params});
@@ -382,8 +393,11 @@ class Handlers {
         }
         // The prompt's text is the template's, markers and all: special tokens are parsed.
         std::vector<int32_t> prompt = tok_.encode(text, tok_.add_bos(), true);
+        // With tools the model may answer with tool-call markup: special tokens' text is kept
+        // for the parser, which takes the markup out.
+        const bool with_tools = tools && !tools->empty();
         llm::CompletionParams params;
-        auto completion = submit(std::move(prompt), body, "messages", &params, n_probs);
+        auto completion = submit(std::move(prompt), body, "messages", &params, n_probs, with_tools);
         const bool split = options_.reasoning == ReasoningFormat::deepseek;
         ThinkSplitter splitter(ThinkSplitter::starts_inside(text));
         const std::string id = next_id("chatcmpl-");
@@ -413,9 +427,26 @@ class Handlers {
             }
             if (split) splitter.finish(reasoning, content);
             const llm::CompletionResult r = finished(*completion);
+            std::vector<ToolCall> calls;
+            if (with_tools) {
+                ToolCallParser parser;
+                std::string answer;
+                parser.feed(content, answer, calls);
+                parser.finish(answer);
+                content = std::move(answer);
+            }
             json message = {{"role", "assistant"}, {"content", content}};
             if (split && !reasoning.empty()) message["reasoning_content"] = reasoning;
-            json choice = {{"index", 0}, {"message", message}, {"finish_reason", finish_name(r)}};
+            if (!calls.empty()) {
+                json list = json::array();
+                for (size_t i = 0; i < calls.size(); ++i)
+                    list.push_back(tool_call_json(calls[i], i));
+                message["tool_calls"] = list;
+                if (content.empty()) message["content"] = nullptr;
+            }
+            json choice = {{"index", 0},
+                           {"message", message},
+                           {"finish_reason", calls.empty() ? finish_name(r) : "tool_calls"}};
             choice["logprobs"] = n_probs > 0 ? json{{"content", content_logprobs}} : json(nullptr);
             json out = {{"id", id},
                         {"object", "chat.completion"},
@@ -428,6 +459,8 @@ class Handlers {
             return;
         }
         auto state = std::make_shared<ThinkSplitter>(splitter);
+        auto tool_parser = std::make_shared<ToolCallParser>();
+        auto n_calls = std::make_shared<size_t>(0);
         res.set_chunked_content_provider(
             "text/event-stream",
             [=, this](size_t, httplib::DataSink& sink) {
@@ -450,9 +483,22 @@ class Handlers {
                     completion->cancel();
                     return false;
                 }
-                const auto deltas = [&](const std::string& reasoning, const std::string& content,
-                                        json lp) {
+                const auto deltas = [&](const std::string& reasoning, std::string content, json lp,
+                                        bool last = false) {
                     json delta = json::object();
+                    if (with_tools) {
+                        std::string answer;
+                        std::vector<ToolCall> calls;
+                        tool_parser->feed(content, answer, calls);
+                        if (last) tool_parser->finish(answer);
+                        content = std::move(answer);
+                        if (!calls.empty()) {
+                            json list = json::array();
+                            for (const ToolCall& c : calls)
+                                list.push_back(tool_call_json(c, (*n_calls)++));
+                            delta["tool_calls"] = list;
+                        }
+                    }
                     if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
                     if (!content.empty()) delta["content"] = content;
                     if (delta.empty() && lp.is_null()) return true;
@@ -473,12 +519,12 @@ class Handlers {
                 }
                 std::string reasoning, content;
                 if (split) state->finish(reasoning, content);
-                deltas(reasoning, content, nullptr);
+                deltas(reasoning, content, nullptr, true);
                 const llm::CompletionResult r = completion->result();
                 if (r.finish == llm::FinishReason::error) {
                     send(error_body({500, r.error, "", "server_error"}));
                 } else {
-                    json last = chunk(json::object(), finish_name(r));
+                    json last = chunk(json::object(), *n_calls > 0 ? "tool_calls" : finish_name(r));
                     last["timings"] = timings(r);
                     send(last);
                     if (include_usage) {

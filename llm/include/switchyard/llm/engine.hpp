@@ -36,6 +36,7 @@ struct CompletionParams {
     std::vector<std::string> stop;  // texts that end the completion (left out of it)
     bool ignore_eos = false;
     int32_t n_probs = 0;  // alternatives reported per token (logprobs), 0 .. 20
+    bool special = false;  // the text of control tokens too (markup such as tool calls)
 };
 
 struct CompletionRequest {
