@@ -102,7 +102,10 @@ void Completion::finish(CompletionResult result) {
 // ---- Engine -------------------------------------------------------------------------------
 
 Engine::Engine(Session& session, const Tokenizer& tokenizer, const EngineOptions& options)
-    : session_(session), tokenizer_(tokenizer), max_queue_(options.max_queue) {
+    : session_(session),
+      tokenizer_(tokenizer),
+      max_queue_(options.max_queue),
+      cache_ram_bytes_(options.cache_ram_bytes) {
     if (options.slots < 1) throw Error("-np " + std::to_string(options.slots) + ": expected >= 1");
     if (options.max_queue < 0) throw Error("the queue limit must be >= 0");
     session_.set_sequences(options.slots);
@@ -172,10 +175,57 @@ EngineMetrics Engine::metrics() const {
     return metrics_;
 }
 
+void Engine::save_to_ram(const Slot& slot) {
+    const uint64_t bytes = session_.cache().sequence_bytes(int64_t(slot.cached.size()));
+    if (bytes > cache_ram_bytes_) return;
+    Saved saved{slot.cached, session_.save_prefix(slot.seq, int64_t(slot.cached.size()))};
+    // An entry this one extends holds nothing more.
+    for (auto it = ram_.begin(); it != ram_.end();) {
+        if (common_prefix(it->tokens, saved.tokens) == it->tokens.size()) {
+            ram_bytes_ -= it->bytes.size();
+            it = ram_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    ram_bytes_ += saved.bytes.size();
+    ram_.push_front(std::move(saved));
+    while (ram_bytes_ > cache_ram_bytes_) {
+        ram_bytes_ -= ram_.back().bytes.size();
+        ram_.pop_back();
+    }
+    std::lock_guard lock(mutex_);
+    ++metrics_.ram_saved_prefixes;
+    metrics_.ram_bytes = ram_bytes_;
+}
+
+// A prefix is worth saving when a request would otherwise drop at least this many tokens of it.
+constexpr size_t kMinSavedTokens = 16;
+
 void Engine::admit(Slot& slot, Job job) {
     const std::vector<int32_t>& prompt = job.request.prompt;
     // At least the prompt's last token is evaluated: its logits give the first new token.
-    const size_t reuse = std::min(common_prefix(slot.cached, prompt), prompt.size() - 1);
+    size_t reuse = std::min(common_prefix(slot.cached, prompt), prompt.size() - 1);
+    int64_t restored = 0;
+    if (cache_ram_bytes_ > 0) {
+        if (slot.cached.size() >= reuse + kMinSavedTokens) save_to_ram(slot);
+        // The saved prefix that gives the most of the prompt, if more than the slot has.
+        auto best = ram_.end();
+        size_t best_len = reuse;
+        for (auto it = ram_.begin(); it != ram_.end(); ++it) {
+            const size_t len = std::min(common_prefix(it->tokens, prompt), prompt.size() - 1);
+            if (len > best_len) best = it, best_len = len;
+        }
+        if (best != ram_.end()) {
+            session_.load_prefix(slot.seq, int64_t(best->tokens.size()), best->bytes);
+            slot.cached = best->tokens;
+            restored = int64_t(best_len) - int64_t(reuse);
+            reuse = best_len;
+            Saved used = std::move(*best);  // most recently used first
+            ram_.erase(best);
+            ram_.push_front(std::move(used));
+        }
+    }
     session_.truncate(slot.seq, int64_t(reuse));
     slot.cached.resize(reuse);
     slot.prompt_done = reuse;
@@ -193,6 +243,7 @@ void Engine::admit(Slot& slot, Job job) {
     slot.job = std::move(job);
     std::lock_guard lock(mutex_);
     metrics_.cached_tokens += int64_t(reuse);
+    metrics_.ram_restored_tokens += restored;
     ++metrics_.slots_busy;
 }
 

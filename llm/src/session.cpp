@@ -411,6 +411,22 @@ void Session::copy_prefix(int64_t src, int64_t dst, int64_t n) {
     seq_len_[size_t(dst)] = n;
 }
 
+std::vector<std::byte> Session::save_prefix(int64_t seq, int64_t n) {
+    check_sequence(seq, "save_prefix");
+    if (n < 0 || n > seq_len_[size_t(seq)])
+        throw Error("save_prefix: " + std::to_string(n) + " tokens of sequence " +
+                    std::to_string(seq) + ", which holds " + std::to_string(seq_len_[size_t(seq)]));
+    allocate();
+    return cache_->save_sequence(seq, n);
+}
+
+void Session::load_prefix(int64_t seq, int64_t n, std::span<const std::byte> bytes) {
+    check_sequence(seq, "load_prefix");
+    allocate();
+    cache_->load_sequence(seq, n, bytes);
+    seq_len_[size_t(seq)] = n;
+}
+
 void Session::rewind(int64_t n_past) {
     for (const int64_t len : seq_len_)
         if (n_past < 0 || n_past > len)

@@ -632,6 +632,12 @@ std::string prometheus(const llm::EngineMetrics& m, int64_t http_requests, int64
     metric("prompt_tokens_cached_total", "counter",
            "Prompt tokens found in a slot's cache (not evaluated).", double(m.cached_tokens));
     metric("tokens_predicted_total", "counter", "Tokens generated.", double(m.generated_tokens));
+    metric("prompt_tokens_ram_restored_total", "counter",
+           "Prompt tokens put back from the RAM cache (--cache-ram).",
+           double(m.ram_restored_tokens));
+    metric("ram_cache_saved_total", "counter", "Prefixes saved to the RAM cache.",
+           double(m.ram_saved_prefixes));
+    metric("ram_cache_bytes", "gauge", "Bytes the RAM cache holds.", double(m.ram_bytes));
     metric("prompt_seconds_total", "counter", "Time of steps that evaluated prompt tokens.",
            m.prompt_seconds);
     metric("tokens_predicted_seconds_total", "counter", "Time of steps that only decoded.",

@@ -127,6 +127,38 @@ TEST(Engine, APromptThatExtendsTheCacheIsEvaluatedOnlyPastIt) {
     EXPECT_EQ(engine.metrics().cached_tokens, 45 + int64_t(next.size()) - 1);
 }
 
+// A prefix a slot gave up to another request comes back from the RAM cache: the slot holds the
+// other request's tokens, yet the first conversation's next turn is evaluated only past it, and
+// gives the tokens a fresh evaluation gives.
+TEST(Engine, APrefixTheSlotGaveUpComesBackFromTheRamCache) {
+    TinyModel m(256);
+    Session session(*m.model, cpu_plugin());
+    Engine engine(session, *m.tokenizer, {.slots = 1, .cache_ram_bytes = uint64_t(64) << 20});
+    const std::vector<int32_t> first = prompt(60, 1);
+    const std::vector<int32_t> reply = tokens_of(*engine.submit({first, greedy(4)}));
+    const std::vector<int32_t> other = prompt(30, 9);
+    EXPECT_EQ(tokens_of(*engine.submit({other, greedy(4)})), alone(*m.model, other, 4));
+    std::vector<int32_t> next = first;
+    next.insert(next.end(), reply.begin(), reply.end());
+    const std::vector<int32_t> message = prompt(7, 3);
+    next.insert(next.end(), message.begin(), message.end());
+    const std::shared_ptr<Completion> c = engine.submit({next, greedy(6)});
+    EXPECT_EQ(tokens_of(*c), alone(*m.model, next, 6));
+    EXPECT_EQ(c->result().cached_tokens, 63) << "the first prompt and three reply tokens";
+    const EngineMetrics mx = engine.metrics();
+    EXPECT_EQ(mx.ram_restored_tokens, 63);
+    EXPECT_EQ(mx.ram_saved_prefixes, 2) << "the first conversation, then the other request";
+    EXPECT_GT(mx.ram_bytes, 0u);
+    // Without the RAM cache the same sequence of requests evaluates the turn whole.
+    Session plain_session(*m.model, cpu_plugin());
+    Engine plain(plain_session, *m.tokenizer, {.slots = 1});
+    tokens_of(*plain.submit({first, greedy(4)}));
+    tokens_of(*plain.submit({other, greedy(4)}));
+    const std::shared_ptr<Completion> d = plain.submit({next, greedy(6)});
+    tokens_of(*d);
+    EXPECT_EQ(d->result().cached_tokens, 0) << "the other request's tokens share no prefix";
+}
+
 TEST(Engine, StopStringsEndTheTextBeforeThem) {
     TinyModel m(256);
     Session session(*m.model, cpu_plugin());

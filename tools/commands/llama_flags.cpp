@@ -45,6 +45,7 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-npl", "--n-parallel"},
     {"-np", "--parallel"},  // llama-server
     {"-cnv", "--conversation"},  // llama-cli
+    {"-cram", "--cache-ram"},    // llama-server
 };
 
 const LlamaSpelling* spelling_of(std::string_view word) {

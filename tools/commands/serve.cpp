@@ -24,6 +24,7 @@ struct ServeOptions {
     int port = 8080;
     int64_t parallel = 1;
     int64_t max_queue = 256;
+    int64_t cache_ram_mib = 2048;
     std::string api_key;
     std::string alias;
     std::string chat_template;
@@ -61,7 +62,10 @@ int run_serve(const ServeOptions& o) {
     so.model_name =
         !o.alias.empty() ? o.alias : std::filesystem::path(o.model.model).filename().string();
 
-    llm::Engine engine(*session, tok, {.slots = o.parallel, .max_queue = o.max_queue});
+    llm::Engine engine(*session, tok,
+                       {.slots = o.parallel,
+                        .max_queue = o.max_queue,
+                        .cache_ram_bytes = uint64_t(o.cache_ram_mib) << 20});
     server::OpenAIServer http(engine, tok, chat_renderer(model.file(), o.chat_template), so);
     const int port = http.bind();
     std::fprintf(stderr, "serve: %lld slots of %lld tokens; listening on http://%s:%d\n",
@@ -104,6 +108,10 @@ Command add_serve_command(CLI::App& app) {
     cmd->add_option("--max-queue", o->max_queue,
                     "Requests that may wait for a slot; more get HTTP 503 (default 256)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+    cmd->add_option("--cache-ram", o->cache_ram_mib,
+                    "MiB of host memory for the prefixes slots give up, so that a later request "
+                    "with the same start gets them back (default 2048; 0: off)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
     cmd->add_option("--api-key", o->api_key,
                     "Require 'Authorization: Bearer KEY' on every request but /health");
     cmd->add_option("-a,--alias", o->alias, "The model's name in the API (default: the file name)");

@@ -10,7 +10,10 @@
 //
 // Prompt reuse: a slot keeps what its cache holds after a request; a new request goes to the
 // free slot whose cached tokens share the longest prefix with its prompt, and only the rest of
-// the prompt is evaluated (CompletionResult::cached_tokens).
+// the prompt is evaluated (CompletionResult::cached_tokens). With cache_ram_bytes, what a slot
+// held before a request with another prefix took it is saved to host memory (least recently
+// used first out), and a later request that begins with it gets it back instead of evaluating
+// it again.
 #pragma once
 
 #include <atomic>
@@ -35,7 +38,7 @@ struct CompletionParams {
     int64_t max_tokens = -1;        // -1: until the end of generation or the slot is full
     std::vector<std::string> stop;  // texts that end the completion (left out of it)
     bool ignore_eos = false;
-    int32_t n_probs = 0;  // alternatives reported per token (logprobs), 0 .. 20
+    int32_t n_probs = 0;   // alternatives reported per token (logprobs), 0 .. 20
     bool special = false;  // the text of control tokens too (markup such as tool calls)
 };
 
@@ -97,8 +100,9 @@ class Completion {
 };
 
 struct EngineOptions {
-    int64_t slots = 1;        // sequences of the session (-np)
-    int64_t max_queue = 256;  // requests waiting beyond the slots; more are refused
+    int64_t slots = 1;             // sequences of the session (-np)
+    int64_t max_queue = 256;       // requests waiting beyond the slots; more are refused
+    uint64_t cache_ram_bytes = 0;  // host memory for prefixes slots gave up (--cache-ram)
 };
 
 // Counters since the engine started (GET /metrics).
@@ -106,8 +110,11 @@ struct EngineMetrics {
     int64_t requests = 0;           // accepted
     int64_t requests_rejected = 0;  // refused: the queue was full
     int64_t requests_finished = 0;
-    int64_t prompt_tokens = 0;  // evaluated (cached ones not counted)
-    int64_t cached_tokens = 0;  // prompt tokens found in a slot's cache
+    int64_t prompt_tokens = 0;        // evaluated (cached ones not counted)
+    int64_t cached_tokens = 0;        // prompt tokens found in a slot's cache or the RAM cache
+    int64_t ram_restored_tokens = 0;  // of cached_tokens: put back from the RAM cache
+    int64_t ram_saved_prefixes = 0;   // prefixes saved to the RAM cache
+    uint64_t ram_bytes = 0;           // the RAM cache's size now
     int64_t generated_tokens = 0;
     double prompt_seconds = 0;  // of the steps that evaluated prompt tokens
     double decode_seconds = 0;  // of the steps that only decoded
@@ -164,8 +171,17 @@ class Engine {
         double started_at = 0, first_token_at = 0;
     };
 
+    // A prefix saved from a slot (cache_ram_bytes): its tokens and the cache's bytes for them.
+    struct Saved {
+        std::vector<int32_t> tokens;
+        std::vector<std::byte> bytes;
+    };
+
     void loop();
     void admit(Slot& slot, Job job);
+    // Saves what the slot holds to the RAM cache, dropping older entries it extends and the
+    // least recently used ones beyond the limit.
+    void save_to_ram(const Slot& slot);
     // Samples the slot's next token from `logits`, gives out its piece; false when the
     // completion ended.
     bool advance(Slot& slot, std::span<const float> logits);
@@ -178,7 +194,10 @@ class Engine {
     const Tokenizer& tokenizer_;
     int64_t capacity_ = 0;
     int64_t max_queue_ = 0;
+    uint64_t cache_ram_bytes_ = 0;
     std::vector<Slot> slots_;
+    std::deque<Saved> ram_;  // most recently used first; only the engine's thread touches it
+    uint64_t ram_bytes_ = 0;
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;

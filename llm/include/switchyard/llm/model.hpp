@@ -103,6 +103,15 @@ class KvCache {
     // Copies the first n tokens of sequence src into sequence dst, every layer (allocate()
     // first; throws sy::Error for a sequence out of range or n past a sequence's cells).
     void copy_sequence(int64_t src, int64_t dst, int64_t n);
+    // The first n tokens of sequence seq, every layer's K and V, as bytes in host memory (to be
+    // put back by load_sequence, into any sequence of a cache of the same model and layout).
+    // Throws sy::Error as copy_sequence.
+    std::vector<std::byte> save_sequence(int64_t seq, int64_t n) const;
+    // Writes what save_sequence gave for n tokens into sequence seq's first n cells. Throws
+    // sy::Error for bytes of another size.
+    void load_sequence(int64_t seq, int64_t n, std::span<const std::byte> bytes);
+    // Bytes save_sequence gives for n tokens.
+    uint64_t sequence_bytes(int64_t n) const;
 
     uint64_t bytes() const;  // allocated or not
     // Bytes of the layers on `plugin`'s device `device` (plugin nullptr: in host memory).

@@ -156,6 +156,11 @@ class Session {
     // cache cells are copied and dst continues at position n. Throws sy::Error for an unknown
     // sequence or more than src's length.
     void copy_prefix(int64_t src, int64_t dst, int64_t n);
+    // Sequence seq's first n tokens, saved to host memory (KvCache::save_sequence), and put back
+    // into a sequence, which then continues at position n (a prefix kept while its slot served
+    // others). Throw sy::Error as copy_prefix, or for bytes of another size.
+    std::vector<std::byte> save_prefix(int64_t seq, int64_t n);
+    void load_prefix(int64_t seq, int64_t n, std::span<const std::byte> bytes);
 
     // Tokens that continue one sequence.
     struct SequenceTokens {
