@@ -14,7 +14,9 @@
 namespace sy::server {
 namespace {
 
-using nlohmann::json;
+// Objects keep their keys in order (as Python's dicts): a template's tojson of the tools shows
+// them as the client wrote them.
+using json = nlohmann::ordered_json;
 
 // An error the client caused (or a refusal), answered as an OpenAI error object.
 struct RequestError {
@@ -186,7 +188,7 @@ json bytes_of(const std::string& s) {
 
 class Handlers {
   public:
-    Handlers(llm::Engine& engine, const llm::Tokenizer& tok, const ChatRenderer& chat,
+    Handlers(llm::Engine& engine, const llm::Tokenizer& tok, const llm::ChatFormatter& chat,
              const ServerOptions& options, std::atomic<int64_t>& ids)
         : engine_(engine), tok_(tok), chat_(chat), options_(options), ids_(ids) {}
 
@@ -386,13 +388,13 @@ class Handlers {
 
         std::string text;
         try {
-            text = chat_(normalized(*messages), tools ? *tools : empty_tools, true);
+            text = chat_.render(normalized(*messages), tools ? *tools : empty_tools, true);
         } catch (const Error& e) {
             refuse(400, std::string("the chat template cannot lay out these messages: ") + e.what(),
                    "messages");
         }
         // The prompt's text is the template's, markers and all: special tokens are parsed.
-        std::vector<int32_t> prompt = tok_.encode(text, tok_.add_bos(), true);
+        std::vector<int32_t> prompt = chat_.tokens(text);
         // With tools the model may answer with tool-call markup: special tokens' text is kept
         // for the parser, which takes the markup out.
         const bool with_tools = tools && !tools->empty();
@@ -612,7 +614,7 @@ class Handlers {
 
     llm::Engine& engine_;
     const llm::Tokenizer& tok_;
-    const ChatRenderer& chat_;
+    const llm::ChatFormatter& chat_;
     const ServerOptions& options_;
     std::atomic<int64_t>& ids_;
 };
@@ -663,11 +665,11 @@ std::string prometheus(const llm::EngineMetrics& m, int64_t http_requests, int64
 
 }  // namespace
 
-OpenAIServer::OpenAIServer(llm::Engine& engine, const llm::Tokenizer& tokenizer, ChatRenderer chat,
-                           ServerOptions options)
+OpenAIServer::OpenAIServer(llm::Engine& engine, const llm::Tokenizer& tokenizer,
+                           const llm::ChatFormatter& chat, ServerOptions options)
     : engine_(engine),
       tokenizer_(tokenizer),
-      chat_(std::move(chat)),
+      chat_(chat),
       options_(std::move(options)),
       http_(std::make_unique<httplib::Server>()) {
     routes();

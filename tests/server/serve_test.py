@@ -217,6 +217,53 @@ finally:
         code = None
     check(code == 0, f"serve exited with {code} after SIGTERM")
 
+# A real DeepSeek template from a file (--chat-template-file): tools and an earlier tool call
+# in the history are laid out by it, and the answer comes back.
+template = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "chat-templates",
+                        "deepseek-ai-DeepSeek-V3.1.jinja")
+server = subprocess.Popen([BIN, "serve", "-m", model, "--port", "0", "-c", "1024",
+                           "--api-key", KEY, "--chat-template-file", template],
+                          stderr=subprocess.PIPE, text=True)
+port = None
+while True:
+    line = server.stderr.readline()
+    if not line:
+        break
+    log.append(line)
+    m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+    if m:
+        port = int(m.group(1))
+        break
+check(port is not None, "serve with --chat-template-file did not start")
+check(any("--chat-template-file" in l for l in log), "the template's source is not reported")
+try:
+    tools = [{"type": "function", "function": {
+        "name": "get_weather", "description": "Weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}}]
+    history = [{"role": "user", "content": "Weather in Paris?"},
+               {"role": "assistant", "content": "", "tool_calls": [{
+                   "id": "call_0", "type": "function",
+                   "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+               {"role": "tool", "content": "18 C, sunny"}]
+    status, reply = request(port, "POST", "/v1/chat/completions",
+                            {"messages": history, "tools": tools, "max_tokens": 4,
+                             "temperature": 0, "ignore_eos": True})
+    check(status == 200 and reply["object"] == "chat.completion", f"tools chat: {status} {reply}")
+    check(reply["usage"]["prompt_tokens"] > 40, f"the tools were not laid out: {reply['usage']}")
+    events = stream(port, "/v1/chat/completions",
+                    {"messages": history, "tools": tools, "max_tokens": 4, "stream": True,
+                     "ignore_eos": True})
+    check(events[-1] == "[DONE]", "tools stream")
+finally:
+    server.send_signal(signal.SIGTERM)
+    try:
+        code = server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        code = None
+    check(code == 0, f"serve exited with {code} after SIGTERM")
+
 if failures:
     print("".join(log[-20:]), file=sys.stderr)
     sys.exit(f"{len(failures)} checks failed")

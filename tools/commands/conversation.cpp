@@ -7,8 +7,8 @@
 #include <iostream>
 #include <memory>
 
-#include "commands/chat_renderer.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/llm/chat_formatter.hpp"
 #include "switchyard/llm/tokenizer.hpp"
 
 namespace sy::tools {
@@ -52,14 +52,17 @@ std::optional<std::string> read_message(bool multiline) {
 int run_conversation(LoadedModel& loaded, llm::Session& session, const ConversationOptions& o) {
     const llm::Model& model = *loaded.model;
     const llm::Tokenizer tok = llm::Tokenizer::for_model(model.file(), model.n_vocab());
-    const server::ChatRenderer render = chat_renderer(model.file(), o.chat_template);
-    nlohmann::json messages = nlohmann::json::array();
+    const llm::ChatFormatter chat =
+        llm::ChatFormatter::for_model(model.file(), tok, o.chat_template_file, o.chat_template);
+    const nlohmann::ordered_json no_tools = nlohmann::ordered_json::array();
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     if (!o.system_prompt.empty())
         messages.push_back({{"role", "system"}, {"content", o.system_prompt}});
     // Throws now, naming the template, if the file has none this can lay out.
-    render(
-        messages.empty() ? nlohmann::json::array({{{"role", "user"}, {"content", ""}}}) : messages,
-        nlohmann::json::array(), true);
+    chat.render(messages.empty()
+                    ? nlohmann::ordered_json::array({{{"role", "user"}, {"content", "hi"}}})
+                    : messages,
+                no_tools, true);
 
     llm::Engine engine(session, tok, {.slots = 1, .max_queue = 1});
     struct sigaction action = {};
@@ -91,8 +94,7 @@ int run_conversation(LoadedModel& loaded, llm::Session& session, const Conversat
         messages.push_back({{"role", "user"}, {"content", *text}});
         std::vector<int32_t> prompt;
         try {
-            prompt =
-                tok.encode(render(messages, nlohmann::json::array(), true), tok.add_bos(), true);
+            prompt = chat.tokens(chat.render(messages, no_tools, true));
         } catch (const Error& e) {
             std::fprintf(stderr, "conversation: %s\n", e.what());
             messages.erase(messages.end() - 1);

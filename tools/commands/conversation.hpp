@@ -12,8 +12,9 @@ namespace sy::tools {
 
 struct ConversationOptions {
     std::string system_prompt;
-    std::string chat_template;  // a layout name, "" for the file's
-    std::string first_message;  // -p: the first user turn, sent without asking
+    std::string chat_template;       // a layout name, "" for the file's template
+    std::string chat_template_file;  // a Jinja file instead of the file's template
+    std::string first_message;       // -p: the first user turn, sent without asking
     llm::CompletionParams params;
     bool multiline = false;  // --multiline-input: a message ends at an empty line
 };

@@ -41,6 +41,7 @@ struct RunOptions {
     bool chat = false;
     std::string system_prompt;
     std::string chat_template;
+    std::string chat_template_file;  // -cnv
     std::string logits_out;
     bool no_warmup = false;
     bool profile = false;
@@ -151,6 +152,7 @@ int run_conversation_mode(const RunOptions& o) {
     ConversationOptions c;
     c.system_prompt = o.system_prompt;
     c.chat_template = o.chat_template;
+    c.chat_template_file = o.chat_template_file;
     c.first_message = o.no_escape ? o.prompt : process_escapes(o.prompt);
     c.params.sampling = o.sampling;
     c.params.ignore_eos = o.ignore_eos;
@@ -437,6 +439,8 @@ Command add_run_command(CLI::App& app) {
     cmd->add_flag("--conversation,-i,--interactive", o->conversation,
                   "A conversation in the terminal with the model's chat template: turns from "
                   "standard input (-p: the first), only each new turn evaluated, /exit to leave");
+    cmd->add_option("--chat-template-file", o->chat_template_file,
+                    "With --conversation: a Jinja chat template instead of the file's");
     cmd->add_flag("--multiline-input", o->multiline,
                   "With --conversation: a message is every line up to an empty one");
     cmd->add_option("--logits-out", o->logits_out,

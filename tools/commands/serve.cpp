@@ -8,9 +8,9 @@
 #include <memory>
 #include <thread>
 
-#include "commands/chat_renderer.hpp"
 #include "commands/model_session.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/llm/chat_formatter.hpp"
 #include "switchyard/llm/engine.hpp"
 #include "switchyard/llm/tokenizer.hpp"
 #include "switchyard/server/openai_server.hpp"
@@ -28,6 +28,7 @@ struct ServeOptions {
     std::string api_key;
     std::string alias;
     std::string chat_template;
+    std::string chat_template_file;
     std::string reasoning_format = "deepseek";
     int timeout = 30;
 };
@@ -66,8 +67,11 @@ int run_serve(const ServeOptions& o) {
                        {.slots = o.parallel,
                         .max_queue = o.max_queue,
                         .cache_ram_bytes = uint64_t(o.cache_ram_mib) << 20});
-    server::OpenAIServer http(engine, tok, chat_renderer(model.file(), o.chat_template), so);
+    const llm::ChatFormatter chat =
+        llm::ChatFormatter::for_model(model.file(), tok, o.chat_template_file, o.chat_template);
+    server::OpenAIServer http(engine, tok, chat, so);
     const int port = http.bind();
+    std::fprintf(stderr, "serve: chats laid out by %s\n", chat.source().c_str());
     std::fprintf(stderr, "serve: %lld slots of %lld tokens; listening on http://%s:%d\n",
                  static_cast<long long>(engine.slots()),
                  static_cast<long long>(engine.slot_capacity()), o.host.c_str(), port);
@@ -116,7 +120,10 @@ Command add_serve_command(CLI::App& app) {
                     "Require 'Authorization: Bearer KEY' on every request but /health");
     cmd->add_option("-a,--alias", o->alias, "The model's name in the API (default: the file name)");
     cmd->add_option("--chat-template", o->chat_template,
-                    "Chat layout: deepseek2 or deepseek3 (default: from the file)");
+                    "A built-in chat layout, deepseek2 or deepseek3, instead of the file's "
+                    "template");
+    cmd->add_option("--chat-template-file", o->chat_template_file,
+                    "A Jinja chat template file instead of the file's tokenizer.chat_template");
     cmd->add_option("--reasoning-format", o->reasoning_format,
                     "deepseek: <think> text as reasoning_content; none: left in content");
     cmd->add_option("--timeout", o->timeout, "Read and write timeout in seconds (default 30)")

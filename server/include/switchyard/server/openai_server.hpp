@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "switchyard/llm/chat_formatter.hpp"
 #include "switchyard/llm/engine.hpp"
 #include "switchyard/llm/tokenizer.hpp"
 
@@ -41,15 +42,11 @@ struct ServerOptions {
     int write_timeout_seconds = 30;
 };
 
-// Lays out a chat for the model: the request's `messages` and `tools` (OpenAI JSON) and whether
-// the assistant's turn is wanted, as prompt text. Throws sy::Error naming what it cannot render.
-using ChatRenderer = std::function<std::string(
-    const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt)>;
-
 class OpenAIServer {
   public:
-    OpenAIServer(llm::Engine& engine, const llm::Tokenizer& tokenizer, ChatRenderer chat,
-                 ServerOptions options);
+    // `chat` lays out /v1/chat/completions' messages and tools (the model's template).
+    OpenAIServer(llm::Engine& engine, const llm::Tokenizer& tokenizer,
+                 const llm::ChatFormatter& chat, ServerOptions options);
     ~OpenAIServer();
 
     // Binds the listening socket; returns the port. Throws sy::Error when it cannot.
@@ -64,7 +61,7 @@ class OpenAIServer {
 
     llm::Engine& engine_;
     const llm::Tokenizer& tokenizer_;
-    ChatRenderer chat_;
+    const llm::ChatFormatter& chat_;
     ServerOptions options_;
     std::unique_ptr<httplib::Server> http_;
     std::atomic<int64_t> http_requests_{0};
