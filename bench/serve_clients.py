@@ -82,7 +82,7 @@ def stream(prompt, max_tokens, out):
     sent = time.time()
     conn.request("POST", "/v1/completions",
                  json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
-                             "ignore_eos": True, "stream": True, "n_probs": 1}))
+                             "ignore_eos": True, "stream": True}))
     resp = conn.getresponse()
     if resp.status != 200:
         sys.exit(f"HTTP {resp.status}: {resp.read().decode()}")
