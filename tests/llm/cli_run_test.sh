@@ -351,10 +351,10 @@ assert n_prompt > 5 and shape[1] == 512, shape
 assert len(b) - 10 - hl == shape[0] * shape[1] * 4, "data size"
 PY
 
-# --chat: the prompt as a user message in the file's layout (tiny: deepseek3), with -sys.
+# --chat: the prompt as a user message laid out by the file's chat template, with -sys.
 "$sy" run -m "$tmp/tiny.gguf" -p "Hi" -n 4 --temp 0 --chat -sys "Be brief." --tokens \
     >"$tmp/o" 2>"$tmp/e" || fail "run --chat: $(cat "$tmp/e")"
-grep -q "chat template: deepseek3, with a system prompt" "$tmp/e" || fail "chat line: $(cat "$tmp/e")"
+grep -q "chat template: the file's template, with a system prompt" "$tmp/e" || fail "chat line: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p "Hi" -n 1 --temp 0 --tokens >"$tmp/o" 2>"$tmp/e2" || fail "plain run"
 [ "$(grep "prompt tokens" "$tmp/e" | wc -w)" -gt "$(grep "prompt tokens" "$tmp/e2" | wc -w)" ] ||
   fail "--chat did not add the layout's tokens"

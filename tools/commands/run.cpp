@@ -14,6 +14,7 @@
 #include "commands/prompt_escapes.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/profile.hpp"
+#include "switchyard/llm/chat_formatter.hpp"
 #include "switchyard/llm/chat_template.hpp"
 #include "switchyard/llm/sampler.hpp"
 #include "switchyard/llm/session.hpp"
@@ -41,7 +42,7 @@ struct RunOptions {
     bool chat = false;
     std::string system_prompt;
     std::string chat_template;
-    std::string chat_template_file;  // -cnv
+    std::string chat_template_file;
     std::string logits_out;
     bool no_warmup = false;
     bool profile = false;
@@ -50,24 +51,27 @@ struct RunOptions {
     bool multiline = false;
 
     // --chat, -sys and --chat-template each lay the prompt out as a conversation.
-    bool chat_mode() const { return chat || !system_prompt.empty() || !chat_template.empty(); }
+    bool chat_mode() const {
+        return chat || !system_prompt.empty() || !chat_template.empty() ||
+               !chat_template_file.empty();
+    }
 };
 
-// The prompt text: as given, or (--chat, -sys, --chat-template) laid out as a conversation of
-// the optional system prompt and the prompt as the user's message.
-std::string prompt_text(const RunOptions& o, const std::string& prompt, const gguf::Reader& file) {
-    if (!o.chat_mode()) return prompt;
-    llm::ChatTemplate t;
-    if (o.chat_template.empty())
-        t = llm::detect_chat_template(file);
-    else
-        t = *llm::chat_template_by_name(o.chat_template);  // checked before loading
-    std::vector<llm::ChatMessage> messages;
-    if (!o.system_prompt.empty()) messages.push_back({"system", o.system_prompt});
-    messages.push_back({"user", prompt});
-    std::fprintf(stderr, "chat template: %s%s\n", llm::chat_template_name(t).c_str(),
+// The prompt's tokens: the text as given, or (--chat, -sys, --chat-template, --chat-template-file)
+// a conversation of the optional system prompt and the prompt as the user's message, laid out by
+// the model's chat template.
+std::vector<int32_t> prompt_tokens(const RunOptions& o, const std::string& prompt,
+                                   const gguf::Reader& file, const llm::Tokenizer& tok) {
+    if (!o.chat_mode()) return tok.encode(prompt, tok.add_bos(), !o.no_special);
+    const llm::ChatFormatter chat =
+        llm::ChatFormatter::for_model(file, tok, o.chat_template_file, o.chat_template);
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (!o.system_prompt.empty())
+        messages.push_back({{"role", "system"}, {"content", o.system_prompt}});
+    messages.push_back({{"role", "user"}, {"content", prompt}});
+    std::fprintf(stderr, "chat template: %s%s\n", chat.source().c_str(),
                  o.system_prompt.empty() ? "" : ", with a system prompt");
-    return llm::apply_chat_template(t, messages, true);
+    return chat.tokens(chat.render(messages, nlohmann::ordered_json::array(), true));
 }
 
 double seconds_since(Clock::time_point t) {
@@ -197,8 +201,7 @@ int run_run(const RunOptions& o) {
         std::fputs(explain_plan(session, model.options().n_ubatch, 0).c_str(), stderr);
     const double load_s = seconds_since(t_load);
 
-    const std::string text = prompt_text(o, prompt, model.file());
-    std::vector<int32_t> tokens = tok.encode(text, tok.add_bos(), !o.no_special);
+    std::vector<int32_t> tokens = prompt_tokens(o, prompt, model.file(), tok);
     if (tokens.empty()) throw Error("run: the prompt encodes to no tokens");
     if (static_cast<int64_t>(tokens.size()) > opt.n_ctx)
         throw Error(fmt::format("the prompt has {} tokens, more than the context of {}: raise -c",
@@ -440,7 +443,8 @@ Command add_run_command(CLI::App& app) {
                   "A conversation in the terminal with the model's chat template: turns from "
                   "standard input (-p: the first), only each new turn evaluated, /exit to leave");
     cmd->add_option("--chat-template-file", o->chat_template_file,
-                    "With --conversation: a Jinja chat template instead of the file's");
+                    "A Jinja chat template instead of the file's tokenizer.chat_template "
+                    "(implies --chat)");
     cmd->add_flag("--multiline-input", o->multiline,
                   "With --conversation: a message is every line up to an empty one");
     cmd->add_option("--logits-out", o->logits_out,
