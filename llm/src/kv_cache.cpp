@@ -112,93 +112,76 @@ uint64_t KvCache::sequence_bytes(int64_t n) const {
 }
 
 // Token-major: the n rows of the sequence's first cells, as they are. Transposed: of every row
-// the sequence's n elements, row after row. Per layer K then V.
-std::vector<std::byte> KvCache::save_sequence(int64_t seq, int64_t n) const {
+// the sequence's n elements, row after row. Per layer K then V. Into `save` (from the cache) or
+// from `load` (into it): one of the two is null.
+void KvCache::move_sequence(int64_t seq, int64_t n, std::byte* save, const std::byte* load) {
+    const bool out = save != nullptr;
     const int64_t cells = sequence_cells();
-    if (seq < 0 || seq >= n_seqs_)
-        throw Error("save of sequence " + std::to_string(seq) +
-                    ": the cache holds sequences 0 .. " + std::to_string(n_seqs_ - 1));
-    if (n < 0 || n > cells)
-        throw Error("save of " + std::to_string(n) + " tokens: a sequence has " +
-                    std::to_string(cells) + " cells");
-    if (!allocated_) throw Error("save of a sequence before the KV cache is allocated");
-    std::vector<std::byte> out(size_t(sequence_bytes(n)));
     size_t at = 0;
     std::vector<std::byte> staging;
-    const auto save = [&](const Layout& l, const std::byte* host, Plugin* plugin, const Buffer& b,
-                          size_t layer_bytes) {
-        if (layer_bytes == 0) return;
-        if (l.rows == 0) {
-            const size_t bytes = size_t(n) * size_t(l.row_bytes);
-            const size_t from = size_t(seq * cells) * size_t(l.row_bytes);
-            if (plugin)
-                plugin->get(b, from, out.data() + at, bytes);
-            else
-                std::memcpy(out.data() + at, host + from, bytes);
-            at += bytes;
-            return;
-        }
-        if (plugin) {
-            staging.resize(layer_bytes);
-            plugin->get(b, 0, staging.data(), layer_bytes);
-            host = staging.data();
-        }
-        const size_t e = size_t(l.element_bytes);
-        for (int64_t r = 0; r < l.rows; ++r, at += size_t(n) * e)
-            std::memcpy(out.data() + at, host + (size_t(r * n_ctx_) + size_t(seq * cells)) * e,
-                        size_t(n) * e);
-    };
-    for (uint32_t il = 0; il < n_layer_; ++il) {
-        const Layer& l = layers_[il];
-        Plugin* plugin = homes_[il].plugin;
-        save(k_layout_, l.k.data(), plugin, l.k_device, k_layer_bytes_);
-        save(v_layout_, l.v.data(), plugin, l.v_device, v_layer_bytes_);
-    }
-    return out;
-}
-
-void KvCache::load_sequence(int64_t seq, int64_t n, std::span<const std::byte> bytes) {
-    const int64_t cells = sequence_cells();
-    if (seq < 0 || seq >= n_seqs_ || n < 0 || n > cells)
-        throw Error("load of " + std::to_string(n) + " tokens into sequence " +
-                    std::to_string(seq) + ": the cache holds sequences 0 .. " +
-                    std::to_string(n_seqs_ - 1) + " of " + std::to_string(cells) + " cells");
-    if (bytes.size() != sequence_bytes(n))
-        throw Error("load of " + std::to_string(n) + " tokens: " + std::to_string(bytes.size()) +
-                    " bytes, expected " + std::to_string(sequence_bytes(n)));
-    if (!allocated_) throw Error("load of a sequence before the KV cache is allocated");
-    size_t at = 0;
-    std::vector<std::byte> staging;
-    const auto load = [&](const Layout& l, std::byte* host, Plugin* plugin, const Buffer& b,
-                          size_t layer_bytes) {
+    const auto one = [&](const Layout& l, std::byte* host, Plugin* plugin, const Buffer& b,
+                         size_t layer_bytes) {
         if (layer_bytes == 0) return;
         if (l.rows == 0) {
             const size_t count = size_t(n) * size_t(l.row_bytes);
-            const size_t to = size_t(seq * cells) * size_t(l.row_bytes);
-            if (plugin)
-                plugin->set(b, to, bytes.data() + at, count);
+            const size_t cache_at = size_t(seq * cells) * size_t(l.row_bytes);
+            if (plugin && out)
+                plugin->get(b, cache_at, save + at, count);
+            else if (plugin)
+                plugin->set(b, cache_at, load + at, count);
+            else if (out)
+                std::memcpy(save + at, host + cache_at, count);
             else
-                std::memcpy(host + to, bytes.data() + at, count);
+                std::memcpy(host + cache_at, load + at, count);
             at += count;
             return;
         }
+        // Transposed on a device: the whole tensor passes through host memory.
         if (plugin) {
             staging.resize(layer_bytes);
             plugin->get(b, 0, staging.data(), layer_bytes);
             host = staging.data();
         }
-        const size_t e = size_t(l.element_bytes);
-        for (int64_t r = 0; r < l.rows; ++r, at += size_t(n) * e)
-            std::memcpy(host + (size_t(r * n_ctx_) + size_t(seq * cells)) * e, bytes.data() + at,
-                        size_t(n) * e);
-        if (plugin) plugin->set(b, 0, staging.data(), layer_bytes);
+        const size_t e = size_t(l.element_bytes), count = size_t(n) * e;
+        for (int64_t r = 0; r < l.rows; ++r, at += count) {
+            std::byte* cell = host + (size_t(r * n_ctx_) + size_t(seq * cells)) * e;
+            if (out)
+                std::memcpy(save + at, cell, count);
+            else
+                std::memcpy(cell, load + at, count);
+        }
+        if (plugin && !out) plugin->set(b, 0, staging.data(), layer_bytes);
     };
     for (uint32_t il = 0; il < n_layer_; ++il) {
         Layer& l = layers_[il];
         Plugin* plugin = homes_[il].plugin;
-        load(k_layout_, l.k.data(), plugin, l.k_device, k_layer_bytes_);
-        load(v_layout_, l.v.data(), plugin, l.v_device, v_layer_bytes_);
+        one(k_layout_, l.k.data(), plugin, l.k_device, k_layer_bytes_);
+        one(v_layout_, l.v.data(), plugin, l.v_device, v_layer_bytes_);
     }
+}
+
+std::vector<std::byte> KvCache::save_sequence(int64_t seq, int64_t n) {
+    if (seq < 0 || seq >= n_seqs_ || n < 0 || n > sequence_cells())
+        throw Error("save of " + std::to_string(n) + " tokens of sequence " + std::to_string(seq) +
+                    ": the cache holds sequences 0 .. " + std::to_string(n_seqs_ - 1) + " of " +
+                    std::to_string(sequence_cells()) + " cells");
+    if (!allocated_) throw Error("save of a sequence before the KV cache is allocated");
+    std::vector<std::byte> out(size_t(sequence_bytes(n)));
+    move_sequence(seq, n, out.data(), nullptr);
+    return out;
+}
+
+void KvCache::load_sequence(int64_t seq, int64_t n, std::span<const std::byte> bytes) {
+    if (seq < 0 || seq >= n_seqs_ || n < 0 || n > sequence_cells())
+        throw Error("load of " + std::to_string(n) + " tokens into sequence " +
+                    std::to_string(seq) + ": the cache holds sequences 0 .. " +
+                    std::to_string(n_seqs_ - 1) + " of " + std::to_string(sequence_cells()) +
+                    " cells");
+    if (bytes.size() != sequence_bytes(n))
+        throw Error("load of " + std::to_string(n) + " tokens: " + std::to_string(bytes.size()) +
+                    " bytes, expected " + std::to_string(sequence_bytes(n)));
+    if (!allocated_) throw Error("load of a sequence before the KV cache is allocated");
+    move_sequence(seq, n, nullptr, bytes.data());
 }
 
 void KvCache::allocate() {

@@ -168,6 +168,31 @@ json timings(const llm::CompletionResult& r) {
             {"cache_n", r.cached_tokens}};
 }
 
+// A whole (not streamed) answer: the object's header, one choice, usage and timings.
+json answer_object(const std::string& id, const char* object, int64_t created,
+                   const std::string& model, json choice, const llm::CompletionResult& r) {
+    return {{"id", id},
+            {"object", object},
+            {"created", created},
+            {"model", model},
+            {"choices", json::array({std::move(choice)})},
+            {"usage", usage(r)},
+            {"timings", timings(r)}};
+}
+
+// One server-sent event; false when the client is gone.
+bool send_event(httplib::DataSink& sink, const json& j) {
+    const std::string line = "data: " + dump(j) + "\n\n";
+    return sink.write(line.data(), line.size());
+}
+
+// The end of a stream.
+void send_done(httplib::DataSink& sink) {
+    const std::string done = "data: [DONE]\n\n";
+    sink.write(done.data(), done.size());
+    sink.done();
+}
+
 std::string finish_name(const llm::CompletionResult& r) {
     return r.finish == llm::FinishReason::length ? "length" : "stop";
 }
@@ -300,24 +325,16 @@ class Handlers {
                            {"text", r.text},
                            {"finish_reason", finish_name(r)},
                            {"logprobs", n_probs > 0 ? choice_logprobs(pieces, 0) : json(nullptr)}};
-            json out = {{"id", id},
-                        {"object", "text_completion"},
-                        {"created", created},
-                        {"model", model},
-                        {"choices", json::array({choice})},
-                        {"usage", usage(r)},
-                        {"timings", timings(r)}};
-            res.set_content(dump(out), "application/json");
+            res.set_content(
+                dump(answer_object(id, "text_completion", created, model, std::move(choice), r)),
+                "application/json");
             return;
         }
         res.set_chunked_content_provider(
             "text/event-stream",
             [=, this](size_t, httplib::DataSink& sink) {
                 size_t offset = 0;
-                const auto send = [&](const json& j) {
-                    const std::string line = "data: " + dump(j) + "\n\n";
-                    return sink.write(line.data(), line.size());
-                };
+                const auto send = [&](const json& j) { return send_event(sink, j); };
                 const auto chunk = [&](json choice) {
                     return json{{"id", id},
                                 {"object", "text_completion"},
@@ -348,9 +365,7 @@ class Handlers {
                     if (include_usage) last["usage"] = usage(r);
                     send(last);
                 }
-                const std::string done = "data: [DONE]\n\n";
-                sink.write(done.data(), done.size());
-                sink.done();
+                send_done(sink);
                 return true;
             },
             [completion](bool) { completion->cancel(); });
@@ -450,14 +465,9 @@ class Handlers {
                            {"message", message},
                            {"finish_reason", calls.empty() ? finish_name(r) : "tool_calls"}};
             choice["logprobs"] = n_probs > 0 ? json{{"content", content_logprobs}} : json(nullptr);
-            json out = {{"id", id},
-                        {"object", "chat.completion"},
-                        {"created", created},
-                        {"model", model},
-                        {"choices", json::array({choice})},
-                        {"usage", usage(r)},
-                        {"timings", timings(r)}};
-            res.set_content(dump(out), "application/json");
+            res.set_content(
+                dump(answer_object(id, "chat.completion", created, model, std::move(choice), r)),
+                "application/json");
             return;
         }
         auto state = std::make_shared<ThinkSplitter>(splitter);
@@ -466,10 +476,7 @@ class Handlers {
         res.set_chunked_content_provider(
             "text/event-stream",
             [=, this](size_t, httplib::DataSink& sink) {
-                const auto send = [&](const json& j) {
-                    const std::string line = "data: " + dump(j) + "\n\n";
-                    return sink.write(line.data(), line.size());
-                };
+                const auto send = [&](const json& j) { return send_event(sink, j); };
                 const auto chunk = [&](json delta, json finish, json lp = nullptr) {
                     json choice = {{"index", 0},
                                    {"delta", std::move(delta)},
@@ -536,9 +543,7 @@ class Handlers {
                         send(u);
                     }
                 }
-                const std::string done = "data: [DONE]\n\n";
-                sink.write(done.data(), done.size());
-                sink.done();
+                send_done(sink);
                 return true;
             },
             [completion](bool) { completion->cancel(); });

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "text_scan.hpp"
+
 namespace sy::server {
 
 class ThinkSplitter {
@@ -33,7 +35,7 @@ class ThinkSplitter {
             if (inside_) {
                 const size_t at = pending_.find(kClose);
                 if (at == std::string::npos) {
-                    const size_t keep = partial_tag(kClose);
+                    const size_t keep = partial_tag(pending_, kClose);
                     reasoning += pending_.substr(0, pending_.size() - keep);
                     pending_.erase(0, pending_.size() - keep);
                     return;
@@ -80,14 +82,6 @@ class ThinkSplitter {
     }
 
   private:
-    // Bytes at the end of pending_ that begin `tag`.
-    size_t partial_tag(std::string_view tag) const {
-        for (size_t k = std::min(tag.size() - 1, pending_.size()); k > 0; --k)
-            if (std::string_view(pending_).substr(pending_.size() - k) == tag.substr(0, k))
-                return k;
-        return 0;
-    }
-
     bool inside_;
     bool at_start_;
     bool after_close_ = false;

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text_scan.hpp"
+
 namespace sy::server {
 
 struct ToolCall {
@@ -37,7 +39,7 @@ class ToolCallParser {
                 const size_t at = pending_.find(kBlockBegin);
                 if (at == std::string::npos) {
                     // Hold back what may be the start of the block's marker.
-                    const size_t keep = partial(kBlockBegin);
+                    const size_t keep = partial_tag(pending_, kBlockBegin);
                     answer += pending_.substr(0, pending_.size() - keep);
                     pending_.erase(0, pending_.size() - keep);
                     return;
@@ -97,12 +99,6 @@ class ToolCallParser {
         if (a == std::string_view::npos) return {};
         const size_t b = s.find_last_not_of(" \n\r\t");
         return s.substr(a, b - a + 1);
-    }
-    size_t partial(std::string_view tag) const {
-        for (size_t k = std::min(tag.size() - 1, pending_.size()); k > 0; --k)
-            if (std::string_view(pending_).substr(pending_.size() - k) == tag.substr(0, k))
-                return k;
-        return 0;
     }
 
     bool in_block_ = false;

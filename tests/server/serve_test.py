@@ -62,26 +62,39 @@ os.makedirs(WORK, exist_ok=True)
 model = os.path.join(WORK, "tiny.gguf")
 subprocess.run([BIN, "make-model", "--preset", "tiny", "--type", "f32", "-o", model], check=True,
                stdout=subprocess.DEVNULL)
-server = subprocess.Popen([BIN, "serve", "-m", model, "--port", "0", "-np", "2", "-c", "512",
-                           "--api-key", KEY, "-a", "tiny"],
-                          stderr=subprocess.PIPE, text=True)
-port = None
 log = []
-deadline = time.time() + 120
-while time.time() < deadline:
-    line = server.stderr.readline()
-    if not line:
-        break
-    log.append(line)
-    m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-    if m:
-        port = int(m.group(1))
-        break
-if port is None:
+
+
+def start(*extra):
+    """serve on a free port with `extra` options: the process and its port."""
+    proc = subprocess.Popen([BIN, "serve", "-m", model, "--port", "0", "--api-key", KEY] +
+                            list(extra), stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        log.append(line)
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if m:
+            threading.Thread(target=lambda: [log.append(l) for l in proc.stderr],
+                             daemon=True).start()
+            return proc, int(m.group(1))
     print("".join(log), file=sys.stderr)
     sys.exit("serve did not start")
-threading.Thread(target=lambda: [log.append(l) for l in server.stderr], daemon=True).start()
 
+
+def stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = None
+    check(code == 0, f"serve exited with {code} after SIGTERM")
+
+
+server, port = start("-np", "2", "-c", "512", "-a", "tiny")
 try:
     # Health needs no key; everything else does.
     status, body = request(port, "GET", "/health", key=None)
@@ -209,32 +222,13 @@ try:
     finished = re.search(r"^switchyard_tokens_predicted_total (\d+)", metrics, re.M)
     check(finished and int(finished.group(1)) < 400 + 200, "the left client's request went on")
 finally:
-    server.send_signal(signal.SIGTERM)
-    try:
-        code = server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        code = None
-    check(code == 0, f"serve exited with {code} after SIGTERM")
+    stop(server)
 
 # A real DeepSeek template from a file (--chat-template-file): tools and an earlier tool call
 # in the history are laid out by it, and the answer comes back.
 template = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "chat-templates",
                         "deepseek-ai-DeepSeek-V3.1.jinja")
-server = subprocess.Popen([BIN, "serve", "-m", model, "--port", "0", "-c", "1024",
-                           "--api-key", KEY, "--chat-template-file", template],
-                          stderr=subprocess.PIPE, text=True)
-port = None
-while True:
-    line = server.stderr.readline()
-    if not line:
-        break
-    log.append(line)
-    m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-    if m:
-        port = int(m.group(1))
-        break
-check(port is not None, "serve with --chat-template-file did not start")
+server, port = start("-c", "1024", "--chat-template-file", template)
 check(any("--chat-template-file" in l for l in log), "the template's source is not reported")
 try:
     tools = [{"type": "function", "function": {
@@ -256,13 +250,7 @@ try:
                      "ignore_eos": True})
     check(events[-1] == "[DONE]", "tools stream")
 finally:
-    server.send_signal(signal.SIGTERM)
-    try:
-        code = server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        code = None
-    check(code == 0, f"serve exited with {code} after SIGTERM")
+    stop(server)
 
 if failures:
     print("".join(log[-20:]), file=sys.stderr)

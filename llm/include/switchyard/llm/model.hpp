@@ -106,7 +106,7 @@ class KvCache {
     // The first n tokens of sequence seq, every layer's K and V, as bytes in host memory (to be
     // put back by load_sequence, into any sequence of a cache of the same model and layout).
     // Throws sy::Error as copy_sequence.
-    std::vector<std::byte> save_sequence(int64_t seq, int64_t n) const;
+    std::vector<std::byte> save_sequence(int64_t seq, int64_t n);
     // Writes what save_sequence gave for n tokens into sequence seq's first n cells. Throws
     // sy::Error for bytes of another size.
     void load_sequence(int64_t seq, int64_t n, std::span<const std::byte> bytes);
@@ -145,6 +145,8 @@ class KvCache {
         std::vector<std::byte> k, v;
         Buffer k_device, v_device;
     };
+    // The copy of save_sequence (into `save`) and load_sequence (from `load`).
+    void move_sequence(int64_t seq, int64_t n, std::byte* save, const std::byte* load);
     std::vector<Home> homes_;  // per layer; plugin null for host memory
     int64_t n_ctx_ = 0;
     int64_t n_seqs_ = 1;
