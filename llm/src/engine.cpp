@@ -262,7 +262,7 @@ size_t Engine::releasable(const Slot& slot) const {
     return std::max(slot.released, text.size() - hold);
 }
 
-bool Engine::advance(Slot& slot, std::span<const float> logits) {
+void Engine::advance(Slot& slot, std::span<const float> logits) {
     const CompletionParams& params = slot.job->request.params;
     if (slot.result.completion_tokens == 0) slot.first_token_at = now_seconds();
     Piece piece;
@@ -270,7 +270,7 @@ bool Engine::advance(Slot& slot, std::span<const float> logits) {
         piece.token = slot.sampler->sample(logits);
     } catch (const std::exception& e) {
         end(slot, FinishReason::error, e.what());
-        return false;
+        return;
     }
     if (params.n_probs > 0) fill_logprobs(logits, params.n_probs, piece);
     slot.sampler->accept(piece.token);
@@ -303,11 +303,7 @@ bool Engine::advance(Slot& slot, std::span<const float> logits) {
     slot.released = until;
     slot.last = piece.token;
     slot.job->completion->push(std::move(piece));
-    if (finish) {
-        end(slot, *finish);
-        return false;
-    }
-    return true;
+    if (finish) end(slot, *finish);
 }
 
 void Engine::end(Slot& slot, FinishReason reason, std::string error) {

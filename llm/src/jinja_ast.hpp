@@ -168,6 +168,8 @@ struct RenderError {
 // UTF-8: the code point at s[i] and its length (a byte that is not UTF-8 reads as itself).
 std::pair<uint32_t, size_t> decode(std::string_view s, size_t i);
 void append_utf8(std::string& out, uint32_t cp);
+// Python's escape of a code point in a string's repr: \xhh, \uhhhh or \Uhhhhhhhh.
+void append_escape(std::string& out, uint32_t cp);
 std::vector<uint32_t> code_points(std::string_view s);
 bool is_space(uint32_t cp);  // str.isspace() and the regex \s
 std::string rstrip_space(std::string_view s);

@@ -259,13 +259,7 @@ class Lexer {
             } else if (static_cast<unsigned char>(e) >= 0x80) {
                 // Python sees the backslash before its "\xe9" form of a non-ASCII character.
                 const auto [cp, len] = decode(src_, p - 1);
-                char buf[16];
-                std::snprintf(buf, sizeof buf,
-                              cp <= 0xFF     ? "\\x%02x"
-                              : cp <= 0xFFFF ? "\\u%04x"
-                                             : "\\U%08x",
-                              cp);
-                out += buf;
+                append_escape(out, cp);
                 p += len - 1;
             } else {
                 out += '\\';

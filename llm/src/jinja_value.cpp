@@ -78,6 +78,16 @@ std::pair<uint32_t, size_t> decode(std::string_view s, size_t i) {
     return {cp, len};
 }
 
+void append_escape(std::string& out, uint32_t cp) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf,
+                  cp <= 0xFF     ? "\\x%02x"
+                  : cp <= 0xFFFF ? "\\u%04x"
+                                 : "\\U%08x",
+                  cp);
+    out += buf;
+}
+
 void append_utf8(std::string& out, uint32_t cp) {
     if (cp < 0x80) {
         out += char(cp);
@@ -166,7 +176,6 @@ std::string string_repr(std::string_view s) {
     for (size_t i = 0; i < s.size();) {
         const auto [cp, len] = decode(s, i);
         i += len;
-        char buf[16];
         if (cp == uint32_t(quote) || cp == '\\') {
             out += '\\';
             out += char(cp);
@@ -175,12 +184,7 @@ std::string string_repr(std::string_view s) {
         } else if (is_printable(cp)) {
             append_utf8(out, cp);
         } else {
-            std::snprintf(buf, sizeof buf,
-                          cp <= 0xFF     ? "\\x%02x"
-                          : cp <= 0xFFFF ? "\\u%04x"
-                                         : "\\U%08x",
-                          cp);
-            out += buf;
+            append_escape(out, cp);
         }
     }
     return out + quote;

@@ -255,8 +255,7 @@ class Handlers {
 
     // Checks the prompt's length and submits it; the errors a client can fix are 4xx.
     std::shared_ptr<llm::Completion> submit(std::vector<int32_t> prompt, const json& body,
-                                            const char* prompt_field,
-                                            llm::CompletionParams* out_params, int n_probs,
+                                            const char* prompt_field, int n_probs,
                                             bool special = false) {
         const int64_t capacity = engine_.slot_capacity();
         if (prompt.empty()) refuse(400, "the prompt is empty", prompt_field);
@@ -268,7 +267,6 @@ class Handlers {
         llm::CompletionParams params = completion_params(body, capacity - int64_t(prompt.size()));
         params.n_probs = n_probs;
         params.special = special;
-        *out_params = params;
         try {
             return engine_.submit({std::move(prompt), params});
         } catch (const llm::EngineBusy& e) {
@@ -292,8 +290,7 @@ class Handlers {
         const bool stream = boolean(body, "stream").value_or(false);
         const bool echo = boolean(body, "echo").value_or(false);
         if (echo) refuse(400, "echo is not supported", "echo");
-        llm::CompletionParams params;
-        auto completion = submit(tokens_of_prompt(body), body, "prompt", &params, n_probs);
+        auto completion = submit(tokens_of_prompt(body), body, "prompt", n_probs);
         const std::string id = next_id("cmpl-");
         const int64_t created = unix_time();
         const std::string model = options_.model_name;
@@ -413,8 +410,7 @@ class Handlers {
         // With tools the model may answer with tool-call markup: special tokens' text is kept
         // for the parser, which takes the markup out.
         const bool with_tools = tools && !tools->empty();
-        llm::CompletionParams params;
-        auto completion = submit(std::move(prompt), body, "messages", &params, n_probs, with_tools);
+        auto completion = submit(std::move(prompt), body, "messages", n_probs, with_tools);
         const bool split = options_.reasoning == ReasoningFormat::deepseek;
         ThinkSplitter splitter(ThinkSplitter::starts_inside(text));
         const std::string id = next_id("chatcmpl-");

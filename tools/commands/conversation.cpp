@@ -16,10 +16,8 @@ namespace {
 
 // The answer being written, for the SIGINT handler (cancelling is an atomic store).
 std::atomic<llm::Completion*> g_answering{nullptr};
-std::atomic<bool> g_interrupted{false};
 
 void on_sigint(int) {
-    g_interrupted = true;
     if (llm::Completion* c = g_answering.load()) c->cancel();
 }
 
@@ -85,7 +83,6 @@ int run_conversation(LoadedModel& loaded, llm::Session& session, const Conversat
         } else {
             std::printf("\n> ");
             std::fflush(stdout);
-            g_interrupted = false;
             text = read_message(o.multiline);
         }
         first = false;

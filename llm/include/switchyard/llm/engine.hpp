@@ -182,9 +182,9 @@ class Engine {
     // Saves what the slot holds to the RAM cache, dropping older entries it extends and the
     // least recently used ones beyond the limit.
     void save_to_ram(const Slot& slot);
-    // Samples the slot's next token from `logits`, gives out its piece; false when the
-    // completion ended.
-    bool advance(Slot& slot, std::span<const float> logits);
+    // Samples the slot's next token from `logits` and gives out its piece; ends the
+    // completion when the token finishes it.
+    void advance(Slot& slot, std::span<const float> logits);
     void end(Slot& slot, FinishReason reason, std::string error = {});
     // What of the slot's text can be given out now: all but a possible stop-string start and
     // an unfinished UTF-8 character.
