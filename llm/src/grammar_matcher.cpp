@@ -22,6 +22,15 @@ bool Grammar::matches(const Symbol& s, uint32_t cp) const {
     return in != s.negated;
 }
 
+bool Grammar::may_match(const Symbol& s, uint32_t lo, uint32_t hi) const {
+    for (uint32_t i = 0; i < s.b; ++i) {
+        const Range& r = ranges_[s.a + i];
+        if (!s.negated && r.lo <= hi && r.hi >= lo) return true;
+        if (s.negated && r.lo <= lo && r.hi >= hi) return false;  // all of [lo, hi] excluded
+    }
+    return s.negated;
+}
+
 // ---- TokenTrie -------------------------------------------------------------------------------
 
 TokenTrie::TokenTrie(const std::vector<std::string>& texts) : n_tokens_(texts.size()) {
@@ -103,38 +112,43 @@ void GrammarMatcher::expand(Stack stack, std::vector<Stack>& out, int depth) con
 
 bool GrammarMatcher::feed_byte(const State& from, uint8_t byte, State& to) const {
     uint32_t cp;
+    uint8_t pending, length;
     if (from.pending == 0) {
-        if (byte < 0x80) {
-            cp = byte;
-        } else {
-            const uint8_t pending = byte >= 0xC2 && byte <= 0xDF   ? 1
-                                    : byte >= 0xE0 && byte <= 0xEF ? 2
-                                    : byte >= 0xF0 && byte <= 0xF4 ? 3
-                                                                   : 0;
-            if (pending == 0) return false;
-            const bool any = std::any_of(from.stacks.begin(), from.stacks.end(),
-                                         [](const Stack& s) { return !s.empty(); });
-            if (!any) return false;
-            to.stacks = from.stacks;
-            to.partial = byte & (0x3F >> pending);
-            to.pending = pending;
-            return true;
-        }
+        pending = byte < 0x80                   ? 0
+                  : byte >= 0xC2 && byte <= 0xDF ? 1
+                  : byte >= 0xE0 && byte <= 0xEF ? 2
+                  : byte >= 0xF0 && byte <= 0xF4 ? 3
+                                                 : 4;
+        if (pending == 4) return false;
+        cp = pending == 0 ? byte : byte & (0x3Fu >> pending);
+        length = uint8_t(pending + 1);
     } else {
         if ((byte & 0xC0) != 0x80) return false;
         cp = from.partial << 6 | (byte & 0x3F);
-        if (from.pending > 1) {
-            to.stacks = from.stacks;
-            to.partial = cp;
-            to.pending = uint8_t(from.pending - 1);
-            return true;
-        }
-        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        pending = uint8_t(from.pending - 1);
+        length = from.length;
     }
+    // The code points a sequence of this length may encode: shorter (overlong) spellings and
+    // the surrogates are no UTF-8, and would let a token spell a character in disguise.
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    const uint32_t first = cp << (6 * pending), last = first | ((1u << (6 * pending)) - 1);
+    if (last < kMin[length] || first > 0x10FFFF || (first >= 0xD800 && last <= 0xDFFF))
+        return false;
+    const std::vector<Grammar::Symbol>& symbols = grammar_->symbols_;
     to.stacks.clear();
+    if (pending > 0) {
+        // Part of a character: keep the ways whose class may take one that begins so.
+        for (const Stack& s : from.stacks)
+            if (!s.empty() && grammar_->may_match(symbols[s.back()], std::max(first, kMin[length]), last))
+                to.stacks.push_back(s);
+        to.partial = cp;
+        to.pending = pending;
+        to.length = length;
+        return !to.stacks.empty();
+    }
     to.partial = 0;
     to.pending = 0;
-    const std::vector<Grammar::Symbol>& symbols = grammar_->symbols_;
+    to.length = 0;
     for (const Stack& s : from.stacks) {
         if (s.empty() || !grammar_->matches(symbols[s.back()], cp)) continue;
         Stack next = s;

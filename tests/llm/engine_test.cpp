@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "llm_test_util.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/plugin_host.hpp"
+#include "switchyard/llm/json_schema.hpp"
 #include "switchyard/llm/models/deepseek2.hpp"
 #include "switchyard/llm/synthetic_model.hpp"
 #include "switchyard/llm/tokenizer.hpp"
@@ -201,6 +203,85 @@ TEST(Engine, LogprobsAndMaxTokens) {
     }
     EXPECT_EQ(n, 3);
     EXPECT_EQ(c->result().finish, FinishReason::length);
+}
+
+// A random model never writes JSON by itself: what comes out under a schema's grammar is the
+// grammar's doing. Each seed draws another text; every one parses and follows the schema.
+TEST(Engine, AGrammarShapesTheTextAndEndsItWhenWhole) {
+    TinyModel m(512);
+    Session session(*m.model, cpu_plugin());
+    Engine engine(session, *m.tokenizer, {.slots = 2});
+    const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({
+        "type": "object",
+        "properties": {
+            "city": {"enum": ["Paris", "Tokyo", "Lima"]},
+            "rain": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}
+        },
+        "required": ["city", "rain"]
+    })");
+    const auto grammar = Grammar::parse(json_schema_to_gbnf(schema));
+    std::vector<std::shared_ptr<Completion>> runs;
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+        CompletionParams params;
+        params.sampling.temperature = 1.5f;
+        params.sampling.top_k = 0;
+        params.sampling.top_p = 1;
+        params.sampling.min_p = 0;
+        params.sampling.seed = seed;
+        params.max_tokens = 200;
+        params.grammar = grammar;
+        runs.push_back(engine.submit({prompt(5, int32_t(seed)), params}));
+    }
+    std::set<std::string> texts;
+    for (auto& c : runs) {
+        std::string streamed;
+        while (std::optional<Piece> p = c->next()) streamed += p->text;
+        const CompletionResult r = c->result();
+        ASSERT_EQ(r.finish, FinishReason::stop) << r.text << r.error;
+        EXPECT_EQ(streamed, r.text);
+        const auto value = nlohmann::ordered_json::parse(r.text);
+        EXPECT_TRUE(value.at("rain").is_boolean()) << r.text;
+        const std::string city = value.at("city").get<std::string>();
+        EXPECT_TRUE(city == "Paris" || city == "Tokyo" || city == "Lima") << r.text;
+        EXPECT_LE(value.value("tags", nlohmann::ordered_json::array()).size(), 3u) << r.text;
+        texts.insert(r.text);
+    }
+    EXPECT_GE(texts.size(), 2u) << "the seeds drew the same text every time";
+
+    // Greedy with a grammar takes the likeliest token the grammar allows, token by token:
+    // against a plain walk over the vocabulary.
+    const auto words = Grammar::parse(R"g(root ::= [a-z]{1,3} (" " [a-z]{1,3}){2} ".")g");
+    std::vector<int32_t> expected;
+    {
+        Session alone_session(*m.model, cpu_plugin());
+        std::vector<float> logits = alone_session.eval(prompt(7, 2));
+        GrammarMatcher matcher(words);
+        while (expected.size() < 40 && matcher.can_continue()) {
+            int32_t best = -1;
+            for (int32_t id = 0; id < int32_t(logits.size()); ++id) {
+                const std::string text = m.tokenizer->token_bytes(id, true);
+                const bool ok = m.tokenizer->is_end_of_generation(id)
+                                    ? matcher.complete()
+                                    : !text.empty() && matcher.accepts(text);
+                if (ok && (best < 0 || logits[size_t(id)] > logits[size_t(best)])) best = id;
+            }
+            ASSERT_GE(best, 0);
+            expected.push_back(best);
+            if (m.tokenizer->is_end_of_generation(best)) break;
+            matcher.feed(m.tokenizer->token_bytes(best, true));
+            logits = alone_session.eval(std::span<const int32_t>(&best, 1));
+        }
+    }
+    CompletionParams constrained = greedy(40);
+    constrained.ignore_eos = false;
+    constrained.grammar = words;
+    auto c = engine.submit({prompt(7, 2), constrained});
+    EXPECT_EQ(tokens_of(*c), expected);
+    const CompletionResult r = c->result();
+    EXPECT_EQ(r.finish, FinishReason::stop);
+    EXPECT_EQ(std::count(r.text.begin(), r.text.end(), ' '), 2) << r.text;
+    EXPECT_EQ(r.text.back(), '.') << r.text;
 }
 
 // The running requests of these tests generate until their slot is full (thousands of tokens),

@@ -83,6 +83,11 @@ TEST(Grammar, CharactersAreCodePointsReadAsUtf8) {
     ASSERT_TRUE(m.feed(lambda.substr(1)));
     // Bytes that are no UTF-8 are refused, and a refused feed changes nothing.
     EXPECT_FALSE(m.feed("\xFF"));
+    // Overlong spellings and surrogates are no UTF-8 either (F0 80 81 90 would be 'P').
+    EXPECT_FALSE(m.feed("\xF0\x80"));
+    EXPECT_FALSE(m.feed("\xE0\x80\xAF"));
+    EXPECT_FALSE(m.feed("\xED\xA0\x80"));
+    EXPECT_FALSE(m.feed("\xF4\x90\x80\x80"));
     EXPECT_FALSE(m.feed("z\x80"));
     EXPECT_TRUE(m.feed("z\xE2\x96\x81"));
     EXPECT_TRUE(m.complete());

@@ -51,6 +51,8 @@ class Grammar {
     };
 
     bool matches(const Symbol& s, uint32_t cp) const;
+    // Whether s may match some code point in [lo, hi] (a character read part of the way).
+    bool may_match(const Symbol& s, uint32_t lo, uint32_t hi) const;
 
     std::vector<Symbol> symbols_;               // alternatives one after another, each ended
     std::vector<std::vector<uint32_t>> rules_;  // per rule: where its alternatives start
@@ -104,6 +106,7 @@ class GrammarMatcher {
         std::vector<Stack> stacks;  // sorted, no two alike
         uint32_t partial = 0;       // the bits of an unfinished UTF-8 character
         uint8_t pending = 0;        // its continuation bytes still to come
+        uint8_t length = 0;         // its length in bytes
     };
 
     // Adds `stack` to `out` after expanding references until its top is a character class
