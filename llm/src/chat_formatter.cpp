@@ -11,6 +11,12 @@ namespace {
 // A template file is small: anything beyond this is not one.
 constexpr std::streamoff kMaxTemplateBytes = std::streamoff(1) << 20;
 
+ToolCallMarkup markup_of(const std::string& jinja) {
+    if (jinja.find("```json") != std::string::npos) return ToolCallMarkup::deepseek_v3;
+    if (jinja.find("<｜tool▁sep｜>") != std::string::npos) return ToolCallMarkup::deepseek_v31;
+    return ToolCallMarkup::deepseek_v3;
+}
+
 std::string read_template(const std::string& path) {
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw Error("--chat-template-file " + path + ": cannot open the file");
@@ -42,7 +48,9 @@ ChatFormatter ChatFormatter::for_model(const gguf::Reader& file, const Tokenizer
     }
     if (!template_file.empty()) {
         try {
-            f.jinja_ = std::make_shared<jinja::Template>(read_template(template_file));
+            const std::string text = read_template(template_file);
+            f.jinja_ = std::make_shared<jinja::Template>(text);
+            f.markup_ = markup_of(text);
         } catch (const Error& e) {
             throw Error("--chat-template-file " + template_file + ": " + e.what());
         }
@@ -58,7 +66,9 @@ ChatFormatter ChatFormatter::for_model(const gguf::Reader& file, const Tokenizer
         return f;
     }
     try {
-        f.jinja_ = std::make_shared<jinja::Template>(file.get_string("tokenizer.chat_template"));
+        const std::string text = file.get_string("tokenizer.chat_template");
+        f.jinja_ = std::make_shared<jinja::Template>(text);
+        f.markup_ = markup_of(text);
     } catch (const Error& e) {
         throw Error(where + ": tokenizer.chat_template: " + e.what() +
                     " (--chat-template-file or --chat-template deepseek2|deepseek3 instead)");

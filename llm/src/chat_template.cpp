@@ -60,12 +60,14 @@ std::string apply_chat_template(ChatTemplate t, std::span<const ChatMessage> mes
 
 std::string chat_template_jinja(ChatTemplate t) {
     const bool v3 = t == ChatTemplate::deepseek3;
-    const std::string system =
-        v3 ? "{{ message['content'] }}" : "{{ message['content'] + '\\n\\n' }}";
-    const std::string user = v3 ? "{{ '<｜User｜>' + message['content'] }}"
-                                : "{{ 'User: ' + message['content'] + '\\n\\n' }}";
-    const std::string assistant = v3 ? "{{ '<｜Assistant｜>' + message['content'] + eos_token }}"
-                                     : "{{ 'Assistant: ' + message['content'] + eos_token }}";
+    // A message without content (an assistant's tool calls: OpenAI's clients send null) is an
+    // empty turn.
+    const std::string content = "(message['content'] or '')";
+    const std::string system = v3 ? "{{ " + content + " }}" : "{{ " + content + " + '\\n\\n' }}";
+    const std::string user =
+        v3 ? "{{ '<｜User｜>' + " + content + " }}" : "{{ 'User: ' + " + content + " + '\\n\\n' }}";
+    const std::string assistant = v3 ? "{{ '<｜Assistant｜>' + " + content + " + eos_token }}"
+                                     : "{{ 'Assistant: ' + " + content + " + eos_token }}";
     const std::string cue = v3 ? "{{ '<｜Assistant｜>' }}" : "{{ 'Assistant:' }}";
     return "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}"
            "{% endif %}{{ bos_token }}{% for message in messages %}"

@@ -114,7 +114,7 @@ bool GrammarMatcher::feed_byte(const State& from, uint8_t byte, State& to) const
     uint32_t cp;
     uint8_t pending, length;
     if (from.pending == 0) {
-        pending = byte < 0x80                   ? 0
+        pending = byte < 0x80                    ? 0
                   : byte >= 0xC2 && byte <= 0xDF ? 1
                   : byte >= 0xE0 && byte <= 0xEF ? 2
                   : byte >= 0xF0 && byte <= 0xF4 ? 3
@@ -139,7 +139,8 @@ bool GrammarMatcher::feed_byte(const State& from, uint8_t byte, State& to) const
     if (pending > 0) {
         // Part of a character: keep the ways whose class may take one that begins so.
         for (const Stack& s : from.stacks)
-            if (!s.empty() && grammar_->may_match(symbols[s.back()], std::max(first, kMin[length]), last))
+            if (!s.empty() &&
+                grammar_->may_match(symbols[s.back()], std::max(first, kMin[length]), last))
                 to.stacks.push_back(s);
         to.partial = cp;
         to.pending = pending;

@@ -399,8 +399,9 @@ void json_value(std::string& out, const Value& v, const JsonOptions& o, int dept
         for (int k = 0; k < level; ++k) out += o.indent_text;
     };
     const bool is_dict = v.is(T::dict) && !v.dict->is_namespace;
-    const bool is_list =
-        v.is(T::list) && (v.list->kind == List::Kind::list || v.list->kind == List::Kind::tuple);
+    // A generator too, as the list it yields: llama.cpp's own templates (written for its
+    // engine, whose filters give lists) write `tools | map(attribute='function') | tojson`.
+    const bool is_list = v.is(T::list);
     if (v.is(T::none)) {
         out += "null";
     } else if (v.is(T::boolean)) {

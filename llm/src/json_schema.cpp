@@ -362,10 +362,10 @@ std::string JsonSchemaGrammar::reference(const std::string& ref, const std::stri
     return name;
 }
 
-std::string json_schema_to_gbnf(const json& schema) {
+std::string json_schema_to_gbnf(const json& schema, std::string_view prefix) {
     JsonSchemaGrammar g;
     const std::string value = g.add(schema, "value");
-    return "root ::= " + value + "\n" + g.text();
+    return "root ::= " + std::string(prefix) + value + "\n" + g.text();
 }
 
 }  // namespace sy::llm

@@ -8,8 +8,11 @@
 #include <string_view>
 
 #include "switchyard/core/error.hpp"
+#include "switchyard/llm/grammar.hpp"
+#include "switchyard/llm/json_schema.hpp"
 #include "think_splitter.hpp"
 #include "tool_calls.hpp"
+#include "tool_grammar.hpp"
 
 namespace sy::server {
 namespace {
@@ -256,7 +259,8 @@ class Handlers {
     // Checks the prompt's length and submits it; the errors a client can fix are 4xx.
     std::shared_ptr<llm::Completion> submit(std::vector<int32_t> prompt, const json& body,
                                             const char* prompt_field, int n_probs,
-                                            bool special = false) {
+                                            bool special = false,
+                                            std::shared_ptr<const llm::Grammar> grammar = {}) {
         const int64_t capacity = engine_.slot_capacity();
         if (prompt.empty()) refuse(400, "the prompt is empty", prompt_field);
         if (int64_t(prompt.size()) >= capacity)
@@ -267,12 +271,80 @@ class Handlers {
         llm::CompletionParams params = completion_params(body, capacity - int64_t(prompt.size()));
         params.n_probs = n_probs;
         params.special = special;
+        params.grammar = std::move(grammar);
         try {
             return engine_.submit({std::move(prompt), params});
         } catch (const llm::EngineBusy& e) {
             throw RequestError{503, e.what(), "", "server_error"};
         } catch (const Error& e) {
             refuse(400, e.what());
+        }
+    }
+
+    // The grammar a request holds the output to: `forced` (a tool-call grammar, from the field
+    // `forced_field`), `grammar` (GBNF), `json_schema`, or response_format's json_object /
+    // json_schema; one of them at most. `inside_reasoning`: the prompt leaves the model in an
+    // R1 reasoning block, which the grammar closes first.
+    std::shared_ptr<const llm::Grammar> output_grammar(const json& body, bool inside_reasoning,
+                                                       std::string forced = {},
+                                                       const char* forced_field = nullptr) const {
+        std::vector<const char*> given;
+        if (forced_field) given.push_back(forced_field);
+        std::string text;
+        const char* from = forced_field;
+        const auto schema_grammar = [&](const json& schema, const char* name) {
+            try {
+                text = llm::json_schema_to_gbnf(schema, close_reasoning(inside_reasoning));
+            } catch (const Error& e) {
+                refuse(400, e.what(), name);
+            }
+            from = name;
+        };
+        if (const json* g = field(body, "grammar")) {
+            if (!g->is_string()) refuse(400, "grammar must be a string (GBNF)", "grammar");
+            given.push_back("grammar");
+            text = g->get<std::string>();
+            from = "grammar";
+        }
+        if (const json* j = field(body, "json_schema")) {
+            given.push_back("json_schema");
+            schema_grammar(*j, "json_schema");
+        }
+        if (const json* r = field(body, "response_format")) {
+            const std::string type =
+                r->is_object() && r->contains("type") && (*r)["type"].is_string()
+                    ? (*r)["type"].get<std::string>()
+                    : "";
+            if (type == "json_object") {
+                given.push_back("response_format");
+                const auto s = r->find("schema");  // llama-server's: a schema beside the type
+                schema_grammar(s != r->end() ? *s : json{{"type", "object"}}, "response_format");
+            } else if (type == "json_schema") {
+                const auto js = r->find("json_schema");
+                if (js == r->end() || !js->is_object() || !js->contains("schema"))
+                    refuse(400, "response_format.json_schema.schema is required",
+                           "response_format");
+                given.push_back("response_format");
+                schema_grammar((*js)["schema"], "response_format");
+            } else if (type != "text") {
+                refuse(400,
+                       "response_format must be {\"type\": \"text\"}, {\"type\": "
+                       "\"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": "
+                       "{\"schema\": ...}}",
+                       "response_format");
+            }
+        }
+        if (given.size() > 1)
+            refuse(400,
+                   std::string(given[0]) + " and " + given[1] +
+                       " both constrain the output: give one of them",
+                   given[1]);
+        if (forced_field) text = std::move(forced);
+        if (!from) return nullptr;
+        try {
+            return llm::Grammar::parse(text);
+        } catch (const Error& e) {
+            refuse(400, e.what(), from);
         }
     }
 
@@ -290,7 +362,9 @@ class Handlers {
         const bool stream = boolean(body, "stream").value_or(false);
         const bool echo = boolean(body, "echo").value_or(false);
         if (echo) refuse(400, "echo is not supported", "echo");
-        auto completion = submit(tokens_of_prompt(body), body, "prompt", n_probs);
+        auto grammar = output_grammar(body, false);
+        auto completion =
+            submit(tokens_of_prompt(body), body, "prompt", n_probs, false, std::move(grammar));
         const std::string id = next_id("cmpl-");
         const int64_t created = unix_time();
         const std::string model = options_.model_name;
@@ -391,6 +465,41 @@ class Handlers {
         const json empty_tools = json::array();
         const json* tools = field(body, "tools");
         if (tools && !tools->is_array()) refuse(400, "tools must be an array", "tools");
+        if (tools) {
+            try {
+                check_tools(*tools);
+            } catch (const Error& e) {
+                refuse(400, e.what(), "tools");
+            }
+        }
+        // tool_choice: "auto" (the model decides), "none" (no tools shown, none parsed),
+        // "required" or {"type": "function", "function": {"name": N}} (a call is forced).
+        bool no_tools = false, force_call = false;
+        std::string forced_name;
+        if (const json* c = field(body, "tool_choice")) {
+            const std::string mode = c->is_string() ? c->get<std::string>() : "";
+            const json* f = c->is_object() && c->value("type", "") == "function"
+                                ? field(*c, "function")
+                                : nullptr;
+            if (mode == "none") {
+                no_tools = true;
+            } else if (mode == "required") {
+                force_call = true;
+            } else if (f && f->is_object() && f->contains("name") && (*f)["name"].is_string()) {
+                force_call = true;
+                forced_name = (*f)["name"].get<std::string>();
+            } else if (mode != "auto") {
+                refuse(400,
+                       "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": "
+                       "\"function\", \"function\": {\"name\": ...}}",
+                       "tool_choice");
+            }
+        }
+        const bool parallel = boolean(body, "parallel_tool_calls").value_or(true);
+        if (no_tools) tools = nullptr;
+        if (force_call && (!tools || tools->empty()))
+            refuse(400, "tool_choice asks for a tool call, but the request has no tools",
+                   "tool_choice");
         int n_probs = 0;
         const bool logprobs = boolean(body, "logprobs").value_or(false);
         if (auto v = integer(body, "top_logprobs", 0, 20)) n_probs = int(*v);
@@ -410,7 +519,19 @@ class Handlers {
         // With tools the model may answer with tool-call markup: special tokens' text is kept
         // for the parser, which takes the markup out.
         const bool with_tools = tools && !tools->empty();
-        auto completion = submit(std::move(prompt), body, "messages", n_probs, with_tools);
+        std::string forced;
+        if (force_call) {
+            try {
+                forced = tool_call_grammar(*tools, forced_name, parallel, chat_.tool_call_markup(),
+                                           ThinkSplitter::starts_inside(text));
+            } catch (const Error& e) {
+                refuse(400, e.what(), "tool_choice");
+            }
+        }
+        auto grammar = output_grammar(body, ThinkSplitter::starts_inside(text), std::move(forced),
+                                      force_call ? "tool_choice" : nullptr);
+        auto completion =
+            submit(std::move(prompt), body, "messages", n_probs, with_tools, std::move(grammar));
         const bool split = options_.reasoning == ReasoningFormat::deepseek;
         ThinkSplitter splitter(ThinkSplitter::starts_inside(text));
         const std::string id = next_id("chatcmpl-");
@@ -447,6 +568,7 @@ class Handlers {
                 parser.feed(content, answer, calls);
                 parser.finish(answer);
                 content = std::move(answer);
+                if (!parallel && calls.size() > 1) calls.resize(1);
             }
             json message = {{"role", "assistant"}, {"content", content}};
             if (split && !reasoning.empty()) message["reasoning_content"] = reasoning;
@@ -497,12 +619,11 @@ class Handlers {
                         tool_parser->feed(content, answer, calls);
                         if (last) tool_parser->finish(answer);
                         content = std::move(answer);
-                        if (!calls.empty()) {
-                            json list = json::array();
-                            for (const ToolCall& c : calls)
+                        json list = json::array();
+                        for (const ToolCall& c : calls)
+                            if (parallel || *n_calls == 0)
                                 list.push_back(tool_call_json(c, (*n_calls)++));
-                            delta["tool_calls"] = list;
-                        }
+                        if (!list.empty()) delta["tool_calls"] = list;
                     }
                     if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
                     if (!content.empty()) delta["content"] = content;

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import types
 from datetime import datetime
 
 import jinja2
@@ -44,9 +45,16 @@ def make_environment():
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
 
+    # A generator (what map and select give) as its list, as llama.cpp's template engine has
+    # it: llama.cpp's own templates pass `tools | map(attribute='function')` to tojson.
+    def as_list(x):
+        if isinstance(x, types.GeneratorType):
+            return list(x)
+        raise TypeError(f"Object of type {type(x).__name__} is not JSON serializable")
+
     def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                          sort_keys=sort_keys)
+                          sort_keys=sort_keys, default=as_list)
 
     def strftime_now(format):
         return datetime.now().strftime(format)

@@ -10,7 +10,7 @@ if [ ! -d "$work/node_modules/openai" ]; then
   npm install --prefix "$work" --no-audit --no-fund --silent openai@4.104.0 >/dev/null
 fi
 "$bin" make-model --preset tiny --type f32 -o "$work/tiny.gguf" >/dev/null 2>&1
-"$bin" serve -m "$work/tiny.gguf" --port 0 -np 2 -c 1024 --api-key k -a tiny 2>"$work/serve.log" &
+"$bin" serve -m "$work/tiny.gguf" --port 0 -np 2 -c 2048 --api-key k -a tiny 2>"$work/serve.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 port=

@@ -4,94 +4,19 @@ prompt reuse, parallel clients, errors, the API key, a client that leaves, and S
 
 usage: serve_test.py SWITCHYARD_BINARY WORK_DIR
 """
-import http.client
 import json
 import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
 
-BIN, WORK = sys.argv[1], sys.argv[2]
-KEY = "test-key"
-failures = []
+from serve_harness import KEY, Harness
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def request(port, method, path, body=None, key=KEY, raw=None, timeout=120):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    headers = {"Content-Type": "application/json"}
-    if key:
-        headers["Authorization"] = "Bearer " + key
-    data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-    conn.request(method, path, body=data, headers=headers)
-    resp = conn.getresponse()
-    text = resp.read().decode("utf-8", "replace")
-    conn.close()
-    try:
-        return resp.status, json.loads(text)
-    except json.JSONDecodeError:
-        return resp.status, text
-
-
-def stream(port, path, body):
-    """The data lines of a server-sent event stream, parsed (the last one '[DONE]')."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    conn.request("POST", path, body=json.dumps(body),
-                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + KEY})
-    resp = conn.getresponse()
-    assert resp.status == 200, resp.status
-    events = []
-    for line in resp.read().decode("utf-8").split("\n"):
-        if line.startswith("data: "):
-            payload = line[len("data: "):]
-            events.append(payload if payload == "[DONE]" else json.loads(payload))
-    conn.close()
-    return events
-
-
-os.makedirs(WORK, exist_ok=True)
-model = os.path.join(WORK, "tiny.gguf")
-subprocess.run([BIN, "make-model", "--preset", "tiny", "--type", "f32", "-o", model], check=True,
-               stdout=subprocess.DEVNULL)
-log = []
-
-
-def start(*extra):
-    """serve on a free port with `extra` options: the process and its port."""
-    proc = subprocess.Popen([BIN, "serve", "-m", model, "--port", "0", "--api-key", KEY] +
-                            list(extra), stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        log.append(line)
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            threading.Thread(target=lambda: [log.append(l) for l in proc.stderr],
-                             daemon=True).start()
-            return proc, int(m.group(1))
-    print("".join(log), file=sys.stderr)
-    sys.exit("serve did not start")
-
-
-def stop(proc):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        code = proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        code = None
-    check(code == 0, f"serve exited with {code} after SIGTERM")
+h = Harness(sys.argv[1], sys.argv[2])
+check, request, stream, start, stop = h.check, h.request, h.stream, h.start, h.stop
+log = h.log
 
 
 server, port = start("-np", "2", "-c", "512", "-a", "tiny")
@@ -252,7 +177,4 @@ try:
 finally:
     stop(server)
 
-if failures:
-    print("".join(log[-20:]), file=sys.stderr)
-    sys.exit(f"{len(failures)} checks failed")
-print("serve: all checks passed")
+h.finish("serve")

@@ -16,6 +16,15 @@
 
 namespace sy::llm {
 
+// How a template writes an assistant's tool calls, and so how the model was taught to:
+enum class ToolCallMarkup {
+    // V3 and R1:
+    // <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>
+    deepseek_v3,
+    // V3.1: <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>
+    deepseek_v31,
+};
+
 class ChatFormatter {
   public:
     // `template_file` (--chat-template-file): that Jinja program; `layout` (--chat-template):
@@ -39,6 +48,9 @@ class ChatFormatter {
     // "the file's template", "--chat-template-file PATH", "the deepseek3 layout"
     const std::string& source() const { return source_; }
 
+    // Read off the template's own text for a tool call (V3's when it writes none).
+    ToolCallMarkup tool_call_markup() const { return markup_; }
+
   private:
     const Tokenizer* tokenizer_ = nullptr;
     std::shared_ptr<const jinja::Template> jinja_;
@@ -46,6 +58,7 @@ class ChatFormatter {
     std::string missing_;  // why render() cannot work, when neither is set
     std::string source_;
     std::string bos_, eos_;
+    ToolCallMarkup markup_ = ToolCallMarkup::deepseek_v3;
 };
 
 }  // namespace sy::llm

@@ -58,7 +58,9 @@ class JsonSchemaGrammar {
     int depth_ = 0;
 };
 
-// A whole grammar for one schema: `root ::= ...` and what it uses.
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+// A whole grammar for one schema: `root ::= PREFIX VALUE` and what it uses; `prefix` is GBNF
+// for what comes before the value ("": nothing).
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema,
+                                std::string_view prefix = {});
 
 }  // namespace sy::llm
