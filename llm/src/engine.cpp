@@ -231,8 +231,9 @@ void Engine::admit(Slot& slot, Job job) {
     slot.cached.resize(reuse);
     slot.prompt_done = reuse;
     slot.sampler.emplace(job.request.params.sampling);
-    slot.matcher.reset();
-    if (job.request.params.grammar) slot.matcher.emplace(job.request.params.grammar);
+    slot.grammar.reset();
+    if (job.request.params.grammar)
+        slot.grammar.emplace(job.request.params.grammar, tokenizer_, job.request.params.ignore_eos);
     for (int32_t t : prompt) slot.sampler->accept(t);
     slot.text.clear();
     slot.released = 0;
@@ -270,8 +271,15 @@ void Engine::advance(Slot& slot, std::span<const float> logits) {
     if (slot.result.completion_tokens == 0) slot.first_token_at = now_seconds();
     Piece piece;
     try {
-        piece.token =
-            slot.matcher ? sample_constrained(slot, logits) : slot.sampler->sample(logits);
+        if (slot.grammar) {
+            piece.token = slot.grammar->sample(*slot.sampler, logits, [this]() -> const TokenTrie& {
+                if (!trie_) trie_ = std::make_unique<TokenTrie>(vocabulary_trie(tokenizer_));
+                return *trie_;
+            });
+            slot.grammar->accept(piece.token);
+        } else {
+            piece.token = slot.sampler->sample(logits);
+        }
     } catch (const std::exception& e) {
         end(slot, FinishReason::error, e.what());
         return;
@@ -287,10 +295,7 @@ void Engine::advance(Slot& slot, std::span<const float> logits) {
     } else {
         const size_t before = slot.text.size();
         slot.text += tokenizer_.token_bytes(piece.token, params.special);
-        // sample_constrained drew a token the grammar allows.
-        const bool whole = slot.matcher &&
-                           slot.matcher->feed(tokenizer_.token_bytes(piece.token, true)) &&
-                           !slot.matcher->can_continue();
+        const bool whole = slot.grammar && slot.grammar->done();
         for (const std::string& stop : params.stop) {
             // A stop string can end only in the new bytes.
             const size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
@@ -316,40 +321,6 @@ void Engine::advance(Slot& slot, std::span<const float> logits) {
     if (finish) end(slot, *finish);
 }
 
-bool Engine::grammar_allows(const Slot& slot, int32_t token) const {
-    if (tokenizer_.is_end_of_generation(token))
-        return !slot.job->request.params.ignore_eos && slot.matcher->complete();
-    const std::string text = tokenizer_.token_bytes(token, true);
-    return !text.empty() && slot.matcher->accepts(text);
-}
-
-int32_t Engine::sample_constrained(Slot& slot, std::span<const float> logits) {
-    const int32_t first = slot.sampler->sample(logits);
-    if (grammar_allows(slot, first)) return first;
-    if (!trie_) {
-        std::vector<std::string> texts(size_t(tokenizer_.n_vocab()));
-        for (int32_t id = 0; id < tokenizer_.n_vocab(); ++id)
-            texts[size_t(id)] = tokenizer_.token_bytes(id, true);
-        trie_ = std::make_unique<TokenTrie>(texts);
-    }
-    slot.matcher->allowed_tokens(*trie_, allowed_);
-    const bool may_end = !slot.job->request.params.ignore_eos && slot.matcher->complete();
-    masked_.assign(logits.begin(), logits.end());
-    bool any = false;
-    for (size_t id = 0; id < masked_.size(); ++id) {
-        const bool ok = tokenizer_.is_end_of_generation(int32_t(id))
-                            ? may_end
-                            : id < allowed_.size() && allowed_[id] != 0;
-        if (ok)
-            any = true;
-        else
-            masked_[id] = -INFINITY;
-    }
-    if (!any)
-        throw Error("the grammar allows no token of the vocabulary after \"" + slot.text + "\"");
-    return slot.sampler->sample(masked_);
-}
-
 void Engine::end(Slot& slot, FinishReason reason, std::string error) {
     if (!slot.job) return;
     CompletionResult r = std::move(slot.result);
@@ -366,7 +337,7 @@ void Engine::end(Slot& slot, FinishReason reason, std::string error) {
     slot.job->completion->finish(std::move(r));
     slot.job.reset();
     slot.sampler.reset();
-    slot.matcher.reset();
+    slot.grammar.reset();
     std::lock_guard lock(mutex_);
     ++metrics_.requests_finished;
     --metrics_.slots_busy;

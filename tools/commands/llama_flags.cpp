@@ -43,9 +43,10 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-npp", "--n-prompt"},  // llama-batched-bench
     {"-ntg", "--n-gen"},
     {"-npl", "--n-parallel"},
-    {"-np", "--parallel"},  // llama-server
+    {"-np", "--parallel"},       // llama-server
     {"-cnv", "--conversation"},  // llama-cli
     {"-cram", "--cache-ram"},    // llama-server
+    {"-jf", "--json-schema-file"},
 };
 
 const LlamaSpelling* spelling_of(std::string_view word) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "commands/conversation.hpp"
@@ -16,6 +17,8 @@
 #include "switchyard/core/profile.hpp"
 #include "switchyard/llm/chat_formatter.hpp"
 #include "switchyard/llm/chat_template.hpp"
+#include "switchyard/llm/grammar_sampler.hpp"
+#include "switchyard/llm/json_schema.hpp"
 #include "switchyard/llm/sampler.hpp"
 #include "switchyard/llm/session.hpp"
 #include "switchyard/llm/tokenizer.hpp"
@@ -49,6 +52,8 @@ struct RunOptions {
     bool verbose_plan = false;
     bool conversation = false;  // -cnv, -i
     bool multiline = false;
+    // Constrained output (llama.cpp's flags): one of them.
+    std::string grammar, grammar_file, json_schema, json_schema_file;
 
     // --chat, -sys and --chat-template each lay the prompt out as a conversation.
     bool chat_mode() const {
@@ -145,6 +150,34 @@ class NpyWriter {
     std::vector<float> data_;
 };
 
+// The grammar --grammar, --grammar-file, -j or -jf give (none: null). Throws sy::Error naming
+// the flag for two of them, a file that cannot be read, and a grammar or schema that is wrong.
+std::shared_ptr<const llm::Grammar> output_grammar(const RunOptions& o) {
+    std::vector<std::pair<const char*, const std::string*>> given;
+    for (const auto& [flag, value] :
+         {std::pair{"--grammar", &o.grammar}, std::pair{"--grammar-file", &o.grammar_file},
+          std::pair{"--json-schema", &o.json_schema},
+          std::pair{"--json-schema-file", &o.json_schema_file}})
+        if (!value->empty()) given.emplace_back(flag, value);
+    if (given.empty()) return nullptr;
+    if (given.size() > 1)
+        throw Error(std::string(given[0].first) + " and " + given[1].first +
+                    " both constrain the output: give one of them");
+    const auto [flag, value] = given[0];
+    const bool is_file =
+        flag == std::string("--grammar-file") || flag == std::string("--json-schema-file");
+    const std::string text = is_file ? read_text_file(flag, *value) : *value;
+    try {
+        if (flag == std::string("--grammar") || flag == std::string("--grammar-file"))
+            return llm::Grammar::parse(text);
+        const auto schema = nlohmann::ordered_json::parse(text, nullptr, false);
+        if (schema.is_discarded()) throw Error("not valid JSON");
+        return llm::Grammar::parse(llm::json_schema_to_gbnf(schema));
+    } catch (const Error& e) {
+        throw Error(std::string(flag) + (is_file ? " " + *value : "") + ": " + e.what());
+    }
+}
+
 // -cnv: the model and session as for a prompt, then turns from standard input.
 int run_conversation_mode(const RunOptions& o) {
     if (!o.prompt_file.empty()) throw Error("-cnv takes no -f: type the messages, or give -p");
@@ -161,6 +194,7 @@ int run_conversation_mode(const RunOptions& o) {
     c.params.sampling = o.sampling;
     c.params.ignore_eos = o.ignore_eos;
     c.params.max_tokens = o.n_predict < 0 ? -1 : o.n_predict;
+    c.params.grammar = output_grammar(o);
     c.multiline = o.multiline;
     return run_conversation(loaded, *session, c);
 }
@@ -181,6 +215,7 @@ int run_run(const RunOptions& o) {
         throw Error("--chat-template '" + o.chat_template +
                     "': unknown layout (deepseek2, deepseek3)");
     llm::validate(o.sampling);
+    const std::shared_ptr<const llm::Grammar> grammar = output_grammar(o);
     if (o.n_predict < -2)
         throw Error("-n " + std::to_string(o.n_predict) +
                     ": expected a count >= 0, -1 (until the end of the text) or -2 (until the "
@@ -235,6 +270,13 @@ int run_run(const RunOptions& o) {
     if (!o.logits_out.empty()) npy = std::make_unique<NpyWriter>(o.logits_out, model.n_vocab());
     llm::Sampler sampler(o.sampling);
     for (int32_t t : tokens) sampler.accept(t);
+    std::optional<llm::GrammarSampler> constrained;
+    if (grammar) constrained.emplace(grammar, tok, o.ignore_eos);
+    std::optional<llm::TokenTrie> trie;  // the vocabulary, when the grammar first needs it
+    const auto vocabulary = [&]() -> const llm::TokenTrie& {
+        if (!trie) trie.emplace(llm::vocabulary_trie(tok));
+        return *trie;
+    };
 
     // -tb: the prompt's threads, then -t's for generation (the cpu plugin starts its pool anew
     // on each change).
@@ -275,7 +317,9 @@ int run_run(const RunOptions& o) {
     double gen_eval_s = 0;
     const int64_t n_predict = o.n_predict < 0 ? INT64_MAX : o.n_predict;
     for (int64_t i = 0; i < n_predict; ++i) {
-        const int32_t next = sampler.sample(logits);
+        const int32_t next =
+            constrained ? constrained->sample(sampler, logits, vocabulary) : sampler.sample(logits);
+        if (constrained) constrained->accept(next);
         sampler.accept(next);
         generated.push_back(next);
         if (o.print_tokens) std::fprintf(stdout, "[%d]", next);
@@ -284,6 +328,10 @@ int run_run(const RunOptions& o) {
         std::fflush(stdout);
         if (!o.ignore_eos && tok.is_end_of_generation(next)) {
             stop_reason = "end of generation token";
+            break;
+        }
+        if (constrained && constrained->done()) {
+            stop_reason = "the grammar's text is whole";
             break;
         }
         if (i + 1 == n_predict) break;
@@ -447,6 +495,12 @@ Command add_run_command(CLI::App& app) {
                     "(implies --chat)");
     cmd->add_flag("--multiline-input", o->multiline,
                   "With --conversation: a message is every line up to an empty one");
+    cmd->add_option("--grammar", o->grammar,
+                    "Hold the output to this GBNF grammar (llama.cpp's notation; rule root)");
+    cmd->add_option("--grammar-file", o->grammar_file, "--grammar from a file");
+    cmd->add_option("-j,--json-schema", o->json_schema,
+                    "Hold the output to JSON of this JSON Schema (e.g. {} for any JSON value)");
+    cmd->add_option("--json-schema-file", o->json_schema_file, "--json-schema from a file");
     cmd->add_option("--logits-out", o->logits_out,
                     "Write the logits of the prompt's and every generated position (float32 .npy)");
     return [o] { return run_run(*o); };

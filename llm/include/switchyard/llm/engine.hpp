@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "switchyard/llm/grammar.hpp"
+#include "switchyard/llm/grammar_sampler.hpp"
 #include "switchyard/llm/sampler.hpp"
 #include "switchyard/llm/session.hpp"
 #include "switchyard/llm/tokenizer.hpp"
@@ -169,7 +169,7 @@ class Engine {
         std::optional<Job> job;
         size_t prompt_done = 0;  // prompt tokens in the cache
         std::optional<Sampler> sampler;
-        std::optional<GrammarMatcher> matcher;  // with a grammar
+        std::optional<GrammarSampler> grammar;  // with a grammar
         int32_t last = -1;                      // the sampled token to evaluate next
         std::string text;                       // generated so far
         size_t released = 0;                    // of text: given out in pieces
@@ -191,11 +191,6 @@ class Engine {
     // Samples the slot's next token from `logits` and gives out its piece; ends the
     // completion when the token finishes it.
     void advance(Slot& slot, std::span<const float> logits);
-    // The next token of a slot with a grammar: drawn as usual and kept when the grammar allows
-    // it, else drawn again from the allowed ones only (the same distribution as masking
-    // first: a draw rejected and repeated over what is left).
-    int32_t sample_constrained(Slot& slot, std::span<const float> logits);
-    bool grammar_allows(const Slot& slot, int32_t token) const;
     void end(Slot& slot, FinishReason reason, std::string error = {});
     // What of the slot's text can be given out now: all but a possible stop-string start and
     // an unfinished UTF-8 character.
@@ -210,8 +205,6 @@ class Engine {
     std::deque<Saved> ram_;  // most recently used first; only the engine's thread touches it
     uint64_t ram_bytes_ = 0;
     std::unique_ptr<TokenTrie> trie_;  // the vocabulary, made when a grammar first needs it
-    std::vector<uint8_t> allowed_;     // reused by sample_constrained
-    std::vector<float> masked_;
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;
