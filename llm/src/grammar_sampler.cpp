@@ -27,7 +27,10 @@ int32_t GrammarSampler::sample(Sampler& sampler, std::span<const float> logits,
                                const std::function<const TokenTrie&()>& trie) {
     const int32_t first = sampler.sample(logits);
     if (allows(first)) return first;
-    matcher_.allowed_tokens(trie(), allowed_);
+    if (!allowed_at_ || !(*allowed_at_ == matcher_)) {
+        matcher_.allowed_tokens(trie(), allowed_);
+        allowed_at_ = matcher_;
+    }
     const bool may_end = !ignore_eos_ && matcher_.complete();
     masked_.assign(logits.begin(), logits.end());
     bool any = false;

@@ -99,6 +99,13 @@ class GrammarMatcher {
     // allowed[id] = 1 for each token of the trie whose text may come next, 0 for the others;
     // `allowed` has trie.size() entries.
     void allowed_tokens(const TokenTrie& trie, std::vector<uint8_t>& allowed) const;
+    // The same position of the same grammar: every continuation alike (inside a JSON string,
+    // each character leads back to the same one).
+    bool operator==(const GrammarMatcher& other) const {
+        return grammar_ == other.grammar_ && state_.stacks == other.state_.stacks &&
+               state_.partial == other.state_.partial && state_.pending == other.state_.pending &&
+               state_.length == other.state_.length;
+    }
 
   private:
     using Stack = std::vector<uint32_t>;  // symbol positions; back() is the next to match

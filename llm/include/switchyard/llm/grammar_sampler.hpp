@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -42,7 +43,9 @@ class GrammarSampler {
     GrammarMatcher matcher_;
     const Tokenizer& tokenizer_;
     bool ignore_eos_;
-    std::vector<uint8_t> allowed_;  // reused between draws
+    std::vector<uint8_t> allowed_;              // the last walk's tokens
+    std::optional<GrammarMatcher> allowed_at_;  // where it was made: reused there
+
     std::vector<float> masked_;
 };
 
