@@ -119,7 +119,7 @@ Options parse(int argc, char** argv) {
 }
 
 int32_t type_id(const std::string& name) {
-    for (int32_t t = 0; t < 40; ++t) {
+    for (int32_t t = 0; t < 256; ++t) {
         const char* n = sy_dtype_info(t).name;
         if (n && name == n) return t;
     }

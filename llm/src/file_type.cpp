@@ -36,6 +36,13 @@ std::string_view known_file_type_name(uint32_t ftype) {
         case FileType::kMostlyIQ4_XS: return "IQ4_XS - 4.25 bpw";
         case FileType::kMostlyIQ3_S: return "IQ3_S - 3.4375 bpw";
         case FileType::kMostlyIQ3_M: return "IQ3_S mix - 3.66 bpw";
+        // ik_llama.cpp's names.
+        case FileType::kMostlyQ6_0: return "Q6_0";
+        case FileType::kMostlyIQ2_K: return "IQ2_K - 2.375 bpw";
+        case FileType::kMostlyIQ3_K: return "IQ3_K - 3.4325 bpw";
+        case FileType::kMostlyIQ4_K: return "IQ4_K - 4.5 bpw";
+        case FileType::kMostlyIQ5_K: return "IQ5_K - 5.5 bpw";
+        case FileType::kMostlyIQ6_K: return "IQ6_K - 6.6 bpw";
     }
     return {};
 }
@@ -71,6 +78,12 @@ uint32_t file_type_of(int32_t type) {
         case SY_TYPE_IQ3_S: ft = FileType::kMostlyIQ3_S; break;
         case SY_TYPE_IQ1_S: ft = FileType::kMostlyIQ1_S; break;
         case SY_TYPE_IQ1_M: ft = FileType::kMostlyIQ1_M; break;
+        case SY_TYPE_Q6_0: ft = FileType::kMostlyQ6_0; break;
+        case SY_TYPE_IQ2_K: ft = FileType::kMostlyIQ2_K; break;
+        case SY_TYPE_IQ3_K: ft = FileType::kMostlyIQ3_K; break;
+        case SY_TYPE_IQ4_K: ft = FileType::kMostlyIQ4_K; break;
+        case SY_TYPE_IQ5_K: ft = FileType::kMostlyIQ5_K; break;
+        case SY_TYPE_IQ6_K: ft = FileType::kMostlyIQ6_K; break;
         default: break;
     }
     return static_cast<uint32_t>(ft);

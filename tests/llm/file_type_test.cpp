@@ -24,11 +24,20 @@ TEST(FileType, NamesMatchLlamaCpp) {
 }
 
 TEST(FileType, EveryEnumeratorHasAName) {
-    for (uint32_t id :
-         {0u,  1u,  2u,  3u,  7u,  8u,  9u,  10u, 11u, 12u, 13u, 14u, 15u, 16u, 17u,
-          18u, 19u, 20u, 21u, 22u, 23u, 24u, 25u, 26u, 27u, 28u, 29u, 30u, 31u, 32u}) {
+    for (uint32_t id : {0u,  1u,  2u,  3u,  7u,  8u,  9u,   10u,  11u,  12u,  13u,  14u,
+                        15u, 16u, 17u, 18u, 19u, 20u, 21u,  22u,  23u,  24u,  25u,  26u,
+                        27u, 28u, 29u, 30u, 31u, 32u, 135u, 138u, 139u, 140u, 141u, 142u}) {
         EXPECT_FALSE(known_file_type_name(id).empty()) << id;
     }
+}
+
+// ik_llama.cpp's ids and names for its types (llama-bench's model column of such a file).
+TEST(FileType, IkLlamaTypesHaveItsIdsAndNames) {
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ2_K), 138u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ6_K), 142u);
+    EXPECT_EQ(file_type_of(SY_TYPE_Q6_0), 135u);
+    EXPECT_EQ(file_type_name(file_type_of(SY_TYPE_IQ4_K)), "IQ4_K - 4.5 bpw");
+    EXPECT_EQ(file_type_name(file_type_of(SY_TYPE_IQ3_K)), "IQ3_K - 3.4325 bpw");
 }
 
 TEST(FileType, GuessedAndUnknown) {

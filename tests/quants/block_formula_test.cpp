@@ -30,7 +30,9 @@ int nibble(const uint8_t* qs, int k) {  // elements j and j + 16 share byte j
     return k < 16 ? qs[k] & 0xF : qs[k - 16] >> 4;
 }
 
-int bit(uint32_t word, int k) { return int(word >> k) & 1; }
+int bit(uint32_t word, int k) {
+    return int(word >> k) & 1;
+}
 
 void k4_scale_min(const uint8_t* s, int j, int& sc, int& m) {
     if (j < 4) {
@@ -55,9 +57,15 @@ int k_nibble(const uint8_t* qs, int k) {
 }
 
 // Byte e of codebook entry i (8-byte and 4-byte grids).
-int grid8(const uint64_t* grid, int i, int e) { return uint8_t(grid[i] >> (8 * e)); }
-int grid4(const uint32_t* grid, int i, int e) { return uint8_t(grid[i] >> (8 * e)); }
-float sign(int negative) { return negative ? -1.f : 1.f; }
+int grid8(const uint64_t* grid, int i, int e) {
+    return uint8_t(grid[i] >> (8 * e));
+}
+int grid4(const uint32_t* grid, int i, int e) {
+    return uint8_t(grid[i] >> (8 * e));
+}
+float sign(int negative) {
+    return negative ? -1.f : 1.f;
+}
 uint32_t u32_at(const uint8_t* p) {
     uint32_t v;
     std::memcpy(&v, p, 4);
@@ -105,7 +113,8 @@ float iquant_formula(int32_t type, const uint8_t* p, int k) {
             const auto& b = as<sy_block_iq3_s>(p);
             const int h = r / 4;
             const int index = b.qs[8 * j + h] | ((b.qh[j] >> h) & 1) << 8;
-            const float db = fp16_to_f32(b.d) * float(1 + 2 * ((b.scales[j / 2] >> (4 * (j % 2))) & 15));
+            const float db =
+                fp16_to_f32(b.d) * float(1 + 2 * ((b.scales[j / 2] >> (4 * (j % 2))) & 15));
             const int s = b.signs[4 * j + g] >> e & 1;
             return db * float(grid4(sy_iq3s_grid, index, r % 4)) * sign(s);
         }
@@ -135,6 +144,61 @@ float iquant_formula(int32_t type, const uint8_t* p, int k) {
     }
 }
 
+// ik_llama.cpp's IQ*_K (docs/ik-quants.md): d * scale(sub-block k / 16) * table[extra half][index].
+float ik_formula(int32_t type, const uint8_t* p, int k) {
+    const int s = k / 16;
+    // 2 bits of element k in the Q2_K plane order, and one bit of k in a 32-byte bit plane.
+    const auto plane2 = [&](const uint8_t* q) {
+        return (q[32 * (k / 128) + k % 32] >> (2 * ((k / 32) % 4))) & 3;
+    };
+    const auto plane1 = [&](const uint8_t* q) { return (q[k % 32] >> (k / 32)) & 1; };
+    // The low nibble of element k where each `group` values share group / 2 bytes.
+    const auto nib = [&](const uint8_t* q, int group) {
+        const uint8_t byte = q[(k / group) * (group / 2) + k % (group / 2)];
+        return k % group < group / 2 ? byte & 0xF : byte >> 4;
+    };
+    const auto six_bit = [&](const uint8_t* h, const uint8_t* l) {
+        const int lo = (l[s / 2] >> (4 * (s % 2))) & 0xF, hi = (h[s / 4] >> (2 * (s % 4))) & 3;
+        return (lo | hi << 4) - 32;
+    };
+    switch (type) {
+        case SY_TYPE_IQ2_K: {
+            const auto& b = as<sy_block_iq2_k>(p);
+            const int scale = ((b.scales[s / 2] >> (4 * (s % 2))) & 0xF) - 8;
+            const int e = (b.extra >> s) & 1;
+            return fp16_to_f32(b.d) * float(scale) * float(sy_iq2nl_values[4 * e + plane2(b.qs)]);
+        }
+        case SY_TYPE_IQ3_K: {
+            const auto& b = as<sy_block_iq3_k>(p);
+            int scale = 2 * ((b.scales_l[s / 2] >> (4 * (s % 2))) & 0xF) + 1;
+            if ((b.scales_h >> s) & 1) scale = -scale;
+            const int e = (b.extra >> s) & 1;
+            const int index = plane2(b.qs) | plane1(b.qh) << 2;
+            return fp16_to_f32(b.d) * float(scale) * float(sy_iq3nl_values[8 * e + index]);
+        }
+        case SY_TYPE_IQ4_K: {
+            const auto& b = as<sy_block_iq4_k>(p);
+            const int e = (b.extra >> s) & 1;
+            return fp16_to_f32(b.d) * float(six_bit(b.scales_h, b.scales_l)) *
+                   float(sy_iq4k_values[16 * e + nib(b.qs, 32)]);
+        }
+        case SY_TYPE_IQ5_K: {
+            const auto& b = as<sy_block_iq5_k>(p);
+            const int e = (b.extra >> s) & 1;
+            const int index = nib(b.qs, 64) | plane1(b.qh) << 4;
+            return fp16_to_f32(b.d) * float(six_bit(b.scales_h, b.scales_l)) *
+                   float(sy_iq5nl_values[32 * e + index]);
+        }
+        case SY_TYPE_IQ6_K: {
+            const auto& b = as<sy_block_iq6_k>(p);
+            const int e = (b.extra >> s) & 1;
+            const int index = nib(b.qs, 64) | plane2(b.qh) << 4;
+            return fp16_to_f32(b.d) * float(b.scales[s]) * float(sy_iq6nl_values[64 * e + index]);
+        }
+        default: return iquant_formula(type, p, k);
+    }
+}
+
 float formula(int32_t type, const uint8_t* p, int k) {
     switch (type) {
         case SY_TYPE_Q4_0: {
@@ -155,8 +219,7 @@ float formula(int32_t type, const uint8_t* p, int k) {
             const auto& b = as<sy_block_q5_1>(p);
             const uint32_t qh = uint32_t(b.qh[0]) | uint32_t(b.qh[1]) << 8 |
                                 uint32_t(b.qh[2]) << 16 | uint32_t(b.qh[3]) << 24;
-            return float(nibble(b.qs, k) | bit(qh, k) << 4) * fp16_to_f32(b.d) +
-                   fp16_to_f32(b.m);
+            return float(nibble(b.qs, k) | bit(qh, k) << 4) * fp16_to_f32(b.d) + fp16_to_f32(b.m);
         }
         case SY_TYPE_Q8_0: {
             const auto& b = as<sy_block_q8_0>(p);
@@ -217,12 +280,19 @@ float formula(int32_t type, const uint8_t* p, int k) {
         case SY_TYPE_IQ4_XS: {
             const auto& b = as<sy_block_iq4_xs>(p);
             const int j = k / 32;
-            const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) |
-                           (((b.scales_h >> (2 * j)) & 3) << 4);
+            const int ls =
+                ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4);
             return fp16_to_f32(b.d) * float(ls - 32) *
                    float(sy_kvalues_iq4nl[nibble(b.qs + 16 * j, k % 32)]);
         }
-        default: return iquant_formula(type, p, k);
+        case SY_TYPE_Q6_0: {
+            const auto& b = as<sy_block_q6_0>(p);
+            const int j = k % 16, upper = k / 16;  // values j and j + 16 share qs[j]
+            const int low = upper ? b.qs[j] >> 4 : b.qs[j] & 0xF;
+            const int high = (b.qh[j % 8] >> (4 * (j / 8) + 2 * upper)) & 3;
+            return float((low | high << 4) - 32) * fp16_to_f32(b.d);
+        }
+        default: return ik_formula(type, p, k);
     }
 }
 
@@ -240,9 +310,23 @@ std::vector<uint8_t> random_blocks(int32_t type, int blocks, uint32_t seed) {
     for (int i = 0; i < blocks; ++i) {
         uint8_t* b = bytes.data() + size_t(i * t.type_size);
         switch (type) {
-            case SY_TYPE_Q4_0: case SY_TYPE_Q5_0: case SY_TYPE_Q8_0: case SY_TYPE_IQ4_NL:
-            case SY_TYPE_IQ4_XS: case SY_TYPE_IQ2_XXS: case SY_TYPE_IQ2_XS: case SY_TYPE_IQ2_S:
-            case SY_TYPE_IQ3_XXS: case SY_TYPE_IQ3_S: case SY_TYPE_IQ1_S: set_half(b); break;
+            case SY_TYPE_Q4_0:
+            case SY_TYPE_Q5_0:
+            case SY_TYPE_Q8_0:
+            case SY_TYPE_IQ4_NL:
+            case SY_TYPE_IQ4_XS:
+            case SY_TYPE_IQ2_XXS:
+            case SY_TYPE_IQ2_XS:
+            case SY_TYPE_IQ2_S:
+            case SY_TYPE_IQ3_XXS:
+            case SY_TYPE_IQ3_S:
+            case SY_TYPE_IQ1_S:
+            case SY_TYPE_Q6_0:
+            case SY_TYPE_IQ2_K:
+            case SY_TYPE_IQ3_K:
+            case SY_TYPE_IQ4_K:
+            case SY_TYPE_IQ5_K:
+            case SY_TYPE_IQ6_K: set_half(b); break;
             case SY_TYPE_IQ1_M: {  // the f16 scale in the top nibbles of the 4 scale words
                 const uint16_t h = sy::sdk::f32_to_fp16(scale(rng));
                 uint16_t sc[4];
@@ -252,9 +336,18 @@ std::vector<uint8_t> random_blocks(int32_t type, int blocks, uint32_t seed) {
                 std::memcpy(b + 48, sc, 8);
                 break;
             }
-            case SY_TYPE_Q4_1: case SY_TYPE_Q5_1: case SY_TYPE_Q8_1: case SY_TYPE_Q4_K:
-            case SY_TYPE_Q5_K: set_half(b); set_half(b + 2); break;
-            case SY_TYPE_Q2_K: set_half(b + 80); set_half(b + 82); break;
+            case SY_TYPE_Q4_1:
+            case SY_TYPE_Q5_1:
+            case SY_TYPE_Q8_1:
+            case SY_TYPE_Q4_K:
+            case SY_TYPE_Q5_K:
+                set_half(b);
+                set_half(b + 2);
+                break;
+            case SY_TYPE_Q2_K:
+                set_half(b + 80);
+                set_half(b + 82);
+                break;
             case SY_TYPE_Q3_K: set_half(b + 108); break;
             case SY_TYPE_Q6_K: set_half(b + 208); break;
             case SY_TYPE_Q8_K: {
@@ -268,10 +361,14 @@ std::vector<uint8_t> random_blocks(int32_t type, int blocks, uint32_t seed) {
     return bytes;
 }
 
+// Types compared for equality: their formulas round once (ik's: d times an integer scale is
+// exact in f32, so any order gives the same float).
 bool is_iquant(int32_t type) {
     return type == SY_TYPE_IQ2_XXS || type == SY_TYPE_IQ2_XS || type == SY_TYPE_IQ2_S ||
            type == SY_TYPE_IQ3_XXS || type == SY_TYPE_IQ3_S || type == SY_TYPE_IQ1_S ||
-           type == SY_TYPE_IQ1_M;
+           type == SY_TYPE_IQ1_M || type == SY_TYPE_Q6_0 || type == SY_TYPE_IQ2_K ||
+           type == SY_TYPE_IQ3_K || type == SY_TYPE_IQ4_K || type == SY_TYPE_IQ5_K ||
+           type == SY_TYPE_IQ6_K;
 }
 
 class BlockFormula : public ::testing::TestWithParam<int32_t> {};
@@ -303,7 +400,32 @@ INSTANTIATE_TEST_SUITE_P(Types, BlockFormula,
                                            SY_TYPE_Q4_K, SY_TYPE_Q5_K, SY_TYPE_Q6_K, SY_TYPE_Q8_K,
                                            SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS,
                                            SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S, SY_TYPE_IQ3_XXS,
-                                           SY_TYPE_IQ3_S, SY_TYPE_IQ1_S, SY_TYPE_IQ1_M),
+                                           SY_TYPE_IQ3_S, SY_TYPE_IQ1_S, SY_TYPE_IQ1_M,
+                                           SY_TYPE_Q6_0, SY_TYPE_IQ2_K, SY_TYPE_IQ3_K,
+                                           SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K),
                          [](const auto& p) { return std::string(sy_dtype_info(p.param).name); });
+
+// The tables' second halves are their first plus a constant, which the dot products rely on
+// (value sum = base sum + shift * activation sum); both halves ascend.
+TEST(IkTables, TheShiftedHalfIsTheBasePlusTheShift) {
+    const struct {
+        const int8_t* values;
+        int n, shift;
+    } tables[] = {{sy_iq2nl_values, 4, SY_IQ2NL_SHIFT},
+                  {sy_iq3nl_values, 8, SY_IQ3NL_SHIFT},
+                  {sy_iq4k_values, 16, SY_IQ4K_SHIFT},
+                  {sy_iq5nl_values, 32, SY_IQ5NL_SHIFT},
+                  {sy_iq6nl_values, 64, SY_IQ6NL_SHIFT}};
+    for (const auto& t : tables) {
+        for (int i = 0; i < t.n; ++i) {
+            EXPECT_EQ(t.values[t.n + i], t.values[i] + t.shift) << t.n << " entries, entry " << i;
+            if (i > 0) {
+                EXPECT_LT(t.values[i - 1], t.values[i]) << t.n << " entries, entry " << i;
+            }
+        }
+    }
+    // The 4-bit table's base half is IQ4_NL's.
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(sy_iq4k_values[i], sy_kvalues_iq4nl[i]);
+}
 
 }  // namespace

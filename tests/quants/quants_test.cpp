@@ -22,7 +22,8 @@ const int32_t kWeightTypes[] = {SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16,  SY_TY
                                 SY_TYPE_Q2_K, SY_TYPE_Q3_K, SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
                                 SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS,
                                 SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S, SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S,
-                                SY_TYPE_IQ1_S, SY_TYPE_IQ1_M};
+                                SY_TYPE_IQ1_S, SY_TYPE_IQ1_M, SY_TYPE_Q6_0, SY_TYPE_IQ2_K,
+                                SY_TYPE_IQ3_K, SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K};
 const int32_t kActivationTypes[] = {SY_TYPE_Q8_0, SY_TYPE_Q8_1, SY_TYPE_Q8_K};
 
 std::vector<float> gaussian(int64_t n, uint32_t seed, float sigma = 1.0f) {
@@ -259,12 +260,14 @@ TEST_P(Importance, WeightedErrorDropsWhenTheQuantizerKnowsTheWeights) {
 INSTANTIATE_TEST_SUITE_P(IQuants, Importance,
                          ::testing::Values(SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S,
                                            SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S, SY_TYPE_IQ1_S,
-                                           SY_TYPE_IQ1_M, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS),
+                                           SY_TYPE_IQ1_M, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
+                                           SY_TYPE_IQ2_K, SY_TYPE_IQ3_K, SY_TYPE_IQ4_K,
+                                           SY_TYPE_IQ5_K, SY_TYPE_IQ6_K),
                          [](const auto& p) { return name(p.param); });
 INSTANTIATE_TEST_SUITE_P(BlockTypes, Importance,
                          ::testing::Values(SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,
                                            SY_TYPE_Q2_K, SY_TYPE_Q3_K, SY_TYPE_Q4_K, SY_TYPE_Q5_K,
-                                           SY_TYPE_Q6_K),
+                                           SY_TYPE_Q6_K, SY_TYPE_Q6_0),
                          [](const auto& p) { return name(p.param); });
 
 TEST(Importance, RequiredByTheTypesLlamaQuantizeRefusesWithoutOne) {
@@ -283,7 +286,9 @@ namespace {
 // The types whose quantizer takes an importance matrix the way ggml's do with quant_weights.
 const int32_t kWeightedBlockTypes[] = {SY_TYPE_Q4_0, SY_TYPE_Q4_1,   SY_TYPE_Q5_0,  SY_TYPE_Q5_1,
                                        SY_TYPE_Q2_K, SY_TYPE_Q3_K,   SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
-                                       SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS};
+                                       SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
+                                       SY_TYPE_Q6_0, SY_TYPE_IQ2_K,  SY_TYPE_IQ3_K,
+                                       SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K};
 
 Bytes quantize_rows(int32_t type, const std::vector<float>& x, int64_t rows, const float* imp) {
     const int64_t n = int64_t(x.size()) / rows;

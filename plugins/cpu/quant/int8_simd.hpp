@@ -109,6 +109,10 @@ inline I8x32 from_u32x8(const uint32_t (&v)[8]) {
 inline I8x32 negate_where(I8x32 a, I8x32 mask) {
     return {_mm256_sub_epi8(_mm256_xor_si256(a.v, mask.v), mask.v)};
 }
+// b where mask's byte is 0xFF, a where it is 0.
+inline I8x32 select8(I8x32 mask, I8x32 a, I8x32 b) {
+    return {_mm256_blendv_epi8(a.v, b.v, mask.v)};
+}
 // Eight 4-byte table entries table[idx[k] + 256 * (high >> k & 1)] (one gather).
 inline I8x32 gather_u32x8(const uint32_t* table, const uint8_t* idx, unsigned high) {
     const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(idx)));
@@ -272,6 +276,10 @@ inline I8x32 from_u32x8(const uint32_t (&v)[8]) {
 }
 inline I8x32 negate_where(I8x32 a, I8x32 mask) {
     for (int j = 0; j < 32; ++j) a.b[j] = mask.b[j] ? int8_t(-a.b[j]) : a.b[j];
+    return a;
+}
+inline I8x32 select8(I8x32 mask, I8x32 a, I8x32 b) {
+    for (int j = 0; j < 32; ++j) a.b[j] = mask.b[j] ? b.b[j] : a.b[j];
     return a;
 }
 inline I8x32 gather_u32x8(const uint32_t* table, const uint8_t* idx, unsigned high) {

@@ -141,6 +141,12 @@ void vec_dot_q3_K(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q4_K(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q5_K(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q6_K(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_q6_0(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq2_k(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq3_k(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq4_k(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq5_k(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq6_k(int64_t, const void*, const void* const*, int, float*);
 
 // Defines vec_dot_<name> from a template `name##_cols<C>` of the same signature, expanding the
 // run-time column count (1..kMaxDotCols) into the template argument.

@@ -136,6 +136,7 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
         case SY_TYPE_Q5_1: return {vec_dot_q5_1, q32, 32, 32, a32};
         case SY_TYPE_Q8_0: return {vec_dot_q8_0, q32, 32, 32, a32};
         case SY_TYPE_IQ4_NL: return {vec_dot_iq4_nl, q32, 32, 32, a32};
+        case SY_TYPE_Q6_0: return {vec_dot_q6_0, q32, 32, 32, a32};
         case SY_TYPE_Q2_K: return {vec_dot_q2_K, q256, 256, 256, a256};
         case SY_TYPE_Q3_K: return {vec_dot_q3_K, q256, 256, 256, a256};
         case SY_TYPE_Q4_K: return {vec_dot_q4_K, q256, 256, 256, a256};
@@ -149,6 +150,11 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
         case SY_TYPE_IQ3_S: return {vec_dot_iq3_s, q256, 256, 256, a256};
         case SY_TYPE_IQ1_S: return {vec_dot_iq1_s, q256, 256, 256, a256};
         case SY_TYPE_IQ1_M: return {vec_dot_iq1_m, q256, 256, 256, a256};
+        case SY_TYPE_IQ2_K: return {vec_dot_iq2_k, q256, 256, 256, a256};
+        case SY_TYPE_IQ3_K: return {vec_dot_iq3_k, q256, 256, 256, a256};
+        case SY_TYPE_IQ4_K: return {vec_dot_iq4_k, q256, 256, 256, a256};
+        case SY_TYPE_IQ5_K: return {vec_dot_iq5_k, q256, 256, 256, a256};
+        case SY_TYPE_IQ6_K: return {vec_dot_iq6_k, q256, 256, 256, a256};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }

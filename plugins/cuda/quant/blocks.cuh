@@ -558,6 +558,12 @@ __device__ inline void decode<SY_TYPE_IQ1_M>(const uint8_t* b, int sub, Sub32& s
     s.m[0] = s.m[1] = 0.0f;
 }
 
+}  // namespace sy::cuda
+
+#include "quant/ik_blocks.cuh"  // Q6_0, IQ2_K ... IQ6_K
+
+namespace sy::cuda {
+
 // Sub-block s of a row: its block and the sub-block within it.
 template <int Type>
 __device__ inline void decode_row_sub(const uint8_t* row, int64_t s, Sub32& out) {
@@ -614,6 +620,12 @@ __host__ bool with_block_type(int32_t type, F&& f) {
         case SY_TYPE_IQ3_S: f(std::integral_constant<int, SY_TYPE_IQ3_S>{}); return true;
         case SY_TYPE_IQ1_S: f(std::integral_constant<int, SY_TYPE_IQ1_S>{}); return true;
         case SY_TYPE_IQ1_M: f(std::integral_constant<int, SY_TYPE_IQ1_M>{}); return true;
+        case SY_TYPE_Q6_0: f(std::integral_constant<int, SY_TYPE_Q6_0>{}); return true;
+        case SY_TYPE_IQ2_K: f(std::integral_constant<int, SY_TYPE_IQ2_K>{}); return true;
+        case SY_TYPE_IQ3_K: f(std::integral_constant<int, SY_TYPE_IQ3_K>{}); return true;
+        case SY_TYPE_IQ4_K: f(std::integral_constant<int, SY_TYPE_IQ4_K>{}); return true;
+        case SY_TYPE_IQ5_K: f(std::integral_constant<int, SY_TYPE_IQ5_K>{}); return true;
+        case SY_TYPE_IQ6_K: f(std::integral_constant<int, SY_TYPE_IQ6_K>{}); return true;
         default: return false;
     }
 }

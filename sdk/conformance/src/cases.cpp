@@ -318,9 +318,11 @@ std::vector<Case> cases_for(const sy_capability& row) {
 // same relative size, so the bounds are about twice that:
 //
 //   q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl    1e-2   (Q8_0 / Q8_1 activations)
+//   q6_0                               1e-2   (Q8_0 activations)
 //   q2_K q3_K q4_K q5_K q6_K iq4_xs    2e-2   (Q8_K activations)
 //   iq1_s iq1_m iq2_xxs iq2_xs iq2_s
 //   iq3_xxs iq3_s                      2e-2   (Q8_K activations)
+//   iq2_k iq3_k iq4_k iq5_k iq6_k      2e-2   (Q8_K activations)
 //
 // attn.flash / attn.mla with a block-quantized K or V (a Q8_0 KV cache) take the same bound:
 // the reference reads the decoded cache exactly, and a backend may quantize Q to Q8_0 for the
@@ -332,12 +334,13 @@ struct ToleranceRow {
     double bound;
 };
 constexpr ToleranceRow kTolerances[] = {
-    {SY_TYPE_F32, 1e-5},    {SY_TYPE_F16, 1e-3},  {SY_TYPE_BF16, 1e-2},   {SY_TYPE_Q4_0, 1e-2},
-    {SY_TYPE_Q4_1, 1e-2},   {SY_TYPE_Q5_0, 1e-2}, {SY_TYPE_Q5_1, 1e-2},   {SY_TYPE_Q8_0, 1e-2},
-    {SY_TYPE_IQ4_NL, 1e-2}, {SY_TYPE_Q2_K, 2e-2}, {SY_TYPE_Q3_K, 2e-2},   {SY_TYPE_Q4_K, 2e-2},
-    {SY_TYPE_Q5_K, 2e-2},   {SY_TYPE_Q6_K, 2e-2}, {SY_TYPE_IQ4_XS, 2e-2},
-    {SY_TYPE_IQ1_S, 2e-2},  {SY_TYPE_IQ1_M, 2e-2}, {SY_TYPE_IQ2_XXS, 2e-2}, {SY_TYPE_IQ2_XS, 2e-2},
-    {SY_TYPE_IQ2_S, 2e-2},  {SY_TYPE_IQ3_XXS, 2e-2}, {SY_TYPE_IQ3_S, 2e-2},
+    {SY_TYPE_F32, 1e-5},     {SY_TYPE_F16, 1e-3},     {SY_TYPE_BF16, 1e-2},   {SY_TYPE_Q4_0, 1e-2},
+    {SY_TYPE_Q4_1, 1e-2},    {SY_TYPE_Q5_0, 1e-2},    {SY_TYPE_Q5_1, 1e-2},   {SY_TYPE_Q8_0, 1e-2},
+    {SY_TYPE_IQ4_NL, 1e-2},  {SY_TYPE_Q2_K, 2e-2},    {SY_TYPE_Q3_K, 2e-2},   {SY_TYPE_Q4_K, 2e-2},
+    {SY_TYPE_Q5_K, 2e-2},    {SY_TYPE_Q6_K, 2e-2},    {SY_TYPE_IQ4_XS, 2e-2}, {SY_TYPE_IQ1_S, 2e-2},
+    {SY_TYPE_IQ1_M, 2e-2},   {SY_TYPE_IQ2_XXS, 2e-2}, {SY_TYPE_IQ2_XS, 2e-2}, {SY_TYPE_IQ2_S, 2e-2},
+    {SY_TYPE_IQ3_XXS, 2e-2}, {SY_TYPE_IQ3_S, 2e-2},   {SY_TYPE_Q6_0, 1e-2},   {SY_TYPE_IQ2_K, 2e-2},
+    {SY_TYPE_IQ3_K, 2e-2},   {SY_TYPE_IQ4_K, 2e-2},   {SY_TYPE_IQ5_K, 2e-2},  {SY_TYPE_IQ6_K, 2e-2},
 };
 constexpr double kLongReductionF32 = 5e-5;
 constexpr int64_t kLongReduction = 1024;

@@ -171,6 +171,36 @@ static inline sy_dtype_traits sy_dtype_info(int32_t type) {
             t.block_size = 256;
             t.type_size = 56;
             break;
+        case SY_TYPE_Q6_0:
+            t.name = "q6_0";
+            t.block_size = 32;
+            t.type_size = 26;
+            break;
+        case SY_TYPE_IQ2_K:
+            t.name = "iq2_k";
+            t.block_size = 256;
+            t.type_size = 76;
+            break;
+        case SY_TYPE_IQ3_K:
+            t.name = "iq3_k";
+            t.block_size = 256;
+            t.type_size = 110;
+            break;
+        case SY_TYPE_IQ4_K:
+            t.name = "iq4_k";
+            t.block_size = 256;
+            t.type_size = 144;
+            break;
+        case SY_TYPE_IQ5_K:
+            t.name = "iq5_k";
+            t.block_size = 256;
+            t.type_size = 176;
+            break;
+        case SY_TYPE_IQ6_K:
+            t.name = "iq6_k";
+            t.block_size = 256;
+            t.type_size = 212;
+            break;
         default: break;
     }
     return t;

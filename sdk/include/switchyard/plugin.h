@@ -109,6 +109,13 @@ typedef enum sy_dtype {
     SY_TYPE_F64 = 28,
     SY_TYPE_IQ1_M = 29,
     SY_TYPE_BF16 = 30,
+    /* ik_llama.cpp's own types (its GGUF ids; docs/ik-quants.md). */
+    SY_TYPE_Q6_0 = 133,
+    SY_TYPE_IQ2_K = 137,
+    SY_TYPE_IQ3_K = 138,
+    SY_TYPE_IQ4_K = 139,
+    SY_TYPE_IQ5_K = 140,
+    SY_TYPE_IQ6_K = 141,
     /* Wildcards for capability tables only (never in a tensor). */
     SY_TYPE_ANY = -1,  /* any type */
     SY_TYPE_NONE = -2, /* this source slot must be absent */

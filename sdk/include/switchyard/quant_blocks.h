@@ -151,6 +151,98 @@ typedef struct {
 static const int8_t sy_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+/* ik_llama.cpp's types (its ggml-common.h; docs/ik-quants.md has the layouts in full).
+   Q6_0: x = d * (q - 32), q 6 bits: low nibbles in qs (values j and j + 16 of byte j), bits 4-5
+   in qh (byte j % 8, bits 4 (j / 8) .. +3 for values j and j + 16). */
+typedef struct {
+    sy_half d;
+    uint8_t qh[SY_QK4_0 / 4];
+    uint8_t qs[SY_QK4_0 / 2];
+} sy_block_q6_0;
+/* The IQ*_K super-blocks: 16 sub-blocks of 16 values, each with an integer scale and an `extra`
+   bit that picks the second (shifted) half of the type's value table; x = d * scale * value.
+   IQ2_K: 4-bit scales (nibble - 8); 2-bit indices, byte 32 (n / 128) + n % 32, bits
+   2 ((n / 32) % 4), into sy_iq2nl_values. */
+typedef struct {
+    sy_half d;
+    uint16_t extra;
+    uint8_t scales[SY_QK_K / 32];
+    uint8_t qs[SY_QK_K / 4];
+} sy_block_iq2_k;
+/* IQ3_K: scale = (2 nibble + 1), negative where its scales_h bit is set; 3-bit indices: the low
+   2 bits as IQ2_K's, bit 2 in qh[n % 32] bit n / 32; into sy_iq3nl_values. */
+typedef struct {
+    sy_half d;
+    uint16_t extra;
+    uint16_t scales_h;
+    uint8_t scales_l[SY_QK_K / 32];
+    uint8_t qs[SY_QK_K / 4];
+    uint8_t qh[SY_QK_K / 8];
+} sy_block_iq3_k;
+/* IQ4_K: 6-bit scales (low 4 in scales_l nibble s % 2 of byte s / 2, high 2 in scales_h byte
+   s / 4 bits 2 (s % 4)), scale = S - 32; 4-bit indices as IQ4_XS's (per 32 values: low nibbles
+   the first 16, high nibbles the next 16) into sy_iq4k_values. */
+typedef struct {
+    sy_half d;
+    uint16_t extra;
+    uint8_t scales_h[SY_QK_K / 64];
+    uint8_t scales_l[SY_QK_K / 32];
+    uint8_t qs[SY_QK_K / 2];
+} sy_block_iq4_k;
+/* IQ5_K: scales as IQ4_K; 5-bit indices: the low 4 in qs (per 64 values: low nibbles the first
+   32, high nibbles the next 32), bit 4 in qh[n % 32] bit n / 32; into sy_iq5nl_values. */
+typedef struct {
+    sy_half d;
+    uint16_t extra;
+    uint8_t scales_h[SY_QK_K / 64];
+    uint8_t scales_l[SY_QK_K / 32];
+    uint8_t qs[SY_QK_K / 2];
+    uint8_t qh[SY_QK_K / 8];
+} sy_block_iq5_k;
+/* IQ6_K: int8 scales; 6-bit indices: the low 4 as IQ5_K's, bits 4-5 in qh byte
+   32 (n / 128) + n % 32, bits 2 ((n / 32) % 4); into sy_iq6nl_values. */
+typedef struct {
+    sy_half d;
+    uint16_t extra;
+    int8_t scales[SY_QK_K / 16];
+    uint8_t qs[SY_QK_K / 2];
+    uint8_t qh[SY_QK_K / 4];
+} sy_block_iq6_k;
+
+/* Their value tables: the base half, then the half an `extra` bit selects, which is the base
+   plus a constant (SY_IQ*_SHIFT), so a dot product can use the base half and add the shift
+   times the activations' sum. The INIT macros let device code make its own copies. */
+#define SY_IQ2NL_SHIFT 5
+#define SY_IQ3NL_SHIFT 4
+#define SY_IQ4K_SHIFT 4
+#define SY_IQ5NL_SHIFT 2
+#define SY_IQ6NL_SHIFT 1
+#define SY_IQ2NL_VALUES_INIT {-31, -13, 1, 17, -26, -8, 6, 22}
+static const int8_t sy_iq2nl_values[8] = SY_IQ2NL_VALUES_INIT;
+#define SY_IQ3NL_VALUES_INIT {-63, -40, -23, -10, 1,  13, 28, 47, \
+                                           -59, -36, -19, -6,  5,  17, 32, 51}
+static const int8_t sy_iq3nl_values[16] = SY_IQ3NL_VALUES_INIT;
+#define SY_IQ4K_VALUES_INIT { \
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113, \
+    -123, -100, -79, -61, -45, -31, -18, -6,  5, 17, 29, 42, 57, 73, 93, 117}
+static const int8_t sy_iq4k_values[32] = SY_IQ4K_VALUES_INIT;
+#define SY_IQ5NL_VALUES_INIT { \
+    -126, -114, -103, -92, -83, -74, -65, -57, -50, -43, -36, -30, -24, -18, -12, -6, \
+    -1,   5,    11,   17,  23,  29,  36,  43,  51,  59,  68,  77,  87,  97,  109, 121, \
+    -124, -112, -101, -90, -81, -72, -63, -55, -48, -41, -34, -28, -22, -16, -10, -4, \
+    1,    7,    13,   19,  25,  31,  38,  45,  53,  61,  70,  79,  89,  99,  111, 123}
+static const int8_t sy_iq5nl_values[64] = SY_IQ5NL_VALUES_INIT;
+#define SY_IQ6NL_VALUES_INIT { \
+    -127, -121, -115, -109, -104, -98, -93, -88, -84, -79, -74, -70, -66, -62, -58, -54, \
+    -51,  -47,  -44,  -40,  -37,  -34, -31, -28, -25, -22, -19, -16, -13, -11, -8,  -5, \
+    -2,   0,    3,    6,    9,    12,  14,  17,  20,  23,  27,  30,  33,  36,  40,  44, \
+    47,   51,   55,   59,   63,   68,  72,  77,  82,  87,  92,  98,  103, 109, 115, 121, \
+    -126, -120, -114, -108, -103, -97, -92, -87, -83, -78, -73, -69, -65, -61, -57, -53, \
+    -50,  -46,  -43,  -39,  -36,  -33, -30, -27, -24, -21, -18, -15, -12, -10, -7,  -4, \
+    -1,   1,    4,    7,    10,   13,  15,  18,  21,  24,  28,  31,  34,  37,  41,  45, \
+    48,   52,   56,   60,   64,   69,  73,  78,  83,  88,  93,  99,  104, 110, 116, 122}
+static const int8_t sy_iq6nl_values[128] = SY_IQ6NL_VALUES_INIT;
+
 #ifdef __cplusplus
 static_assert(sizeof(sy_block_q4_0) == 18, "q4_0");
 static_assert(sizeof(sy_block_q4_1) == 20, "q4_1");
@@ -173,6 +265,12 @@ static_assert(sizeof(sy_block_iq3_xxs) == 98, "iq3_xxs");
 static_assert(sizeof(sy_block_iq3_s) == 110, "iq3_s");
 static_assert(sizeof(sy_block_iq1_s) == 50, "iq1_s");
 static_assert(sizeof(sy_block_iq1_m) == 56, "iq1_m");
+static_assert(sizeof(sy_block_q6_0) == 26, "q6_0");
+static_assert(sizeof(sy_block_iq2_k) == 76, "iq2_k");
+static_assert(sizeof(sy_block_iq3_k) == 110, "iq3_k");
+static_assert(sizeof(sy_block_iq4_k) == 144, "iq4_k");
+static_assert(sizeof(sy_block_iq5_k) == 176, "iq5_k");
+static_assert(sizeof(sy_block_iq6_k) == 212, "iq6_k");
 }
 #endif
 

@@ -58,6 +58,17 @@ TypeFns fns(int32_t type) {
             return {quantize_iq3_xxs, dequantize_iq3_xxs, true, quantize_iq3_xxs_weighted};
         case SY_TYPE_IQ3_S:
             return {quantize_iq3_s, dequantize_iq3_s, true, quantize_iq3_s_weighted};
+        case SY_TYPE_Q6_0: return {quantize_q6_0, dequantize_q6_0, true, quantize_q6_0_weighted};
+        case SY_TYPE_IQ2_K:
+            return {quantize_iq2_k, dequantize_iq2_k, true, quantize_iq2_k_weighted};
+        case SY_TYPE_IQ3_K:
+            return {quantize_iq3_k, dequantize_iq3_k, true, quantize_iq3_k_weighted};
+        case SY_TYPE_IQ4_K:
+            return {quantize_iq4_k, dequantize_iq4_k, true, quantize_iq4_k_weighted};
+        case SY_TYPE_IQ5_K:
+            return {quantize_iq5_k, dequantize_iq5_k, true, quantize_iq5_k_weighted};
+        case SY_TYPE_IQ6_K:
+            return {quantize_iq6_k, dequantize_iq6_k, true, quantize_iq6_k_weighted};
         case SY_TYPE_IQ1_S:
             return {quantize_iq1_s, dequantize_iq1_s, true, quantize_iq1_s_weighted};
         case SY_TYPE_IQ1_M:
@@ -188,7 +199,8 @@ void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t 
 // seeds 1..4), plus about 20%: q8_0 0.0055, q6_K 0.018, q5_K 0.037, q5_0 0.045, q4_K 0.074,
 // iq4_nl 0.079, iq4_xs 0.080, q4_0 0.088, q3_K 0.155, q2_K 0.313, bf16 0.0017, f16 0.00021;
 // without an importance matrix: iq3_s 0.136, iq3_xxs 0.183, iq2_s 0.252, iq2_xs 0.293,
-// iq2_xxs 0.341, iq1_m 0.442, iq1_s 0.461.
+// iq2_xxs 0.341, iq1_m 0.442, iq1_s 0.461; ik_llama.cpp's types (switchyard's quantizers):
+// q6_0 0.021, iq6_k 0.0144, iq5_k 0.032, iq4_k 0.062, iq3_k 0.136, iq2_k 0.282.
 double expected_roundtrip_error(int32_t type) {
     switch (type) {
         case SY_TYPE_F32: return 0.0;
@@ -215,6 +227,12 @@ double expected_roundtrip_error(int32_t type) {
         case SY_TYPE_IQ2_XXS: return 4.0e-1;
         case SY_TYPE_IQ1_M: return 5.3e-1;
         case SY_TYPE_IQ1_S: return 5.5e-1;
+        case SY_TYPE_Q6_0: return 2.5e-2;
+        case SY_TYPE_IQ2_K: return 3.4e-1;
+        case SY_TYPE_IQ3_K: return 1.64e-1;
+        case SY_TYPE_IQ4_K: return 7.5e-2;
+        case SY_TYPE_IQ5_K: return 3.9e-2;
+        case SY_TYPE_IQ6_K: return 1.75e-2;
         default:
             throw std::invalid_argument("switchyard quants: no round-trip bound for " +
                                         type_name(type));

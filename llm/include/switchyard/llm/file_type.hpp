@@ -8,8 +8,9 @@
 
 namespace sy::llm {
 
-// llama.cpp's enum llama_ftype, same numbers. Ids 4-6 and 33+ are not listed: 5 and 6 were
-// removed from llama.cpp, the rest are llama.cpp-only or fork-specific.
+// llama.cpp's enum llama_ftype, same numbers, and ik_llama.cpp's for its own types (135+). Ids
+// 4-6 and 33-134 are not listed: 5 and 6 were removed from llama.cpp, the rest are
+// llama.cpp-only or of types switchyard does not read.
 enum class FileType : uint32_t {
     kAllF32 = 0,
     kMostlyF16 = 1,
@@ -41,6 +42,12 @@ enum class FileType : uint32_t {
     kMostlyIQ4_XS = 30,
     kMostlyIQ1_M = 31,
     kMostlyBF16 = 32,
+    kMostlyQ6_0 = 135,  // ik_llama.cpp
+    kMostlyIQ2_K = 138,
+    kMostlyIQ3_K = 139,
+    kMostlyIQ4_K = 140,
+    kMostlyIQ5_K = 141,
+    kMostlyIQ6_K = 142,
 };
 
 // Set on a file type that was inferred from the tensors rather than read from the file.

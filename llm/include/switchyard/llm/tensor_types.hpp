@@ -37,7 +37,8 @@ int32_t default_tensor_type(std::string_view name, std::span<const int64_t> ne, 
 // types fall back to 32-element types as llama-quantize does: the i-quants iq1_s, iq1_m,
 // iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s and iq4_xs -> iq4_nl, q4_K -> q5_0, q5_K -> q5_1,
 // q6_K -> q8_0; q2_K/q3_K -> iq4_nl as ik_llama.cpp and llama.cpp until 2025 (llama.cpp now
-// takes q4_0); 32-element types fall back to f16, or bf16 for attn_k_b).
+// takes q4_0); ik_llama.cpp's iq2_k, iq3_k, iq4_k -> iq4_nl, iq5_k, iq6_k -> q6_0; 32-element
+// types fall back to f16, or bf16 for attn_k_b).
 int32_t fit_block(std::string_view name, int64_t ne0, int32_t type);
 
 // True for the one tensor family F16 must never hold.

@@ -1,0 +1,204 @@
+// Dot products of ik_llama.cpp's types (docs/ik-quants.md): Q6_0 against ActQ8x32 activations,
+// IQ2_K ... IQ6_K against Q8_K.
+//
+// IQ*_K: each 16-value sub-block s has an integer scale l_s and an `extra` bit e_s that moves it
+// to the shifted half of the value table, which is the base half plus a constant delta. So
+//   sum_k l_s (base[idx_k] + delta e_s) a_k = sum_k l_s base[idx_k] a_k + delta sum_s l_s e_s
+//   bsum_s
+// with bsum_s the activations' sum over the sub-block (Q8_K keeps it): the vector part looks the
+// indices up in the base half (byte shuffles), the shift costs 16 integer products per 256 values.
+#include "quant/int8_simd.hpp"
+#include "quant/quant_kernels.hpp"
+#include "switchyard/sdk.hpp"
+
+namespace sy::cpu {
+inline namespace SY_CPU_SIMD_ISA {
+namespace {
+
+using namespace i8;
+
+// The base halves padded to the 16 entries of a shuffle.
+constexpr int8_t kIq2Base[16] = {-31, -13, 1, 17};
+constexpr int8_t kIq3Base[16] = {-63, -40, -23, -10, 1, 13, 28, 47};
+
+// Bytes 0xFF where `bit` (bytes of 0 or 1) is 1.
+inline I8x32 mask_of(I8x32 bit) {
+    return sub8(splat8(0), bit);
+}
+
+// The 32 values of chunk c (values 32c .. 32c + 31, sub-blocks 2c and 2c + 1) as base-table
+// entries, per type.
+inline I8x32 iq2_k_chunk(const sy_block_iq2_k& b, int c) {
+    const I8x32 idx = and8(shr8(load32(b.qs + 32 * (c / 4)), 2 * (c % 4)), 3);
+    return lut16(kIq2Base, idx);
+}
+inline I8x32 iq3_k_chunk(const sy_block_iq3_k& b, int c) {
+    const I8x32 lo = and8(shr8(load32(b.qs + 32 * (c / 4)), 2 * (c % 4)), 3);
+    const I8x32 hi = shl8(and8(shr8(load32(b.qh), c), 1), 2);
+    return lut16(kIq3Base, or8(lo, hi));
+}
+inline I8x32 iq4_k_chunk(const sy_block_iq4_k& b, int c) {
+    return lut16(sy_iq4k_values, nibbles16(b.qs + 16 * c));
+}
+// The low nibbles of chunk c where each 64 values share 32 bytes (IQ5_K, IQ6_K).
+inline I8x32 nibbles64(const uint8_t* qs, int c) {
+    const I8x32 bytes = load32(qs + 32 * (c / 2));
+    return c % 2 ? high_nibbles(bytes) : low_nibbles(bytes);
+}
+inline I8x32 iq5_k_chunk(const sy_block_iq5_k& b, int c) {
+    const I8x32 low = nibbles64(b.qs, c);
+    const I8x32 high = mask_of(and8(shr8(load32(b.qh), c), 1));
+    return select8(high, lut16(sy_iq5nl_values, low), lut16(sy_iq5nl_values + 16, low));
+}
+inline I8x32 iq6_k_chunk(const sy_block_iq6_k& b, int c) {
+    const I8x32 low = nibbles64(b.qs, c);
+    const I8x32 high = and8(shr8(load32(b.qh + 32 * (c / 4)), 2 * (c % 4)), 3);
+    const I8x32 bit0 = mask_of(and8(high, 1)), bit1 = mask_of(shr8(high, 1));
+    const I8x32 v01 = select8(bit0, lut16(sy_iq6nl_values, low), lut16(sy_iq6nl_values + 16, low));
+    const I8x32 v23 =
+        select8(bit0, lut16(sy_iq6nl_values + 32, low), lut16(sy_iq6nl_values + 48, low));
+    return select8(bit1, v01, v23);
+}
+
+int scale6(const uint8_t* scales_h, const uint8_t* scales_l, int s) {
+    return (((scales_l[s / 2] >> 4 * (s % 2)) & 0xF) |
+            (((scales_h[s / 4] >> 2 * (s % 4)) & 3) << 4)) -
+           32;
+}
+
+// Per type: its block, the integer scale of sub-block s, its chunk decoder, its table's shift.
+struct Iq2K {
+    using Block = sy_block_iq2_k;
+    static constexpr int kShift = SY_IQ2NL_SHIFT;
+    static int scale(const Block& b, int s) { return ((b.scales[s / 2] >> 4 * (s % 2)) & 0xF) - 8; }
+    static I8x32 chunk(const Block& b, int c) { return iq2_k_chunk(b, c); }
+};
+struct Iq3K {
+    using Block = sy_block_iq3_k;
+    static constexpr int kShift = SY_IQ3NL_SHIFT;
+    static int scale(const Block& b, int s) {
+        const int m = 2 * ((b.scales_l[s / 2] >> 4 * (s % 2)) & 0xF) + 1;
+        return (b.scales_h >> s) & 1 ? -m : m;
+    }
+    static I8x32 chunk(const Block& b, int c) { return iq3_k_chunk(b, c); }
+};
+struct Iq4K {
+    using Block = sy_block_iq4_k;
+    static constexpr int kShift = SY_IQ4K_SHIFT;
+    static int scale(const Block& b, int s) { return scale6(b.scales_h, b.scales_l, s); }
+    static I8x32 chunk(const Block& b, int c) { return iq4_k_chunk(b, c); }
+};
+struct Iq5K {
+    using Block = sy_block_iq5_k;
+    static constexpr int kShift = SY_IQ5NL_SHIFT;
+    static int scale(const Block& b, int s) { return scale6(b.scales_h, b.scales_l, s); }
+    static I8x32 chunk(const Block& b, int c) { return iq5_k_chunk(b, c); }
+};
+struct Iq6K {
+    using Block = sy_block_iq6_k;
+    static constexpr int kShift = SY_IQ6NL_SHIFT;
+    static int scale(const Block& b, int s) { return b.scales[s]; }
+    static I8x32 chunk(const Block& b, int c) { return iq6_k_chunk(b, c); }
+};
+
+template <typename T, int C>
+void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const auto* x = static_cast<const typename T::Block*>(w);
+    const sy_block_q8_K* a[C];
+    F32x8 acc[C];
+    float shift_acc[C];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+        acc[c] = zerof();
+        shift_acc[c] = 0;
+    }
+    for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
+        int scale[16];
+        for (int s = 0; s < 16; ++s) scale[s] = T::scale(x[i], s);
+        I32x8 sum[C];
+        for (int c = 0; c < C; ++c) sum[c] = zero32();
+        for (int chunk = 0; chunk < 8; ++chunk) {
+            const I8x32 q = T::chunk(x[i], chunk);
+            const Scale16 sc = scales16(int16_t(scale[2 * chunk]), int16_t(scale[2 * chunk + 1]));
+            for (int c = 0; c < C; ++c)
+                sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * chunk), sc);
+        }
+        const float d = h2f(x[i].d);
+        const unsigned extra = x[i].extra;
+        for (int c = 0; c < C; ++c) {
+            acc[c] = fma_i32(sum[c], d * a[c][i].d, acc[c]);
+            if (extra != 0) {
+                int32_t shifted = 0;
+                for (int s = 0; s < 16; ++s)
+                    if ((extra >> s) & 1) shifted += scale[s] * a[c][i].bsums[s];
+                shift_acc[c] += float(T::kShift * shifted) * (d * a[c][i].d);
+            }
+        }
+    }
+    for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]) + shift_acc[c];
+}
+
+template <int C>
+void iq2_k_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_cols<Iq2K, C>(blocks, w, act, out);
+}
+template <int C>
+void iq3_k_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_cols<Iq3K, C>(blocks, w, act, out);
+}
+template <int C>
+void iq4_k_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_cols<Iq4K, C>(blocks, w, act, out);
+}
+template <int C>
+void iq5_k_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_cols<Iq5K, C>(blocks, w, act, out);
+}
+template <int C>
+void iq6_k_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_cols<Iq6K, C>(blocks, w, act, out);
+}
+
+// Q6_0: q - 32 in [-32, 31] per value, d per 32.
+template <int C>
+void q6_0_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const auto* x = static_cast<const sy_block_q6_0*>(w);
+    const ActQ8x32* a[C];
+    F32x8 acc[C];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const ActQ8x32*>(act[c]);
+        acc[c] = zerof();
+    }
+    for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
+        // qh byte j % 8 holds bits 4-5 of values j (bits 4 (j / 8) ..) and j + 16 (two above).
+        uint64_t qh;
+        std::memcpy(&qh, x[i].qh, 8);
+        uint8_t high[32];
+        for (int j = 0; j < 16; ++j) {
+            const unsigned h = unsigned(qh >> (8 * (j % 8) + 4 * (j / 8)));
+            high[j] = uint8_t((h & 3) << 4);
+            high[j + 16] = uint8_t(((h >> 2) & 3) << 4);
+        }
+        const I8x32 q = sub8(or8(nibbles16(x[i].qs), load32(high)), splat8(32));
+        const float d = h2f(x[i].d);
+        for (int c = 0; c < C; ++c) {
+            const I32x8 p = dot_ss(zero32(), q, load32(a[c][i].qs));
+            acc[c] = fma_i32(p, d * a[c][i].d, acc[c]);
+        }
+    }
+    for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]);
+}
+
+}  // namespace
+
+SY_CPU_DEFINE_VEC_DOT(q6_0)
+SY_CPU_DEFINE_VEC_DOT(iq2_k)
+SY_CPU_DEFINE_VEC_DOT(iq3_k)
+SY_CPU_DEFINE_VEC_DOT(iq4_k)
+SY_CPU_DEFINE_VEC_DOT(iq5_k)
+SY_CPU_DEFINE_VEC_DOT(iq6_k)
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu

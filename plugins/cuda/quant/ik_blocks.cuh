@@ -1,0 +1,202 @@
+// ik_llama.cpp's Q6_0 and IQ2_K ... IQ6_K decoded into Sub32 (included by blocks.cuh, whose
+// Sub32, BlockTraits, load_words, load_half and set_scale it uses; layouts: quant_blocks.h and
+// docs/ik-quants.md).
+//
+// An IQ*_K sub-block of 32 values is two 16-value scale groups: d[h] = d * scale (exact in f32,
+// as in switchyard_quants) and the quants are the table values themselves, the `extra` bit's
+// shifted half included, so value = d[h] * q rounds once, as the reference does.
+#pragma once
+
+#include "switchyard/quant_blocks.h"
+
+namespace sy::cuda {
+
+// The value tables, one accessor each (function-scope statics: see iquant_grids.cuh).
+__device__ inline int ik_iq2nl(uint32_t i) {
+    static const int8_t table[8] = SY_IQ2NL_VALUES_INIT;
+    return __ldg(&table[i]);
+}
+__device__ inline int ik_iq3nl(uint32_t i) {
+    static const int8_t table[16] = SY_IQ3NL_VALUES_INIT;
+    return __ldg(&table[i]);
+}
+__device__ inline int ik_iq4k(uint32_t i) {
+    static const int8_t table[32] = SY_IQ4K_VALUES_INIT;
+    return __ldg(&table[i]);
+}
+__device__ inline int ik_iq5nl(uint32_t i) {
+    static const int8_t table[64] = SY_IQ5NL_VALUES_INIT;
+    return __ldg(&table[i]);
+}
+__device__ inline int ik_iq6nl(uint32_t i) {
+    static const int8_t table[128] = SY_IQ6NL_VALUES_INIT;
+    return __ldg(&table[i]);
+}
+
+template <>
+struct BlockTraits<SY_TYPE_Q6_0> {
+    static constexpr int kValues = 32, kBytes = 26;
+    static constexpr int kOffset = 32;
+    static constexpr bool kHasMin = false;
+};
+template <int Bytes>
+struct IkTraits {
+    static constexpr int kValues = 256, kBytes = Bytes;
+    static constexpr int kOffset = 0;
+    static constexpr bool kHasMin = false;
+};
+template <>
+struct BlockTraits<SY_TYPE_IQ2_K> : IkTraits<76> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ3_K> : IkTraits<110> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ4_K> : IkTraits<144> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ5_K> : IkTraits<176> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ6_K> : IkTraits<212> {};
+
+// Byte k of w.
+__device__ inline uint32_t byte_of(uint32_t w, int k) {
+    return (w >> (8 * k)) & 0xFFu;
+}
+
+// q[0..7] from 32 table indices: index(j) for value j (0..31) of the sub-block, looked up in
+// value(extra half of j's group, index).
+template <typename Index, typename Value>
+__device__ inline void ik_quants(Sub32& s, uint32_t extra_lo, uint32_t extra_hi, Index index,
+                                 Value value) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        uint32_t packed = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int e = 4 * j + k;
+            const uint32_t half = e < 16 ? extra_lo : extra_hi;
+            packed |= (uint32_t(value(half, index(e))) & 0xFFu) << (8 * k);
+        }
+        s.q[j] = int(packed);
+    }
+}
+
+__device__ inline void ik_scales(Sub32& s, float d, int lo, int hi) {
+    s.d[0] = __fmul_rn(d, float(lo));
+    s.d[1] = __fmul_rn(d, float(hi));
+    s.m[0] = s.m[1] = 0.0f;
+}
+
+__device__ inline uint32_t ik_extra(const uint8_t* b, int sub, int half) {
+    const uint32_t extra = *reinterpret_cast<const uint16_t*>(b + 2);
+    return (extra >> (2 * sub + half)) & 1u;
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_Q6_0>(const uint8_t* b, int, Sub32& s) {
+    uint32_t qh[2], qs[4];
+    load_words(b + 2, qh);
+    load_words(b + 10, qs);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        uint32_t lo = 0, hi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int e = 4 * j + k;  // values e and e + 16 share qs byte e
+            const uint32_t q = byte_of(qs[e / 4], e % 4);
+            const uint32_t h = byte_of(qh[(e % 8) / 4], (e % 8) % 4) >> (4 * (e / 8));
+            lo |= ((q & 0xFu) | ((h & 3u) << 4)) << (8 * k);
+            hi |= ((q >> 4) | (((h >> 2) & 3u) << 4)) << (8 * k);
+        }
+        s.q[j] = int(lo);
+        s.q[4 + j] = int(hi);
+    }
+    set_scale(s, load_half(b));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ2_K>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[8];
+    load_words(b + 12 + 32 * (sub / 4), qs);
+    const int shift = 2 * (sub % 4);
+    ik_quants(
+        s, ik_extra(b, sub, 0), ik_extra(b, sub, 1),
+        [&](int e) { return (byte_of(qs[e / 4], e % 4) >> shift) & 3u; },
+        [](uint32_t half, uint32_t i) { return ik_iq2nl(4 * half + i); });
+    const uint32_t sc = b[4 + sub];
+    ik_scales(s, load_half(b), int(sc & 0xF) - 8, int(sc >> 4) - 8);
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ3_K>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[8], qh[8];
+    load_words(b + 14 + 32 * (sub / 4), qs);
+    load_words(b + 78, qh);
+    const int shift = 2 * (sub % 4);
+    ik_quants(
+        s, ik_extra(b, sub, 0), ik_extra(b, sub, 1),
+        [&](int e) {
+            return ((byte_of(qs[e / 4], e % 4) >> shift) & 3u) |
+                   (((byte_of(qh[e / 4], e % 4) >> sub) & 1u) << 2);
+        },
+        [](uint32_t half, uint32_t i) { return ik_iq3nl(8 * half + i); });
+    const uint32_t signs = *reinterpret_cast<const uint16_t*>(b + 4);
+    const uint32_t sc = b[6 + sub];
+    const int lo = 2 * int(sc & 0xF) + 1, hi = 2 * int(sc >> 4) + 1;
+    ik_scales(s, load_half(b), (signs >> (2 * sub)) & 1u ? -lo : lo,
+              (signs >> (2 * sub + 1)) & 1u ? -hi : hi);
+}
+
+// IQ4_K / IQ5_K: the 6-bit scale of group g (0..15), S - 32.
+__device__ inline int ik_scale6(const uint8_t* b, int g) {
+    const int low = (b[8 + g / 2] >> (4 * (g % 2))) & 0xF;
+    const int high = (b[4 + g / 4] >> (2 * (g % 4))) & 3;
+    return (low | high << 4) - 32;
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ4_K>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[4];
+    load_words(b + 16 + 16 * sub, qs);
+    ik_quants(
+        s, ik_extra(b, sub, 0), ik_extra(b, sub, 1),
+        [&](int e) {
+            const uint32_t byte = byte_of(qs[(e % 16) / 4], e % 4);
+            return e < 16 ? byte & 0xFu : byte >> 4;
+        },
+        [](uint32_t half, uint32_t i) { return ik_iq4k(16 * half + i); });
+    ik_scales(s, load_half(b), ik_scale6(b, 2 * sub), ik_scale6(b, 2 * sub + 1));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ5_K>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[8], qh[8];
+    load_words(b + 16 + 32 * (sub / 2), qs);
+    load_words(b + 144, qh);
+    const int nibble = 4 * (sub % 2);
+    ik_quants(
+        s, ik_extra(b, sub, 0), ik_extra(b, sub, 1),
+        [&](int e) {
+            return ((byte_of(qs[e / 4], e % 4) >> nibble) & 0xFu) |
+                   (((byte_of(qh[e / 4], e % 4) >> sub) & 1u) << 4);
+        },
+        [](uint32_t half, uint32_t i) { return ik_iq5nl(32 * half + i); });
+    ik_scales(s, load_half(b), ik_scale6(b, 2 * sub), ik_scale6(b, 2 * sub + 1));
+}
+
+template <>
+__device__ inline void decode<SY_TYPE_IQ6_K>(const uint8_t* b, int sub, Sub32& s) {
+    uint32_t qs[8], qh[8];
+    load_words(b + 20 + 32 * (sub / 2), qs);
+    load_words(b + 148 + 32 * (sub / 4), qh);
+    const int nibble = 4 * (sub % 2), shift = 2 * (sub % 4);
+    ik_quants(
+        s, ik_extra(b, sub, 0), ik_extra(b, sub, 1),
+        [&](int e) {
+            return ((byte_of(qs[e / 4], e % 4) >> nibble) & 0xFu) |
+                   (((byte_of(qh[e / 4], e % 4) >> shift) & 3u) << 4);
+        },
+        [](uint32_t half, uint32_t i) { return ik_iq6nl(64 * half + i); });
+    const auto* scales = reinterpret_cast<const int8_t*>(b + 4);
+    ik_scales(s, load_half(b), scales[2 * sub], scales[2 * sub + 1]);
+}
+
+}  // namespace sy::cuda
