@@ -125,15 +125,15 @@ void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) 
                 sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * chunk), sc);
         }
         const float d = h2f(x[i].d);
-        const unsigned extra = x[i].extra;
+        // The shifted sub-blocks' scales (0 where the extra bit is clear), without a branch per
+        // bit: random weights set half the bits.
+        int shifted_scale[16];
+        for (int s = 0; s < 16; ++s) shifted_scale[s] = scale[s] * ((x[i].extra >> s) & 1);
         for (int c = 0; c < C; ++c) {
             acc[c] = fma_i32(sum[c], d * a[c][i].d, acc[c]);
-            if (extra != 0) {
-                int32_t shifted = 0;
-                for (int s = 0; s < 16; ++s)
-                    if ((extra >> s) & 1) shifted += scale[s] * a[c][i].bsums[s];
-                shift_acc[c] += float(T::kShift * shifted) * (d * a[c][i].d);
-            }
+            int32_t shifted = 0;
+            for (int s = 0; s < 16; ++s) shifted += shifted_scale[s] * a[c][i].bsums[s];
+            shift_acc[c] += float(T::kShift * shifted) * (d * a[c][i].d);
         }
     }
     for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]) + shift_acc[c];
@@ -172,16 +172,13 @@ void q6_0_cols(int64_t blocks, const void* w, const void* const* act, float* out
     }
     for (int64_t i = 0; i < blocks; ++i) {
         prefetch_ahead(&x[i], sizeof x[i]);
-        // qh byte j % 8 holds bits 4-5 of values j (bits 4 (j / 8) ..) and j + 16 (two above).
+        // qh byte j % 8 holds bits 4-5 of value j at bits 4 (j / 8) and of value j + 16 two
+        // above: the qh word shifted by 0, 4, 2, 6 puts them in the low 2 bits of bytes 0-7,
+        // 8-15, 16-23, 24-31 (what spills in from the next byte lies above them).
         uint64_t qh;
         std::memcpy(&qh, x[i].qh, 8);
-        uint8_t high[32];
-        for (int j = 0; j < 16; ++j) {
-            const unsigned h = unsigned(qh >> (8 * (j % 8) + 4 * (j / 8)));
-            high[j] = uint8_t((h & 3) << 4);
-            high[j + 16] = uint8_t(((h >> 2) & 3) << 4);
-        }
-        const I8x32 q = sub8(or8(nibbles16(x[i].qs), load32(high)), splat8(32));
+        const I8x32 high = shl8(and8(from_u64x4(qh, qh >> 4, qh >> 2, qh >> 6), 3), 4);
+        const I8x32 q = sub8(or8(nibbles16(x[i].qs), high), splat8(32));
         const float d = h2f(x[i].d);
         for (int c = 0; c < C; ++c) {
             const I32x8 p = dot_ss(zero32(), q, load32(a[c][i].qs));
