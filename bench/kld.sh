@@ -3,7 +3,8 @@
 # written by `switchyard quantize --imatrix`, against the F16 model, by KL divergence of the
 # token distributions (perplexity --kl-divergence) over a text.
 #
-#   bench/kld.sh [--preset tiny|mini] [--chunks N] [-c CTX] [--types "IQ2_XXS Q2_K ..."] [-o report.md]
+#   bench/kld.sh [--preset tiny|mini] [--chunks N] [-c CTX] [--types "IQ2_XXS Q2_K ..."]
+#                [--pure "iq2_k q2_K ..."] [-o report.md]
 #
 # Writes the F16 model (make-model --seed 7), an importance matrix over the first half of the
 # text, the F16 model's log-probabilities over the second half (--kl-divergence-base), then for
@@ -22,8 +23,9 @@ while [ $# -gt 0 ]; do
     --chunks) chunks=$2; shift 2 ;;
     -c) ctx=$2; shift 2 ;;
     --types) mixes=$2; pures=""; shift 2 ;;
+    --pure) pures=$2; mixes=""; shift 2 ;;  # types given to every tensor (--rule ".=TYPE")
     -o) out=$2; shift 2 ;;
-    *) echo "usage: bench/kld.sh [--preset tiny|mini] [--chunks N] [-c CTX] [--types LIST] [-o FILE]" >&2; exit 2 ;;
+    *) echo "usage: bench/kld.sh [--preset tiny|mini] [--chunks N] [-c CTX] [--types LIST] [--pure LIST] [-o FILE]" >&2; exit 2 ;;
   esac
 done
 sy=$root/build/bin/switchyard

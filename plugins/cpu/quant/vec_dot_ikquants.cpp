@@ -101,42 +101,64 @@ struct Iq6K {
     static I8x32 chunk(const Block& b, int c) { return iq6_k_chunk(b, c); }
 };
 
+// sum + shift * sum_s scale_s e_s bsum_s, added into the int32 lanes before they are scaled (the
+// lanes are summed in the end, so which lane takes it does not matter).
+inline void add_shifted(I32x8& sum, const int16_t (&shifted_scale)[16], const int16_t* bsums) {
+#if defined(SY_CPU_INT8_AVX2)
+    const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shifted_scale));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
+    sum.v = _mm256_add_epi32(sum.v, _mm256_madd_epi16(s, b));
+#else
+    for (int k = 0; k < 16; ++k) sum.v[k / 2] += shifted_scale[k] * bsums[k];
+#endif
+}
+
+// shift * scale where the sub-block's extra bit is set, else 0 (|shift * scale| <= 640).
+inline void shifted_scales(const int16_t (&scale)[16], unsigned extra, int shift,
+                           int16_t (&out)[16]) {
+#if defined(SY_CPU_INT8_AVX2)
+    const __m256i pow2 = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
+                                           8192, 16384, short(0x8000));
+    const __m256i on =
+        _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(short(extra)), pow2), pow2);
+    const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scale));
+    const __m256i v = _mm256_mullo_epi16(_mm256_and_si256(s, on), _mm256_set1_epi16(short(shift)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
+#else
+    for (int k = 0; k < 16; ++k) out[k] = int16_t((extra >> k) & 1 ? scale[k] * shift : 0);
+#endif
+}
+
 template <typename T, int C>
 void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const auto* x = static_cast<const typename T::Block*>(w);
     const sy_block_q8_K* a[C];
     F32x8 acc[C];
-    float shift_acc[C];
     for (int c = 0; c < C; ++c) {
         a[c] = static_cast<const sy_block_q8_K*>(act[c]);
         acc[c] = zerof();
-        shift_acc[c] = 0;
     }
     for (int64_t i = 0; i < blocks; ++i) {
         prefetch_ahead(&x[i], sizeof x[i]);
-        int scale[16];
-        for (int s = 0; s < 16; ++s) scale[s] = T::scale(x[i], s);
+        int16_t scale[16];
+        for (int s = 0; s < 16; ++s) scale[s] = int16_t(T::scale(x[i], s));
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
         for (int chunk = 0; chunk < 8; ++chunk) {
             const I8x32 q = T::chunk(x[i], chunk);
-            const Scale16 sc = scales16(int16_t(scale[2 * chunk]), int16_t(scale[2 * chunk + 1]));
+            const Scale16 sc = scales16(scale[2 * chunk], scale[2 * chunk + 1]);
             for (int c = 0; c < C; ++c)
                 sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * chunk), sc);
         }
-        const float d = h2f(x[i].d);
-        // The shifted sub-blocks' scales (0 where the extra bit is clear), without a branch per
-        // bit: random weights set half the bits.
-        int shifted_scale[16];
-        for (int s = 0; s < 16; ++s) shifted_scale[s] = scale[s] * ((x[i].extra >> s) & 1);
-        for (int c = 0; c < C; ++c) {
-            acc[c] = fma_i32(sum[c], d * a[c][i].d, acc[c]);
-            int32_t shifted = 0;
-            for (int s = 0; s < 16; ++s) shifted += shifted_scale[s] * a[c][i].bsums[s];
-            shift_acc[c] += float(T::kShift * shifted) * (d * a[c][i].d);
+        if (x[i].extra != 0) {
+            int16_t shifted[16];
+            shifted_scales(scale, x[i].extra, T::kShift, shifted);
+            for (int c = 0; c < C; ++c) add_shifted(sum[c], shifted, a[c][i].bsums);
         }
+        const float d = h2f(x[i].d);
+        for (int c = 0; c < C; ++c) acc[c] = fma_i32(sum[c], d * a[c][i].d, acc[c]);
     }
-    for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]) + shift_acc[c];
+    for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]);
 }
 
 template <int C>
