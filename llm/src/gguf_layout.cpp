@@ -56,8 +56,56 @@ std::string known_type_names() {
     return out;
 }
 
+// ik_llama.cpp's type ids that switchyard does not read yet (docs/ik-quants.md), so that a file
+// in one is refused by the type's name, not just its number.
+const char* ik_type_name(uint64_t type) {
+    switch (type) {
+        case 144: return "iq4_ks";
+        case 145: return "iq2_ks";
+        case 146: return "iq4_kss";
+        case 151: return "q8_kv";
+        case 152: return "iq5_ks";
+        case 153: return "iq2_kt";
+        case 154: return "iq3_kt";
+        case 155: return "iq4_kt";
+        case 156: return "iq3_ks";
+        case 157: return "iq2_kl";
+        case 158: return "iq1_kt";
+        case 202: return "q4_0_r8";
+        case 206: return "q5_0_r4";
+        case 208: return "q8_0_r8";
+        case 210: return "q2_k_r4";
+        case 211: return "q3_k_r4";
+        case 212: return "q4_k_r4";
+        case 213: return "q5_k_r4";
+        case 214: return "q6_k_r4";
+        case 216: return "iq2_xxs_r4";
+        case 217: return "iq2_xs_r4";
+        case 218: return "iq3_xxs_r4";
+        case 219: return "iq1_s_r4";
+        case 220: return "iq4_nl_r4";
+        case 221: return "iq3_s_r4";
+        case 222: return "iq2_s_r4";
+        case 223: return "iq4_xs_r8";
+        case 229: return "iq1_m_r4";
+        case 230: return "bf16_r16";
+        case 233: return "q6_0_r4";
+        case 337: return "iq2_k_r4";
+        case 338: return "iq3_k_r4";
+        case 339: return "iq4_k_r4";
+        case 340: return "iq5_k_r4";
+        case 344: return "iq4_ks_r4";
+        case 352: return "iq5_ks_r4";
+        default: return nullptr;
+    }
+}
+
 std::string unknown_type(uint64_t type) {
-    return "unknown type id " + std::to_string(type) + "; this build reads " + known_type_names();
+    const char* ik = ik_type_name(type);
+    return (ik ? "type id " + std::to_string(type) + " is ik_llama.cpp's " + ik +
+                     ", which this build does not read yet"
+               : "unknown type id " + std::to_string(type)) +
+           "; this build reads " + known_type_names();
 }
 
 std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne, uint64_t& nbytes) {

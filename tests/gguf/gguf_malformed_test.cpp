@@ -1,5 +1,7 @@
 // One test per malformed-file check: a valid file from the Writer with a few bytes corrupted,
 // and the exact message the reader must give.
+#include <utility>
+
 #include "gguf_test_util.hpp"
 #include "switchyard/dtype.h"
 
@@ -247,6 +249,20 @@ TEST_F(GgufMalformed, UnknownTensorType) {
             << e;
         EXPECT_NE(e.find("q8_0 (8)"), std::string::npos) << e;
         EXPECT_NE(e.find("bf16 (30)"), std::string::npos) << e;
+    }
+}
+
+// A type of ik_llama.cpp's that this build does not read is refused by its name.
+TEST_F(GgufMalformed, IkLlamaTypeNotReadYetIsNamed) {
+    for (const auto& [id, name] : {std::pair{144u, "iq4_ks"}, std::pair{339u, "iq4_k_r4"}}) {
+        patch<uint32_t>(bytes, after("w.a") + 20, id);
+        const std::string e = error();
+        EXPECT_EQ(e.rfind("tensor \"w.a\": type id " + std::to_string(id) + " is ik_llama.cpp's " +
+                              name + ", which this build does not read yet; this build reads ",
+                          0),
+                  0u)
+            << e;
+        EXPECT_NE(e.find("iq4_k (139)"), std::string::npos) << e;
     }
 }
 

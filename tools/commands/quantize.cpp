@@ -3,6 +3,7 @@
 // (llm/requantize.hpp, llm/imatrix.hpp).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,7 @@ namespace {
 struct QuantizeOptions {
     std::string input, output, type;
     std::vector<std::string> rules;
+    std::vector<std::string> custom_q;  // ik_llama.cpp's --custom-q "REGEX=TYPE,REGEX=TYPE"
     std::string imatrix;
     bool pure = false;
     int threads = 0;
@@ -61,6 +63,15 @@ int run_quantize(const QuantizeOptions& o) {
                     "with 'switchyard imatrix' and pass --imatrix FILE");
     }
     for (const std::string& rule : o.rules) options.rules.push_back(llm::parse_quant_rule(rule));
+    for (const std::string& list : o.custom_q) {
+        size_t start = 0;
+        while (start <= list.size()) {
+            const size_t comma = std::min(list.find(',', start), list.size());
+            if (comma > start)
+                options.rules.push_back(llm::parse_quant_rule(list.substr(start, comma - start)));
+            start = comma + 1;
+        }
+    }
     options.threads = o.threads;
 
     const auto start = std::chrono::steady_clock::now();
@@ -85,9 +96,8 @@ int run_quantize(const QuantizeOptions& o) {
         imatrix ? ", " + std::to_string(result.with_importance) + " with importance" : "";
     std::printf(
         "%s: %s, %zu tensors (%zu converted, %zu fell back%s), %.2f MiB -> %.2f MiB, %.1f s\n",
-        o.output.c_str(), what.c_str(), result.tensors, result.converted,
-        result.fallbacks.size(), imatrix_note.c_str(),
-        static_cast<double>(result.bytes_in) / (1024.0 * 1024.0),
+        o.output.c_str(), what.c_str(), result.tensors, result.converted, result.fallbacks.size(),
+        imatrix_note.c_str(), static_cast<double>(result.bytes_in) / (1024.0 * 1024.0),
         static_cast<double>(result.bytes_out) / (1024.0 * 1024.0), seconds);
     return 0;
 }
@@ -115,6 +125,9 @@ Command add_quantize_command(CLI::App& app) {
                     "REGEX=TYPE for tensors whose name matches (RE2 syntax, searched); repeatable, "
                     "first match wins; F16 for attn_k_b becomes BF16")
         ->allow_extra_args(false);
+    cmd->add_option("--custom-q", options->custom_q,
+                    "ik_llama.cpp's form of --rule: \"REGEX=TYPE,REGEX=TYPE,...\" (after the "
+                    "--rule ones; first match wins)");
     cmd->add_option("-t,--threads", options->threads, "Threads (default: all)");
     return [options] { return run_quantize(*options); };
 }
