@@ -162,23 +162,26 @@ bool GrammarMatcher::feed_byte(const State& from, uint8_t byte, State& to) const
     return true;
 }
 
-bool GrammarMatcher::feed(std::string_view bytes) {
-    State a = state_, b;
+bool GrammarMatcher::read(std::string_view bytes, State& out) const {
+    out = state_;
+    State next;
     for (const char c : bytes) {
-        if (!feed_byte(a, uint8_t(c), b)) return false;
-        std::swap(a, b);
+        if (!feed_byte(out, uint8_t(c), next)) return false;
+        std::swap(out, next);
     }
-    state_ = std::move(a);
+    return true;
+}
+
+bool GrammarMatcher::feed(std::string_view bytes) {
+    State s;
+    if (!read(bytes, s)) return false;
+    state_ = std::move(s);
     return true;
 }
 
 bool GrammarMatcher::accepts(std::string_view bytes) const {
-    State a = state_, b;
-    for (const char c : bytes) {
-        if (!feed_byte(a, uint8_t(c), b)) return false;
-        std::swap(a, b);
-    }
-    return true;
+    State s;
+    return read(bytes, s);
 }
 
 bool GrammarMatcher::complete() const {

@@ -24,18 +24,6 @@ namespace {
 constexpr int kSub = 16;  // values per sub-block
 constexpr int kNtry = 7;
 
-// Index of the ascending table entry nearest to x (the upper one on ties).
-int nearest_entry(const int8_t* values, int n, float x) {
-    if (x <= values[0]) return 0;
-    if (x >= values[n - 1]) return n - 1;
-    int lo = 0, hi = n - 1;
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) / 2;
-        (x < values[mid] ? hi : lo) = mid;
-    }
-    return x - values[hi - 1] < values[hi] - x ? hi - 1 : hi;
-}
-
 // A type's table (the base half of n entries, the shifted half after it) and its integer
 // sub-block scales: [lo, hi], odd only for IQ3_K.
 struct Table {
@@ -51,7 +39,7 @@ void fit(const float* x, const float* w, const int8_t* values, int n, float id, 
          float& sumqx, float& sumq2) {
     sumqx = sumq2 = 0;
     for (int j = 0; j < kSub; ++j) {
-        const int l = nearest_entry(values, n, id * x[j]);
+        const int l = best_index_int8(n, values, id * x[j]);
         L[j] = uint8_t(l);
         const float q = values[l];
         sumqx += w[j] * q * x[j];
@@ -130,7 +118,7 @@ void quantize_superblock(const Table& t, const float* x, const float* importance
         const float* ws = w + kSub * s;
         uint8_t* Ls = L + kSub * s;
         if (l == 0) {
-            std::fill(Ls, Ls + kSub, uint8_t(nearest_entry(t.values, t.n, 0.f)));
+            std::fill(Ls, Ls + kSub, uint8_t(best_index_int8(t.n, t.values, 0.f)));
             extra = uint16_t(extra & ~(1u << s));
             continue;
         }
@@ -142,7 +130,7 @@ void quantize_superblock(const Table& t, const float* x, const float* importance
             uint8_t* Lh = half ? L1 : L0;
             const int8_t* values = t.values + half * t.n;
             for (int j = 0; j < kSub; ++j) {
-                Lh[j] = uint8_t(nearest_entry(values, t.n, idl * xs[j]));
+                Lh[j] = uint8_t(best_index_int8(t.n, values, idl * xs[j]));
                 const double e = xs[j] - double(d) * l * values[Lh[j]];
                 err[half] += ws[j] * e * e;
             }

@@ -71,6 +71,23 @@ inline float least_squares_factor(const float* x, const float* y0, const float* 
     return syy > 0 && sxy > 0 ? float(sxy / syy) : fallback;
 }
 
+// Index of the entry of an ascending int8 table of n nearest to x (the upper one on ties): the
+// non-linear types' (IQ4_NL/XS, ik_llama.cpp's IQ*_K) value lookup.
+inline int best_index_int8(int n, const int8_t* val, float x) {
+    if (x <= val[0]) return 0;
+    if (x >= val[n - 1]) return n - 1;
+    int ml = 0, mu = n - 1;
+    while (mu - ml > 1) {
+        const int mav = (ml + mu) / 2;
+        if (x < val[mav]) {
+            mu = mav;
+        } else {
+            ml = mav;
+        }
+    }
+    return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
+}
+
 // The scale searches the legacy and K-quant quantizers share (scale_search.cpp).
 // make_qx_quants: symmetric, L[i] in [0, 2 nmax) with x ~ scale * (L - nmax), minimising
 // sum w (x - scale (L - nmax))^2, w = weights[i] or, without weights, x^2 (ggml's rmse_type 1).

@@ -11,22 +11,6 @@ namespace {
 
 constexpr int kNtry = 7;
 
-// Index of the table entry nearest to x (the upper one on ties); values ascending.
-int best_index_int8(int n, const int8_t* val, float x) {
-    if (x <= val[0]) return 0;
-    if (x >= val[n - 1]) return n - 1;
-    int ml = 0, mu = n - 1;
-    while (mu - ml > 1) {
-        const int mav = (ml + mu) / 2;
-        if (x < val[mav]) {
-            mu = mav;
-        } else {
-            ml = mav;
-        }
-    }
-    return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
-}
-
 // One super-block of `super_block_size` values in sub-blocks of 32. With one sub-block (IQ4_NL)
 // the scale is stored as is; with several (IQ4_XS) each sub-block scale becomes a 6-bit multiple
 // of d = -max_scale / 32, stored in scales_l (4 bits) and scales_h (2 bits). `importance` holds

@@ -119,6 +119,8 @@ class GrammarMatcher {
     // Adds `stack` to `out` after expanding references until its top is a character class
     // (an empty stack: the grammar's end is reached).
     void expand(Stack stack, std::vector<Stack>& out, int depth) const;
+    // The state after `bytes`, into out; false when they cannot follow.
+    bool read(std::string_view bytes, State& out) const;
     // `from` after reading one byte, into `to`; false when the byte cannot follow.
     bool feed_byte(const State& from, uint8_t byte, State& to) const;
     void walk(const TokenTrie& trie, uint32_t node, const State& state,
