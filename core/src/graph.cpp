@@ -152,6 +152,12 @@ Tensor* Graph::reshape(Tensor* t, const Shape& shape) {
     if (shape[0] % sy_dtype_info(t->type()).block_size != 0) {
         fail_op("reshape", {t}, "ne0 of " + shape.str() + " is not a whole number of blocks");
     }
+    // A row-scaled type's rows each start with their scale: a reshape must keep them.
+    if (sy_dtype_info(t->type()).row_meta_size > 0 && shape[0] != t->ne(0)) {
+        fail_op("reshape", {t},
+                "ne0 of " + shape.str() + " differs from the tensor's, and each row of " +
+                    sy_dtype_info(t->type()).name + " carries its own scale");
+    }
     return add_view(t, t->name() + " (reshaped)", shape, packed_strides(t->type(), shape), 0);
 }
 

@@ -130,8 +130,12 @@ std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne,
         return "ne[0] = " + std::to_string(ne[0]) + " is not a multiple of the " + info.name +
                " block size " + std::to_string(info.block_size);
     }
-    const uint64_t blocks = static_cast<uint64_t>(elements / info.block_size);
-    if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(info.type_size), &nbytes)) {
+    // Rows of the row-scaled types start with their row_meta_size bytes of scale.
+    const uint64_t rows = static_cast<uint64_t>(elements / ne[0]);
+    const uint64_t row = static_cast<uint64_t>(info.row_meta_size) +
+                         static_cast<uint64_t>(ne[0] / info.block_size) *
+                             static_cast<uint64_t>(info.type_size);
+    if (__builtin_mul_overflow(rows, row, &nbytes)) {
         return "byte size overflows uint64";
     }
     return "";

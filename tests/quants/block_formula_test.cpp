@@ -405,6 +405,101 @@ INSTANTIATE_TEST_SUITE_P(Types, BlockFormula,
                                            SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K),
                          [](const auto& p) { return std::string(sy_dtype_info(p.param).name); });
 
+// ---- row-scaled types --------------------------------------------------------------------------
+
+// Element k of a row of ik_llama.cpp's row-scaled types, from the layouts of docs/ik-quants.md
+// (3.7-3.12) written out per element: d is the row's scale in front of the blocks, and
+// y = (d * l) * value with d * l formed first.
+float row_formula(int32_t type, const uint8_t* row, int k) {
+    const sy_dtype_traits t = sy_dtype_info(type);
+    float d;
+    if (t.row_meta_size == 2) {
+        uint16_t h;
+        std::memcpy(&h, row, 2);
+        d = fp16_to_f32(h);
+    } else {
+        std::memcpy(&d, row, 4);
+    }
+    const uint8_t* b = row + t.row_meta_size + (k / 256) * t.type_size;
+    const int n = k % 256, sb = n / 32, j = n % 32;
+    const auto u16 = [&](int at) { return int(b[at] | b[at + 1] << 8); };
+    const int plane2 = (b[2 + 4 + 32 * (n / 128) + n % 32] >> (2 * ((n / 32) % 4))) & 3;  // at qs
+    switch (type) {
+        case SY_TYPE_IQ2_KS: {  // extra u16, scales[4], qs[64]
+            const int extra = u16(0);
+            const int S = ((b[2 + sb / 2] >> (4 * (sb % 2))) & 0xF) | ((extra >> (8 + sb)) & 1) << 4;
+            return (d * float(S - 16)) * float(sy_iq2nl_values[4 * ((extra >> sb) & 1) + plane2]);
+        }
+        case SY_TYPE_IQ3_KS: {  // extra u16, scales[4], qs[64], qh[32]
+            const int extra = u16(0);
+            const int S = ((b[2 + sb % 4] >> (4 * (sb / 4))) & 0xF) | ((extra >> sb) & 1) << 4;
+            const int hi = (b[70 + n % 32] >> (n / 32)) & 1;
+            return (d * float(S - 16)) *
+                   float(sy_iq3nl_values[8 * ((extra >> (8 + sb)) & 1) + (plane2 | hi << 2)]);
+        }
+        case SY_TYPE_IQ4_KS: {  // scales[8], qs[128]
+            const int sc = b[sb];
+            const int q = (b[8 + 16 * sb + j % 16] >> (j < 16 ? 0 : 4)) & 0xF;
+            return (d * float((sc & 254) - 127)) * float(sy_iq4k_values[16 * (sc & 1) + q]);
+        }
+        case SY_TYPE_IQ5_KS: {  // scales[8], qs[128], qh[32]
+            const int sc = b[sb];
+            const int lo = (b[8 + 32 * (n / 64) + n % 32] >> (n % 64 < 32 ? 0 : 4)) & 0xF;
+            const int hi = (b[136 + n % 32] >> (n / 32)) & 1;
+            return (d * float((sc & 254) - 127)) *
+                   float(sy_iq5nl_values[32 * (sc & 1) + (lo | hi << 4)]);
+        }
+        case SY_TYPE_IQ4_KSS: {  // 128 u16 words, 8 per sub-block
+            int sc = 0;
+            for (int w = 0; w < 8; ++w) sc |= (u16(2 * (8 * sb + w)) & 1) << w;
+            // j = 2 w + {0, 16, 1, 17}[m]
+            const int w = (j % 16) / 2, m = (j % 2) * 2 + (j / 16);
+            const int a = u16(2 * (8 * sb + w)) & 0xFFFE;
+            const int q = ((a ^ (a >> 1)) >> (4 * m)) & 0xF;
+            return (d * float((sc & 254) - 127)) * float(sy_iq4k_values[16 * (sc & 1) + q]);
+        }
+        case SY_TYPE_IQ2_KL: {  // scales_h u16, scales_l[4], qs[64], qh[16]
+            const int S = ((b[2 + sb % 4] >> (4 * (sb / 4))) & 0xF) | ((u16(0) >> (2 * sb)) & 3) << 4;
+            const int p = j / 2;
+            const int code = ((b[6 + 16 * (sb / 2) + p] >> (4 * (sb % 2))) & 0xF) |
+                             ((b[70 + p] >> sb) & 1) << 4;
+            const int8_t v = int8_t(j % 2 ? sy_iq2kl_values[code] >> 8 : sy_iq2kl_values[code] & 0xFF);
+            return (d * float(S - 32)) * float(v);
+        }
+        default: ADD_FAILURE() << "no formula for " << t.name; return 0;
+    }
+}
+
+class RowFormula : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(RowFormula, DequantizeMatchesTheFormulaPerElement) {
+    const int32_t type = GetParam();
+    const sy_dtype_traits t = sy_dtype_info(type);
+    const int64_t n = 4 * 256;
+    std::mt19937 rng(9);
+    for (int row = 0; row < 3; ++row) {
+        std::vector<uint8_t> bytes(size_t(sy::quants::row_size(type, n)));
+        for (auto& b : bytes) b = uint8_t(rng());
+        const float d = std::uniform_real_distribution<float>(-0.05f, 0.05f)(rng);
+        if (t.row_meta_size == 2) {
+            const uint16_t h = sy::sdk::f32_to_fp16(d);
+            std::memcpy(bytes.data(), &h, 2);
+        } else {
+            std::memcpy(bytes.data(), &d, 4);
+        }
+        std::vector<float> y(static_cast<size_t>(n));
+        sy::quants::dequantize_row(type, bytes.data(), y.data(), n);
+        for (int k = 0; k < n; ++k)
+            ASSERT_EQ(y[size_t(k)], row_formula(type, bytes.data(), k))
+                << t.name << " row " << row << " element " << k;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, RowFormula,
+                         ::testing::Values(SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
+                                           SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL),
+                         [](const auto& p) { return std::string(sy_dtype_info(p.param).name); });
+
 // The tables' second halves are their first plus a constant, which the dot products rely on
 // (value sum = base sum + shift * activation sum); both halves ascend.
 TEST(IkTables, TheShiftedHalfIsTheBasePlusTheShift) {

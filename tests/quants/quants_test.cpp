@@ -23,7 +23,12 @@ const int32_t kWeightTypes[] = {SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16,  SY_TY
                                 SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS,
                                 SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S, SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S,
                                 SY_TYPE_IQ1_S, SY_TYPE_IQ1_M, SY_TYPE_Q6_0, SY_TYPE_IQ2_K,
-                                SY_TYPE_IQ3_K, SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K};
+                                SY_TYPE_IQ3_K, SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K,
+                                SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS,
+                                SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL};
+// ik_llama.cpp's row-scaled types (a scale in front of every row).
+const int32_t kRowScaledTypes[] = {SY_TYPE_IQ2_KS,  SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
+                                   SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL};
 const int32_t kActivationTypes[] = {SY_TYPE_Q8_0, SY_TYPE_Q8_1, SY_TYPE_Q8_K};
 
 std::vector<float> gaussian(int64_t n, uint32_t seed, float sigma = 1.0f) {
@@ -43,6 +48,15 @@ Bytes quantize(int32_t type, const std::vector<float>& x) {
 std::vector<float> dequantize(int32_t type, const Bytes& y, int64_t n) {
     std::vector<float> x(static_cast<size_t>(n));
     q::dequantize_row(type, y.data(), x.data(), n);
+    return x;
+}
+
+// rows packed rows of n values each, row by row (a row-scaled type decodes one row at a time).
+std::vector<float> dequantize_rows(int32_t type, const Bytes& y, int64_t rows, int64_t n) {
+    std::vector<float> x(static_cast<size_t>(rows * n));
+    const int64_t row_bytes = q::row_size(type, n);
+    for (int64_t r = 0; r < rows; ++r)
+        q::dequantize_row(type, y.data() + r * row_bytes, x.data() + r * n, n);
     return x;
 }
 
@@ -262,7 +276,9 @@ INSTANTIATE_TEST_SUITE_P(IQuants, Importance,
                                            SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S, SY_TYPE_IQ1_S,
                                            SY_TYPE_IQ1_M, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
                                            SY_TYPE_IQ2_K, SY_TYPE_IQ3_K, SY_TYPE_IQ4_K,
-                                           SY_TYPE_IQ5_K, SY_TYPE_IQ6_K),
+                                           SY_TYPE_IQ5_K, SY_TYPE_IQ6_K, SY_TYPE_IQ2_KS,
+                                           SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS,
+                                           SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL),
                          [](const auto& p) { return name(p.param); });
 INSTANTIATE_TEST_SUITE_P(BlockTypes, Importance,
                          ::testing::Values(SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,
@@ -288,7 +304,9 @@ const int32_t kWeightedBlockTypes[] = {SY_TYPE_Q4_0, SY_TYPE_Q4_1,   SY_TYPE_Q5_
                                        SY_TYPE_Q2_K, SY_TYPE_Q3_K,   SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
                                        SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
                                        SY_TYPE_Q6_0, SY_TYPE_IQ2_K,  SY_TYPE_IQ3_K,
-                                       SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K};
+                                       SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K,
+                                       SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
+                                       SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL};
 
 Bytes quantize_rows(int32_t type, const std::vector<float>& x, int64_t rows, const float* imp) {
     const int64_t n = int64_t(x.size()) / rows;
@@ -326,7 +344,7 @@ TEST(Importance, UniformMatrixKeepsThePlainErrorWithinTheStatedBound) {
     const std::vector<float> ones(size_t(n), 1.0f);
     for (int32_t type : kWeightedBlockTypes) {
         const Bytes y = quantize_rows(type, x, rows, ones.data());
-        const double err = relative_rms(x, dequantize(type, y, rows * n));
+        const double err = relative_rms(x, dequantize_rows(type, y, rows, n));
         std::printf("  %-7s uniform importance: relative RMS %.5f (stated %.5f)\n",
                     name(type).c_str(), err, q::expected_roundtrip_error(type));
         EXPECT_LE(err, q::expected_roundtrip_error(type)) << name(type);
@@ -342,7 +360,7 @@ TEST(Importance, ColumnsOfZeroImportanceAreStillQuantized) {
     std::vector<float> imp(size_t(n), 2.0f);
     std::fill(imp.begin(), imp.begin() + 256, 0.0f);
     for (int32_t type : kWeightedBlockTypes) {
-        const auto back = dequantize(type, quantize_rows(type, x, rows, imp.data()), rows * n);
+        const auto back = dequantize_rows(type, quantize_rows(type, x, rows, imp.data()), rows, n);
         for (int64_t r = 0; r < rows; ++r) {
             const std::vector<float> xs(x.begin() + r * n, x.begin() + r * n + 256);
             const std::vector<float> bs(back.begin() + r * n, back.begin() + r * n + 256);
@@ -350,6 +368,48 @@ TEST(Importance, ColumnsOfZeroImportanceAreStillQuantized) {
                 << name(type) << " row " << r;
         }
     }
+}
+
+// ---- row-scaled types ------------------------------------------------------------------------
+
+// A row is its scale and its blocks: row_size counts both, and every row decodes alone (the
+// scale of one row must not leak into the next).
+TEST(RowScaled, RowSizeCountsTheScaleAndRowsDecodeAlone) {
+    for (int32_t type : kRowScaledTypes) {
+        const sy_dtype_traits tr = sy_dtype_info(type);
+        ASSERT_GT(tr.row_meta_size, 0) << name(type);
+        EXPECT_EQ(q::row_size(type, 512), tr.row_meta_size + 2 * tr.type_size) << name(type);
+        // Two rows of very different magnitude: each keeps its own.
+        auto x = gaussian(2 * 512, 41);
+        for (size_t i = 512; i < x.size(); ++i) x[i] *= 1000.0f;
+        const Bytes y = quantize_rows(type, x, 2, nullptr);
+        ASSERT_EQ(int64_t(y.size()), 2 * q::row_size(type, 512));
+        const auto back = dequantize_rows(type, y, 2, 512);
+        const std::vector<float> x0(x.begin(), x.begin() + 512), x1(x.begin() + 512, x.end());
+        const std::vector<float> b0(back.begin(), back.begin() + 512),
+            b1(back.begin() + 512, back.end());
+        EXPECT_LE(relative_rms(x0, b0), q::expected_roundtrip_error(type)) << name(type);
+        EXPECT_LE(relative_rms(x1, b1), q::expected_roundtrip_error(type)) << name(type);
+    }
+}
+
+// IQ4_KSS stores each group of four indices as t << 1 with t ^ (t << 1) the indices: the
+// quantizer must leave every group with an even number of set bits, and its rows decode to the
+// IQ4_KS values of the same indices.
+TEST(RowScaled, Iq4KssWordsDecodeToTheirIndices) {
+    const auto x = gaussian(1024, 43);
+    const Bytes y = quantize(SY_TYPE_IQ4_KSS, x);
+    const auto back = dequantize(SY_TYPE_IQ4_KSS, y, 1024);
+    float d;
+    std::memcpy(&d, y.data(), 4);
+    ASSERT_GT(d, 0.0f);
+    for (size_t i = 0; i < back.size(); ++i) {
+        // Every value is d * l * a table entry, l odd in [-127, 127].
+        const float v = back[i] / d;
+        ASSERT_TRUE(std::isfinite(v));
+        EXPECT_LE(std::fabs(v), 127.0f * 127.0f + 1) << i;
+    }
+    EXPECT_LE(relative_rms(x, back), q::expected_roundtrip_error(SY_TYPE_IQ4_KSS));
 }
 
 }  // namespace

@@ -16,11 +16,16 @@ typedef struct sy_dtype_traits {
     int32_t block_size; /* elements per block (1 for scalar types) */
     int32_t type_size;  /* bytes per block */
     int32_t is_float;   /* 1 for F32, F16, BF16, F64 */
+    /* Bytes in front of each row's blocks (ik_llama.cpp's row-scaled types keep the row's scale
+       there), 0 for every other type: a row of n values takes
+       row_meta_size + n / block_size * type_size bytes, and its blocks start row_meta_size bytes
+       after the row. */
+    int32_t row_meta_size;
 } sy_dtype_traits;
 
-/* Traits of a type id; {NULL, 0, 0, 0} for an id this ABI does not know. */
+/* Traits of a type id; all zero (name NULL) for an id this ABI does not know. */
 static inline sy_dtype_traits sy_dtype_info(int32_t type) {
-    sy_dtype_traits t = {NULL, 0, 0, 0};
+    sy_dtype_traits t = {NULL, 0, 0, 0, 0};
     switch (type) {
         case SY_TYPE_F32:
             t.name = "f32";
@@ -200,6 +205,42 @@ static inline sy_dtype_traits sy_dtype_info(int32_t type) {
             t.name = "iq6_k";
             t.block_size = 256;
             t.type_size = 212;
+            break;
+        case SY_TYPE_IQ4_KS:
+            t.name = "iq4_ks";
+            t.block_size = 256;
+            t.type_size = 136;
+            t.row_meta_size = 4;
+            break;
+        case SY_TYPE_IQ2_KS:
+            t.name = "iq2_ks";
+            t.block_size = 256;
+            t.type_size = 70;
+            t.row_meta_size = 2;
+            break;
+        case SY_TYPE_IQ4_KSS:
+            t.name = "iq4_kss";
+            t.block_size = 256;
+            t.type_size = 128;
+            t.row_meta_size = 4;
+            break;
+        case SY_TYPE_IQ5_KS:
+            t.name = "iq5_ks";
+            t.block_size = 256;
+            t.type_size = 168;
+            t.row_meta_size = 4;
+            break;
+        case SY_TYPE_IQ3_KS:
+            t.name = "iq3_ks";
+            t.block_size = 256;
+            t.type_size = 102;
+            t.row_meta_size = 2;
+            break;
+        case SY_TYPE_IQ2_KL:
+            t.name = "iq2_kl";
+            t.block_size = 256;
+            t.type_size = 86;
+            t.row_meta_size = 2;
             break;
         default: break;
     }

@@ -116,6 +116,13 @@ typedef enum sy_dtype {
     SY_TYPE_IQ4_K = 139,
     SY_TYPE_IQ5_K = 140,
     SY_TYPE_IQ6_K = 141,
+    /* Row-scaled: each row starts with its scale (sy_dtype_traits.row_meta_size bytes). */
+    SY_TYPE_IQ4_KS = 144,
+    SY_TYPE_IQ2_KS = 145,
+    SY_TYPE_IQ4_KSS = 146,
+    SY_TYPE_IQ5_KS = 152,
+    SY_TYPE_IQ3_KS = 156,
+    SY_TYPE_IQ2_KL = 157,
     /* Wildcards for capability tables only (never in a tensor). */
     SY_TYPE_ANY = -1,  /* any type */
     SY_TYPE_NONE = -2, /* this source slot must be absent */

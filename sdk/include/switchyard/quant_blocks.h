@@ -209,6 +209,55 @@ typedef struct {
     uint8_t qh[SY_QK_K / 4];
 } sy_block_iq6_k;
 
+/* ik_llama.cpp's row-scaled types: a row is its scale (f32 for IQ4_KS, IQ4_KSS, IQ5_KS; f16 for
+   IQ2_KS, IQ3_KS, IQ2_KL; sy_dtype_traits.row_meta_size) followed by these 256-value blocks,
+   whose sub-blocks of 32 values carry an integer scale relative to it. */
+/* IQ2_KS: extra bits 0-7 = sub-block b on the shifted table, bits 8-15 = bit 4 of its scale;
+   low 4 scale bits in scales nibble b % 2 of byte b / 2; scale = S - 16; 2-bit indices in IQ2_K's
+   plane order into sy_iq2nl_values. */
+typedef struct {
+    uint16_t extra;
+    uint8_t scales[SY_QK_K / 64];
+    uint8_t qs[SY_QK_K / 4];
+} sy_block_iq2_ks;
+/* IQ3_KS: extra bits 0-7 = bit 4 of sub-block b's scale, bits 8-15 = shifted table; low 4 scale
+   bits in scales byte b % 4, nibble b / 4; scale = S - 16; 3-bit indices as IQ3_K's into
+   sy_iq3nl_values. */
+typedef struct {
+    uint16_t extra;
+    uint8_t scales[SY_QK_K / 64];
+    uint8_t qs[SY_QK_K / 4];
+    uint8_t qh[SY_QK_K / 8];
+} sy_block_iq3_ks;
+/* IQ4_KS: scales[b] bit 0 = shifted table, scale = (scales[b] & 254) - 127; 4-bit indices as
+   IQ4_K's into sy_iq4k_values. */
+typedef struct {
+    uint8_t scales[SY_QK_K / 32];
+    uint8_t qs[SY_QK_K / 2];
+} sy_block_iq4_ks;
+/* IQ4_KSS: 128 little-endian u16 words, 8 per sub-block b. Word k of b: bit 0 = bit k of b's
+   IQ4_KS scale byte; a = word & 0xFFFE, v = a ^ (a >> 1) holds the 4-bit indices of values 2k,
+   2k + 16, 2k + 1, 2k + 17 of the sub-block in its nibbles 0-3. */
+typedef struct {
+    uint8_t qs[SY_QK_K / 2];
+} sy_block_iq4_kss;
+/* IQ5_KS: scales as IQ4_KS; 5-bit indices as IQ5_K's into sy_iq5nl_values. */
+typedef struct {
+    uint8_t scales[SY_QK_K / 32];
+    uint8_t qs[SY_QK_K / 2];
+    uint8_t qh[SY_QK_K / 8];
+} sy_block_iq5_ks;
+/* IQ2_KL: values in pairs, a 5-bit code per pair into sy_iq2kl_values. Sub-block b's 6-bit scale:
+   low 4 in scales_l byte b % 4 nibble b / 4, high 2 in scales_h bits 2b; scale = S - 32. Pair p
+   of sub-block b (values 32 b + 2 p, + 1): low 4 code bits in qs[16 (b / 2) + p] nibble b % 2,
+   bit 4 in qh[p] bit b. */
+typedef struct {
+    uint16_t scales_h;
+    uint8_t scales_l[SY_QK_K / 64];
+    uint8_t qs[SY_QK_K / 4];
+    uint8_t qh[SY_QK_K / 16];
+} sy_block_iq2_kl;
+
 /* Their value tables: the base half, then the half an `extra` bit selects, which is the base
    plus a constant (SY_IQ*_SHIFT), so a dot product can use the base half and add the shift
    times the activations' sum. The INIT macros let device code make its own copies. */
@@ -242,6 +291,13 @@ static const int8_t sy_iq5nl_values[64] = SY_IQ5NL_VALUES_INIT;
     -1,   1,    4,    7,    10,   13,  15,  18,  21,  24,  28,  31,  34,  37,  41,  45, \
     48,   52,   56,   60,   64,   69,  73,  78,  83,  88,  93,  99,  104, 110, 116, 122}
 static const int8_t sy_iq6nl_values[128] = SY_IQ6NL_VALUES_INIT;
+/* IQ2_KL's 32 pairs of values (first in the low byte, second in the high one, as int8): 32 of
+   the 64 pairs of the first 8 entries of sy_iq3nl_values. */
+#define SY_IQ2KL_VALUES_INIT { \
+    0xe9c1, 0x0dc1, 0xc1d8, 0xf6d8, 0x0dd8, 0x2fd8, 0xd8e9, 0xe9e9, 0x01e9, 0x0de9, 0x1ce9, \
+    0xc1f6, 0x01f6, 0x0df6, 0x2ff6, 0xe901, 0xf601, 0x0101, 0x0d01, 0x1c01, 0xd80d, 0xe90d, \
+    0xf60d, 0x010d, 0x0d0d, 0xc11c, 0xe91c, 0x011c, 0x1c1c, 0x2f1c, 0xe92f, 0x0d2f}
+static const uint16_t sy_iq2kl_values[32] = SY_IQ2KL_VALUES_INIT;
 
 #ifdef __cplusplus
 static_assert(sizeof(sy_block_q4_0) == 18, "q4_0");
@@ -271,6 +327,12 @@ static_assert(sizeof(sy_block_iq3_k) == 110, "iq3_k");
 static_assert(sizeof(sy_block_iq4_k) == 144, "iq4_k");
 static_assert(sizeof(sy_block_iq5_k) == 176, "iq5_k");
 static_assert(sizeof(sy_block_iq6_k) == 212, "iq6_k");
+static_assert(sizeof(sy_block_iq2_ks) == 70, "iq2_ks");
+static_assert(sizeof(sy_block_iq3_ks) == 102, "iq3_ks");
+static_assert(sizeof(sy_block_iq4_ks) == 136, "iq4_ks");
+static_assert(sizeof(sy_block_iq4_kss) == 128, "iq4_kss");
+static_assert(sizeof(sy_block_iq5_ks) == 168, "iq5_ks");
+static_assert(sizeof(sy_block_iq2_kl) == 86, "iq2_kl");
 }
 #endif
 

@@ -236,11 +236,12 @@ inline int64_t nrows(const sy_tensor& t) {
     return t.ne[1] * t.ne[2] * t.ne[3];
 }
 
-// Bytes of one packed row of `ne0` elements of `type` (0 if ne0 is not a whole number of blocks).
+// Bytes of one packed row of `ne0` elements of `type` (0 if ne0 is not a whole number of blocks),
+// the row metadata of the row-scaled types included.
 inline int64_t row_bytes(int32_t type, int64_t ne0) {
     const sy_dtype_traits tr = sy_dtype_info(type);
     if (tr.block_size <= 0 || ne0 % tr.block_size != 0) return 0;
-    return ne0 / tr.block_size * tr.type_size;
+    return tr.row_meta_size + ne0 / tr.block_size * tr.type_size;
 }
 
 // Bytes spanned by the tensor through its strides: from its first byte to one past its last,
@@ -248,7 +249,7 @@ inline int64_t row_bytes(int32_t type, int64_t ne0) {
 inline int64_t nbytes(const sy_tensor& t) {
     const sy_dtype_traits tr = sy_dtype_info(t.type);
     if (tr.block_size <= 0 || nelements(t) == 0) return 0;
-    int64_t bytes = tr.type_size + (t.ne[0] / tr.block_size - 1) * t.nb[0];
+    int64_t bytes = tr.row_meta_size + tr.type_size + (t.ne[0] / tr.block_size - 1) * t.nb[0];
     for (int d = 1; d < SY_MAX_DIMS; ++d) bytes += (t.ne[d] - 1) * t.nb[d];
     return bytes;
 }

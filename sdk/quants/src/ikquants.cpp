@@ -16,68 +16,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "internal.hpp"
+#include "ik_fit.hpp"
 
 namespace sy::quants::detail {
 namespace {
 
+using namespace ik;
+
 constexpr int kSub = 16;  // values per sub-block
-constexpr int kNtry = 7;
-
-// A type's table (the base half of n entries, the shifted half after it) and its integer
-// sub-block scales: [lo, hi], odd only for IQ3_K.
-struct Table {
-    const int8_t* values;
-    int n;
-    int scale_lo, scale_hi;
-    bool odd_scales;
-};
-
-// The weighted fit of x (16 values) on one table half at inverse scale id: indices into L, and
-// sum w q x, sum w q^2.
-void fit(const float* x, const float* w, const int8_t* values, int n, float id, uint8_t* L,
-         float& sumqx, float& sumq2) {
-    sumqx = sumq2 = 0;
-    for (int j = 0; j < kSub; ++j) {
-        const int l = best_index_int8(n, values, id * x[j]);
-        L[j] = uint8_t(l);
-        const float q = values[l];
-        sumqx += w[j] * q * x[j];
-        sumq2 += w[j] * q * q;
-    }
-}
-
-// The best float scale of one sub-block on one table half, and its score sumqx^2 / sumq2 (larger
-// is better: the error is sum w x^2 minus it).
-float best_scale(const float* x, const float* w, const int8_t* values, int n, float& score) {
-    float amax = 0, max = 0;
-    for (int j = 0; j < kSub; ++j)
-        if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
-    score = 0;
-    if (amax < kGroupMaxEps) return 0;
-    uint8_t L[kSub];
-    float best_d = 0;
-    // The largest value on either end of the table, and scales around each.
-    for (const int8_t end : {values[0], values[n - 1]}) {
-        for (int itry = -kNtry; itry <= kNtry; ++itry) {
-            const float id = (float(end) + float(itry) * float(std::abs(end)) / 64.f) / max;
-            float sumqx, sumq2;
-            fit(x, w, values, n, id, L, sumqx, sumq2);
-            if (sumq2 > 0 && sumqx * sumqx > score * sumq2) {
-                score = sumqx * sumqx / sumq2;
-                best_d = sumqx / sumq2;
-            }
-        }
-    }
-    return best_d;
-}
-
-// The integer scale nearest to t within the type's range (odd values only for IQ3_K).
-int round_scale(const Table& t, float v) {
-    if (!t.odd_scales) return std::clamp(nearest_int(v), t.scale_lo, t.scale_hi);
-    const int m = std::clamp(2 * nearest_int((std::fabs(v) - 1) / 2) + 1, 1, t.scale_hi);
-    return v < 0 ? -m : m;
-}
 
 // One super-block: d, the 16 integer scales, the extra bits and the 256 indices (into the half
 // the extra bit picks).
@@ -92,8 +38,8 @@ void quantize_superblock(const Table& t, const float* x, const float* importance
     extra = 0;
     for (int s = 0; s < SY_QK_K / kSub; ++s) {
         float score0, score1;
-        const float d0 = best_scale(x + kSub * s, w + kSub * s, t.values, t.n, score0);
-        const float d1 = best_scale(x + kSub * s, w + kSub * s, t.values + t.n, t.n, score1);
+        const float d0 = best_scale(kSub, x + kSub * s, w + kSub * s, t.values, t.n, score0);
+        const float d1 = best_scale(kSub, x + kSub * s, w + kSub * s, t.values + t.n, t.n, score1);
         sub_scale[s] = score1 > score0 ? d1 : d0;
         if (score1 > score0) extra = uint16_t(extra | (1u << s));
         if (std::fabs(sub_scale[s]) > std::fabs(max_scale)) max_scale = sub_scale[s];
@@ -153,22 +99,6 @@ constexpr Table kIq3k{sy_iq3nl_values, 8, -31, 31, true};
 constexpr Table kIq4k{sy_iq4k_values, 16, -32, 31, false};
 constexpr Table kIq5k{sy_iq5nl_values, 32, -32, 31, false};
 constexpr Table kIq6k{sy_iq6nl_values, 64, -127, 127, false};
-
-// Bits of index n (0..255) in the Q2_K plane order of IQ2_K/IQ3_K/IQ6_K: byte 32 (n / 128) +
-// n % 32, shift 2 ((n / 32) % 4).
-int plane_byte(int n) {
-    return 32 * (n / 128) + n % 32;
-}
-int plane_shift(int n) {
-    return 2 * ((n / 32) % 4);
-}
-// Low nibble of index n: IQ4_K per 32 values, IQ5_K/IQ6_K per 64.
-int nibble_byte(int n, int group) {
-    return (group / 2) * (n / group) + n % (group / 2);
-}
-int nibble_shift(int n, int group) {
-    return n % group < group / 2 ? 0 : 4;
-}
 
 template <typename Block, typename Pack>
 void quantize_rows(const Table& t, const float* x, void* vy, int64_t n, const float* importance,

@@ -69,6 +69,18 @@ TypeFns fns(int32_t type) {
             return {quantize_iq5_k, dequantize_iq5_k, true, quantize_iq5_k_weighted};
         case SY_TYPE_IQ6_K:
             return {quantize_iq6_k, dequantize_iq6_k, true, quantize_iq6_k_weighted};
+        case SY_TYPE_IQ2_KS:
+            return {quantize_iq2_ks, dequantize_iq2_ks, true, quantize_iq2_ks_weighted};
+        case SY_TYPE_IQ3_KS:
+            return {quantize_iq3_ks, dequantize_iq3_ks, true, quantize_iq3_ks_weighted};
+        case SY_TYPE_IQ4_KS:
+            return {quantize_iq4_ks, dequantize_iq4_ks, true, quantize_iq4_ks_weighted};
+        case SY_TYPE_IQ4_KSS:
+            return {quantize_iq4_kss, dequantize_iq4_kss, true, quantize_iq4_kss_weighted};
+        case SY_TYPE_IQ5_KS:
+            return {quantize_iq5_ks, dequantize_iq5_ks, true, quantize_iq5_ks_weighted};
+        case SY_TYPE_IQ2_KL:
+            return {quantize_iq2_kl, dequantize_iq2_kl, true, quantize_iq2_kl_weighted};
         case SY_TYPE_IQ1_S:
             return {quantize_iq1_s, dequantize_iq1_s, true, quantize_iq1_s_weighted};
         case SY_TYPE_IQ1_M:
@@ -109,7 +121,7 @@ bool can_quantize_activation(int32_t type) {
 int64_t row_size(int32_t type, int64_t n) {
     const sy_dtype_traits t = sy_dtype_info(type);
     if (t.block_size == 0) throw std::invalid_argument("switchyard quants: unknown type id");
-    return n / t.block_size * t.type_size;
+    return t.row_meta_size + n / t.block_size * t.type_size;
 }
 
 void quantize_row(int32_t type, const float* x, void* y, int64_t n) {
@@ -200,7 +212,8 @@ void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t 
 // iq4_nl 0.079, iq4_xs 0.080, q4_0 0.088, q3_K 0.155, q2_K 0.313, bf16 0.0017, f16 0.00021;
 // without an importance matrix: iq3_s 0.136, iq3_xxs 0.183, iq2_s 0.252, iq2_xs 0.293,
 // iq2_xxs 0.341, iq1_m 0.442, iq1_s 0.461; ik_llama.cpp's types (switchyard's quantizers):
-// q6_0 0.021, iq6_k 0.0144, iq5_k 0.032, iq4_k 0.062, iq3_k 0.136, iq2_k 0.282.
+// q6_0 0.021, iq6_k 0.0144, iq5_k 0.032, iq4_k 0.062, iq3_k 0.136, iq2_k 0.282; the row-scaled
+// iq5_ks 0.036, iq4_ks 0.074, iq4_kss 0.097, iq3_ks 0.152, iq2_kl 0.241, iq2_ks 0.324.
 double expected_roundtrip_error(int32_t type) {
     switch (type) {
         case SY_TYPE_F32: return 0.0;
@@ -233,6 +246,12 @@ double expected_roundtrip_error(int32_t type) {
         case SY_TYPE_IQ4_K: return 7.5e-2;
         case SY_TYPE_IQ5_K: return 3.9e-2;
         case SY_TYPE_IQ6_K: return 1.75e-2;
+        case SY_TYPE_IQ2_KS: return 3.9e-1;
+        case SY_TYPE_IQ3_KS: return 1.83e-1;
+        case SY_TYPE_IQ4_KS: return 9.0e-2;
+        case SY_TYPE_IQ4_KSS: return 1.17e-1;
+        case SY_TYPE_IQ5_KS: return 4.3e-2;
+        case SY_TYPE_IQ2_KL: return 2.9e-1;
         default:
             throw std::invalid_argument("switchyard quants: no round-trip bound for " +
                                         type_name(type));

@@ -52,6 +52,12 @@ std::string shape_string(const sy_tensor& t) {
 
 double read_element(const sy_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const sy_dtype_traits traits = sy_dtype_info(t.type);
+    if (traits.row_meta_size > 0 && quants::can_dequantize(t.type)) {
+        // A row-scaled type decodes only with its row's scale, in front of the row.
+        std::vector<float> row(size_t(t.ne[0]));
+        quants::dequantize_row(t.type, element_address(t, 0, i1, i2, i3), row.data(), t.ne[0]);
+        return row[size_t(i0)];
+    }
     if (traits.block_size > 1 && quants::can_dequantize(t.type)) {
         // Element i0 % block of the block holding it (nb0 is a block's bytes).
         std::vector<float> block(size_t(traits.block_size));

@@ -169,7 +169,7 @@ sy_status validate_host_copies(const sy_copy* copies, size_t count) {
 
 void copy_tensor_bytes(const sy_tensor& src, const sy_tensor& dst) {
     const sy_dtype_traits tr = sy_dtype_info(src.type);
-    const int64_t row = src.ne[0] / tr.block_size * tr.type_size;
+    const int64_t row = row_bytes(src.type, src.ne[0]);
     // Block types have packed rows (validate_copy checks nb0 = block bytes): whole rows.
     const bool packed =
         tr.block_size > 1 || (src.nb[0] == tr.type_size && dst.nb[0] == tr.type_size);

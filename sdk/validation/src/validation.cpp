@@ -134,7 +134,7 @@ int64_t tensor_extent(const sy_tensor& t) {
     if (t.ne[0] % traits.block_size != 0) return -1;
     if (t.ne[0] == 0 || t.ne[1] == 0 || t.ne[2] == 0 || t.ne[3] == 0) return 0;
     // Last element (block) of the row, then the last row.
-    int64_t extent = traits.type_size;
+    int64_t extent = traits.row_meta_size + traits.type_size;
     int64_t step = 0;
     if (!checked_mul(t.ne[0] / traits.block_size - 1, t.nb[0], &step) ||
         !checked_add(extent, step, &extent))

@@ -32,6 +32,9 @@ int64_t row_size(int32_t type, int64_t n);
 void quantize_row(int32_t type, const float* x, void* y, int64_t n);
 
 // `n` values from blocks of `type` at x into y.
+// For the row-scaled types (sy_dtype_traits.row_meta_size > 0: ik_llama.cpp's IQ2_KS, IQ3_KS,
+// IQ4_KS, IQ4_KSS, IQ5_KS, IQ2_KL) a row starts with its scale, so quantize_row and
+// dequantize_row take exactly one row: x/y is the row's start, n its length.
 void dequantize_row(int32_t type, const void* x, float* y, int64_t n);
 
 // Multi-threaded convenience for whole tensors: `rows` rows of `n_per_row` values, rows packed

@@ -1,0 +1,88 @@
+// The fitting pieces shared by the quantizers of ik_llama.cpp's types (ikquants.cpp,
+// ikquants_rows.cpp): weighted least-squares fits of a sub-block on a non-linear value table, and
+// the index layouts the types share.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "internal.hpp"
+
+namespace sy::quants::detail::ik {
+
+constexpr int kNtry = 7;
+
+// A type's table (the base half of n entries, the shifted half after it) and its integer
+// sub-block scales: [lo, hi], odd only for IQ3_K.
+struct Table {
+    const int8_t* values;
+    int n;
+    int scale_lo, scale_hi;
+    bool odd_scales;
+};
+
+// The weighted fit of x (len values) on one table half at inverse scale id: indices into L, and
+// sum w q x, sum w q^2.
+inline void fit(int len, const float* x, const float* w, const int8_t* values, int n, float id,
+                uint8_t* L, float& sumqx, float& sumq2) {
+    sumqx = sumq2 = 0;
+    for (int j = 0; j < len; ++j) {
+        const int l = best_index_int8(n, values, id * x[j]);
+        L[j] = uint8_t(l);
+        const float q = values[l];
+        sumqx += w[j] * q * x[j];
+        sumq2 += w[j] * q * q;
+    }
+}
+
+// The best float scale of one sub-block of len (<= 32) values on one table half, and its score
+// sumqx^2 / sumq2 (larger is better: the error is sum w x^2 minus it).
+inline float best_scale(int len, const float* x, const float* w, const int8_t* values, int n,
+                        float& score) {
+    float amax = 0, max = 0;
+    for (int j = 0; j < len; ++j)
+        if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
+    score = 0;
+    if (amax < kGroupMaxEps) return 0;
+    uint8_t L[32];
+    float best_d = 0;
+    // The largest value on either end of the table, and scales around each.
+    for (const int8_t end : {values[0], values[n - 1]}) {
+        for (int itry = -kNtry; itry <= kNtry; ++itry) {
+            const float id = (float(end) + float(itry) * float(std::abs(end)) / 64.f) / max;
+            float sumqx, sumq2;
+            fit(len, x, w, values, n, id, L, sumqx, sumq2);
+            if (sumq2 > 0 && sumqx * sumqx > score * sumq2) {
+                score = sumqx * sumqx / sumq2;
+                best_d = sumqx / sumq2;
+            }
+        }
+    }
+    return best_d;
+}
+
+// The integer scale nearest to t within the type's range (odd values only for IQ3_K).
+inline int round_scale(const Table& t, float v) {
+    if (!t.odd_scales) return std::clamp(nearest_int(v), t.scale_lo, t.scale_hi);
+    const int m = std::clamp(2 * nearest_int((std::fabs(v) - 1) / 2) + 1, 1, t.scale_hi);
+    return v < 0 ? -m : m;
+}
+
+// Bits of index n (0..255) in the Q2_K plane order of IQ2_K/IQ3_K/IQ6_K: byte 32 (n / 128) +
+// n % 32, shift 2 ((n / 32) % 4).
+inline int plane_byte(int n) {
+    return 32 * (n / 128) + n % 32;
+}
+inline int plane_shift(int n) {
+    return 2 * ((n / 32) % 4);
+}
+// Low nibble of index n: IQ4_K per 32 values, IQ5_K/IQ6_K per 64.
+inline int nibble_byte(int n, int group) {
+    return (group / 2) * (n / group) + n % (group / 2);
+}
+inline int nibble_shift(int n, int group) {
+    return n % group < group / 2 ? 0 : 4;
+}
+
+}  // namespace sy::quants::detail::ik

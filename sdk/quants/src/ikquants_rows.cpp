@@ -1,0 +1,516 @@
+// ik_llama.cpp's row-scaled types IQ2_KS, IQ3_KS, IQ4_KS, IQ4_KSS, IQ5_KS and IQ2_KL
+// (docs/ik-quants.md, 3.7-3.12). A row is its scale d (f16 for IQ2_KS, IQ3_KS, IQ2_KL; f32 for
+// the others) followed by 256-value blocks whose 32-value sub-blocks carry an integer scale l and,
+// but for IQ2_KL, a flag for the shifted table half:
+//   y = (d * l) * value,
+// with d * l formed first (for an f32 d it rounds), as ik_llama.cpp's decoders do.
+//
+// Quantizing (switchyard's own search, of the kind ik's quantizers make): per sub-block the best
+// float scale on each table half (ik_fit.hpp), the better half; d puts the row's largest
+// sub-block scale on the end of the integer range; every sub-block's scale is rounded onto it,
+// both halves are tried again at that scale, and d is refitted by weighted least squares over
+// the whole row. IQ4_KSS then gives each group of four indices an even number of set bits (its
+// encoding has no room for odd ones) by the cheapest change of one index, and d is refitted.
+// IQ2_KL fits pairs of values on its 32-entry pair table the same way.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ik_fit.hpp"
+
+namespace sy::quants::detail {
+namespace {
+
+using namespace ik;
+
+constexpr int kSub = 32;                 // values per sub-block
+constexpr int kSubs = SY_QK_K / kSub;    // sub-blocks per block
+
+constexpr Table kIq2ks{sy_iq2nl_values, 4, -16, 15, false};
+constexpr Table kIq3ks{sy_iq3nl_values, 8, -16, 15, false};
+constexpr Table kIq4ks{sy_iq4k_values, 16, -127, 127, true};
+constexpr Table kIq5ks{sy_iq5nl_values, 32, -127, 127, true};
+
+// A fitted row: d, per sub-block its integer scale and table half, per value its index.
+struct RowFit {
+    float d = 0;
+    std::vector<int> scale;
+    std::vector<uint8_t> half;
+    std::vector<uint8_t> L;
+    std::vector<float> w;  // the fit's weights
+};
+
+// The fit weights of a row (sigma2 = 2 mean(x^2) per super-block, as the IQ*_K quantizers).
+std::vector<float> row_weights(const float* x, int64_t n, const float* importance) {
+    std::vector<float> w(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; i += SY_QK_K) {
+        const float sigma2 = 2 * sum_of_squares(x + i, SY_QK_K) / float(SY_QK_K);
+        subblock_weights(x + i, importance ? importance + i : nullptr, sigma2, SY_QK_K, kSub,
+                         w.data() + i);
+    }
+    return w;
+}
+
+float round_d(float d, bool f16) {
+    return f16 ? from_half(to_half(d)) : d;
+}
+
+// d on the far end of the integer range from the largest sub-block scale (see ikquants.cpp).
+float range_scale(const Table& t, float max_scale) {
+    return -t.scale_lo > t.scale_hi ? max_scale / float(t.scale_lo)
+                                    : std::fabs(max_scale) / float(t.scale_hi);
+}
+
+// d refitted by weighted least squares over the row: sum w x q / sum w q^2, q = l * value.
+float refit_d(const Table& t, const float* x, const RowFit& r, float fallback) {
+    double sxy = 0, syy = 0;
+    for (size_t k = 0; k < r.L.size(); ++k) {
+        const size_t s = k / kSub;
+        const double q = double(r.scale[s]) * t.values[r.half[s] * t.n + r.L[k]];
+        sxy += r.w[k] * x[k] * q;
+        syy += r.w[k] * q * q;
+    }
+    return syy > 0 && sxy > 0 ? float(sxy / syy) : fallback;
+}
+
+RowFit fit_row(const Table& t, const float* x, int64_t n, const float* importance, bool f16) {
+    const int64_t subs = n / kSub;
+    RowFit r;
+    r.scale.assign(size_t(subs), 0);
+    r.half.assign(size_t(subs), 0);
+    r.L.assign(size_t(n), 0);
+    r.w = row_weights(x, n, importance);
+    std::vector<float> sub_scale(static_cast<size_t>(subs));
+    float max_scale = 0;
+    for (int64_t s = 0; s < subs; ++s) {
+        float score0, score1;
+        const float* xs = x + kSub * s;
+        const float* ws = r.w.data() + kSub * s;
+        const float d0 = best_scale(kSub, xs, ws, t.values, t.n, score0);
+        const float d1 = best_scale(kSub, xs, ws, t.values + t.n, t.n, score1);
+        sub_scale[size_t(s)] = score1 > score0 ? d1 : d0;
+        if (std::fabs(sub_scale[size_t(s)]) > std::fabs(max_scale)) max_scale = sub_scale[size_t(s)];
+    }
+    const float d = round_d(range_scale(t, max_scale), f16);
+    if (d == 0) {
+        // Odd scales have no 0: 1 (times d = 0).
+        std::fill(r.scale.begin(), r.scale.end(), t.odd_scales ? 1 : 0);
+        return r;
+    }
+    const float id = 1 / d;
+    const uint8_t zero = uint8_t(best_index_int8(t.n, t.values, 0.f));
+    for (int64_t s = 0; s < subs; ++s) {
+        const int l = round_scale(t, id * sub_scale[size_t(s)]);
+        r.scale[size_t(s)] = l;
+        const float* xs = x + kSub * s;
+        const float* ws = r.w.data() + kSub * s;
+        uint8_t* Ls = r.L.data() + kSub * s;
+        if (l == 0) {
+            std::fill(Ls, Ls + kSub, zero);
+            continue;
+        }
+        const float idl = 1 / (d * float(l));
+        uint8_t Lh[2][kSub];
+        double err[2] = {0, 0};
+        for (int half = 0; half < 2; ++half) {
+            const int8_t* values = t.values + half * t.n;
+            for (int j = 0; j < kSub; ++j) {
+                Lh[half][j] = uint8_t(best_index_int8(t.n, values, idl * xs[j]));
+                const double e = xs[j] - double(d) * l * values[Lh[half][j]];
+                err[half] += ws[j] * e * e;
+            }
+        }
+        const int half = err[1] < err[0] ? 1 : 0;
+        r.half[size_t(s)] = uint8_t(half);
+        std::copy(Lh[half], Lh[half] + kSub, Ls);
+    }
+    r.d = round_d(refit_d(t, x, r, d), f16);
+    return r;
+}
+
+// Row layout: the scale, then the blocks.
+template <typename Block>
+Block* row_blocks(void* row, int meta) {
+    return reinterpret_cast<Block*>(static_cast<char*>(row) + meta);
+}
+template <typename Block>
+const Block* row_blocks(const void* row, int meta) {
+    return reinterpret_cast<const Block*>(static_cast<const char*>(row) + meta);
+}
+float row_d_f16(const void* row) {
+    uint16_t h;
+    std::memcpy(&h, row, 2);
+    return from_half(h);
+}
+float row_d_f32(const void* row) {
+    float d;
+    std::memcpy(&d, row, 4);
+    return d;
+}
+void store_d(void* row, float d, bool f16) {
+    if (f16) {
+        const uint16_t h = to_half(d);
+        std::memcpy(row, &h, 2);
+    } else {
+        std::memcpy(row, &d, 4);
+    }
+}
+
+// The IQ4_KS / IQ5_KS scale byte: bit 0 the half, bits 1-7 the odd scale l as l + 127.
+uint8_t ks_scale_byte(int l, int half) {
+    return uint8_t((l + 127) | half);
+}
+int ks_scale(uint8_t byte) {
+    return (byte & 254) - 127;
+}
+
+// The position in sub-block-relative order of the four indices of IQ4_KSS's word k: values
+// 2k, 2k + 16, 2k + 1, 2k + 17, in nibbles 0-3.
+constexpr int kKssOrder[4] = {0, 16, 1, 17};
+
+// ---- IQ2_KL: pairs on a 32-entry table ----------------------------------------------------------
+
+int8_t kl_first(int c) {
+    return int8_t(sy_iq2kl_values[c] & 0xFF);
+}
+int8_t kl_second(int c) {
+    return int8_t(sy_iq2kl_values[c] >> 8);
+}
+
+// The pair code nearest (weighted) to (a, b) in table units.
+int nearest_pair(float a, float b, float wa, float wb) {
+    int best = 0;
+    float best_e = INFINITY;
+    for (int c = 0; c < 32; ++c) {
+        const float ea = a - kl_first(c), eb = b - kl_second(c);
+        const float e = wa * ea * ea + wb * eb * eb;
+        if (e < best_e) best_e = e, best = c;
+    }
+    return best;
+}
+
+// Codes of the 16 pairs of a sub-block at inverse scale id, and sum w q x, sum w q^2.
+void fit_pairs(const float* x, const float* w, float id, uint8_t* codes, float& sumqx,
+               float& sumq2) {
+    sumqx = sumq2 = 0;
+    for (int p = 0; p < kSub / 2; ++p) {
+        const int c = nearest_pair(id * x[2 * p], id * x[2 * p + 1], w[2 * p], w[2 * p + 1]);
+        codes[p] = uint8_t(c);
+        const float q0 = kl_first(c), q1 = kl_second(c);
+        sumqx += w[2 * p] * q0 * x[2 * p] + w[2 * p + 1] * q1 * x[2 * p + 1];
+        sumq2 += w[2 * p] * q0 * q0 + w[2 * p + 1] * q1 * q1;
+    }
+}
+
+float best_pair_scale(const float* x, const float* w) {
+    float amax = 0, max = 0;
+    for (int j = 0; j < kSub; ++j)
+        if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
+    if (amax < kGroupMaxEps) return 0;
+    uint8_t codes[kSub / 2];
+    float best_d = 0, score = 0;
+    for (const float end : {-63.f, 47.f}) {  // the pair values' ends
+        for (int itry = -kNtry; itry <= kNtry; ++itry) {
+            const float id = (end + float(itry) * std::fabs(end) / 64.f) / max;
+            float sumqx, sumq2;
+            fit_pairs(x, w, id, codes, sumqx, sumq2);
+            if (sumq2 > 0 && sumqx * sumqx > score * sumq2) {
+                score = sumqx * sumqx / sumq2;
+                best_d = sumqx / sumq2;
+            }
+        }
+    }
+    return best_d;
+}
+
+}  // namespace
+
+// ---- IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS ----------------------------------------------------------
+
+void quantize_iq2_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const RowFit r = fit_row(kIq2ks, x, n, importance, true);
+    store_d(vy, r.d, true);
+    auto* y = row_blocks<sy_block_iq2_ks>(vy, 2);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b) {
+            const size_t s = size_t(kSubs * i + b);
+            const int S = r.scale[s] + 16;
+            y[i].scales[b / 2] |= uint8_t((S & 0xF) << 4 * (b % 2));
+            y[i].extra = uint16_t(y[i].extra | (S >> 4) << (8 + b) | r.half[s] << b);
+        }
+        const uint8_t* L = r.L.data() + SY_QK_K * i;
+        for (int k = 0; k < SY_QK_K; ++k) y[i].qs[plane_byte(k)] |= uint8_t(L[k] << plane_shift(k));
+    }
+}
+
+void dequantize_iq2_ks(const void* vx, float* y, int64_t n) {
+    const float d = row_d_f16(vx);
+    const auto* x = row_blocks<sy_block_iq2_ks>(vx, 2);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
+        for (int k = 0; k < SY_QK_K; ++k) {
+            const int b = k / kSub;
+            const int S = ((x[i].scales[b / 2] >> 4 * (b % 2)) & 0xF) |
+                          (((x[i].extra >> (8 + b)) & 1) << 4);
+            const int half = (x[i].extra >> b) & 1;
+            const float dl = d * float(S - 16);
+            y[k] = dl * float(sy_iq2nl_values[4 * half + ((x[i].qs[plane_byte(k)] >> plane_shift(k)) & 3)]);
+        }
+    }
+}
+
+void quantize_iq3_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const RowFit r = fit_row(kIq3ks, x, n, importance, true);
+    store_d(vy, r.d, true);
+    auto* y = row_blocks<sy_block_iq3_ks>(vy, 2);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b) {
+            const size_t s = size_t(kSubs * i + b);
+            const int S = r.scale[s] + 16;
+            y[i].scales[b % 4] |= uint8_t((S & 0xF) << 4 * (b / 4));
+            y[i].extra = uint16_t(y[i].extra | (S >> 4) << b | r.half[s] << (8 + b));
+        }
+        const uint8_t* L = r.L.data() + SY_QK_K * i;
+        for (int k = 0; k < SY_QK_K; ++k) {
+            y[i].qs[plane_byte(k)] |= uint8_t((L[k] & 3) << plane_shift(k));
+            y[i].qh[k % 32] |= uint8_t((L[k] >> 2) << (k / 32));
+        }
+    }
+}
+
+void dequantize_iq3_ks(const void* vx, float* y, int64_t n) {
+    const float d = row_d_f16(vx);
+    const auto* x = row_blocks<sy_block_iq3_ks>(vx, 2);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
+        for (int k = 0; k < SY_QK_K; ++k) {
+            const int b = k / kSub;
+            const int S = ((x[i].scales[b % 4] >> 4 * (b / 4)) & 0xF) | (((x[i].extra >> b) & 1) << 4);
+            const int half = (x[i].extra >> (8 + b)) & 1;
+            const int index = ((x[i].qs[plane_byte(k)] >> plane_shift(k)) & 3) |
+                              (((x[i].qh[k % 32] >> (k / 32)) & 1) << 2);
+            const float dl = d * float(S - 16);
+            y[k] = dl * float(sy_iq3nl_values[8 * half + index]);
+        }
+    }
+}
+
+void quantize_iq4_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const RowFit r = fit_row(kIq4ks, x, n, importance, false);
+    store_d(vy, r.d, false);
+    auto* y = row_blocks<sy_block_iq4_ks>(vy, 4);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b) {
+            const size_t s = size_t(kSubs * i + b);
+            y[i].scales[b] = ks_scale_byte(r.scale[s], r.half[s]);
+        }
+        const uint8_t* L = r.L.data() + SY_QK_K * i;
+        for (int k = 0; k < SY_QK_K; ++k)
+            y[i].qs[nibble_byte(k, 32)] |= uint8_t(L[k] << nibble_shift(k, 32));
+    }
+}
+
+void dequantize_iq4_ks(const void* vx, float* y, int64_t n) {
+    const float d = row_d_f32(vx);
+    const auto* x = row_blocks<sy_block_iq4_ks>(vx, 4);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
+        for (int k = 0; k < SY_QK_K; ++k) {
+            const uint8_t sc = x[i].scales[k / kSub];
+            const float dl = d * float(ks_scale(sc));
+            const int index = (x[i].qs[nibble_byte(k, 32)] >> nibble_shift(k, 32)) & 0xF;
+            y[k] = dl * float(sy_iq4k_values[16 * (sc & 1) + index]);
+        }
+    }
+}
+
+void quantize_iq5_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const RowFit r = fit_row(kIq5ks, x, n, importance, false);
+    store_d(vy, r.d, false);
+    auto* y = row_blocks<sy_block_iq5_ks>(vy, 4);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b) {
+            const size_t s = size_t(kSubs * i + b);
+            y[i].scales[b] = ks_scale_byte(r.scale[s], r.half[s]);
+        }
+        const uint8_t* L = r.L.data() + SY_QK_K * i;
+        for (int k = 0; k < SY_QK_K; ++k) {
+            y[i].qs[nibble_byte(k, 64)] |= uint8_t((L[k] & 0xF) << nibble_shift(k, 64));
+            y[i].qh[k % 32] |= uint8_t((L[k] >> 4) << (k / 32));
+        }
+    }
+}
+
+void dequantize_iq5_ks(const void* vx, float* y, int64_t n) {
+    const float d = row_d_f32(vx);
+    const auto* x = row_blocks<sy_block_iq5_ks>(vx, 4);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
+        for (int k = 0; k < SY_QK_K; ++k) {
+            const uint8_t sc = x[i].scales[k / kSub];
+            const float dl = d * float(ks_scale(sc));
+            const int index = ((x[i].qs[nibble_byte(k, 64)] >> nibble_shift(k, 64)) & 0xF) |
+                              (((x[i].qh[k % 32] >> (k / 32)) & 1) << 4);
+            y[k] = dl * float(sy_iq5nl_values[32 * (sc & 1) + index]);
+        }
+    }
+}
+
+// ---- IQ4_KSS ---------------------------------------------------------------------------------
+
+void quantize_iq4_kss_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    RowFit r = fit_row(kIq4ks, x, n, importance, false);
+    // Each word's four indices need an even number of set bits: where they have an odd one,
+    // change the one index whose replacement (by one of the other parity) costs least.
+    for (int64_t s = 0; s < n / kSub; ++s) {
+        const float dl = r.d * float(r.scale[size_t(s)]);
+        const int8_t* values = kIq4ks.values + 16 * r.half[size_t(s)];
+        for (int k = 0; k < 8; ++k) {
+            int pos[4], parity = 0;
+            for (int m = 0; m < 4; ++m) {
+                pos[m] = int(kSub * s) + 2 * k + kKssOrder[m];
+                parity ^= std::popcount(unsigned(r.L[size_t(pos[m])]));
+            }
+            if ((parity & 1) == 0) continue;
+            float best = INFINITY;
+            int best_pos = pos[0], best_q = r.L[size_t(pos[0])] ^ 1;
+            for (const int p : pos) {
+                const uint8_t q0 = r.L[size_t(p)];
+                const float e0 = x[p] - dl * values[q0];
+                for (int q = 0; q < 16; ++q) {
+                    if (((std::popcount(unsigned(q)) ^ std::popcount(unsigned(q0))) & 1) == 0)
+                        continue;
+                    const float e = x[p] - dl * values[q];
+                    const float cost = r.w[size_t(p)] * (e * e - e0 * e0);
+                    if (cost < best) best = cost, best_pos = p, best_q = q;
+                }
+            }
+            r.L[size_t(best_pos)] = uint8_t(best_q);
+        }
+    }
+    r.d = refit_d(kIq4ks, x, r, r.d);
+    store_d(vy, r.d, false);
+    auto* y = row_blocks<sy_block_iq4_kss>(vy, 4);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        for (int b = 0; b < kSubs; ++b) {
+            const size_t s = size_t(kSubs * i + b);
+            const uint8_t scale = ks_scale_byte(r.scale[s], r.half[s]);
+            const uint8_t* L = r.L.data() + kSub * s;
+            for (int k = 0; k < 8; ++k) {
+                unsigned v = 0;
+                for (int m = 0; m < 4; ++m) v |= unsigned(L[2 * k + kKssOrder[m]]) << 4 * m;
+                // t with t ^ (t << 1) = v: the prefix XOR of v's bits (v has even parity, so
+                // bit 15 comes out right).
+                unsigned t = 0, bit = 0;
+                for (int j = 0; j < 15; ++j) {
+                    bit ^= (v >> j) & 1;
+                    t |= bit << j;
+                }
+                const uint16_t word = uint16_t((t << 1) | ((scale >> k) & 1));
+                std::memcpy(y[i].qs + 2 * (8 * b + k), &word, 2);
+            }
+        }
+    }
+}
+
+void dequantize_iq4_kss(const void* vx, float* y, int64_t n) {
+    const float d = row_d_f32(vx);
+    const auto* x = row_blocks<sy_block_iq4_kss>(vx, 4);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
+        for (int b = 0; b < kSubs; ++b) {
+            uint16_t w[8];
+            std::memcpy(w, x[i].qs + 16 * b, 16);
+            unsigned scale = 0;
+            for (int k = 0; k < 8; ++k) scale |= unsigned(w[k] & 1) << k;
+            const float dl = d * float(ks_scale(uint8_t(scale)));
+            const int8_t* values = sy_iq4k_values + 16 * (scale & 1);
+            for (int k = 0; k < 8; ++k) {
+                const unsigned a = w[k] & 0xFFFEu;
+                const unsigned v = (a ^ (a >> 1)) & 0xFFFFu;
+                for (int m = 0; m < 4; ++m)
+                    y[kSub * b + 2 * k + kKssOrder[m]] = dl * float(values[(v >> 4 * m) & 0xF]);
+            }
+        }
+    }
+}
+
+// ---- IQ2_KL ----------------------------------------------------------------------------------
+
+void quantize_iq2_kl_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const int64_t subs = n / kSub;
+    const std::vector<float> w = row_weights(x, n, importance);
+    std::vector<float> sub_scale(static_cast<size_t>(subs));
+    float max_scale = 0;
+    for (int64_t s = 0; s < subs; ++s) {
+        sub_scale[size_t(s)] = best_pair_scale(x + kSub * s, w.data() + kSub * s);
+        if (std::fabs(sub_scale[size_t(s)]) > std::fabs(max_scale)) max_scale = sub_scale[size_t(s)];
+    }
+    float d = from_half(to_half(max_scale / -32.f));
+    std::vector<int> scale(static_cast<size_t>(subs), 0);
+    std::vector<uint8_t> codes(size_t(n / 2), 17);  // pair 17 is (1, 1), the nearest to zero
+    if (d != 0) {
+        const float id = 1 / d;
+        double sxy = 0, syy = 0;
+        for (int64_t s = 0; s < subs; ++s) {
+            const int l = std::clamp(nearest_int(id * sub_scale[size_t(s)]), -32, 31);
+            scale[size_t(s)] = l;
+            if (l == 0) continue;
+            float sumqx, sumq2;
+            fit_pairs(x + kSub * s, w.data() + kSub * s, 1 / (d * float(l)),
+                      codes.data() + kSub / 2 * s, sumqx, sumq2);
+            sxy += double(l) * sumqx;
+            syy += double(l) * l * sumq2;
+        }
+        if (syy > 0 && sxy > 0) d = float(sxy / syy);
+    }
+    store_d(vy, d, true);
+    auto* y = row_blocks<sy_block_iq2_kl>(vy, 2);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b) {
+            const size_t s = size_t(kSubs * i + b);
+            const int S = scale[s] + 32;
+            y[i].scales_h = uint16_t(y[i].scales_h | (S >> 4) << 2 * b);
+            y[i].scales_l[b % 4] |= uint8_t((S & 0xF) << 4 * (b / 4));
+            for (int p = 0; p < kSub / 2; ++p) {
+                const int c = codes[kSub / 2 * s + size_t(p)];
+                y[i].qs[16 * (b / 2) + p] |= uint8_t((c & 0xF) << 4 * (b % 2));
+                y[i].qh[p] |= uint8_t((c >> 4) << b);
+            }
+        }
+    }
+}
+
+void dequantize_iq2_kl(const void* vx, float* y, int64_t n) {
+    const float d = row_d_f16(vx);
+    const auto* x = row_blocks<sy_block_iq2_kl>(vx, 2);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
+        for (int b = 0; b < kSubs; ++b) {
+            const int S = ((x[i].scales_l[b % 4] >> 4 * (b / 4)) & 0xF) |
+                          (((x[i].scales_h >> 2 * b) & 3) << 4);
+            const float dl = d * float(S - 32);
+            for (int p = 0; p < kSub / 2; ++p) {
+                const int c = ((x[i].qs[16 * (b / 2) + p] >> 4 * (b % 2)) & 0xF) |
+                              (((x[i].qh[p] >> b) & 1) << 4);
+                y[kSub * b + 2 * p] = dl * float(kl_first(c));
+                y[kSub * b + 2 * p + 1] = dl * float(kl_second(c));
+            }
+        }
+    }
+}
+
+#define SY_IK_ROW_QUANTIZER(name)                                   \
+    void quantize_##name(const float* x, void* y, int64_t n) {      \
+        quantize_##name##_weighted(x, y, n, nullptr);               \
+    }
+SY_IK_ROW_QUANTIZER(iq2_ks)
+SY_IK_ROW_QUANTIZER(iq3_ks)
+SY_IK_ROW_QUANTIZER(iq4_ks)
+SY_IK_ROW_QUANTIZER(iq4_kss)
+SY_IK_ROW_QUANTIZER(iq5_ks)
+SY_IK_ROW_QUANTIZER(iq2_kl)
+#undef SY_IK_ROW_QUANTIZER
+
+}  // namespace sy::quants::detail
