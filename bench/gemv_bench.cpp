@@ -167,13 +167,27 @@ std::string choose_plugin(const std::string& given) {
 }
 
 // Random weights: random bytes with small f16 scales in the block's scale fields (any bit
-// pattern of the quant fields is valid), or random F16 / BF16 values.
-void fill_weights(int32_t type, uint8_t* p, int64_t bytes, std::mt19937& rng) {
+// pattern of the quant fields is valid), or random F16 / BF16 values; rows of K values (a
+// row-scaled type's rows start with a small scale and have no float field in their blocks).
+void fill_weights(int32_t type, uint8_t* p, int64_t bytes, std::mt19937& rng, int64_t K) {
     for (int64_t i = 0; i + 4 <= bytes; i += 4) {
         const uint32_t r = rng();
         std::memcpy(p + i, &r, 4);
     }
     const sy_dtype_traits t = sy_dtype_info(type);
+    if (t.row_meta_size > 0) {
+        const int64_t row = sy::sdk::row_bytes(type, K);
+        for (int64_t r = 0; r + row <= bytes; r += row) {
+            const float d = 1e-3f;
+            if (t.row_meta_size == 2) {
+                const uint16_t h = sy::sdk::f32_to_fp16(d);
+                std::memcpy(p + r, &h, 2);
+            } else {
+                std::memcpy(p + r, &d, 4);
+            }
+        }
+        return;
+    }
     if (type == SY_TYPE_F16 || type == SY_TYPE_BF16 || type == SY_TYPE_F32) {
         const int64_t n = bytes / t.type_size;
         for (int64_t i = 0; i < n; ++i) {
@@ -226,7 +240,7 @@ void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const
     const long llc = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
     const int copies = int(std::clamp<int64_t>(int64_t(llc) / tensor_bytes + 1, 1, 16));
     std::vector<uint8_t> host_weights(static_cast<size_t>(tensor_bytes));
-    fill_weights(type, host_weights.data(), tensor_bytes, rng);
+    fill_weights(type, host_weights.data(), tensor_bytes, rng, o.K);
     std::vector<void*> tensors;  // up, gate, up, gate ...
     for (int i = 0; i < 2 * copies; ++i) {
         tensors.push_back(host_alloc(nullptr, size_t(tensor_bytes), 64));
@@ -420,7 +434,7 @@ int main(int argc, char** argv) {
         const int64_t span = device ? int64_t(1) << 30 : 2 * int64_t(llc);
         const int copies = o.hot ? 1 : int(std::clamp<int64_t>(span / bytes + 2, 2, 64));
         std::vector<uint8_t> host_weights(static_cast<size_t>(bytes));
-        fill_weights(type, host_weights.data(), bytes, rng);
+        fill_weights(type, host_weights.data(), bytes, rng, o.K);
         std::vector<std::pair<void*, const sy_buffer*>> weights;
         for (int i = 0; i < copies; ++i)
             weights.push_back(place(host_weights.data(), size_t(bytes)));

@@ -43,6 +43,12 @@ std::string_view known_file_type_name(uint32_t ftype) {
         case FileType::kMostlyIQ4_K: return "IQ4_K - 4.5 bpw";
         case FileType::kMostlyIQ5_K: return "IQ5_K - 5.5 bpw";
         case FileType::kMostlyIQ6_K: return "IQ6_K - 6.6 bpw";
+        case FileType::kMostlyIQ4_KS: return "IQ4_KS - 4.25 bpw";
+        case FileType::kMostlyIQ2_KS: return "IQ2_KS - 2.1875 bpw";
+        case FileType::kMostlyIQ4_KSS: return "IQ4_KSS - 4.0 bpw";
+        case FileType::kMostlyIQ5_KS: return "IQ5_KS - 5.25 bpw";
+        case FileType::kMostlyIQ3_KS: return "IQ3_KS - 3.1875 bpw";
+        case FileType::kMostlyIQ2_KL: return "IQ2_KL - 2.6875 bpw";
     }
     return {};
 }
@@ -84,6 +90,12 @@ uint32_t file_type_of(int32_t type) {
         case SY_TYPE_IQ4_K: ft = FileType::kMostlyIQ4_K; break;
         case SY_TYPE_IQ5_K: ft = FileType::kMostlyIQ5_K; break;
         case SY_TYPE_IQ6_K: ft = FileType::kMostlyIQ6_K; break;
+        case SY_TYPE_IQ4_KS: ft = FileType::kMostlyIQ4_KS; break;
+        case SY_TYPE_IQ2_KS: ft = FileType::kMostlyIQ2_KS; break;
+        case SY_TYPE_IQ4_KSS: ft = FileType::kMostlyIQ4_KSS; break;
+        case SY_TYPE_IQ5_KS: ft = FileType::kMostlyIQ5_KS; break;
+        case SY_TYPE_IQ3_KS: ft = FileType::kMostlyIQ3_KS; break;
+        case SY_TYPE_IQ2_KL: ft = FileType::kMostlyIQ2_KL; break;
         default: break;
     }
     return static_cast<uint32_t>(ft);

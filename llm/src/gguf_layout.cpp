@@ -60,16 +60,10 @@ std::string known_type_names() {
 // in one is refused by the type's name, not just its number.
 const char* ik_type_name(uint64_t type) {
     switch (type) {
-        case 144: return "iq4_ks";
-        case 145: return "iq2_ks";
-        case 146: return "iq4_kss";
         case 151: return "q8_kv";
-        case 152: return "iq5_ks";
         case 153: return "iq2_kt";
         case 154: return "iq3_kt";
         case 155: return "iq4_kt";
-        case 156: return "iq3_ks";
-        case 157: return "iq2_kl";
         case 158: return "iq1_kt";
         case 202: return "q4_0_r8";
         case 206: return "q5_0_r4";

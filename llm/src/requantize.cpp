@@ -15,11 +15,14 @@
 namespace sy::llm {
 namespace {
 
+// Rows of ne[0] values, each with a row-scaled type's scale in front.
 uint64_t tensor_bytes(int32_t type, std::span<const int64_t> ne) {
     const sy_dtype_traits t = sy_dtype_info(type);
     int64_t n = 1;
     for (int64_t d : ne) n *= d;
-    return static_cast<uint64_t>(n / t.block_size) * static_cast<uint64_t>(t.type_size);
+    const int64_t rows = ne.empty() || ne[0] == 0 ? 0 : n / ne[0];
+    return static_cast<uint64_t>(n / t.block_size) * static_cast<uint64_t>(t.type_size) +
+           static_cast<uint64_t>(rows) * static_cast<uint64_t>(t.row_meta_size);
 }
 
 // Keys that describe the source file rather than the model (and the source's imatrix record,

@@ -131,7 +131,9 @@ int64_t PlannedTensor::elements() const {
 
 uint64_t PlannedTensor::nbytes() const {
     const sy_dtype_traits t = sy_dtype_info(type);
-    return static_cast<uint64_t>(elements() / t.block_size) * static_cast<uint64_t>(t.type_size);
+    const int64_t rows = ne.empty() || ne[0] == 0 ? 0 : elements() / ne[0];
+    return static_cast<uint64_t>(elements() / t.block_size) * static_cast<uint64_t>(t.type_size) +
+           static_cast<uint64_t>(rows) * static_cast<uint64_t>(t.row_meta_size);
 }
 
 uint64_t ModelPlan::parameters() const {

@@ -383,6 +383,14 @@ void convert_row(int32_t type, const void* src, GemmType to, void* dst, int64_t 
         std::memcpy(y, src, size_t(n) * 2);
         return;
     }
+    if (sy_dtype_info(type).row_meta_size > 0) {
+        // A row-scaled type decodes only as a whole row (its scale is in front).
+        thread_local std::vector<float> row;
+        row.resize(size_t(n));
+        quants::dequantize_row(type, src, row.data(), n);
+        round_to_bf16(row.data(), y, n);
+        return;
+    }
     // Through f32 in pieces that stay in L1.
     constexpr int64_t kPiece = 1024;
     float tmp[kPiece];

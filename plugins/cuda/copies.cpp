@@ -22,7 +22,7 @@ TensorDesc unit_desc(const sy_tensor& t) {
     const sy_dtype_traits tr = sy_dtype_info(t.type);
     if (tr.block_size > 1) {
         d.type = SY_TYPE_I8;
-        d.ne[0] = t.ne[0] / tr.block_size * tr.type_size;
+        d.ne[0] = sdk::row_bytes(t.type, t.ne[0]);  // a row-scaled type's scale included
         d.nb[0] = 1;
     }
     return d;
@@ -36,8 +36,11 @@ uint64_t packed_bytes(const sy_tensor& t) {
 // Host-side gather (pack = true: strided t -> packed) or scatter (packed -> strided t).
 void host_pack(const sy_tensor& t, char* packed, bool pack) {
     const sy_dtype_traits tr = sy_dtype_info(t.type);
-    const int64_t units = t.ne[0] / tr.block_size;
-    const int64_t unit = tr.type_size;
+    // Block types have packed rows (nb0 = block bytes, checked): a row is one unit of its bytes,
+    // a row-scaled type's scale included.
+    const bool blocks = tr.block_size > 1;
+    const int64_t units = blocks ? 1 : t.ne[0];
+    const int64_t unit = blocks ? sdk::row_bytes(t.type, t.ne[0]) : tr.type_size;
     char* base = static_cast<char*>(t.data);
     for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)

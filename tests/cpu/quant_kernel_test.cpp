@@ -87,7 +87,9 @@ constexpr int32_t kTypes[] = {
     SY_TYPE_Q2_K,    SY_TYPE_Q3_K,    SY_TYPE_Q4_K,   SY_TYPE_Q5_K,   SY_TYPE_Q6_K,
     SY_TYPE_IQ4_NL,  SY_TYPE_IQ4_XS,  SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S,
     SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S,   SY_TYPE_IQ1_S,  SY_TYPE_IQ1_M,  SY_TYPE_Q6_0,
-    SY_TYPE_IQ2_K,   SY_TYPE_IQ3_K,   SY_TYPE_IQ4_K,  SY_TYPE_IQ5_K,  SY_TYPE_IQ6_K};
+    SY_TYPE_IQ2_K,   SY_TYPE_IQ3_K,   SY_TYPE_IQ4_K,  SY_TYPE_IQ5_K,  SY_TYPE_IQ6_K,
+    SY_TYPE_IQ2_KS,  SY_TYPE_IQ3_KS,  SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,
+    SY_TYPE_IQ2_KL};
 
 // Byte offsets of the f16 scale fields (d, and dmin / m where the type has one) in a block.
 std::vector<int> half_offsets(int32_t type) {
@@ -105,13 +107,30 @@ std::vector<int> half_offsets(int32_t type) {
 }
 
 // Random blocks: every bit pattern of the quant fields is a valid block, so random bytes with
-// sane f16 scales exercise all values, signs and scale bits.
-std::vector<uint8_t> random_blocks(int32_t type, int64_t values, std::mt19937& rng) {
+// sane f16 scales exercise all values, signs and scale bits. Rows of K values; a row-scaled type
+// gets a sane scale in front of each row (its blocks have no float fields).
+std::vector<uint8_t> random_blocks(int32_t type, int64_t values, std::mt19937& rng, int64_t K) {
     const sy_dtype_traits t = sy_dtype_info(type);
     const int64_t blocks = values / t.block_size;
-    std::vector<uint8_t> bytes(size_t(blocks * t.type_size));
     std::uniform_int_distribution<int> byte(0, 255);
     std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+    if (t.row_meta_size > 0) {
+        const int64_t row = sy::sdk::row_bytes(type, K);
+        std::vector<uint8_t> bytes(size_t(values / K * row));
+        for (uint8_t& b : bytes) b = uint8_t(byte(rng));
+        // The row scale times sub-block scales up to 127: keep the values' size like the others.
+        for (int64_t r = 0; r < values / K; ++r) {
+            const float d = scale(rng) * (byte(rng) & 1 ? 1.0f : -1.0f) / 16.0f;
+            if (t.row_meta_size == 2) {
+                const uint16_t h = sy::sdk::f32_to_fp16(d);
+                std::memcpy(&bytes[size_t(r * row)], &h, 2);
+            } else {
+                std::memcpy(&bytes[size_t(r * row)], &d, 4);
+            }
+        }
+        return bytes;
+    }
+    std::vector<uint8_t> bytes(size_t(blocks * t.type_size));
     for (uint8_t& b : bytes) b = uint8_t(byte(rng));
     for (int64_t i = 0; i < blocks; ++i)
         for (int off : half_offsets(type)) {
@@ -218,7 +237,7 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
             for (int64_t K : row_lengths(type)) {
-                const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
+                const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
                 const std::vector<float> w = dequantize_matrix(type, wq, K, N);
                 ErrorStats stats;
                 for (int64_t M : {1, 3, 17}) {
@@ -271,7 +290,7 @@ TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
             for (int64_t K : row_lengths(type)) {
-                const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
+                const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
                 const std::vector<float> w = dequantize_matrix(type, wq, K, N);
                 std::vector<float> x(size_t(K * M));
                 for (size_t i = 0; i < x.size(); ++i)
@@ -320,7 +339,7 @@ TEST(QuantKernels, GemvMatchesTwoColumnProductBitForBit) {
                         const int64_t row_bytes = sy::sdk::row_bytes(type, K),
                                       stride = row_bytes + gap;
                         std::vector<uint8_t> wq(size_t((N - 1) * stride + row_bytes), 0xFF);
-                        const std::vector<uint8_t> rows = random_blocks(type, K * N, rng);
+                        const std::vector<uint8_t> rows = random_blocks(type, K * N, rng, K);
                         for (int64_t n = 0; n < N; ++n)
                             std::memcpy(&wq[size_t(n * stride)], &rows[size_t(n * row_bytes)],
                                         size_t(row_bytes));
@@ -354,7 +373,7 @@ TEST(QuantKernels, MulMatBroadcastAndStridedActivations) {
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : {SY_TYPE_Q4_0, SY_TYPE_Q6_K}) {
-            const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
+            const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
             const std::vector<float> w = dequantize_matrix(type, wq, K, N);
             // x stored as {M * B2, K} and viewed transposed as {K, M, B2}.
             const std::vector<float> xt = random_floats(K * M * B2, rng);
@@ -388,7 +407,7 @@ TEST(QuantKernels, MulMatIdWithQuantizedExperts) {
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes) {
-            const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng);
+            const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng, K);
             const std::vector<float> w = dequantize_matrix(type, wq, K, N * E);
             for (int64_t U1 : {int64_t(1), U}) {
                 const std::vector<float> x = random_floats(K * U1 * T, rng);
@@ -424,7 +443,7 @@ TEST(QuantKernels, GetRowsDequantizes) {
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes) {
-            const std::vector<uint8_t> wq = random_blocks(type, K * R, rng);
+            const std::vector<uint8_t> wq = random_blocks(type, K * R, rng, K);
             const std::vector<float> w = dequantize_matrix(type, wq, K, R);
             std::vector<float> out(size_t(K * ids.size()), NAN);
             sy_tensor src = sy::sdk::make_tensor(type, K, R, 1, 1, (void*)wq.data());
@@ -503,7 +522,7 @@ TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
         for (int32_t type : {SY_TYPE_Q4_0, SY_TYPE_Q8_0})
             for (int64_t K : {32, 96, 1408, 2048})
                 for (int64_t N : {16, 48}) {
-                    const std::vector<uint8_t> wq = random_blocks(type, K * N, rng);
+                    const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
                     const std::vector<float> w = dequantize_matrix(type, wq, K, N);
                     const std::vector<float> x = random_floats(K * 17, rng);
                     std::vector<float> gemv(size_t(N), NAN);
@@ -535,7 +554,7 @@ TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
         // Experts: 4 experts of 32 rows, 3 slots per token; the copy is kept for the next call.
         const int64_t K = 256, N = 32, E = 4, U = 3, T = 5;
         for (int32_t type : {SY_TYPE_Q4_0, SY_TYPE_Q8_0}) {
-            const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng);
+            const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng, K);
             const std::vector<float> w = dequantize_matrix(type, wq, K, N * E);
             const std::vector<float> x = random_floats(K * T, rng);
             std::vector<int32_t> ids(size_t(U * T));
@@ -569,7 +588,7 @@ TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
         }
         // auto (the default) copies too, within half of the available memory; off drops them.
         ASSERT_EQ(api.set_option(api.ctx, "repack", "auto").code, SY_OK);
-        const std::vector<uint8_t> wq = random_blocks(SY_TYPE_Q4_0, 512 * 32, rng);
+        const std::vector<uint8_t> wq = random_blocks(SY_TYPE_Q4_0, 512 * 32, rng, 512);
         const std::vector<float> x = random_floats(512, rng);
         std::vector<float> out(32, NAN);
         sy_tensor a = sy::sdk::make_tensor(SY_TYPE_Q4_0, 512, 32, 1, 1, (void*)wq.data());

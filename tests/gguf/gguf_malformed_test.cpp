@@ -254,7 +254,7 @@ TEST_F(GgufMalformed, UnknownTensorType) {
 
 // A type of ik_llama.cpp's that this build does not read is refused by its name.
 TEST_F(GgufMalformed, IkLlamaTypeNotReadYetIsNamed) {
-    for (const auto& [id, name] : {std::pair{144u, "iq4_ks"}, std::pair{339u, "iq4_k_r4"}}) {
+    for (const auto& [id, name] : {std::pair{153u, "iq2_kt"}, std::pair{339u, "iq4_k_r4"}}) {
         patch<uint32_t>(bytes, after("w.a") + 20, id);
         const std::string e = error();
         EXPECT_EQ(e.rfind("tensor \"w.a\": type id " + std::to_string(id) + " is ik_llama.cpp's " +
@@ -263,6 +263,7 @@ TEST_F(GgufMalformed, IkLlamaTypeNotReadYetIsNamed) {
                   0u)
             << e;
         EXPECT_NE(e.find("iq4_k (139)"), std::string::npos) << e;
+        EXPECT_NE(e.find("iq4_ks (144)"), std::string::npos) << e;
     }
 }
 

@@ -154,7 +154,8 @@ TEST(GgufRoundTrip, EveryTensorTypeSizeAndData) {
             if (!info.name) continue;
             std::vector<int64_t> ne = {info.block_size * 3, 2, 1, 5};
             expect.push_back({std::string("t.") + info.name, type, ne,
-                              uint64_t(3 * 2 * 5) * uint64_t(info.type_size)});
+                              uint64_t(3 * 2 * 5) * uint64_t(info.type_size) +
+                                  uint64_t(2 * 5) * uint64_t(info.row_meta_size)});
         }
         ASSERT_GE(expect.size(), 20u);
         const auto fill = [](const Expect& e) {

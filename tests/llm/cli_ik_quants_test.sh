@@ -33,4 +33,21 @@ grep -q "rule 'ffn=iq9_k': unknown type 'iq9_k'" "$tmp/q.out" || fail "--custom-
 
 "$sy" run -m "$tmp/c.gguf" -p "Hello" -n 8 --temp 0 --ignore-eos >"$tmp/r.out" 2>"$tmp/r.err" ||
   fail "run the --custom-q file: $(cat "$tmp/r.err")"
+
+# The row-scaled types (a scale in front of every row): all six in one file, iq4_ks the base type
+# (so the file type and bench's model column are IQ4_KS's), then inspect, run and bench it.
+"$sy" quantize "$tmp/f16.gguf" "$tmp/ks.gguf" iq4_ks \
+  --custom-q "ffn_down_exps=iq2_ks,ffn_(gate|up)_exps=iq3_ks,ffn_up_shexp=iq2_kl,_shexp=iq5_ks,attn_kv_a_mqa=iq4_kss" \
+  >"$tmp/q.out" 2>&1 || fail "quantize the row-scaled types: $(cat "$tmp/q.out")"
+"$sy" inspect "$tmp/ks.gguf" >"$tmp/i.out" 2>&1 || fail "inspect the row-scaled file"
+for pair in ffn_down_exps:iq2_ks ffn_gate_exps:iq3_ks ffn_up_exps:iq3_ks ffn_up_shexp:iq2_kl ffn_down_shexp:iq5_ks \
+            attn_kv_a_mqa:iq4_kss attn_q_a:iq4_ks; do
+  grep -q "${pair%%:*}.weight *${pair##*:} " "$tmp/i.out" ||
+    fail "${pair%%:*} not ${pair##*:}: $(grep "${pair%%:*}" "$tmp/i.out" | head -2)"
+done
+"$sy" run -m "$tmp/ks.gguf" -p "Hello" -n 8 --temp 0 --ignore-eos >"$tmp/r.out" 2>"$tmp/r.err" ||
+  fail "run the row-scaled file: $(cat "$tmp/r.err")"
+grep -q "generation: *8 tokens" "$tmp/r.err" || fail "run the row-scaled file: $(cat "$tmp/r.err")"
+"$sy" bench -m "$tmp/ks.gguf" -p 16 -n 4 -r 1 >"$tmp/b.out" 2>&1 || fail "bench: $(cat "$tmp/b.out")"
+grep -q "IQ4_KS - 4.25 bpw" "$tmp/b.out" || fail "bench model column: $(cat "$tmp/b.out")"
 echo PASS

@@ -38,6 +38,14 @@ TEST(FileType, IkLlamaTypesHaveItsIdsAndNames) {
     EXPECT_EQ(file_type_of(SY_TYPE_Q6_0), 135u);
     EXPECT_EQ(file_type_name(file_type_of(SY_TYPE_IQ4_K)), "IQ4_K - 4.5 bpw");
     EXPECT_EQ(file_type_name(file_type_of(SY_TYPE_IQ3_K)), "IQ3_K - 3.4325 bpw");
+    // The row-scaled types: ik's ids do not follow its type ids.
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ4_KS), 145u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ2_KS), 147u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ4_KSS), 148u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ5_KS), 150u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ3_KS), 154u);
+    EXPECT_EQ(file_type_of(SY_TYPE_IQ2_KL), 155u);
+    EXPECT_EQ(file_type_name(file_type_of(SY_TYPE_IQ2_KL)), "IQ2_KL - 2.6875 bpw");
 }
 
 TEST(FileType, GuessedAndUnknown) {

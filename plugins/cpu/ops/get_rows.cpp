@@ -28,10 +28,15 @@ void compute_get_rows(ThreadPool& pool, const sy_node& node) {
             const RowIndex i = row_index(dst, r);
             int32_t id;
             std::memcpy(&id, row_at(ids, i.i2, i.i3, 0) + i.i1 * ids.nb[0], 4);
-            if (id == SY_ID_NONE) {  // zero elements (or blocks, nb0 apart)
+            if (id == SY_ID_NONE) {  // zero elements, or a packed row of zero bytes (its scales
+                                     // included: all values decode to 0)
                 const sy_dtype_traits tr = sy_dtype_info(dst.type);
                 char* to = row_at(dst, i);
-                for (int64_t u = 0; u < dst.ne[0] / tr.block_size; ++u)
+                if (tr.block_size > 1) {
+                    std::memset(to, 0, size_t(sdk::row_bytes(dst.type, dst.ne[0])));
+                    continue;
+                }
+                for (int64_t u = 0; u < dst.ne[0]; ++u)
                     std::memset(to + u * dst.nb[0], 0, size_t(tr.type_size));
                 continue;
             }

@@ -147,6 +147,13 @@ void vec_dot_iq3_k(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq4_k(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq5_k(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq6_k(int64_t, const void*, const void* const*, int, float*);
+// The row-scaled types: w is the row (its scale, then the blocks).
+void vec_dot_iq2_ks(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq3_ks(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq4_ks(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq4_kss(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq5_ks(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq2_kl(int64_t, const void*, const void* const*, int, float*);
 
 // Defines vec_dot_<name> from a template `name##_cols<C>` of the same signature, expanding the
 // run-time column count (1..kMaxDotCols) into the template argument.

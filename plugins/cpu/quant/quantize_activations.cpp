@@ -155,6 +155,12 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
         case SY_TYPE_IQ4_K: return {vec_dot_iq4_k, q256, 256, 256, a256};
         case SY_TYPE_IQ5_K: return {vec_dot_iq5_k, q256, 256, 256, a256};
         case SY_TYPE_IQ6_K: return {vec_dot_iq6_k, q256, 256, 256, a256};
+        case SY_TYPE_IQ2_KS: return {vec_dot_iq2_ks, q256, 256, 256, a256};
+        case SY_TYPE_IQ3_KS: return {vec_dot_iq3_ks, q256, 256, 256, a256};
+        case SY_TYPE_IQ4_KS: return {vec_dot_iq4_ks, q256, 256, 256, a256};
+        case SY_TYPE_IQ4_KSS: return {vec_dot_iq4_kss, q256, 256, 256, a256};
+        case SY_TYPE_IQ5_KS: return {vec_dot_iq5_ks, q256, 256, 256, a256};
+        case SY_TYPE_IQ2_KL: return {vec_dot_iq2_kl, q256, 256, 256, a256};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }

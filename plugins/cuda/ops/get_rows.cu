@@ -96,10 +96,18 @@ void launch_get_rows(const OpContext& ctx, const sy_node& node) {
                 <<<rows, 64, 0, ctx.stream>>>(dst, src, ids, ctx.error_word, ctx.error_code);
         });
         if (!known) throw LaunchError("get_rows: no decoder for this block type");
+    } else if (tr.block_size > 1) {
+        // Packed block rows copied as bytes (a row-scaled type's scale included).
+        TensorDesc s = src, d = dst;
+        s.type = d.type = SY_TYPE_I8;
+        s.nb[0] = d.nb[0] = 1;
+        const int64_t units = tr.row_meta_size + src.ne[0] / tr.block_size * tr.type_size;
+        get_rows_kernel<<<rows, kThreads, 0, ctx.stream>>>(d, s, ids, units, 1, ctx.error_word,
+                                                           ctx.error_code);
     } else {
-        const int64_t units = src.ne[0] / tr.block_size;
-        get_rows_kernel<<<rows, kThreads, 0, ctx.stream>>>(dst, src, ids, units, int(tr.type_size),
-                                                           ctx.error_word, ctx.error_code);
+        get_rows_kernel<<<rows, kThreads, 0, ctx.stream>>>(dst, src, ids, src.ne[0],
+                                                           int(tr.type_size), ctx.error_word,
+                                                           ctx.error_code);
     }
     check_launch("get_rows");
 }

@@ -560,15 +560,22 @@ __device__ inline void decode<SY_TYPE_IQ1_M>(const uint8_t* b, int sub, Sub32& s
 
 }  // namespace sy::cuda
 
-#include "quant/ik_blocks.cuh"  // Q6_0, IQ2_K ... IQ6_K
+#include "quant/ik_blocks.cuh"  // Q6_0, IQ2_K ... IQ6_K, IQ2_KS ... IQ2_KL
 
 namespace sy::cuda {
 
 // Sub-block s of a row: its block and the sub-block within it.
+// The row-scaled types read their row's scale first; their blocks start after it.
 template <int Type>
 __device__ inline void decode_row_sub(const uint8_t* row, int64_t s, Sub32& out) {
     constexpr int kSubs = BlockTraits<Type>::kValues / 32;
-    decode<Type>(row + (s / kSubs) * BlockTraits<Type>::kBytes, int(s % kSubs), out);
+    constexpr int kMeta = RowScale<Type>::kBytes;
+    if constexpr (kMeta > 0) {
+        decode_scaled<Type>(row + kMeta + (s / kSubs) * BlockTraits<Type>::kBytes, int(s % kSubs),
+                            row_scale<Type>(row), out);
+    } else {
+        decode<Type>(row + (s / kSubs) * BlockTraits<Type>::kBytes, int(s % kSubs), out);
+    }
 }
 
 // sum_e value[e] * x[e] for one sub-block against one activation sub-block.
@@ -626,6 +633,12 @@ __host__ bool with_block_type(int32_t type, F&& f) {
         case SY_TYPE_IQ4_K: f(std::integral_constant<int, SY_TYPE_IQ4_K>{}); return true;
         case SY_TYPE_IQ5_K: f(std::integral_constant<int, SY_TYPE_IQ5_K>{}); return true;
         case SY_TYPE_IQ6_K: f(std::integral_constant<int, SY_TYPE_IQ6_K>{}); return true;
+        case SY_TYPE_IQ2_KS: f(std::integral_constant<int, SY_TYPE_IQ2_KS>{}); return true;
+        case SY_TYPE_IQ3_KS: f(std::integral_constant<int, SY_TYPE_IQ3_KS>{}); return true;
+        case SY_TYPE_IQ4_KS: f(std::integral_constant<int, SY_TYPE_IQ4_KS>{}); return true;
+        case SY_TYPE_IQ4_KSS: f(std::integral_constant<int, SY_TYPE_IQ4_KSS>{}); return true;
+        case SY_TYPE_IQ5_KS: f(std::integral_constant<int, SY_TYPE_IQ5_KS>{}); return true;
+        case SY_TYPE_IQ2_KL: f(std::integral_constant<int, SY_TYPE_IQ2_KL>{}); return true;
         default: return false;
     }
 }

@@ -1,4 +1,4 @@
-// ik_llama.cpp's Q6_0 and IQ2_K ... IQ6_K decoded into Sub32 (included by blocks.cuh, whose
+// ik_llama.cpp's Q6_0, IQ2_K ... IQ6_K and the row-scaled IQ2_KS ... IQ2_KL decoded into Sub32 (included by blocks.cuh, whose
 // Sub32, BlockTraits, load_words, load_half and set_scale it uses; layouts: quant_blocks.h and
 // docs/ik-quants.md).
 //
@@ -32,6 +32,10 @@ __device__ inline int ik_iq6nl(uint32_t i) {
     static const int8_t table[128] = SY_IQ6NL_VALUES_INIT;
     return __ldg(&table[i]);
 }
+__device__ inline uint32_t ik_iq2kl(uint32_t i) {
+    static const uint16_t table[32] = SY_IQ2KL_VALUES_INIT;
+    return __ldg(&table[i]);
+}
 
 template <>
 struct BlockTraits<SY_TYPE_Q6_0> {
@@ -55,6 +59,59 @@ template <>
 struct BlockTraits<SY_TYPE_IQ5_K> : IkTraits<176> {};
 template <>
 struct BlockTraits<SY_TYPE_IQ6_K> : IkTraits<212> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ2_KS> : IkTraits<70> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ3_KS> : IkTraits<102> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ4_KS> : IkTraits<136> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ4_KSS> : IkTraits<128> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ5_KS> : IkTraits<168> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ2_KL> : IkTraits<86> {};
+
+// The row-scaled types keep their scale d in front of each row: kBytes of it (2: f16, 4: f32),
+// 0 for every other type. Their blocks decode with d (decode_scaled).
+template <int Type>
+struct RowScale {
+    static constexpr int kBytes = 0;
+};
+template <>
+struct RowScale<SY_TYPE_IQ2_KS> {
+    static constexpr int kBytes = 2;
+};
+template <>
+struct RowScale<SY_TYPE_IQ3_KS> {
+    static constexpr int kBytes = 2;
+};
+template <>
+struct RowScale<SY_TYPE_IQ2_KL> {
+    static constexpr int kBytes = 2;
+};
+template <>
+struct RowScale<SY_TYPE_IQ4_KS> {
+    static constexpr int kBytes = 4;
+};
+template <>
+struct RowScale<SY_TYPE_IQ4_KSS> {
+    static constexpr int kBytes = 4;
+};
+template <>
+struct RowScale<SY_TYPE_IQ5_KS> {
+    static constexpr int kBytes = 4;
+};
+
+template <int Type>
+__device__ inline float row_scale(const uint8_t* row) {
+    if constexpr (RowScale<Type>::kBytes == 2) return load_half(row);
+    return *reinterpret_cast<const float*>(row);
+}
+
+// Sub-block `sub` (0..7) of a row-scaled type's block at b, with the row's scale d.
+template <int Type>
+__device__ inline void decode_scaled(const uint8_t* b, int sub, float d, Sub32& s);
 
 // Byte k of w.
 __device__ inline uint32_t byte_of(uint32_t w, int k) {
@@ -197,6 +254,126 @@ __device__ inline void decode<SY_TYPE_IQ6_K>(const uint8_t* b, int sub, Sub32& s
         [](uint32_t half, uint32_t i) { return ik_iq6nl(64 * half + i); });
     const auto* scales = reinterpret_cast<const int8_t*>(b + 4);
     ik_scales(s, load_half(b), scales[2 * sub], scales[2 * sub + 1]);
+}
+
+// ---- the row-scaled types: one scale and one table half per 32-value sub-block ----------------
+
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ2_KS>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t qs[8];
+    load_words(b + 6 + 32 * (sub / 4), qs);
+    const uint32_t extra = *reinterpret_cast<const uint16_t*>(b);
+    const uint32_t half = (extra >> sub) & 1u;
+    const int shift = 2 * (sub % 4);
+    ik_quants(
+        s, half, half, [&](int e) { return (byte_of(qs[e / 4], e % 4) >> shift) & 3u; },
+        [](uint32_t h, uint32_t i) { return ik_iq2nl(4 * h + i); });
+    const int S = int((b[2 + sub / 2] >> (4 * (sub % 2))) & 0xF) | int((extra >> (8 + sub)) & 1u) << 4;
+    ik_scales(s, d, S - 16, S - 16);
+}
+
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ3_KS>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t qs[8], qh[8];
+    load_words(b + 6 + 32 * (sub / 4), qs);
+    load_words(b + 70, qh);
+    const uint32_t extra = *reinterpret_cast<const uint16_t*>(b);
+    const uint32_t half = (extra >> (8 + sub)) & 1u;
+    const int shift = 2 * (sub % 4);
+    ik_quants(
+        s, half, half,
+        [&](int e) {
+            return ((byte_of(qs[e / 4], e % 4) >> shift) & 3u) |
+                   (((byte_of(qh[e / 4], e % 4) >> sub) & 1u) << 2);
+        },
+        [](uint32_t h, uint32_t i) { return ik_iq3nl(8 * h + i); });
+    const int S = int((b[2 + sub % 4] >> (4 * (sub / 4))) & 0xF) | int((extra >> sub) & 1u) << 4;
+    ik_scales(s, d, S - 16, S - 16);
+}
+
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ4_KS>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t qs[4];
+    load_words(b + 8 + 16 * sub, qs);
+    const uint32_t sc = b[sub];
+    ik_quants(
+        s, sc & 1u, sc & 1u,
+        [&](int e) {
+            const uint32_t byte = byte_of(qs[(e % 16) / 4], e % 4);
+            return e < 16 ? byte & 0xFu : byte >> 4;
+        },
+        [](uint32_t h, uint32_t i) { return ik_iq4k(16 * h + i); });
+    ik_scales(s, d, int(sc & 254u) - 127, int(sc & 254u) - 127);
+}
+
+// IQ4_KSS: word k (16 bits) of the sub-block, a = word & ~1, gives v = a ^ (a >> 1), IQ4_KS's
+// bytes 2k and 2k + 1; bit 0 of word k is bit k of the IQ4_KS scale byte.
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ4_KSS>(const uint8_t* b, int sub, float d,
+                                                      Sub32& s) {
+    uint32_t w[4];
+    load_words(b + 16 * sub, w);
+    uint32_t sc = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        sc |= (w[j] & 1u) << (2 * j) | ((w[j] >> 16) & 1u) << (2 * j + 1);
+        const uint32_t a = w[j] & 0xFFFEFFFEu;
+        w[j] = a ^ ((a >> 1) & 0x7FFF7FFFu);
+    }
+    ik_quants(
+        s, sc & 1u, sc & 1u,
+        [&](int e) {
+            const uint32_t byte = byte_of(w[(e % 16) / 4], e % 4);
+            return e < 16 ? byte & 0xFu : byte >> 4;
+        },
+        [](uint32_t h, uint32_t i) { return ik_iq4k(16 * h + i); });
+    ik_scales(s, d, int(sc & 254u) - 127, int(sc & 254u) - 127);
+}
+
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ5_KS>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t qs[8], qh[8];
+    load_words(b + 8 + 32 * (sub / 2), qs);
+    load_words(b + 136, qh);
+    const uint32_t sc = b[sub];
+    const int nibble = 4 * (sub % 2);
+    ik_quants(
+        s, sc & 1u, sc & 1u,
+        [&](int e) {
+            return ((byte_of(qs[e / 4], e % 4) >> nibble) & 0xFu) |
+                   (((byte_of(qh[e / 4], e % 4) >> sub) & 1u) << 4);
+        },
+        [](uint32_t h, uint32_t i) { return ik_iq5nl(32 * h + i); });
+    ik_scales(s, d, int(sc & 254u) - 127, int(sc & 254u) - 127);
+}
+
+// IQ2_KL: value e is byte e % 2 of the pair table's entry for pair e / 2.
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ2_KL>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t qs[4], qh[4];
+    load_words(b + 6 + 16 * (sub / 2), qs);
+    load_words(b + 70, qh);
+    const int nibble = 4 * (sub % 2);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        uint32_t packed = 0;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int p = 2 * j + k;
+            const uint32_t code = ((byte_of(qs[p / 4], p % 4) >> nibble) & 0xFu) |
+                                  (((byte_of(qh[p / 4], p % 4) >> sub) & 1u) << 4);
+            packed |= ik_iq2kl(code) << (16 * k);
+        }
+        s.q[j] = int(packed);
+    }
+    const uint32_t scales_h = *reinterpret_cast<const uint16_t*>(b);
+    const int S = int((b[2 + sub % 4] >> (4 * (sub / 4))) & 0xF) | int((scales_h >> (2 * sub)) & 3u) << 4;
+    ik_scales(s, d, S - 32, S - 32);
 }
 
 }  // namespace sy::cuda

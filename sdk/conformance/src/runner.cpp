@@ -34,14 +34,15 @@ struct HostTensor {
     int64_t data_offset = 0;
 
     // Block types store dim 0 innermost in whole blocks: nb0 is the block's bytes and
-    // row_padding counts blocks.
+    // row_padding counts blocks; a row-scaled type's rows start with their scale.
     explicit HostTensor(const TensorSpec& spec) {
         const int64_t esize = sy_dtype_info(spec.type).type_size;
         const int64_t block = std::max<int32_t>(1, sy_dtype_info(spec.type).block_size);
         int64_t stored_ne[4], stored_nb[4];
         for (int k = 0; k < 4; ++k) stored_ne[k] = spec.ne[spec.order[k]];
         stored_nb[0] = esize;
-        stored_nb[1] = esize * (stored_ne[0] / block + spec.row_padding);
+        stored_nb[1] = sy_dtype_info(spec.type).row_meta_size +
+                       esize * (stored_ne[0] / block + spec.row_padding);
         for (int k = 2; k < 4; ++k) stored_nb[k] = stored_nb[k - 1] * stored_ne[k - 1];
         data_offset = spec.offset * esize;
         bytes.assign(size_t(data_offset + stored_nb[3] * stored_ne[3]), poison_of(spec.type));
@@ -166,7 +167,7 @@ CaseResult fail(std::string message, double tolerance = 0) {
 // bytes for SY_ID_NONE), and no byte outside dst's rows may change.
 CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src, const HostTensor& ids) {
     const sy_tensor& d = out.t;
-    const int64_t row_bytes = d.ne[0] / sy_dtype_info(d.type).block_size * d.nb[0];
+    const int64_t row_bytes = sdk::row_bytes(d.type, d.ne[0]);
     std::vector<bool> owned(out.bytes.size(), false);
     int64_t mismatches = 0;
     std::string first;

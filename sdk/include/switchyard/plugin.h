@@ -147,7 +147,10 @@ typedef struct sy_tensor {
     int32_t type;            /* sy_dtype */
     int64_t ne[SY_MAX_DIMS]; /* elements per dimension; unused dimensions are 1 */
     int64_t nb[SY_MAX_DIMS]; /* byte strides; for block-quantized types nb[0] is the block size
-                                in bytes and ne[0] must be a whole number of blocks */
+                                in bytes and ne[0] must be a whole number of blocks; a
+                                row-scaled type's row (at data + i1 nb[1] + ...) starts with
+                                its scale, sy_dtype_traits.row_meta_size bytes before its first
+                                block */
     void* data;              /* address of element (0,0,0,0) in the owning buffer's space */
     const sy_buffer* buffer; /* owning buffer, or NULL for host memory not owned by a plugin */
     const char* name;        /* for messages; may be NULL */

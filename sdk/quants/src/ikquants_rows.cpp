@@ -25,8 +25,8 @@ namespace {
 
 using namespace ik;
 
-constexpr int kSub = 32;                 // values per sub-block
-constexpr int kSubs = SY_QK_K / kSub;    // sub-blocks per block
+constexpr int kSub = 32;               // values per sub-block
+constexpr int kSubs = SY_QK_K / kSub;  // sub-blocks per block
 
 constexpr Table kIq2ks{sy_iq2nl_values, 4, -16, 15, false};
 constexpr Table kIq3ks{sy_iq3nl_values, 8, -16, 15, false};
@@ -91,7 +91,8 @@ RowFit fit_row(const Table& t, const float* x, int64_t n, const float* importanc
         const float d0 = best_scale(kSub, xs, ws, t.values, t.n, score0);
         const float d1 = best_scale(kSub, xs, ws, t.values + t.n, t.n, score1);
         sub_scale[size_t(s)] = score1 > score0 ? d1 : d0;
-        if (std::fabs(sub_scale[size_t(s)]) > std::fabs(max_scale)) max_scale = sub_scale[size_t(s)];
+        if (std::fabs(sub_scale[size_t(s)]) > std::fabs(max_scale))
+            max_scale = sub_scale[size_t(s)];
     }
     const float d = round_d(range_scale(t, max_scale), f16);
     if (d == 0) {
@@ -252,11 +253,13 @@ void dequantize_iq2_ks(const void* vx, float* y, int64_t n) {
     for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
         for (int k = 0; k < SY_QK_K; ++k) {
             const int b = k / kSub;
-            const int S = ((x[i].scales[b / 2] >> 4 * (b % 2)) & 0xF) |
-                          (((x[i].extra >> (8 + b)) & 1) << 4);
+            const int S =
+                ((x[i].scales[b / 2] >> 4 * (b % 2)) & 0xF) | (((x[i].extra >> (8 + b)) & 1) << 4);
             const int half = (x[i].extra >> b) & 1;
             const float dl = d * float(S - 16);
-            y[k] = dl * float(sy_iq2nl_values[4 * half + ((x[i].qs[plane_byte(k)] >> plane_shift(k)) & 3)]);
+            y[k] =
+                dl *
+                float(sy_iq2nl_values[4 * half + ((x[i].qs[plane_byte(k)] >> plane_shift(k)) & 3)]);
         }
     }
 }
@@ -287,7 +290,8 @@ void dequantize_iq3_ks(const void* vx, float* y, int64_t n) {
     for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
         for (int k = 0; k < SY_QK_K; ++k) {
             const int b = k / kSub;
-            const int S = ((x[i].scales[b % 4] >> 4 * (b / 4)) & 0xF) | (((x[i].extra >> b) & 1) << 4);
+            const int S =
+                ((x[i].scales[b % 4] >> 4 * (b / 4)) & 0xF) | (((x[i].extra >> b) & 1) << 4);
             const int half = (x[i].extra >> (8 + b)) & 1;
             const int index = ((x[i].qs[plane_byte(k)] >> plane_shift(k)) & 3) |
                               (((x[i].qh[k % 32] >> (k / 32)) & 1) << 2);
@@ -445,7 +449,8 @@ void quantize_iq2_kl_weighted(const float* x, void* vy, int64_t n, const float* 
     float max_scale = 0;
     for (int64_t s = 0; s < subs; ++s) {
         sub_scale[size_t(s)] = best_pair_scale(x + kSub * s, w.data() + kSub * s);
-        if (std::fabs(sub_scale[size_t(s)]) > std::fabs(max_scale)) max_scale = sub_scale[size_t(s)];
+        if (std::fabs(sub_scale[size_t(s)]) > std::fabs(max_scale))
+            max_scale = sub_scale[size_t(s)];
     }
     float d = from_half(to_half(max_scale / -32.f));
     std::vector<int> scale(static_cast<size_t>(subs), 0);
@@ -501,9 +506,9 @@ void dequantize_iq2_kl(const void* vx, float* y, int64_t n) {
     }
 }
 
-#define SY_IK_ROW_QUANTIZER(name)                                   \
-    void quantize_##name(const float* x, void* y, int64_t n) {      \
-        quantize_##name##_weighted(x, y, n, nullptr);               \
+#define SY_IK_ROW_QUANTIZER(name)                              \
+    void quantize_##name(const float* x, void* y, int64_t n) { \
+        quantize_##name##_weighted(x, y, n, nullptr);          \
     }
 SY_IK_ROW_QUANTIZER(iq2_ks)
 SY_IK_ROW_QUANTIZER(iq3_ks)

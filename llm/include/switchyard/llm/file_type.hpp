@@ -48,6 +48,12 @@ enum class FileType : uint32_t {
     kMostlyIQ4_K = 140,
     kMostlyIQ5_K = 141,
     kMostlyIQ6_K = 142,
+    kMostlyIQ4_KS = 145,
+    kMostlyIQ2_KS = 147,
+    kMostlyIQ4_KSS = 148,
+    kMostlyIQ5_KS = 150,
+    kMostlyIQ3_KS = 154,
+    kMostlyIQ2_KL = 155,
 };
 
 // Set on a file type that was inferred from the tensors rather than read from the file.

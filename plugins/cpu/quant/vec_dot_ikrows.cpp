@@ -1,0 +1,201 @@
+// Dot products of ik_llama.cpp's row-scaled types (docs/ik-quants.md 3.7-3.12) against Q8_K
+// activations: IQ2_KS, IQ3_KS, IQ4_KS, IQ4_KSS, IQ5_KS, IQ2_KL.
+//
+// w points at the row: its scale d (f16 or f32, row_meta_size bytes), then the blocks. Every
+// 32-value sub-block has one integer scale l and one table half, so each chunk of 32 weights is
+// looked up directly in its half (no shift correction as for IQ*_K), and
+//   row . a = d * sum_blocks a.d * sum_chunks l * (values . a.qs).
+#include "quant/int8_simd.hpp"
+#include "quant/quant_kernels.hpp"
+#include "switchyard/sdk.hpp"
+
+namespace sy::cpu {
+inline namespace SY_CPU_SIMD_ISA {
+namespace {
+
+using namespace i8;
+
+// The 2- and 3-bit tables' halves, each padded to the 16 entries of a shuffle.
+constexpr int8_t kIq2Half[2][16] = {{-31, -13, 1, 17}, {-26, -8, 6, 22}};
+constexpr int8_t kIq3Half[2][16] = {{-63, -40, -23, -10, 1, 13, 28, 47},
+                                    {-59, -36, -19, -6, 5, 17, 32, 51}};
+
+inline I8x32 mask_of(I8x32 bit) {
+    return sub8(splat8(0), bit);
+}
+
+float row_scale_f16(const void* w) {
+    uint16_t h;
+    std::memcpy(&h, w, 2);
+    return h2f(h);
+}
+float row_scale_f32(const void* w) {
+    float d;
+    std::memcpy(&d, w, 4);
+    return d;
+}
+
+// The 2-bit indices of chunk c in IQ2_K's plane order.
+inline I8x32 plane2(const uint8_t* qs, int c) {
+    return and8(shr8(load32(qs + 32 * (c / 4)), 2 * (c % 4)), 3);
+}
+// Bit c of the 32 qh bytes as 0 / 1 per value.
+inline I8x32 plane1(const uint8_t* qh, int c) {
+    return and8(shr8(load32(qh), c), 1);
+}
+// Low nibbles where each 64 values share 32 bytes (IQ5_K's order).
+inline I8x32 nibbles64(const uint8_t* qs, int c) {
+    const I8x32 bytes = load32(qs + 32 * (c / 2));
+    return c % 2 ? high_nibbles(bytes) : low_nibbles(bytes);
+}
+
+// Per type: the block, the row scale, chunk c's integer scale and its 32 values.
+struct Iq2Ks {
+    using Block = sy_block_iq2_ks;
+    static constexpr int kMeta = 2;
+    static float row_scale(const void* w) { return row_scale_f16(w); }
+    static int scale(const Block& b, int c) {
+        return (((b.scales[c / 2] >> 4 * (c % 2)) & 0xF) | ((b.extra >> (8 + c)) & 1) << 4) - 16;
+    }
+    static I8x32 chunk(const Block& b, int c) {
+        return lut16(kIq2Half[(b.extra >> c) & 1], plane2(b.qs, c));
+    }
+};
+struct Iq3Ks {
+    using Block = sy_block_iq3_ks;
+    static constexpr int kMeta = 2;
+    static float row_scale(const void* w) { return row_scale_f16(w); }
+    static int scale(const Block& b, int c) {
+        return (((b.scales[c % 4] >> 4 * (c / 4)) & 0xF) | ((b.extra >> c) & 1) << 4) - 16;
+    }
+    static I8x32 chunk(const Block& b, int c) {
+        return lut16(kIq3Half[(b.extra >> (8 + c)) & 1],
+                     or8(plane2(b.qs, c), shl8(plane1(b.qh, c), 2)));
+    }
+};
+struct Iq4Ks {
+    using Block = sy_block_iq4_ks;
+    static constexpr int kMeta = 4;
+    static float row_scale(const void* w) { return row_scale_f32(w); }
+    static int scale(const Block& b, int c) { return (b.scales[c] & 254) - 127; }
+    static I8x32 chunk(const Block& b, int c) {
+        return lut16(sy_iq4k_values + 16 * (b.scales[c] & 1), nibbles16(b.qs + 16 * c));
+    }
+};
+struct Iq5Ks {
+    using Block = sy_block_iq5_ks;
+    static constexpr int kMeta = 4;
+    static float row_scale(const void* w) { return row_scale_f32(w); }
+    static int scale(const Block& b, int c) { return (b.scales[c] & 254) - 127; }
+    static I8x32 chunk(const Block& b, int c) {
+        const int8_t* values = sy_iq5nl_values + 32 * (b.scales[c] & 1);
+        const I8x32 low = nibbles64(b.qs, c);
+        return select8(mask_of(plane1(b.qh, c)), lut16(values, low), lut16(values + 16, low));
+    }
+};
+// IQ4_KSS: word k of a sub-block, a = word & ~1, gives v = a ^ (a >> 1), whose low byte is
+// IQ4_KS's byte 2k (values 2k, 2k + 16) and high byte its byte 2k + 1 (values 2k + 1, 2k + 17):
+// the 8 words decode to the sub-block's 16 IQ4_KS bytes; bit 0 of word k is bit k of the scale.
+struct Iq4Kss {
+    using Block = sy_block_iq4_kss;
+    static constexpr int kMeta = 4;
+    static float row_scale(const void* w) { return row_scale_f32(w); }
+    static unsigned scale_byte(const Block& b, int c) {
+        unsigned s = 0;
+        for (int k = 0; k < 8; ++k) s |= unsigned(b.qs[16 * c + 2 * k] & 1) << k;
+        return s;
+    }
+    static int scale(const Block& b, int c) { return int(scale_byte(b, c) & 254) - 127; }
+    static I8x32 chunk(const Block& b, int c) {
+        uint16_t words[8];
+        std::memcpy(words, b.qs + 16 * c, 16);
+        for (uint16_t& w : words) {
+            const unsigned a = w & 0xFFFEu;
+            w = uint16_t(a ^ (a >> 1));
+        }
+        uint8_t bytes[16];
+        std::memcpy(bytes, words, 16);
+        return lut16(sy_iq4k_values + 16 * (scale_byte(b, c) & 1), nibbles16(bytes));
+    }
+};
+// IQ2_KL: pair p of chunk c is the table entry whose low byte is value 2p and high byte 2p + 1,
+// so storing the 16 entries little-endian lays out the chunk's 32 values.
+struct Iq2Kl {
+    using Block = sy_block_iq2_kl;
+    static constexpr int kMeta = 2;
+    static float row_scale(const void* w) { return row_scale_f16(w); }
+    static int scale(const Block& b, int c) {
+        return (((b.scales_l[c % 4] >> 4 * (c / 4)) & 0xF) | ((b.scales_h >> 2 * c) & 3) << 4) - 32;
+    }
+    static I8x32 chunk(const Block& b, int c) {
+        uint16_t pairs[16];
+        const uint8_t* qs = b.qs + 16 * (c / 2);
+        for (int p = 0; p < 16; ++p)
+            pairs[p] = sy_iq2kl_values[((qs[p] >> 4 * (c % 2)) & 0xF) | ((b.qh[p] >> c) & 1) << 4];
+        return load32(pairs);
+    }
+};
+
+template <typename T, int C>
+void ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const float d = T::row_scale(w);
+    const auto* x =
+        reinterpret_cast<const typename T::Block*>(static_cast<const uint8_t*>(w) + T::kMeta);
+    const sy_block_q8_K* a[C];
+    F32x8 acc[C];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+        acc[c] = zerof();
+    }
+    for (int64_t i = 0; i < blocks; ++i) {
+        prefetch_ahead(&x[i], sizeof x[i]);
+        I32x8 sum[C];
+        for (int c = 0; c < C; ++c) sum[c] = zero32();
+        for (int chunk = 0; chunk < 8; ++chunk) {
+            const I8x32 q = T::chunk(x[i], chunk);
+            const int16_t l = int16_t(T::scale(x[i], chunk));
+            const Scale16 sc = scales16(l, l);
+            for (int c = 0; c < C; ++c)
+                sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * chunk), sc);
+        }
+        for (int c = 0; c < C; ++c) acc[c] = fma_i32(sum[c], a[c][i].d, acc[c]);
+    }
+    for (int c = 0; c < C; ++c) out[c] = d * reduce(acc[c]);
+}
+
+template <int C>
+void iq2_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq2Ks, C>(blocks, w, act, out);
+}
+template <int C>
+void iq3_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq3Ks, C>(blocks, w, act, out);
+}
+template <int C>
+void iq4_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq4Ks, C>(blocks, w, act, out);
+}
+template <int C>
+void iq4_kss_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq4Kss, C>(blocks, w, act, out);
+}
+template <int C>
+void iq5_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq5Ks, C>(blocks, w, act, out);
+}
+template <int C>
+void iq2_kl_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq2Kl, C>(blocks, w, act, out);
+}
+
+}  // namespace
+
+SY_CPU_DEFINE_VEC_DOT(iq2_ks)
+SY_CPU_DEFINE_VEC_DOT(iq3_ks)
+SY_CPU_DEFINE_VEC_DOT(iq4_ks)
+SY_CPU_DEFINE_VEC_DOT(iq4_kss)
+SY_CPU_DEFINE_VEC_DOT(iq5_ks)
+SY_CPU_DEFINE_VEC_DOT(iq2_kl)
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu
