@@ -1,0 +1,206 @@
+// ik_llama.cpp's row-interleaved layouts (interleaved.hpp): every type converts to its base rows
+// and back exactly, and for the layouts most files use, the values the base rows decode to equal
+// a per-element decoder of the interleaved struct written from docs/ik-quants.md 6.2 (an
+// independent reading of the same layout).
+#include "switchyard/interleaved.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "switchyard/dtype.h"
+#include "switchyard/quant_blocks.h"
+#include "switchyard/quants.hpp"
+#include "switchyard/sdk.hpp"
+
+namespace {
+
+namespace q = sy::quants;
+using Bytes = std::vector<uint8_t>;
+
+// A group of rows of n values in the base type, quantized from Gaussian values (valid scales).
+Bytes base_group(const q::InterleavedType& t, int64_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    std::vector<float> x(size_t(n * t.rows));
+    for (float& v : x) v = g(rng);
+    Bytes rows(size_t(t.rows * q::row_size(t.base, n)));
+    q::quantize_rows(t.base, x.data(), rows.data(), t.rows, n, 1);
+    return rows;
+}
+
+int64_t row_length(const q::InterleavedType& t) {
+    return sy_dtype_info(t.base).block_size == 1 ? 64 : 2 * sy_dtype_info(t.base).block_size * 4;
+}
+
+TEST(Interleaved, EveryTypeRoundTripsExactly) {
+    const auto types = q::interleaved_types();
+    ASSERT_GE(types.size(), 18u);
+    for (const q::InterleavedType& t : types) {
+        SCOPED_TRACE(t.name);
+        const int64_t n = row_length(t);
+        const Bytes rows = base_group(t, n, uint32_t(t.id));
+        Bytes packed(rows.size()), back(rows.size());
+        q::interleave(t, rows.data(), packed.data(), n);
+        EXPECT_NE(packed, rows) << "interleaving moved nothing";
+        q::deinterleave(t, packed.data(), back.data(), n);
+        EXPECT_EQ(back, rows);
+        // And random bytes the other way round: every bit has one place.
+        std::mt19937 rng(7);
+        Bytes random(rows.size()), there(rows.size()), again(rows.size());
+        for (uint8_t& b : random) b = uint8_t(rng());
+        q::deinterleave(t, random.data(), there.data(), n);
+        q::interleave(t, there.data(), again.data(), n);
+        EXPECT_EQ(again, random);
+    }
+}
+
+TEST(Interleaved, NamesIdsAndErrors) {
+    ASSERT_NE(q::interleaved_type(339), nullptr);
+    EXPECT_EQ(q::interleaved_type(339)->base, SY_TYPE_IQ4_K);
+    EXPECT_EQ(q::interleaved_type("IQ4_KS_R4")->id, 344);
+    EXPECT_EQ(q::interleaved_type(4), nullptr);
+    EXPECT_EQ(q::interleaved_of(SY_TYPE_Q8_0)->id, 208);
+    const q::InterleavedType& t = *q::interleaved_type(339);
+    Bytes b(4096);
+    EXPECT_THROW(q::deinterleave(t, b.data(), b.data() + 2048, 100), std::invalid_argument);
+}
+
+// ---- the priority layouts, element by element ------------------------------------------------
+
+float f16(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return sy::sdk::fp16_to_f32(h);
+}
+float f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+int nibble(const uint8_t* p, int byte, int high) {
+    return (p[byte] >> (4 * high)) & 0xF;
+}
+// P4: element e of a 32-value block of row k in its 64 bytes.
+int p4(const uint8_t* qs, int k, int e) {
+    const int i = e % 4;
+    static const int where[8][2] = {{0, 0},  {32, 0}, {0, 1},  {32, 1},
+                                    {16, 0}, {48, 0}, {16, 1}, {48, 1}};
+    const int* w = where[e / 4];
+    return nibble(qs, 4 * k + i + w[0], w[1]);
+}
+int p2(const uint8_t* qs, int k, int e) {
+    return (qs[4 * k + e % 4 + 16 * (e / 16)] >> (2 * ((e / 4) % 4))) & 3;
+}
+
+// Value of row k, element n of a row of interleaved bytes (one group), by the spec.
+using Formula = std::function<float(const uint8_t* group, int k, int64_t n, int64_t row_n)>;
+
+float q8_0_r8(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 32) * 272;
+    const int e = int(n % 32), l = (e % 16) / 4, i = e % 4;
+    const int8_t v = int8_t(s[16 + 128 * (e / 16) + 32 * l + 4 * k + i]);
+    return f16(s + 2 * k) * float(v);
+}
+float q4_0_r8(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 32) * 144;
+    const int e = int(n % 32), j = e % 16;  // Q4_0 byte j holds elements j, j + 16
+    return f16(s + 2 * k) * float(nibble(s + 16, 32 * (j / 4) + 4 * k + j % 4, e / 16) - 8);
+}
+float iq4_k_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 576;
+    const int ib = int(n % 256) / 32, e = int(n % 32), half = e / 16;
+    const int is = 8 * ib + k + 4 * half;
+    const int sc =
+        (nibble(s + 32, is % 32, is / 32) | ((s[16 + is % 16] >> (2 * (is / 16))) & 3) << 4) - 32;
+    const int extra = (s[8 + k + 4 * half] >> ib) & 1;
+    return (f16(s + 2 * k) * float(sc)) *
+           float(sy_iq4k_values[16 * extra + p4(s + 64 + 64 * ib, k, e)]);
+}
+float iq2_k_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 304;
+    const int ib = int(n % 256) / 32, e = int(n % 32), half = e / 16;
+    const int is = 8 * ib + k + 4 * half;
+    const int sc = nibble(s + 16, is % 32, is / 32) - 8;
+    const int extra = (s[8 + k + 4 * half] >> ib) & 1;
+    return (f16(s + 2 * k) * float(sc)) *
+           float(sy_iq2nl_values[4 * extra + p2(s + 48 + 32 * ib, k, e)]);
+}
+float iq3_k_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 440;
+    const int ib = int(n % 256) / 32, e = int(n % 32), half = e / 16;
+    const int is = 8 * ib + k + 4 * half;
+    int sc = 2 * nibble(s + 24, is % 32, is / 32) + 1;
+    if ((s[16 + is % 8] >> (is / 8)) & 1) sc = -sc;
+    const int extra = (s[8 + k + 4 * half] >> ib) & 1;
+    const int hi = (s[312 + 16 * ib + 4 * k + e % 4] >> (e / 4)) & 1;
+    const int index = p2(s + 56 + 32 * ib, k, e) | hi << 2;
+    return (f16(s + 2 * k) * float(sc)) * float(sy_iq3nl_values[8 * extra + index]);
+}
+float iq4_ks_r4(const uint8_t* g, int k, int64_t n, int64_t row_n) {
+    const float d = f32(g + 4 * k);
+    const uint8_t* s = g + 16 + (n / 256) * 544;
+    (void)row_n;
+    const int ib = int(n % 256) / 32, e = int(n % 32);
+    const int sc = s[4 * ib + k];
+    return (d * float((sc & 254) - 127)) *
+           float(sy_iq4k_values[16 * (sc & 1) + p4(s + 32 + 64 * ib, k, e)]);
+}
+float q4_k_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 576;
+    const int ib = int(n % 256) / 32, e = int(n % 32), is = 4 * ib + k;
+    const int h = (s[16 + is % 16] >> (4 * (is / 16))) & 0xF;
+    const int sc = (s[32 + is] & 0xF) | (h & 3) << 4, mn = (s[32 + is] >> 4) | (h >> 2) << 4;
+    const float d = f16(s + 2 * k), dmin = f16(s + 2 * (k + 4));
+    return (d * float(sc)) * float(p4(s + 64 + 64 * ib, k, e)) - dmin * float(mn);
+}
+float q6_k_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 840;
+    const int ib = int(n % 256) / 32, e = int(n % 32), qq = e / 4, i = e % 4;
+    const int sc = int8_t(s[8 + 8 * ib + k + 4 * (e / 16)]);
+    static const int slot[4] = {0, 2, 1, 3};  // pairs: elements i, i+8, i+4, i+12
+    const int hi = (s[72 + 32 * ib + 4 * k + i + 16 * (qq / 4)] >> (2 * slot[qq % 4])) & 3;
+    const int v = (p4(s + 328 + 64 * ib, k, e) | hi << 4) - 32;
+    return (f16(s + 2 * k) * float(sc)) * float(v);
+}
+float iq4_xs_r8(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 1088;
+    const int ib = int(n % 256) / 32, e = int(n % 32), is = 8 * ib + k;
+    const int sc =
+        (nibble(s + 32, is % 32, is / 32) | ((s[16 + is % 16] >> (2 * (is / 16))) & 3) << 4) - 32;
+    const int l = e / 8, r = e % 8;
+    const int v = nibble(s + 64 + 128 * ib, 32 * l + 4 * k + r % 4, r / 4);
+    return (f16(s + 2 * k) * float(sc)) * float(sy_iq4k_values[v]);
+}
+
+struct Check {
+    int32_t id;
+    Formula formula;
+};
+
+TEST(Interleaved, PriorityLayoutsDecodeAsTheSpecSays) {
+    const Check checks[] = {{208, q8_0_r8},  {202, q4_0_r8},  {339, iq4_k_r4},
+                            {337, iq2_k_r4}, {338, iq3_k_r4}, {344, iq4_ks_r4},
+                            {212, q4_k_r4},  {214, q6_k_r4},  {223, iq4_xs_r8}};
+    for (const Check& c : checks) {
+        const q::InterleavedType& t = *q::interleaved_type(c.id);
+        SCOPED_TRACE(t.name);
+        const int64_t n = 512;
+        const Bytes rows = base_group(t, n, 3);
+        Bytes packed(rows.size());
+        q::interleave(t, rows.data(), packed.data(), n);
+        const int64_t row_bytes = q::row_size(t.base, n);
+        std::vector<float> y(static_cast<size_t>(n));
+        for (int k = 0; k < t.rows; ++k) {
+            q::dequantize_row(t.base, rows.data() + k * row_bytes, y.data(), n);
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_FLOAT_EQ(c.formula(packed.data(), k, i, n), y[size_t(i)])
+                    << "row " << k << " element " << i;
+        }
+    }
+}
+
+}  // namespace
