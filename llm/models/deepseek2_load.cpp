@@ -5,8 +5,11 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "switchyard/core/error.hpp"
+#include "switchyard/interleaved.hpp"
+#include "switchyard/llm/interleaved_tensors.hpp"
 #include "switchyard/llm/models/deepseek2.hpp"
 #include "switchyard/quant_blocks.h"
 #include "switchyard/quants.hpp"
@@ -349,12 +352,22 @@ WeightRef Deepseek2Model::file_weight(const std::string& name, std::initializer_
         throw gguf::FormatError(file_name(file_) + ": tensor '" + name + "' has shape " +
                                 shape_str(have) + ", expected " + shape_str(want) +
                                 " from the metadata");
-    if (!is_weight_type(t->type))
+    int32_t type = t->type;
+    if (quants::interleaved_type(type) != nullptr) {  // its base type's rows, once
+        auto it = deinterleaved_.find(t);
+        if (it == deinterleaved_.end())
+            it = deinterleaved_
+                     .emplace(t, deinterleave_in_place(
+                                     file_, *t, int(std::max(1u, std::thread::hardware_concurrency()))))
+                     .first;
+        type = it->second;
+    }
+    if (!is_weight_type(type))
         throw gguf::FormatError(file_name(file_) + ": tensor '" + name + "' has type " +
-                                sy_dtype_info(t->type).name + ", which no op computes on");
+                                sy_dtype_info(type).name + ", which no op computes on");
     WeightRef w;
     w.name = name;
-    w.type = t->type;
+    w.type = type;
     w.base_shape = Shape{};
     for (size_t d = 0; d < want.size(); ++d) w.base_shape[int(d)] = want[d];
     w.data = t->data;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "switchyard/dtype.h"
+#include "switchyard/interleaved.hpp"
 
 namespace sy::gguf::detail {
 
@@ -53,6 +54,8 @@ std::string known_type_names() {
         if (info.name == nullptr || info.block_size <= 0 || info.type_size <= 0) continue;
         out += (out.empty() ? "" : ", ") + std::string(info.name) + " (" + std::to_string(t) + ")";
     }
+    for (const quants::InterleavedType& t : quants::interleaved_types())
+        out += ", " + std::string(t.name) + " (" + std::to_string(t.id) + ")";
     return out;
 }
 
@@ -65,31 +68,13 @@ const char* ik_type_name(uint64_t type) {
         case 154: return "iq3_kt";
         case 155: return "iq4_kt";
         case 158: return "iq1_kt";
-        case 202: return "q4_0_r8";
-        case 206: return "q5_0_r4";
-        case 208: return "q8_0_r8";
-        case 210: return "q2_k_r4";
-        case 211: return "q3_k_r4";
-        case 212: return "q4_k_r4";
-        case 213: return "q5_k_r4";
-        case 214: return "q6_k_r4";
         case 216: return "iq2_xxs_r4";
         case 217: return "iq2_xs_r4";
         case 218: return "iq3_xxs_r4";
         case 219: return "iq1_s_r4";
-        case 220: return "iq4_nl_r4";
         case 221: return "iq3_s_r4";
         case 222: return "iq2_s_r4";
-        case 223: return "iq4_xs_r8";
         case 229: return "iq1_m_r4";
-        case 230: return "bf16_r16";
-        case 233: return "q6_0_r4";
-        case 337: return "iq2_k_r4";
-        case 338: return "iq3_k_r4";
-        case 339: return "iq4_k_r4";
-        case 340: return "iq5_k_r4";
-        case 344: return "iq4_ks_r4";
-        case 352: return "iq5_ks_r4";
         default: return nullptr;
     }
 }
@@ -116,9 +101,16 @@ std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne,
             return "element count overflows int64";
         }
     }
-    const sy_dtype_traits info = sy_dtype_info(type);
+    // ik_llama.cpp's row-interleaved layouts: the base type's bytes, rows in groups.
+    const quants::InterleavedType* interleaved = quants::interleaved_type(type);
+    const sy_dtype_traits info = sy_dtype_info(interleaved ? interleaved->base : type);
     if (info.name == nullptr || info.block_size <= 0 || info.type_size <= 0) {
         return unknown_type(static_cast<uint64_t>(type));
+    }
+    if (interleaved && (n_dims < 2 || ne[1] % interleaved->rows != 0)) {
+        return std::string(interleaved->name) + " stores rows in groups of " +
+               std::to_string(interleaved->rows) + ", but ne[1] = " +
+               std::to_string(n_dims < 2 ? 1 : ne[1]);
     }
     if (ne[0] % info.block_size != 0) {
         return "ne[0] = " + std::to_string(ne[0]) + " is not a multiple of the " + info.name +

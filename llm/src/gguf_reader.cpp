@@ -41,6 +41,7 @@ class MappedFile {
             void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.fd, 0);
             if (p == MAP_FAILED) fail(path, "cannot map");
             data_ = static_cast<const uint8_t*>(p);
+            mapped_ = true;
         }
     }
     MappedFile(const MappedFile&) = delete;
@@ -49,6 +50,18 @@ class MappedFile {
         if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
     }
     std::span<const uint8_t> bytes() const { return {data_, size_}; }
+    // [p, p + n) of this file's bytes, writable (copy-on-write pages of a mapping).
+    uint8_t* writable(const uint8_t* p, size_t n) const {
+        if (mapped_ && n > 0) {
+            const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+            const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+            const uintptr_t last = (reinterpret_cast<uintptr_t>(p) + n + page - 1) & ~(page - 1);
+            if (::mprotect(reinterpret_cast<void*>(first), last - first, PROT_READ | PROT_WRITE))
+                throw sy::Error(std::string("cannot make a tensor's pages writable: ") +
+                                std::strerror(errno));
+        }
+        return const_cast<uint8_t*>(p);
+    }
 
   private:
     // Reads the file into fresh anonymous memory. The memory stays writable: made read-only
@@ -88,6 +101,7 @@ class MappedFile {
     }
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
+    bool mapped_ = false;  // a file mapping (else anonymous memory, writable already)
 };
 
 const Value* find_in(const std::vector<KeyValue>& metadata, std::string_view key) {
@@ -257,6 +271,12 @@ uint64_t Reader::file_size() const {
 const Value* Reader::find(std::string_view key) const {
     auto it = impl_->key_index.find(std::string(key));
     return it == impl_->key_index.end() ? nullptr : &impl_->metadata[it->second].value;
+}
+
+uint8_t* Reader::writable(const TensorInfo& t) const {
+    if (t.shard >= impl_->maps.size())
+        throw FormatError("tensor " + t.name + ": a GGUF image in memory cannot be converted in place");
+    return impl_->maps[t.shard]->writable(t.data, t.nbytes);
 }
 
 const TensorInfo* Reader::tensor(std::string_view name) const {

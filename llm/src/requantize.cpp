@@ -10,6 +10,7 @@
 #include "switchyard/dtype.h"
 #include "switchyard/llm/gguf.hpp"
 #include "switchyard/llm/tensor_types.hpp"
+#include "switchyard/interleaved.hpp"
 #include "switchyard/quants.hpp"
 
 namespace sy::llm {
@@ -125,14 +126,27 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                 tensors[i].name, std::span<const int64_t>(tensors[i].ne, tensors[i].n_dims),
                 options.target, options.rules);
     }
+    // A row-interleaved input is read as its base type's rows; with repack, what can be
+    // written interleaved is.
+    std::vector<int32_t> source_type(tensors.size()), written_type(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const gguf::TensorInfo& t = tensors[i];
+        const quants::InterleavedType* in_layout = quants::interleaved_type(t.type);
+        source_type[i] = in_layout ? in_layout->base : t.type;
+        const quants::InterleavedType* out_layout =
+            options.repack ? quants::interleaved_of(decisions[i].type) : nullptr;
+        const bool fits = out_layout && t.n_dims >= 2 && t.ne[1] % out_layout->rows == 0 &&
+                          t.name != "token_embd.weight";
+        written_type[i] = fits ? out_layout->id : decisions[i].type;
+    }
     const bool q2_k_s = options.preset && options.preset->ftype == FileType::kMostlyQ2_K_S;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const gguf::TensorInfo& t = tensors[i];
         const TensorDecision& d = decisions[i];
-        if (d.type != t.type &&
-            (!quants::can_dequantize(t.type) || !quants::can_quantize(d.type))) {
+        if (d.type != source_type[i] &&
+            (!quants::can_dequantize(source_type[i]) || !quants::can_quantize(d.type))) {
             throw Error(in.string() + ": tensor " + t.name + ": cannot convert " +
-                        type_name(t.type) + " to " + type_name(d.type));
+                        type_name(source_type[i]) + " to " + type_name(d.type));
         }
         if (d.fell_back()) {
             result.fallbacks.push_back(t.name + ": " + type_name(d.wanted) + " -> " +
@@ -140,7 +154,7 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                                        " is not a multiple of " +
                                        std::to_string(sy_dtype_info(d.wanted).block_size) + ")");
         }
-        if (d.type == t.type || !is_block_type(d.type)) continue;
+        if (d.type == source_type[i] || !is_block_type(d.type)) continue;
         // As llama.cpp, the token embeddings and the output (which no imatrix covers) are exempt.
         const bool needs =
             (quants::requires_importance(d.type) || (q2_k_s && d.type == SY_TYPE_Q2_K)) &&
@@ -177,7 +191,7 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
             writer.add("quantize.imatrix.chunks_count", gguf::Value::u32(imatrix->chunk_count));
     }
     for (size_t i = 0; i < tensors.size(); ++i) {
-        writer.declare_tensor(tensors[i].name, decisions[i].type,
+        writer.declare_tensor(tensors[i].name, written_type[i],
                               std::span<const int64_t>(tensors[i].ne, tensors[i].n_dims));
         result.bytes_in += tensors[i].nbytes;
     }
@@ -186,8 +200,15 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
     RequantizeEvent event;
     event.count = reader.tensors().size();
     event.bytes_total = result.bytes_in;
-    std::vector<uint8_t> bytes;
+    std::vector<uint8_t> bytes, source, packed;
     std::vector<float> staging;
+    // Groups of rows from one layout to the other (n0 values a row).
+    const auto regroup = [](const quants::InterleavedType& layout, const uint8_t* from,
+                            uint8_t* to, uint64_t total, int64_t n0, bool to_base) {
+        const uint64_t group = uint64_t(layout.rows * quants::row_size(layout.base, n0));
+        for (uint64_t at = 0; at + group <= total; at += group)
+            (to_base ? quants::deinterleave : quants::interleave)(layout, from + at, to + at, n0);
+    };
     for (size_t i = 0; i < reader.tensors().size(); ++i) {
         const gguf::TensorInfo& t = reader.tensors()[i];
         const TensorDecision& d = decisions[i];
@@ -197,8 +218,25 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
         event.decision = d;
         if (progress) progress(event);
         const std::span<const int64_t> ne(t.ne, t.n_dims);
-        if (d.type == t.type) {
-            writer.write_tensor(std::span<const uint8_t>(t.data, t.nbytes));
+        // The input's rows in its base type.
+        const uint8_t* data = t.data;
+        if (const quants::InterleavedType* layout = quants::interleaved_type(t.type)) {
+            allocating("tensor " + t.name + " de-interleaved", t.nbytes,
+                       [&] { source.resize(t.nbytes); });
+            regroup(*layout, t.data, source.data(), t.nbytes, t.ne[0], true);
+            data = source.data();
+        }
+        // Writes the tensor's bytes in its base type, interleaved where it is written so.
+        const auto write = [&](const uint8_t* rows, uint64_t size) {
+            if (const quants::InterleavedType* layout = quants::interleaved_type(written_type[i])) {
+                allocating("tensor " + t.name + " interleaved", size, [&] { packed.resize(size); });
+                regroup(*layout, rows, packed.data(), size, t.ne[0], false);
+                rows = packed.data();
+            }
+            writer.write_tensor(std::span<const uint8_t>(rows, size));
+        };
+        if (d.type == source_type[i]) {
+            write(data, t.nbytes);
         } else {
             const int64_t n0 = t.ne[0];
             const int64_t rows =
@@ -222,7 +260,8 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                                  ? reinterpret_cast<float*>(bytes.data() + r0 * out_row)
                                  : (staging.resize(static_cast<size_t>(nr * n0)), staging.data());
                 for (int64_t r = 0; r < nr; ++r) {
-                    quants::dequantize_row(t.type, t.data + (r0 + r) * in_row, f32 + r * n0, n0);
+                    quants::dequantize_row(source_type[i], data + (r0 + r) * in_row, f32 + r * n0,
+                                           n0);
                 }
                 if (d.type != SY_TYPE_F32) {
                     const float* imp =
@@ -242,7 +281,7 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                 }
                 r0 += nr;
             }
-            writer.write_tensor(bytes);
+            write(bytes.data(), bytes.size());
             ++result.converted;
         }
         result.bytes_out += tensor_bytes(d.type, ne);

@@ -33,6 +33,8 @@ flags=(-std=c++20 -O1 -g -DNDEBUG -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I"$root/llm/include" -I"$root/llm/src"
        -I"$root/core/include" -I"$root/sdk/include" -I"$root/sdk/quants/include")
 gguf=("$root"/llm/src/{gguf_layout,gguf_value,gguf_parser,gguf_reader,host_memory}.cpp)
+# The GGUF layer sizes ik_llama.cpp's row-interleaved types by their descriptions.
+interleaved=("$root"/sdk/quants/src/{interleaved,interleaved_layouts}.cpp)
 # The version header CMake configures, for the plugin host the model target links (a model
 # chooses its named ops by asking a plugin).
 mkdir -p "$work/include/switchyard"
@@ -51,7 +53,8 @@ build() {  # NAME SOURCES-AND-LIBS...
   pids+=("$!:$name")
 }
 wants tokenizer && build tokenizer "$here/tokenizer_fuzz.cpp" \
-  "$root"/llm/src/{tokenizer,added_tokens,bpe_vocab,chat_template}.cpp "${gguf[@]}" -licuuc
+  "$root"/llm/src/{tokenizer,added_tokens,bpe_vocab,chat_template}.cpp "${gguf[@]}" \
+  "${interleaved[@]}" -licuuc
 wants config && build config "$here/config_fuzz.cpp" \
   "$root"/core/src/{config,toml_text,policy,text_file,error}.cpp -lfmt
 wants cost_table && build cost_table "$here/cost_table_fuzz.cpp" \
@@ -60,7 +63,7 @@ wants model && build model "$here/model_fuzz.cpp" "${gguf[@]}" \
   -DSWITCHYARD_PLUGIN_RELATIVE_DIR='"lib/switchyard"' \
   "$root"/llm/models/{deepseek2_load,deepseek2,deepseek2_cache}.cpp \
   "$root"/llm/src/{kv_cache,fused_ops,gguf_writer,tokenizer,added_tokens,bpe_vocab}.cpp \
-  "$root"/llm/src/{synthetic_model,chat_template,tensor_types,file_type}.cpp \
+  "$root"/llm/src/{synthetic_model,chat_template,tensor_types,file_type,interleaved_tensors}.cpp \
   "$root"/sdk/quants/src/*.cpp "$root"/core/src/{error,tensor,graph,graph_ops,plugin_host}.cpp \
   -licuuc -lfmt -ldl
 for entry in "${pids[@]}"; do

@@ -254,7 +254,7 @@ TEST_F(GgufMalformed, UnknownTensorType) {
 
 // A type of ik_llama.cpp's that this build does not read is refused by its name.
 TEST_F(GgufMalformed, IkLlamaTypeNotReadYetIsNamed) {
-    for (const auto& [id, name] : {std::pair{153u, "iq2_kt"}, std::pair{339u, "iq4_k_r4"}}) {
+    for (const auto& [id, name] : {std::pair{153u, "iq2_kt"}, std::pair{216u, "iq2_xxs_r4"}}) {
         patch<uint32_t>(bytes, after("w.a") + 20, id);
         const std::string e = error();
         EXPECT_EQ(e.rfind("tensor \"w.a\": type id " + std::to_string(id) + " is ik_llama.cpp's " +
@@ -264,7 +264,14 @@ TEST_F(GgufMalformed, IkLlamaTypeNotReadYetIsNamed) {
             << e;
         EXPECT_NE(e.find("iq4_k (139)"), std::string::npos) << e;
         EXPECT_NE(e.find("iq4_ks (144)"), std::string::npos) << e;
+        EXPECT_NE(e.find("iq4_k_r4 (339)"), std::string::npos) << e;
     }
+}
+
+// A row-interleaved type stores rows in groups: a tensor whose rows do not fill them is refused.
+TEST_F(GgufMalformed, InterleavedRowsNotAWholeGroup) {
+    patch<uint32_t>(bytes, after("w.a") + 20, 230);  // bf16_r16: groups of 16 rows; w.a has 2
+    EXPECT_EQ(error(), "tensor \"w.a\": bf16_r16 stores rows in groups of 16, but ne[1] = 2");
 }
 
 TEST_F(GgufMalformed, RetiredTensorTypeId) {

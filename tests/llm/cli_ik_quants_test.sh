@@ -50,4 +50,18 @@ done
 grep -q "generation: *8 tokens" "$tmp/r.err" || fail "run the row-scaled file: $(cat "$tmp/r.err")"
 "$sy" bench -m "$tmp/ks.gguf" -p 16 -n 4 -r 1 >"$tmp/b.out" 2>&1 || fail "bench: $(cat "$tmp/b.out")"
 grep -q "IQ4_KS - 4.25 bpw" "$tmp/b.out" || fail "bench model column: $(cat "$tmp/b.out")"
+
+# Row-interleaved storage: the iq4_k file repacked as ik's iq4_k_r4 (its fallback tensors as
+# iq4_nl_r4, token_embd left plain) gives the plain file's log-probabilities, byte for byte.
+"$sy" quantize "$tmp/iq4_k.gguf" "$tmp/r4.gguf" iq4_k_r4 >"$tmp/q.out" 2>&1 ||
+  fail "quantize iq4_k_r4: $(cat "$tmp/q.out")"
+"$sy" inspect "$tmp/r4.gguf" >"$tmp/i.out" 2>&1 || fail "inspect the _r4 file"
+grep -q "ffn_up_exps.weight *iq4_k_r4 " "$tmp/i.out" || fail "experts not iq4_k_r4: $(grep exps "$tmp/i.out" | head -2)"
+grep -q "token_embd.weight *iq4_k " "$tmp/i.out" || fail "token_embd repacked: $(grep token_embd "$tmp/i.out")"
+for i in $(seq 1 40); do echo "The quick brown fox $i jumps over the lazy dog number $((i * 7))."; done >"$tmp/text.txt"
+for f in iq4_k r4; do
+  "$sy" perplexity -m "$tmp/$f.gguf" -f "$tmp/text.txt" -c 64 --kl-divergence-base "$tmp/$f.kld" \
+    >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
+done
+cmp -s "$tmp/iq4_k.kld" "$tmp/r4.kld" || fail "the _r4 file's log-probabilities differ from the plain file's"
 echo PASS

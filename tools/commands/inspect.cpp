@@ -10,6 +10,7 @@
 
 #include "commands/commands.hpp"
 #include "switchyard/dtype.h"
+#include "switchyard/interleaved.hpp"
 #include "switchyard/llm/file_type.hpp"
 #include "switchyard/llm/gguf.hpp"
 
@@ -24,6 +25,7 @@ constexpr size_t kTextItems = 8;     // array items shown in the text listing
 constexpr size_t kJsonItems = 1024;  // array items kept in JSON (the length is always given)
 
 std::string type_name(int32_t type) {
+    if (const quants::InterleavedType* layout = quants::interleaved_type(type)) return layout->name;
     const char* name = sy_dtype_info(type).name;
     return name ? name : "type" + std::to_string(type);
 }

@@ -13,6 +13,8 @@
 #include "commands/commands.hpp"
 #include "commands/progress.hpp"
 #include "switchyard/core/error.hpp"
+#include "switchyard/dtype.h"
+#include "switchyard/interleaved.hpp"
 #include "switchyard/llm/imatrix.hpp"
 #include "switchyard/llm/quant_preset.hpp"
 #include "switchyard/llm/requantize.hpp"
@@ -27,13 +29,21 @@ struct QuantizeOptions {
     std::vector<std::string> custom_q;  // ik_llama.cpp's --custom-q "REGEX=TYPE,REGEX=TYPE"
     std::string imatrix;
     bool pure = false;
+    bool repack = false;
     int threads = 0;
 };
 
 int run_quantize(const QuantizeOptions& o) {
     llm::RequantizeOptions options;
-    const llm::QuantPreset* preset = llm::find_quant_preset(o.type);
-    const auto plain = llm::parse_type_name(o.type);
+    // ik_llama.cpp's interleaved type names (iq4_k_r4): the base type, repacked.
+    std::string type = o.type;
+    options.repack = o.repack;
+    if (const quants::InterleavedType* layout = quants::interleaved_type(o.type)) {
+        type = sy_dtype_info(layout->base).name;
+        options.repack = true;
+    }
+    const llm::QuantPreset* preset = llm::find_quant_preset(type);
+    const auto plain = llm::parse_type_name(type);
     if (preset && o.pure) {
         // llama-quantize's --pure: the mix's base type everywhere, its file type kept.
         if (!llm::parse_type_name(llm::type_name(preset->base_type)))
@@ -128,6 +138,10 @@ Command add_quantize_command(CLI::App& app) {
     cmd->add_option("--custom-q", options->custom_q,
                     "ik_llama.cpp's form of --rule: \"REGEX=TYPE,REGEX=TYPE,...\" (after the "
                     "--rule ones; first match wins)");
+    cmd->add_flag("--repack", options->repack,
+                  "Write each tensor whose type has one of ik_llama.cpp's row-interleaved layouts "
+                  "(q4_0_r8, iq4_k_r4, ...) in it, as ik's quantize does with an _R4 type; a "
+                  "type named so (iq4_k_r4) implies it");
     cmd->add_option("-t,--threads", options->threads, "Threads (default: all)");
     return [options] { return run_quantize(*options); };
 }

@@ -16,6 +16,8 @@ fi
 
 "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$root/llm/include" -I"$root/llm/src" -I"$root/core/include" -I"$root/sdk/include" \
+  -I"$root/sdk/quants/include" \
+  "$root"/sdk/quants/src/interleaved.cpp "$root"/sdk/quants/src/interleaved_layouts.cpp \
   "$root"/llm/src/gguf_layout.cpp "$root"/llm/src/gguf_value.cpp \
   "$root"/llm/src/gguf_parser.cpp "$root"/llm/src/gguf_reader.cpp "$root"/llm/src/host_memory.cpp \
   "$here/gguf_reader_fuzz.cpp" -o "$work/gguf_reader_fuzz"

@@ -63,6 +63,10 @@ struct RequantizeOptions {
     const Imatrix* imatrix = nullptr;
     // general.file_type to write; 0: the mix's, else file_type_of(target).
     uint32_t file_type = 0;
+    // Write every tensor whose type has one of ik_llama.cpp's row-interleaved layouts in it
+    // (its rows a multiple of the group; not token_embd, which is read by rows), as ik's
+    // quantize does with an _R4 type or -rtr offline. Interleaved inputs are always read.
+    bool repack = false;
 };
 
 struct RequantizeEvent {
