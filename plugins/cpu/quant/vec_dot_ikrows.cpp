@@ -101,12 +101,30 @@ struct Iq4Kss {
     static constexpr int kMeta = 4;
     static float row_scale(const void* w) { return row_scale_f32(w); }
     static unsigned scale_byte(const Block& b, int c) {
+#if defined(SY_CPU_INT8_AVX2)
+        // Bit 0 of each word, packed to bytes and moved to their sign bits.
+        const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * c));
+        const __m128i bits = _mm_and_si128(w, _mm_set1_epi16(1));
+        return unsigned(_mm_movemask_epi8(_mm_slli_epi16(_mm_packus_epi16(bits, bits), 7))) & 0xFF;
+#else
         unsigned s = 0;
         for (int k = 0; k < 8; ++k) s |= unsigned(b.qs[16 * c + 2 * k] & 1) << k;
         return s;
+#endif
     }
-    static int scale(const Block& b, int c) { return int(scale_byte(b, c) & 254) - 127; }
+    static int scale(const Block& b, int c) {
+        return int(scale_byte(b, c) & 254) - 127;
+    }
     static I8x32 chunk(const Block& b, int c) {
+#if defined(SY_CPU_INT8_AVX2)
+        // The 8 words at once: v = a ^ (a >> 1) per 16-bit lane, its nibbles the indices.
+        const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * c));
+        const __m128i a = _mm_and_si128(w, _mm_set1_epi16(short(0xFFFE)));
+        const __m128i v = _mm_xor_si128(a, _mm_srli_epi16(a, 1));
+        const __m128i low = _mm_set1_epi8(0x0F);
+        const I8x32 idx{
+            _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low), _mm_and_si128(v, low))};
+#else
         uint16_t words[8];
         std::memcpy(words, b.qs + 16 * c, 16);
         for (uint16_t& w : words) {
@@ -115,9 +133,26 @@ struct Iq4Kss {
         }
         uint8_t bytes[16];
         std::memcpy(bytes, words, 16);
-        return lut16(sy_iq4k_values + 16 * (scale_byte(b, c) & 1), nibbles16(bytes));
+        const I8x32 idx = nibbles16(bytes);
+#endif
+        return lut16(sy_iq4k_values + 16 * (scale_byte(b, c) & 1), idx);
     }
 };
+// IQ2_KL's pair table split into its first and second values, 16 entries a row.
+struct KlTables {
+    int8_t v[2][2][16];
+};
+constexpr KlTables make_kl_tables() {
+    constexpr uint16_t pairs[32] = SY_IQ2KL_VALUES_INIT;
+    KlTables t{};
+    for (int e = 0; e < 32; ++e) {
+        t.v[0][e / 16][e % 16] = int8_t(pairs[e] & 0xFF);
+        t.v[1][e / 16][e % 16] = int8_t(pairs[e] >> 8);
+    }
+    return t;
+}
+alignas(16) constexpr KlTables kKlTables = make_kl_tables();
+
 // IQ2_KL: pair p of chunk c is the table entry whose low byte is value 2p and high byte 2p + 1,
 // so storing the 16 entries little-endian lays out the chunk's 32 values.
 struct Iq2Kl {
@@ -128,12 +163,37 @@ struct Iq2Kl {
         return (((b.scales_l[c % 4] >> 4 * (c / 4)) & 0xF) | ((b.scales_h >> 2 * c) & 3) << 4) - 32;
     }
     static I8x32 chunk(const Block& b, int c) {
-        uint16_t pairs[16];
         const uint8_t* qs = b.qs + 16 * (c / 2);
+#if defined(SY_CPU_INT8_AVX2)
+        // The 16 codes: low 4 bits from qs, bit 4 from qh; each looked up in the table of first
+        // and of second values (16 entries per shuffle, bit 4 picks the half), then interleaved.
+        const __m128i low = _mm_set1_epi8(0x0F);
+        const __m128i lo4 = _mm_and_si128(
+            _mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), 4 * (c % 2)),
+            low);
+        const __m128i bit4 =
+            _mm_cmpeq_epi8(_mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh)),
+                                         _mm_set1_epi8(char(1 << c))),
+                           _mm_set1_epi8(char(1 << c)));
+        const __m128i first = _mm_blendv_epi8(_mm_shuffle_epi8(kl_table(0, 0), lo4),
+                                              _mm_shuffle_epi8(kl_table(0, 1), lo4), bit4);
+        const __m128i second = _mm_blendv_epi8(_mm_shuffle_epi8(kl_table(1, 0), lo4),
+                                               _mm_shuffle_epi8(kl_table(1, 1), lo4), bit4);
+        return {
+            _mm256_set_m128i(_mm_unpackhi_epi8(first, second), _mm_unpacklo_epi8(first, second))};
+#else
+        uint16_t pairs[16];
         for (int p = 0; p < 16; ++p)
             pairs[p] = sy_iq2kl_values[((qs[p] >> 4 * (c % 2)) & 0xF) | ((b.qh[p] >> c) & 1) << 4];
         return load32(pairs);
+#endif
     }
+#if defined(SY_CPU_INT8_AVX2)
+    // Entries 16 half .. 16 half + 15 of the first (which = 0) or second (1) values.
+    static __m128i kl_table(int which, int half) {
+        return _mm_load_si128(reinterpret_cast<const __m128i*>(kKlTables.v[which][half]));
+    }
+#endif
 };
 
 template <typename T, int C>
