@@ -230,136 +230,140 @@ float best_pair_scale(const float* x, const float* w) {
 
 // ---- IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS ----------------------------------------------------------
 
-void quantize_iq2_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
-    const RowFit r = fit_row(kIq2ks, x, n, importance, true);
-    store_d(vy, r.d, true);
-    auto* y = row_blocks<sy_block_iq2_ks>(vy, 2);
+namespace {
+
+// Fits a row on table t and writes it: its scale (f16 or f32), then per block what pack puts
+// there from the block's 8 sub-block scales and halves and its 256 indices.
+template <typename Block, typename Pack>
+void write_row(const Table& t, bool f16, const float* x, void* vy, int64_t n,
+               const float* importance, Pack pack) {
+    const RowFit r = fit_row(t, x, n, importance, f16);
+    store_d(vy, r.d, f16);
+    auto* y = row_blocks<Block>(vy, f16 ? 2 : 4);
     for (int64_t i = 0; i < n / SY_QK_K; ++i) {
         std::memset(&y[i], 0, sizeof y[i]);
-        for (int b = 0; b < kSubs; ++b) {
-            const size_t s = size_t(kSubs * i + b);
-            const int S = r.scale[s] + 16;
-            y[i].scales[b / 2] |= uint8_t((S & 0xF) << 4 * (b % 2));
-            y[i].extra = uint16_t(y[i].extra | (S >> 4) << (8 + b) | r.half[s] << b);
-        }
-        const uint8_t* L = r.L.data() + SY_QK_K * i;
-        for (int k = 0; k < SY_QK_K; ++k) y[i].qs[plane_byte(k)] |= uint8_t(L[k] << plane_shift(k));
+        pack(y[i], r.scale.data() + kSubs * i, r.half.data() + kSubs * i, r.L.data() + SY_QK_K * i);
     }
+}
+
+// y[k] = (d * scale(block, k / 32)) * value(block, k) over a row.
+template <typename Block, typename Scale, typename Value>
+void read_row(const void* vx, float* y, int64_t n, bool f16, Scale scale, Value value) {
+    const float d = f16 ? row_d_f16(vx) : row_d_f32(vx);
+    const auto* x = row_blocks<Block>(vx, f16 ? 2 : 4);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
+        for (int k = 0; k < SY_QK_K; ++k) {
+            const float dl = d * float(scale(x[i], k / kSub));
+            y[k] = dl * float(value(x[i], k));
+        }
+}
+
+// The 2- and 3-bit indices (IQ2_K's planes; bit 2 of IQ3_KS's in qh).
+int index2(const uint8_t* qs, int k) {
+    return (qs[plane_byte(k)] >> plane_shift(k)) & 3;
+}
+int index3(const uint8_t* qs, const uint8_t* qh, int k) {
+    return index2(qs, k) | ((qh[k % 32] >> (k / 32)) & 1) << 2;
+}
+int index4(const uint8_t* qs, int k) {
+    return (qs[nibble_byte(k, 32)] >> nibble_shift(k, 32)) & 0xF;
+}
+int index5(const uint8_t* qs, const uint8_t* qh, int k) {
+    return ((qs[nibble_byte(k, 64)] >> nibble_shift(k, 64)) & 0xF) | ((qh[k % 32] >> (k / 32)) & 1)
+                                                                         << 4;
+}
+
+}  // namespace
+
+void quantize_iq2_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    write_row<sy_block_iq2_ks>(
+        kIq2ks, true, x, vy, n, importance,
+        [](sy_block_iq2_ks& y, const int* scale, const uint8_t* half, const uint8_t* L) {
+            for (int b = 0; b < kSubs; ++b) {
+                const int S = scale[b] + 16;
+                y.scales[b / 2] |= uint8_t((S & 0xF) << 4 * (b % 2));
+                y.extra = uint16_t(y.extra | (S >> 4) << (8 + b) | half[b] << b);
+            }
+            for (int k = 0; k < SY_QK_K; ++k)
+                y.qs[plane_byte(k)] |= uint8_t(L[k] << plane_shift(k));
+        });
 }
 
 void dequantize_iq2_ks(const void* vx, float* y, int64_t n) {
-    const float d = row_d_f16(vx);
-    const auto* x = row_blocks<sy_block_iq2_ks>(vx, 2);
-    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
-        for (int k = 0; k < SY_QK_K; ++k) {
-            const int b = k / kSub;
-            const int S =
-                ((x[i].scales[b / 2] >> 4 * (b % 2)) & 0xF) | (((x[i].extra >> (8 + b)) & 1) << 4);
-            const int half = (x[i].extra >> b) & 1;
-            const float dl = d * float(S - 16);
-            y[k] =
-                dl *
-                float(sy_iq2nl_values[4 * half + ((x[i].qs[plane_byte(k)] >> plane_shift(k)) & 3)]);
-        }
-    }
+    read_row<sy_block_iq2_ks>(
+        vx, y, n, true,
+        [](const sy_block_iq2_ks& b, int s) {
+            return (((b.scales[s / 2] >> 4 * (s % 2)) & 0xF) | ((b.extra >> (8 + s)) & 1) << 4) -
+                   16;
+        },
+        [](const sy_block_iq2_ks& b, int k) {
+            return sy_iq2nl_values[4 * ((b.extra >> (k / kSub)) & 1) + index2(b.qs, k)];
+        });
 }
 
 void quantize_iq3_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
-    const RowFit r = fit_row(kIq3ks, x, n, importance, true);
-    store_d(vy, r.d, true);
-    auto* y = row_blocks<sy_block_iq3_ks>(vy, 2);
-    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
-        std::memset(&y[i], 0, sizeof y[i]);
-        for (int b = 0; b < kSubs; ++b) {
-            const size_t s = size_t(kSubs * i + b);
-            const int S = r.scale[s] + 16;
-            y[i].scales[b % 4] |= uint8_t((S & 0xF) << 4 * (b / 4));
-            y[i].extra = uint16_t(y[i].extra | (S >> 4) << b | r.half[s] << (8 + b));
-        }
-        const uint8_t* L = r.L.data() + SY_QK_K * i;
-        for (int k = 0; k < SY_QK_K; ++k) {
-            y[i].qs[plane_byte(k)] |= uint8_t((L[k] & 3) << plane_shift(k));
-            y[i].qh[k % 32] |= uint8_t((L[k] >> 2) << (k / 32));
-        }
-    }
+    write_row<sy_block_iq3_ks>(
+        kIq3ks, true, x, vy, n, importance,
+        [](sy_block_iq3_ks& y, const int* scale, const uint8_t* half, const uint8_t* L) {
+            for (int b = 0; b < kSubs; ++b) {
+                const int S = scale[b] + 16;
+                y.scales[b % 4] |= uint8_t((S & 0xF) << 4 * (b / 4));
+                y.extra = uint16_t(y.extra | (S >> 4) << b | half[b] << (8 + b));
+            }
+            for (int k = 0; k < SY_QK_K; ++k) {
+                y.qs[plane_byte(k)] |= uint8_t((L[k] & 3) << plane_shift(k));
+                y.qh[k % 32] |= uint8_t((L[k] >> 2) << (k / 32));
+            }
+        });
 }
 
 void dequantize_iq3_ks(const void* vx, float* y, int64_t n) {
-    const float d = row_d_f16(vx);
-    const auto* x = row_blocks<sy_block_iq3_ks>(vx, 2);
-    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
-        for (int k = 0; k < SY_QK_K; ++k) {
-            const int b = k / kSub;
-            const int S =
-                ((x[i].scales[b % 4] >> 4 * (b / 4)) & 0xF) | (((x[i].extra >> b) & 1) << 4);
-            const int half = (x[i].extra >> (8 + b)) & 1;
-            const int index = ((x[i].qs[plane_byte(k)] >> plane_shift(k)) & 3) |
-                              (((x[i].qh[k % 32] >> (k / 32)) & 1) << 2);
-            const float dl = d * float(S - 16);
-            y[k] = dl * float(sy_iq3nl_values[8 * half + index]);
-        }
-    }
+    read_row<sy_block_iq3_ks>(
+        vx, y, n, true,
+        [](const sy_block_iq3_ks& b, int s) {
+            return (((b.scales[s % 4] >> 4 * (s / 4)) & 0xF) | ((b.extra >> s) & 1) << 4) - 16;
+        },
+        [](const sy_block_iq3_ks& b, int k) {
+            return sy_iq3nl_values[8 * ((b.extra >> (8 + k / kSub)) & 1) + index3(b.qs, b.qh, k)];
+        });
 }
 
 void quantize_iq4_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
-    const RowFit r = fit_row(kIq4ks, x, n, importance, false);
-    store_d(vy, r.d, false);
-    auto* y = row_blocks<sy_block_iq4_ks>(vy, 4);
-    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
-        std::memset(&y[i], 0, sizeof y[i]);
-        for (int b = 0; b < kSubs; ++b) {
-            const size_t s = size_t(kSubs * i + b);
-            y[i].scales[b] = ks_scale_byte(r.scale[s], r.half[s]);
-        }
-        const uint8_t* L = r.L.data() + SY_QK_K * i;
-        for (int k = 0; k < SY_QK_K; ++k)
-            y[i].qs[nibble_byte(k, 32)] |= uint8_t(L[k] << nibble_shift(k, 32));
-    }
+    write_row<sy_block_iq4_ks>(
+        kIq4ks, false, x, vy, n, importance,
+        [](sy_block_iq4_ks& y, const int* scale, const uint8_t* half, const uint8_t* L) {
+            for (int b = 0; b < kSubs; ++b) y.scales[b] = ks_scale_byte(scale[b], half[b]);
+            for (int k = 0; k < SY_QK_K; ++k)
+                y.qs[nibble_byte(k, 32)] |= uint8_t(L[k] << nibble_shift(k, 32));
+        });
 }
 
 void dequantize_iq4_ks(const void* vx, float* y, int64_t n) {
-    const float d = row_d_f32(vx);
-    const auto* x = row_blocks<sy_block_iq4_ks>(vx, 4);
-    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
-        for (int k = 0; k < SY_QK_K; ++k) {
-            const uint8_t sc = x[i].scales[k / kSub];
-            const float dl = d * float(ks_scale(sc));
-            const int index = (x[i].qs[nibble_byte(k, 32)] >> nibble_shift(k, 32)) & 0xF;
-            y[k] = dl * float(sy_iq4k_values[16 * (sc & 1) + index]);
-        }
-    }
+    read_row<sy_block_iq4_ks>(
+        vx, y, n, false, [](const sy_block_iq4_ks& b, int s) { return ks_scale(b.scales[s]); },
+        [](const sy_block_iq4_ks& b, int k) {
+            return sy_iq4k_values[16 * (b.scales[k / kSub] & 1) + index4(b.qs, k)];
+        });
 }
 
 void quantize_iq5_ks_weighted(const float* x, void* vy, int64_t n, const float* importance) {
-    const RowFit r = fit_row(kIq5ks, x, n, importance, false);
-    store_d(vy, r.d, false);
-    auto* y = row_blocks<sy_block_iq5_ks>(vy, 4);
-    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
-        std::memset(&y[i], 0, sizeof y[i]);
-        for (int b = 0; b < kSubs; ++b) {
-            const size_t s = size_t(kSubs * i + b);
-            y[i].scales[b] = ks_scale_byte(r.scale[s], r.half[s]);
-        }
-        const uint8_t* L = r.L.data() + SY_QK_K * i;
-        for (int k = 0; k < SY_QK_K; ++k) {
-            y[i].qs[nibble_byte(k, 64)] |= uint8_t((L[k] & 0xF) << nibble_shift(k, 64));
-            y[i].qh[k % 32] |= uint8_t((L[k] >> 4) << (k / 32));
-        }
-    }
+    write_row<sy_block_iq5_ks>(
+        kIq5ks, false, x, vy, n, importance,
+        [](sy_block_iq5_ks& y, const int* scale, const uint8_t* half, const uint8_t* L) {
+            for (int b = 0; b < kSubs; ++b) y.scales[b] = ks_scale_byte(scale[b], half[b]);
+            for (int k = 0; k < SY_QK_K; ++k) {
+                y.qs[nibble_byte(k, 64)] |= uint8_t((L[k] & 0xF) << nibble_shift(k, 64));
+                y.qh[k % 32] |= uint8_t((L[k] >> 4) << (k / 32));
+            }
+        });
 }
 
 void dequantize_iq5_ks(const void* vx, float* y, int64_t n) {
-    const float d = row_d_f32(vx);
-    const auto* x = row_blocks<sy_block_iq5_ks>(vx, 4);
-    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K) {
-        for (int k = 0; k < SY_QK_K; ++k) {
-            const uint8_t sc = x[i].scales[k / kSub];
-            const float dl = d * float(ks_scale(sc));
-            const int index = ((x[i].qs[nibble_byte(k, 64)] >> nibble_shift(k, 64)) & 0xF) |
-                              (((x[i].qh[k % 32] >> (k / 32)) & 1) << 4);
-            y[k] = dl * float(sy_iq5nl_values[32 * (sc & 1) + index]);
-        }
-    }
+    read_row<sy_block_iq5_ks>(
+        vx, y, n, false, [](const sy_block_iq5_ks& b, int s) { return ks_scale(b.scales[s]); },
+        [](const sy_block_iq5_ks& b, int k) {
+            return sy_iq5nl_values[32 * (b.scales[k / kSub] & 1) + index5(b.qs, b.qh, k)];
+        });
 }
 
 // ---- IQ4_KSS ---------------------------------------------------------------------------------
