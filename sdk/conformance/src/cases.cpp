@@ -1,7 +1,10 @@
 // cases_for(): expands a capability row's wildcards into the type combinations ops.h allows and
 // asks the op's generator for its cases. Shared generator helpers live here too.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <set>
 
 #include "case_table.hpp"
@@ -227,6 +230,32 @@ std::string row_label(const sy_capability& row) {
     return s;
 }
 
+// SWITCHYARD_CONFORMANCE_BLOCK_SHARE=K/N (0 <= K < N): only the combinations whose block-quantized
+// type (of src0, or of dst) has an id with id % N == K, the others reported as skipped. The
+// sanitizer build gives each cpu variant and blas engine its own share (tests/cpu, tests/blas),
+// so that together they cover every type; unset, every combination runs.
+struct BlockShare {
+    int k = 0, n = 1;
+};
+BlockShare block_share() {
+    BlockShare s;
+    const char* v = std::getenv("SWITCHYARD_CONFORMANCE_BLOCK_SHARE");
+    if (v == nullptr || *v == 0) return s;
+    int k = 0, n = 0;
+    if (std::sscanf(v, "%d/%d", &k, &n) != 2 || n < 1 || k < 0 || k >= n)
+        throw std::invalid_argument(std::string("SWITCHYARD_CONFORMANCE_BLOCK_SHARE='") + v +
+                                    "': expected K/N with 0 <= K < N");
+    s.k = k;
+    s.n = n;
+    return s;
+}
+bool outside_share(const Types& t, const BlockShare& share) {
+    if (share.n == 1) return false;
+    for (int32_t type : {t.src[0], t.dst})
+        if (sy_dtype_info(type).block_size > 1) return type % share.n != share.k;
+    return false;
+}
+
 Case skipped(const sy_capability& row, const std::string& why) {
     Case c;
     c.op = row.op;
@@ -245,7 +274,14 @@ std::vector<Case> cases_for(const sy_capability& row) {
                                  : "unknown op id")};
     std::vector<Case> out;
     std::set<std::string> names;
+    const BlockShare share = block_share();
     for (const Types& t : expand(row)) {
+        if (outside_share(t, share)) {
+            out.push_back(skipped(row, "block type outside SWITCHYARD_CONFORMANCE_BLOCK_SHARE=" +
+                                           std::to_string(share.k) + "/" +
+                                           std::to_string(share.n)));
+            continue;
+        }
         bool known = reference_has_type(t.dst);
         for (int32_t s : t.src) known = known && reference_has_type(s);
         if (!known) {
