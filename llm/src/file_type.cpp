@@ -49,6 +49,10 @@ std::string_view known_file_type_name(uint32_t ftype) {
         case FileType::kMostlyIQ5_KS: return "IQ5_KS - 5.25 bpw";
         case FileType::kMostlyIQ3_KS: return "IQ3_KS - 3.1875 bpw";
         case FileType::kMostlyIQ2_KL: return "IQ2_KL - 2.6875 bpw";
+        case FileType::kMostlyIQ2_KT: return "IQ2_KT - 2.125 bpw";
+        case FileType::kMostlyIQ3_KT: return "IQ3_KT - 3.125 bpw";
+        case FileType::kMostlyIQ4_KT: return "IQ4_KT - 4.0 bpw";
+        case FileType::kMostlyIQ1_KT: return "IQ1_KT - 1.75 bpw";
     }
     return {};
 }
@@ -96,6 +100,10 @@ uint32_t file_type_of(int32_t type) {
         case SY_TYPE_IQ5_KS: ft = FileType::kMostlyIQ5_KS; break;
         case SY_TYPE_IQ3_KS: ft = FileType::kMostlyIQ3_KS; break;
         case SY_TYPE_IQ2_KL: ft = FileType::kMostlyIQ2_KL; break;
+        case SY_TYPE_IQ2_KT: ft = FileType::kMostlyIQ2_KT; break;
+        case SY_TYPE_IQ3_KT: ft = FileType::kMostlyIQ3_KT; break;
+        case SY_TYPE_IQ4_KT: ft = FileType::kMostlyIQ4_KT; break;
+        case SY_TYPE_IQ1_KT: ft = FileType::kMostlyIQ1_KT; break;
         default: break;
     }
     return static_cast<uint32_t>(ft);

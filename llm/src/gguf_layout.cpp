@@ -64,10 +64,6 @@ std::string known_type_names() {
 const char* ik_type_name(uint64_t type) {
     switch (type) {
         case 151: return "q8_kv";
-        case 153: return "iq2_kt";
-        case 154: return "iq3_kt";
-        case 155: return "iq4_kt";
-        case 158: return "iq1_kt";
         case 216: return "iq2_xxs_r4";
         case 217: return "iq2_xs_r4";
         case 218: return "iq3_xxs_r4";

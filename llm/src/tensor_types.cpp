@@ -18,7 +18,8 @@ constexpr int32_t kCandidates[] = {
     SY_TYPE_Q3_K,  SY_TYPE_Q2_K,   SY_TYPE_IQ4_NL,  SY_TYPE_IQ4_XS, SY_TYPE_IQ3_S, SY_TYPE_IQ3_XXS,
     SY_TYPE_IQ2_S, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_XXS, SY_TYPE_IQ1_M,  SY_TYPE_IQ1_S, SY_TYPE_IQ6_K,
     SY_TYPE_IQ5_K, SY_TYPE_IQ4_K,  SY_TYPE_IQ3_K,   SY_TYPE_IQ2_K,  SY_TYPE_IQ5_KS, SY_TYPE_IQ4_KS,
-    SY_TYPE_IQ4_KSS, SY_TYPE_IQ3_KS, SY_TYPE_IQ2_KL, SY_TYPE_IQ2_KS,
+    SY_TYPE_IQ4_KSS, SY_TYPE_IQ3_KS, SY_TYPE_IQ2_KL, SY_TYPE_IQ2_KS, SY_TYPE_IQ4_KT, SY_TYPE_IQ3_KT,
+    SY_TYPE_IQ2_KT, SY_TYPE_IQ1_KT,
 };
 
 std::vector<int32_t> writable() {
@@ -89,6 +90,10 @@ int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
         case SY_TYPE_IQ4_KS:
         case SY_TYPE_IQ4_KSS:
         case SY_TYPE_IQ2_KL:
+        case SY_TYPE_IQ1_KT:
+        case SY_TYPE_IQ2_KT:
+        case SY_TYPE_IQ3_KT:
+        case SY_TYPE_IQ4_KT:
         case SY_TYPE_IQ4_XS: fallback = SY_TYPE_IQ4_NL; break;
         case SY_TYPE_IQ5_K:
         case SY_TYPE_IQ5_KS:

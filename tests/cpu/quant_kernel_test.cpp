@@ -89,7 +89,7 @@ constexpr int32_t kTypes[] = {
     SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S,   SY_TYPE_IQ1_S,  SY_TYPE_IQ1_M,  SY_TYPE_Q6_0,
     SY_TYPE_IQ2_K,   SY_TYPE_IQ3_K,   SY_TYPE_IQ4_K,  SY_TYPE_IQ5_K,  SY_TYPE_IQ6_K,
     SY_TYPE_IQ2_KS,  SY_TYPE_IQ3_KS,  SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,
-    SY_TYPE_IQ2_KL};
+    SY_TYPE_IQ2_KL,  SY_TYPE_IQ1_KT,  SY_TYPE_IQ2_KT, SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT};
 
 // Byte offsets of the f16 scale fields (d, and dmin / m where the type has one) in a block.
 std::vector<int> half_offsets(int32_t type) {

@@ -25,10 +25,13 @@ const int32_t kWeightTypes[] = {SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16,  SY_TY
                                 SY_TYPE_IQ1_S, SY_TYPE_IQ1_M, SY_TYPE_Q6_0, SY_TYPE_IQ2_K,
                                 SY_TYPE_IQ3_K, SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K,
                                 SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS,
-                                SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL};
+                                SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL, SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,
+                                SY_TYPE_IQ3_KT, SY_TYPE_IQ4_KT};
 // ik_llama.cpp's row-scaled types (a scale in front of every row).
-const int32_t kRowScaledTypes[] = {SY_TYPE_IQ2_KS,  SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
-                                   SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL};
+const int32_t kRowScaledTypes[] = {SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
+                                   SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,
+                                   SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT, SY_TYPE_IQ3_KT,
+                                   SY_TYPE_IQ4_KT};
 const int32_t kActivationTypes[] = {SY_TYPE_Q8_0, SY_TYPE_Q8_1, SY_TYPE_Q8_K};
 
 std::vector<float> gaussian(int64_t n, uint32_t seed, float sigma = 1.0f) {
@@ -105,6 +108,13 @@ TEST_P(RoundTrip, SingleHugeValueIsKeptAndNothingIsNaN) {
     x[300] = -1000.0f;
     const auto back = dequantize(type, quantize(type, x), 512);
     for (float v : back) ASSERT_TRUE(std::isfinite(v)) << name(type);
+    // IQ1_KT's 8192 generated groups have none with one large value among seven near zero: its
+    // group can only come near the outlier. The others keep it within their coarsest step.
+    if (type == SY_TYPE_IQ1_KT) {
+        EXPECT_GT(back[37], 300.0f);
+        EXPECT_LT(back[300], -300.0f);
+        return;
+    }
     // The outlier sets its block's scale: it comes back within the type's coarsest step.
     EXPECT_NEAR(back[37], 1000.0f, 1000.0f * 0.15f) << name(type);
     EXPECT_NEAR(back[300], -1000.0f, 1000.0f * 0.15f) << name(type);
@@ -278,7 +288,8 @@ INSTANTIATE_TEST_SUITE_P(IQuants, Importance,
                                            SY_TYPE_IQ2_K, SY_TYPE_IQ3_K, SY_TYPE_IQ4_K,
                                            SY_TYPE_IQ5_K, SY_TYPE_IQ6_K, SY_TYPE_IQ2_KS,
                                            SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS,
-                                           SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL),
+                                           SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL, SY_TYPE_IQ1_KT,
+                                           SY_TYPE_IQ2_KT, SY_TYPE_IQ3_KT, SY_TYPE_IQ4_KT),
                          [](const auto& p) { return name(p.param); });
 INSTANTIATE_TEST_SUITE_P(BlockTypes, Importance,
                          ::testing::Values(SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,
@@ -306,7 +317,9 @@ const int32_t kWeightedBlockTypes[] = {SY_TYPE_Q4_0, SY_TYPE_Q4_1,   SY_TYPE_Q5_
                                        SY_TYPE_Q6_0, SY_TYPE_IQ2_K,  SY_TYPE_IQ3_K,
                                        SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K,
                                        SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
-                                       SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL};
+                                       SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,
+                                       SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT, SY_TYPE_IQ3_KT,
+                                       SY_TYPE_IQ4_KT};
 
 Bytes quantize_rows(int32_t type, const std::vector<float>& x, int64_t rows, const float* imp) {
     const int64_t n = int64_t(x.size()) / rows;
@@ -412,4 +425,45 @@ TEST(RowScaled, Iq4KssWordsDecodeToTheirIndices) {
     EXPECT_LE(relative_rms(x, back), q::expected_roundtrip_error(SY_TYPE_IQ4_KSS));
 }
 
+// The trellis generator, against values computed by hand from docs/ik-quants.md 4.1 (an
+// independent implementation): IQ2_KT's group of code 12345 and IQ4_KT's of code 777 with the
+// extra offset. A row of one block is built with those codes and d = 1, scale entries chosen so
+// that the sub-block scale is 1 (IQ2_KT: sy_iq4k_values[8] = 1; IQ4_KT: 65 - 64 = 1). IQ2_KT's
+// row scale counts 1.05 times, as ik_llama.cpp's matrix products take it.
+TEST(Trellis, GeneratorMatchesHandComputedValues) {
+    {
+        std::vector<uint8_t> row(size_t(q::row_size(SY_TYPE_IQ2_KT, 256)), 0);
+        const float d = 1.0f;
+        std::memcpy(row.data(), &d, 4);
+        sy_block_iq2_kt b{};
+        for (int c = 0; c < 4; ++c) b.scales[c] = 0x88;
+        b.ql[0] = 12345 & 0xFF;
+        b.ql[1] = 12345 >> 8;
+        std::memcpy(row.data() + 4, &b, sizeof b);
+        std::vector<float> y(256);
+        q::dequantize_row(SY_TYPE_IQ2_KT, row.data(), y.data(), 256);
+        const float dl = (d * 1.05f) * 1.0f;
+        const float want[8] = {-47, -24, 21, -50, 30, 42, 29, -26};
+        for (int t = 0; t < 8; ++t) EXPECT_EQ(y[size_t(t)], dl * want[t]) << t;
+        const float code0[8] = {-47, -36, -39, -86, -38, -38, -47, -35};  // code 0, next group
+        for (int t = 0; t < 8; ++t) EXPECT_EQ(y[size_t(8 + t)], dl * code0[t]) << t;
+    }
+    {
+        std::vector<uint8_t> row(size_t(q::row_size(SY_TYPE_IQ4_KT, 256)), 0);
+        const float d = 1.0f;
+        std::memcpy(row.data(), &d, 4);
+        sy_block_iq4_kt b{};
+        const uint32_t shb0 = 1u | (65u << 1);  // extra offset, scale 1
+        std::memcpy(b.shb, &shb0, 4);
+        b.ql[0] = 777 & 0xFF;
+        b.qh[0] = uint8_t(777 >> 8);
+        std::memcpy(row.data() + 4, &b, sizeof b);
+        std::vector<float> y(256);
+        q::dequantize_row(SY_TYPE_IQ4_KT, row.data(), y.data(), 256);
+        const float want[4] = {46, 32, -3, -3};
+        for (int t = 0; t < 4; ++t) EXPECT_EQ(y[size_t(t)], want[t]) << t;
+    }
+}
+
 }  // namespace
+

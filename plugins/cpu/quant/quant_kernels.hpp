@@ -154,6 +154,10 @@ void vec_dot_iq4_ks(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq4_kss(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq5_ks(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq2_kl(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq1_kt(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq2_kt(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq3_kt(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq4_kt(int64_t, const void*, const void* const*, int, float*);
 
 // Defines vec_dot_<name> from a template `name##_cols<C>` of the same signature, expanding the
 // run-time column count (1..kMaxDotCols) into the template argument.

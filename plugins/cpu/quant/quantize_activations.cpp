@@ -161,6 +161,10 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
         case SY_TYPE_IQ4_KSS: return {vec_dot_iq4_kss, q256, 256, 256, a256};
         case SY_TYPE_IQ5_KS: return {vec_dot_iq5_ks, q256, 256, 256, a256};
         case SY_TYPE_IQ2_KL: return {vec_dot_iq2_kl, q256, 256, 256, a256};
+        case SY_TYPE_IQ1_KT: return {vec_dot_iq1_kt, q256, 256, 256, a256};
+        case SY_TYPE_IQ2_KT: return {vec_dot_iq2_kt, q256, 256, 256, a256};
+        case SY_TYPE_IQ3_KT: return {vec_dot_iq3_kt, q256, 256, 256, a256};
+        case SY_TYPE_IQ4_KT: return {vec_dot_iq4_kt, q256, 256, 256, a256};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }

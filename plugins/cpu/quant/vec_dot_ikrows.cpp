@@ -1,5 +1,6 @@
-// Dot products of ik_llama.cpp's row-scaled types (docs/ik-quants.md 3.7-3.12) against Q8_K
-// activations: IQ2_KS, IQ3_KS, IQ4_KS, IQ4_KSS, IQ5_KS, IQ2_KL.
+// Dot products of ik_llama.cpp's row-scaled types (docs/ik-quants.md 3.7-3.12, 4) against Q8_K
+// activations: IQ2_KS, IQ3_KS, IQ4_KS, IQ4_KSS, IQ5_KS, IQ2_KL and the trellis IQ1_KT ... IQ4_KT
+// (their values generated from the codes, 8 generator states per 8-lane multiply).
 //
 // w points at the row: its scale d (f16 or f32, row_meta_size bytes), then the blocks. Every
 // 32-value sub-block has one integer scale l and one table half, so each chunk of 32 weights is
@@ -196,6 +197,129 @@ struct Iq2Kl {
 #endif
 };
 
+// ---- the trellis types: each chunk's 32 values generated from its codes ----------------------
+
+// a^1 .. a^8 mod 2^32, a = SY_KT_MULT: the generator's states after 1 .. 8 steps are the start
+// times these, so a group's 8 states are one 8-lane multiply.
+constexpr uint32_t kt_power(int k) {
+    uint32_t p = 1;
+    for (int i = 0; i < k; ++i) p *= SY_KT_MULT;
+    return p;
+}
+
+// 32 values from 4 groups of 8 (G = 8) or 8 groups of 4 (G = 4) whose generators start at
+// start[g]: v = sum of the bytes of (x & 0x3F3F3F3F) - 126 per state x.
+template <int G>
+inline I8x32 kt_values(const uint32_t* start) {
+#if defined(SY_CPU_INT8_AVX2)
+    const __m256i mul =
+        G == 8 ? _mm256_setr_epi32(int(kt_power(1)), int(kt_power(2)), int(kt_power(3)),
+                                   int(kt_power(4)), int(kt_power(5)), int(kt_power(6)),
+                                   int(kt_power(7)), int(kt_power(8)))
+               : _mm256_setr_epi32(int(kt_power(1)), int(kt_power(2)), int(kt_power(3)),
+                                   int(kt_power(4)), int(kt_power(1)), int(kt_power(2)),
+                                   int(kt_power(3)), int(kt_power(4)));
+    const __m256i mask = _mm256_set1_epi32(0x3F3F3F3F);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256i v[4];
+    for (int k = 0; k < 4; ++k) {
+        const __m256i x0 = G == 8 ? _mm256_set1_epi32(int(start[k]))
+                                  : _mm256_setr_epi32(int(start[2 * k]), int(start[2 * k]),
+                                                      int(start[2 * k]), int(start[2 * k]),
+                                                      int(start[2 * k + 1]), int(start[2 * k + 1]),
+                                                      int(start[2 * k + 1]), int(start[2 * k + 1]));
+        const __m256i s = _mm256_and_si256(_mm256_mullo_epi32(x0, mul), mask);
+        const __m256i sum = _mm256_madd_epi16(_mm256_maddubs_epi16(s, ones8), ones16);
+        v[k] = _mm256_sub_epi32(sum, _mm256_set1_epi32(126));
+    }
+    // To bytes in order: the packs work per 128-bit lane, the permute puts the dwords back.
+    const __m256i bytes =
+        _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+    return {_mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))};
+#else
+    int8_t out[32];
+    for (int g = 0; g < 32 / G; ++g) {
+        uint32_t x = start[g];
+        for (int t = 0; t < G; ++t) {
+            x *= SY_KT_MULT;
+            const uint32_t s = x & 0x3F3F3F3Fu;
+            out[G * g + t] =
+                int8_t(int((s & 0xFF) + ((s >> 8) & 0xFF) + ((s >> 16) & 0xFF) + (s >> 24)) - 126);
+        }
+    }
+    return load32(out);
+#endif
+}
+
+// IQ2_KT's and IQ3_KT's row scales count 1.05 and 1.01 times (as ik_llama.cpp's products).
+struct Iq2Kt {
+    using Block = sy_block_iq2_kt;
+    static constexpr int kMeta = 4;
+    static float row_scale(const void* w) { return row_scale_f32(w) * 1.05f; }
+    static int scale(const Block& b, int c) {
+        return sy_iq4k_values[(b.scales[c % 4] >> 4 * (c / 4)) & 0xF];
+    }
+    static I8x32 chunk(const Block& b, int c) {
+        uint32_t start[4];
+        for (int g = 0; g < 4; ++g)
+            start[g] = uint32_t(b.ql[8 * c + 2 * g] | b.ql[8 * c + 2 * g + 1] << 8) + SY_KT_OFFSET;
+        return kt_values<8>(start);
+    }
+};
+struct Iq3Kt {
+    using Block = sy_block_iq3_kt;
+    static constexpr int kMeta = 4;
+    static float row_scale(const void* w) { return row_scale_f32(w) * 1.01f; }
+    static int scale(const Block& b, int c) { return (b.scales[c % 4] >> 4 * (c / 4)) & 0xF; }
+    static I8x32 chunk(const Block& b, int c) {
+        uint32_t start[4];
+        for (int g = 0; g < 4; ++g)
+            start[g] = uint32_t(b.ql[8 * c + 2 * g] | b.ql[8 * c + 2 * g + 1] << 8) + SY_KT_OFFSET;
+        const I8x32 v = kt_values<8>(start);
+        // |v|, negated where the sign bit is set.
+        return negate_where(negate_where(v, mask_of(and8(shr8(v, 7), 1))),
+                            mask_of(plane1(b.qh, c)));
+    }
+};
+struct Iq1Kt {
+    using Block = sy_block_iq1_kt;
+    static constexpr int kMeta = 4;
+    static float row_scale(const void* w) { return row_scale_f32(w); }
+    static int scale(const Block& b, int c) { return sy_iq4k_values[b.sh[c] & 0xF]; }
+    static I8x32 chunk(const Block& b, int c) {
+        uint32_t start[4];
+        for (int i = 0; i < 4; ++i)
+            start[i] =
+                uint32_t(b.ql[4 * c + i] | ((b.qh[4 * (c % 4) + i] >> 4 * (c / 4)) & 0xF) << 8 |
+                         ((b.sh[c] >> (4 + i)) & 1) << 12) +
+                SY_KT_OFFSET;
+        return kt_values<8>(start);
+    }
+};
+struct Iq4Kt {
+    using Block = sy_block_iq4_kt;
+    static constexpr int kMeta = 4;
+    static float row_scale(const void* w) { return row_scale_f32(w); }
+    static uint32_t shb(const Block& b, int c) {
+        uint32_t w;
+        std::memcpy(&w, b.shb + 4 * c, 4);
+        return w;
+    }
+    static int scale(const Block& b, int c) { return int((shb(b, c) & 0xFF) >> 1) - 64; }
+    static I8x32 chunk(const Block& b, int c) {
+        const uint32_t h = shb(b, c);
+        const uint32_t offset = SY_KT_OFFSET + (h & 1 ? SY_KT_OFFSET4 : 0);
+        uint32_t start[8];
+        for (int i = 0; i < 8; ++i) {
+            const int j = 8 * c + i;
+            start[i] = (uint32_t(b.ql[j] | ((b.qh[j % 32] >> 4 * (j / 32)) & 0xF) << 8) |
+                        ((h >> (8 + 3 * i)) & 7) << 12) +
+                       offset;
+        }
+        return kt_values<4>(start);
+    }
+};
+
 template <typename T, int C>
 void ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const float d = T::row_scale(w);
@@ -248,8 +372,29 @@ void iq2_kl_cols(int64_t blocks, const void* w, const void* const* act, float* o
     ks_cols<Iq2Kl, C>(blocks, w, act, out);
 }
 
+template <int C>
+void iq1_kt_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq1Kt, C>(blocks, w, act, out);
+}
+template <int C>
+void iq2_kt_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq2Kt, C>(blocks, w, act, out);
+}
+template <int C>
+void iq3_kt_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq3Kt, C>(blocks, w, act, out);
+}
+template <int C>
+void iq4_kt_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ks_cols<Iq4Kt, C>(blocks, w, act, out);
+}
+
 }  // namespace
 
+SY_CPU_DEFINE_VEC_DOT(iq1_kt)
+SY_CPU_DEFINE_VEC_DOT(iq2_kt)
+SY_CPU_DEFINE_VEC_DOT(iq3_kt)
+SY_CPU_DEFINE_VEC_DOT(iq4_kt)
 SY_CPU_DEFINE_VEC_DOT(iq2_ks)
 SY_CPU_DEFINE_VEC_DOT(iq3_ks)
 SY_CPU_DEFINE_VEC_DOT(iq4_ks)

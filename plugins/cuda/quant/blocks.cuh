@@ -639,6 +639,10 @@ __host__ bool with_block_type(int32_t type, F&& f) {
         case SY_TYPE_IQ4_KSS: f(std::integral_constant<int, SY_TYPE_IQ4_KSS>{}); return true;
         case SY_TYPE_IQ5_KS: f(std::integral_constant<int, SY_TYPE_IQ5_KS>{}); return true;
         case SY_TYPE_IQ2_KL: f(std::integral_constant<int, SY_TYPE_IQ2_KL>{}); return true;
+        case SY_TYPE_IQ1_KT: f(std::integral_constant<int, SY_TYPE_IQ1_KT>{}); return true;
+        case SY_TYPE_IQ2_KT: f(std::integral_constant<int, SY_TYPE_IQ2_KT>{}); return true;
+        case SY_TYPE_IQ3_KT: f(std::integral_constant<int, SY_TYPE_IQ3_KT>{}); return true;
+        case SY_TYPE_IQ4_KT: f(std::integral_constant<int, SY_TYPE_IQ4_KT>{}); return true;
         default: return false;
     }
 }

@@ -71,6 +71,14 @@ template <>
 struct BlockTraits<SY_TYPE_IQ5_KS> : IkTraits<168> {};
 template <>
 struct BlockTraits<SY_TYPE_IQ2_KL> : IkTraits<86> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ1_KT> : IkTraits<56> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ2_KT> : IkTraits<68> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ3_KT> : IkTraits<100> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ4_KT> : IkTraits<128> {};
 
 // The row-scaled types keep their scale d in front of each row: kBytes of it (2: f16, 4: f32),
 // 0 for every other type. Their blocks decode with d (decode_scaled).
@@ -102,11 +110,32 @@ template <>
 struct RowScale<SY_TYPE_IQ5_KS> {
     static constexpr int kBytes = 4;
 };
+template <>
+struct RowScale<SY_TYPE_IQ1_KT> {
+    static constexpr int kBytes = 4;
+};
+template <>
+struct RowScale<SY_TYPE_IQ2_KT> {
+    static constexpr int kBytes = 4;
+};
+template <>
+struct RowScale<SY_TYPE_IQ3_KT> {
+    static constexpr int kBytes = 4;
+};
+template <>
+struct RowScale<SY_TYPE_IQ4_KT> {
+    static constexpr int kBytes = 4;
+};
 
+// IQ2_KT's and IQ3_KT's count 1.05 and 1.01 times, as ik_llama.cpp's products (and
+// switchyard_quants) take them.
 template <int Type>
 __device__ inline float row_scale(const uint8_t* row) {
     if constexpr (RowScale<Type>::kBytes == 2) return load_half(row);
-    return *reinterpret_cast<const float*>(row);
+    const float d = *reinterpret_cast<const float*>(row);
+    if constexpr (Type == SY_TYPE_IQ2_KT) return __fmul_rn(d, 1.05f);
+    if constexpr (Type == SY_TYPE_IQ3_KT) return __fmul_rn(d, 1.01f);
+    return d;
 }
 
 // Sub-block `sub` (0..7) of a row-scaled type's block at b, with the row's scale d.
@@ -376,4 +405,94 @@ __device__ inline void decode_scaled<SY_TYPE_IQ2_KL>(const uint8_t* b, int sub, 
     ik_scales(s, d, S - 32, S - 32);
 }
 
+// ---- the trellis types: values generated from codes (quant_blocks.h) ---------------------------
+
+// The generator's next value from state x (updated): sum of the bytes of x & 0x3F3F3F3F - 126.
+__device__ inline int kt_next(uint32_t& x) {
+    x *= SY_KT_MULT;
+    const uint32_t s = x & 0x3F3F3F3Fu;
+    return int((s & 0xFFu) + ((s >> 8) & 0xFFu) + ((s >> 16) & 0xFFu) + (s >> 24)) - 126;
+}
+
+// q[j] from 8 generator starts of 4 values each (starts[g] covers values 4g .. 4g + 3), or 4
+// starts of 8 values (G = 8); `sign(e)` negates value e of |v| where given (IQ3_KT).
+template <int G, typename Value>
+__device__ inline void kt_quants(Sub32& s, const uint32_t* starts, Value value) {
+#pragma unroll
+    for (int g = 0; g < 32 / G; ++g) {
+        uint32_t x = starts[g];
+#pragma unroll
+        for (int t = 0; t < G; t += 4) {
+            uint32_t packed = 0;
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                packed |= (uint32_t(value(G * g + t + k, kt_next(x))) & 0xFFu) << (8 * k);
+            s.q[(G * g + t) / 4] = int(packed);
+        }
+    }
+}
+
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ2_KT>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t starts[4];
+#pragma unroll
+    for (int g = 0; g < 4; ++g)
+        starts[g] = uint32_t(b[4 + 8 * sub + 2 * g] | b[4 + 8 * sub + 2 * g + 1] << 8) + SY_KT_OFFSET;
+    kt_quants<8>(s, starts, [](int, int v) { return v; });
+    const int l = ik_iq4k((b[sub % 4] >> (4 * (sub / 4))) & 0xF);
+    ik_scales(s, d, l, l);
+}
+
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ3_KT>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t starts[4], qh[8];
+#pragma unroll
+    for (int g = 0; g < 4; ++g)
+        starts[g] = uint32_t(b[4 + 8 * sub + 2 * g] | b[4 + 8 * sub + 2 * g + 1] << 8) + SY_KT_OFFSET;
+    load_words(b + 68, qh);
+    kt_quants<8>(s, starts, [&](int e, int v) {
+        const int a = v < 0 ? -v : v;
+        return (byte_of(qh[e / 4], e % 4) >> sub) & 1u ? -a : a;
+    });
+    const int l = (b[sub % 4] >> (4 * (sub / 4))) & 0xF;
+    ik_scales(s, d, l, l);
+}
+
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ1_KT>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t starts[4];
+    const uint32_t sh = b[sub];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        starts[i] = (uint32_t(b[8 + 4 * sub + i]) | ((uint32_t(b[40 + 4 * (sub % 4) + i]) >> (4 * (sub / 4))) & 0xFu) << 8 |
+                     ((sh >> (4 + i)) & 1u) << 12) +
+                    SY_KT_OFFSET;
+    kt_quants<8>(s, starts, [](int, int v) { return v; });
+    const int l = ik_iq4k(sh & 0xF);
+    ik_scales(s, d, l, l);
+}
+
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ4_KT>(const uint8_t* b, int sub, float d,
+                                                     Sub32& s) {
+    uint32_t shb[1];
+    load_words(b + 4 * sub, shb);
+    const uint32_t offset = SY_KT_OFFSET + (shb[0] & 1u ? SY_KT_OFFSET4 : 0u);
+    uint32_t starts[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const int j = 8 * sub + i;
+        starts[i] = (uint32_t(b[32 + j]) | ((uint32_t(b[96 + j % 32]) >> (4 * (j / 32))) & 0xFu) << 8 |
+                     ((shb[0] >> (8 + 3 * i)) & 7u) << 12) +
+                    offset;
+    }
+    kt_quants<4>(s, starts, [](int, int v) { return v; });
+    const int l = int((shb[0] & 0xFFu) >> 1) - 64;
+    ik_scales(s, d, l, l);
+}
+
 }  // namespace sy::cuda
+

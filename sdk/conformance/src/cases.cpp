@@ -361,6 +361,7 @@ std::vector<Case> cases_for(const sy_capability& row) {
 //   iq2_k iq3_k iq4_k iq5_k iq6_k      2e-2   (Q8_K activations)
 //   iq2_ks iq3_ks iq4_ks iq4_kss
 //   iq5_ks iq2_kl                      2e-2   (Q8_K activations)
+//   iq1_kt iq2_kt iq3_kt iq4_kt        2e-2   (Q8_K activations)
 //
 // attn.flash / attn.mla with a block-quantized K or V (a Q8_0 KV cache) take the same bound:
 // the reference reads the decoded cache exactly, and a backend may quantize Q to Q8_0 for the
@@ -380,7 +381,8 @@ constexpr ToleranceRow kTolerances[] = {
     {SY_TYPE_IQ3_XXS, 2e-2}, {SY_TYPE_IQ3_S, 2e-2},   {SY_TYPE_Q6_0, 1e-2},   {SY_TYPE_IQ2_K, 2e-2},
     {SY_TYPE_IQ3_K, 2e-2},   {SY_TYPE_IQ4_K, 2e-2},   {SY_TYPE_IQ5_K, 2e-2},  {SY_TYPE_IQ6_K, 2e-2},
     {SY_TYPE_IQ2_KS, 2e-2},  {SY_TYPE_IQ3_KS, 2e-2},  {SY_TYPE_IQ4_KS, 2e-2}, {SY_TYPE_IQ4_KSS, 2e-2},
-    {SY_TYPE_IQ5_KS, 2e-2},  {SY_TYPE_IQ2_KL, 2e-2},
+    {SY_TYPE_IQ5_KS, 2e-2},  {SY_TYPE_IQ2_KL, 2e-2},  {SY_TYPE_IQ1_KT, 2e-2}, {SY_TYPE_IQ2_KT, 2e-2},
+    {SY_TYPE_IQ3_KT, 2e-2},  {SY_TYPE_IQ4_KT, 2e-2},
 };
 constexpr double kLongReductionF32 = 5e-5;
 constexpr int64_t kLongReduction = 1024;

@@ -242,6 +242,30 @@ static inline sy_dtype_traits sy_dtype_info(int32_t type) {
             t.type_size = 86;
             t.row_meta_size = 2;
             break;
+        case SY_TYPE_IQ2_KT:
+            t.name = "iq2_kt";
+            t.block_size = 256;
+            t.type_size = 68;
+            t.row_meta_size = 4;
+            break;
+        case SY_TYPE_IQ3_KT:
+            t.name = "iq3_kt";
+            t.block_size = 256;
+            t.type_size = 100;
+            t.row_meta_size = 4;
+            break;
+        case SY_TYPE_IQ4_KT:
+            t.name = "iq4_kt";
+            t.block_size = 256;
+            t.type_size = 128;
+            t.row_meta_size = 4;
+            break;
+        case SY_TYPE_IQ1_KT:
+            t.name = "iq1_kt";
+            t.block_size = 256;
+            t.type_size = 56;
+            t.row_meta_size = 4;
+            break;
         default: break;
     }
     return t;

@@ -123,6 +123,11 @@ typedef enum sy_dtype {
     SY_TYPE_IQ5_KS = 152,
     SY_TYPE_IQ3_KS = 156,
     SY_TYPE_IQ2_KL = 157,
+    /* Trellis ("KT"), row-scaled too: values generated from codes (quant_blocks.h). */
+    SY_TYPE_IQ2_KT = 153,
+    SY_TYPE_IQ3_KT = 154,
+    SY_TYPE_IQ4_KT = 155,
+    SY_TYPE_IQ1_KT = 158,
     /* Wildcards for capability tables only (never in a tensor). */
     SY_TYPE_ANY = -1,  /* any type */
     SY_TYPE_NONE = -2, /* this source slot must be absent */

@@ -258,6 +258,45 @@ typedef struct {
     uint8_t qh[SY_QK_K / 16];
 } sy_block_iq2_kl;
 
+/* ik_llama.cpp's trellis types: row-scaled (an f32 d in front of each row); each group of G
+   values (G = 8, or 4 for IQ4_KT) is generated from a code c by
+       x = c + offset; repeat G times: x = x * SY_KT_MULT (mod 2^32),
+       v = sum of the 4 bytes of (x & 0x3F3F3F3F) - 126      (-126 .. 126)
+   with offset SY_KT_OFFSET (IQ4_KT: + SY_KT_OFFSET4 where its sub-block's flag is set), and
+   value = (d * sub-block scale) * v. */
+#define SY_KT_MULT 0xCBAC1FEDu
+#define SY_KT_OFFSET 4096u
+#define SY_KT_OFFSET4 32768u
+/* IQ2_KT: scales byte c = sub-block c's index into the first 16 sy_iq4k_values (low nibble) and
+   sub-block c + 4's (high nibble); 32 little-endian u16 codes, code g giving values 8g .. 8g+7. */
+typedef struct {
+    uint8_t scales[SY_QK_K / 64];
+    uint8_t ql[SY_QK_K / 4];
+} sy_block_iq2_kt;
+/* IQ3_KT: as IQ2_KT with unsigned scale nibbles (0..15) and |v|; sign of value n is bit n / 32
+   of qh[n % 32]. */
+typedef struct {
+    uint8_t scales[SY_QK_K / 64];
+    uint8_t ql[SY_QK_K / 4];
+    uint8_t qh[SY_QK_K / 8];
+} sy_block_iq3_kt;
+/* IQ1_KT: 13-bit codes of groups g = 4 b + i of sub-block b: low 8 bits ql[g], bits 8-11 in qh
+   byte 4 (b % 4) + i (low nibble for b < 4), bit 12 = bit 4 + i of sh[b]; scale index into the
+   first 16 sy_iq4k_values in sh[b]'s low nibble. */
+typedef struct {
+    uint8_t sh[SY_QK_K / 32];
+    uint8_t ql[SY_QK_K / 8];
+    uint8_t qh[SY_QK_K / 16];
+} sy_block_iq1_kt;
+/* IQ4_KT: groups of 4; u32 shb[b] per sub-block: bit 0 = the extra offset, bits 1-7 = scale + 64,
+   bits 8 + 3i .. 10 + 3i = bits 12-14 of group i's 15-bit code; low 8 bits of group j (= 8 b + i)
+   in ql[j], bits 8-11 in qh[j % 32] (low nibble for j < 32). */
+typedef struct {
+    uint8_t shb[SY_QK_K / 8];
+    uint8_t ql[SY_QK_K / 4];
+    uint8_t qh[SY_QK_K / 8];
+} sy_block_iq4_kt;
+
 /* Their value tables: the base half, then the half an `extra` bit selects, which is the base
    plus a constant (SY_IQ*_SHIFT), so a dot product can use the base half and add the shift
    times the activations' sum. The INIT macros let device code make its own copies. */
@@ -333,6 +372,10 @@ static_assert(sizeof(sy_block_iq4_ks) == 136, "iq4_ks");
 static_assert(sizeof(sy_block_iq4_kss) == 128, "iq4_kss");
 static_assert(sizeof(sy_block_iq5_ks) == 168, "iq5_ks");
 static_assert(sizeof(sy_block_iq2_kl) == 86, "iq2_kl");
+static_assert(sizeof(sy_block_iq2_kt) == 68, "iq2_kt");
+static_assert(sizeof(sy_block_iq3_kt) == 100, "iq3_kt");
+static_assert(sizeof(sy_block_iq1_kt) == 56, "iq1_kt");
+static_assert(sizeof(sy_block_iq4_kt) == 128, "iq4_kt");
 }
 #endif
 

@@ -54,6 +54,10 @@ enum class FileType : uint32_t {
     kMostlyIQ5_KS = 150,
     kMostlyIQ3_KS = 154,
     kMostlyIQ2_KL = 155,
+    kMostlyIQ2_KT = 151,
+    kMostlyIQ3_KT = 152,
+    kMostlyIQ4_KT = 153,
+    kMostlyIQ1_KT = 156,
 };
 
 // Set on a file type that was inferred from the tensors rather than read from the file.

@@ -1,0 +1,470 @@
+// ik_llama.cpp's trellis types IQ1_KT, IQ2_KT, IQ3_KT, IQ4_KT (docs/ik-quants.md section 4): a
+// row is its f32 scale d and 256-value blocks; each group of G values (8; 4 for IQ4_KT) is
+// generated from a stored code by the integer recurrence of quant_blocks.h, and scaled by its
+// 32-value sub-block's scale:
+//   y = ((d * f) * scale) * v      (IQ3_KT: ... * |v|, negated where the sign bit is set)
+// with f = 1.05 for IQ2_KT, 1.01 for IQ3_KT and 1 for the others: ik_llama.cpp's matrix products
+// (CPU and CUDA) scale the stored d so, and they are what its users' outputs come from (its
+// dequantize_row_iq2_kt leaves the 1.05 out; docs/ik-quants.md 4.6). The quantizer stores its
+// fitted scale divided by f.
+//
+// Quantizing (switchyard's own search): every code's group is computed once per type and
+// bucketed by a key of its values (their signs; IQ3_KT and IQ4_KT add which are large), so a
+// group of the row is matched against the few hundred codes of its own bucket and of the bucket
+// one sign away. Per sub-block a few trial scales around rms(x) / rms(v) are fitted (codes, then
+// the weighted least-squares scale); the sub-block scales are rounded onto the type's scale grid
+// against a row scale d, the codes searched again at the rounded scales, and d refitted by
+// weighted least squares over the row.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "internal.hpp"
+
+namespace sy::quants::detail {
+namespace {
+
+constexpr int kSub = 32;               // values per sub-block
+constexpr int kSubs = SY_QK_K / kSub;  // sub-blocks per block
+
+// The G values of the group whose generator starts at x (code plus offset).
+template <int G>
+void trellis(uint32_t x, int8_t* v) {
+    for (int t = 0; t < G; ++t) {
+        x *= SY_KT_MULT;
+        const uint32_t s = x & 0x3F3F3F3Fu;
+        v[t] = int8_t(int((s & 0xFF) + ((s >> 8) & 0xFF) + ((s >> 16) & 0xFF) + (s >> 24)) - 126);
+    }
+}
+
+float row_d(const void* row) {
+    float d;
+    std::memcpy(&d, row, 4);
+    return d;
+}
+constexpr float kIq2KtFactor = 1.05f, kIq3KtFactor = 1.01f;
+template <typename Block>
+const Block* blocks_of(const void* row) {
+    return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(row) + 4);
+}
+template <typename Block>
+Block* blocks_of(void* row) {
+    return reinterpret_cast<Block*>(static_cast<uint8_t*>(row) + 4);
+}
+
+// ---- codes of each type ------------------------------------------------------------------------
+
+uint32_t iq2_kt_code(const sy_block_iq2_kt& b, int g) {
+    return uint32_t(b.ql[2 * g] | b.ql[2 * g + 1] << 8);
+}
+uint32_t iq1_kt_code(const sy_block_iq1_kt& b, int g) {
+    const int sb = g / 4, i = g % 4;
+    return uint32_t(b.ql[g] | ((b.qh[4 * (sb % 4) + i] >> 4 * (sb / 4)) & 0xF) << 8 |
+                    ((b.sh[sb] >> (4 + i)) & 1) << 12);
+}
+uint32_t iq4_kt_shb(const sy_block_iq4_kt& b, int sb) {
+    uint32_t w;
+    std::memcpy(&w, b.shb + 4 * sb, 4);
+    return w;
+}
+uint32_t iq4_kt_code(const sy_block_iq4_kt& b, int j) {
+    const uint32_t shb = iq4_kt_shb(b, j / 8);
+    return uint32_t(b.ql[j] | ((b.qh[j % 32] >> 4 * (j / 32)) & 0xF) << 8) |
+           ((shb >> (8 + 3 * (j % 8))) & 7) << 12;
+}
+
+// ---- the code search -------------------------------------------------------------------------
+
+// Every code's group, bucketed by a key of its values.
+struct Codebook {
+    int dim = 0;
+    bool magnitude = false;      // values are |v| (IQ3_KT)
+    bool large_bits = false;     // the key has a "large" bit per value besides the signs
+    std::vector<int8_t> values;  // code-major
+    std::vector<std::vector<uint32_t>> bucket;  // key -> codes
+
+    int key_of(const float* y) const {
+        int k = 0;
+        for (int t = 0; t < dim; ++t) {
+            if (!magnitude && y[t] < 0) k |= 1 << t;
+            if (large_bits && std::fabs(y[t]) >= kLarge) k |= 1 << (t + (magnitude ? 0 : dim));
+        }
+        return k;
+    }
+    static constexpr float kLarge = 28.0f;
+};
+
+Codebook make_codebook(int dim, int bits, uint32_t offset, bool magnitude, bool large_bits) {
+    Codebook cb;
+    cb.dim = dim;
+    cb.magnitude = magnitude;
+    cb.large_bits = large_bits;
+    const uint32_t n = 1u << bits;
+    cb.values.resize(size_t(n) * size_t(dim));
+    const int key_bits = (magnitude ? 0 : dim) + (large_bits ? dim : 0);
+    cb.bucket.resize(size_t(1) << key_bits);
+    for (uint32_t c = 0; c < n; ++c) {
+        int8_t* v = cb.values.data() + size_t(c) * size_t(dim);
+        if (dim == 8)
+            trellis<8>(c + offset, v);
+        else
+            trellis<4>(c + offset, v);
+        float y[8];
+        for (int t = 0; t < dim; ++t) {
+            if (magnitude) v[t] = int8_t(std::abs(v[t]));
+            y[t] = v[t];
+        }
+        cb.bucket[size_t(cb.key_of(y))].push_back(c);
+    }
+    return cb;
+}
+
+// The codebooks, built once: IQ2_KT (16-bit codes, groups of 8), IQ3_KT (the same, |v|), IQ1_KT
+// (13-bit), IQ4_KT (15-bit, groups of 4, both offsets).
+const Codebook& codebook(int which) {
+    static std::once_flag once[5];
+    static Codebook books[5];
+    std::call_once(once[which], [which] {
+        switch (which) {
+            case 0: books[0] = make_codebook(8, 16, SY_KT_OFFSET, false, false); break;
+            case 1: books[1] = make_codebook(8, 16, SY_KT_OFFSET, true, true); break;
+            case 2: books[2] = make_codebook(8, 13, SY_KT_OFFSET, false, false); break;
+            case 3: books[3] = make_codebook(4, 15, SY_KT_OFFSET, false, true); break;
+            default: books[4] = make_codebook(4, 15, SY_KT_OFFSET + SY_KT_OFFSET4, false, true);
+        }
+    });
+    return books[which];
+}
+
+// The code nearest (weighted) to y among its bucket and the bucket with the sign (or the large
+// bit) of its smallest value flipped; the whole book where both are empty.
+uint32_t nearest_code(const Codebook& cb, const float* y, const float* w, float& err) {
+    const int key = cb.key_of(y);
+    int small = 0;
+    for (int t = 1; t < cb.dim; ++t)
+        if (std::fabs(y[t]) < std::fabs(y[small])) small = t;
+    const int flip = 1 << small;
+    uint32_t best = 0;
+    err = INFINITY;
+    auto scan = [&](const std::vector<uint32_t>& codes) {
+        for (uint32_t c : codes) {
+            const int8_t* v = cb.values.data() + size_t(c) * size_t(cb.dim);
+            float e = 0;
+            for (int t = 0; t < cb.dim; ++t) {
+                const float d = y[t] - float(v[t]);
+                e += w[t] * d * d;
+            }
+            if (e < err) err = e, best = c;
+        }
+    };
+    scan(cb.bucket[size_t(key)]);
+    scan(cb.bucket[size_t(key ^ flip)]);
+    if (cb.large_bits) {  // and the value nearest the "large" threshold on its other side
+        int edge = 0;
+        for (int t = 1; t < cb.dim; ++t)
+            if (std::fabs(std::fabs(y[t]) - Codebook::kLarge) <
+                std::fabs(std::fabs(y[edge]) - Codebook::kLarge))
+                edge = t;
+        scan(cb.bucket[size_t(key ^ (1 << (edge + (cb.magnitude ? 0 : cb.dim))))]);
+    }
+    if (err == INFINITY) {
+        for (const auto& codes : cb.bucket) scan(codes);
+    }
+    return best;
+}
+
+// Codes of one sub-block (32 values, groups of cb.dim) for x ~ s * v, and sum w x v, sum w v^2.
+void fit_codes(const Codebook& cb, const float* x, const float* w, float s, uint32_t* codes,
+               double& sxv, double& svv) {
+    sxv = svv = 0;
+    const float is = s != 0 ? 1 / s : 0;
+    for (int g = 0; g < kSub / cb.dim; ++g) {
+        float y[8], ww[8];
+        for (int t = 0; t < cb.dim; ++t) {
+            const float xv = x[g * cb.dim + t];
+            y[t] = (cb.magnitude ? std::fabs(xv) : xv) * is;
+            ww[t] = w[g * cb.dim + t];
+        }
+        float err;
+        codes[g] = nearest_code(cb, y, ww, err);
+        const int8_t* v = cb.values.data() + size_t(codes[g]) * size_t(cb.dim);
+        for (int t = 0; t < cb.dim; ++t) {
+            const double xv = cb.magnitude ? std::fabs(x[g * cb.dim + t]) : x[g * cb.dim + t];
+            sxv += ww[t] * xv * v[t];
+            svv += double(ww[t]) * v[t] * v[t];
+        }
+    }
+}
+
+// The best float scale of a sub-block from a few trials around rms(x) / rms(v) (rms(v) of the
+// generator is about 37), each refitted once.
+float best_sub_scale(const Codebook& cb, const float* x, const float* w, double& score) {
+    double sum2 = 0;
+    for (int j = 0; j < kSub; ++j) sum2 += double(x[j]) * x[j];
+    score = 0;
+    if (sum2 == 0) return 0;
+    const float s0 = float(std::sqrt(sum2 / kSub) / 37.0);
+    uint32_t codes[kSub];
+    float best = 0;
+    for (const float f : {0.8f, 0.9f, 1.0f, 1.12f, 1.25f}) {
+        float s = s0 * f;
+        for (int pass = 0; pass < 2; ++pass) {
+            double sxv, svv;
+            fit_codes(cb, x, w, s, codes, sxv, svv);
+            if (svv <= 0 || sxv <= 0) break;
+            if (sxv * sxv / svv > score) score = sxv * sxv / svv, best = float(sxv / svv);
+            s = float(sxv / svv);
+        }
+    }
+    return best;
+}
+
+// A type's scale grid: integer levels l (the sub-block scale is d * l).
+struct Grid {
+    std::vector<int> levels;  // what can be stored, each with its field value
+    std::vector<int> field;
+};
+
+Grid iq4k_grid() {  // IQ1_KT, IQ2_KT: the first 16 sy_iq4k_values, both signs usable
+    Grid g;
+    for (int i = 0; i < 16; ++i) g.levels.push_back(sy_iq4k_values[i]), g.field.push_back(i);
+    return g;
+}
+Grid linear_grid(int lo, int hi, int bias) {  // IQ3_KT: 0..15; IQ4_KT: -64..63 (field l + 64)
+    Grid g;
+    for (int l = lo; l <= hi; ++l) g.levels.push_back(l), g.field.push_back(l + bias);
+    return g;
+}
+
+// A fitted row: d, per sub-block the grid index (and IQ4_KT's offset), per group its code.
+struct RowFit {
+    float d = 0;
+    std::vector<int> level;      // grid index per sub-block
+    std::vector<int> book;       // codebook per sub-block (IQ4_KT: 3 or 4)
+    std::vector<uint32_t> code;  // per group
+};
+
+RowFit fit_row(const std::vector<int>& books, const Grid& grid, const float* x, int64_t n,
+               const float* importance) {
+    const int dim = codebook(books[0]).dim;
+    const int64_t subs = n / kSub;
+    std::vector<float> w(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; i += SY_QK_K) {
+        const float sigma2 = 2 * sum_of_squares(x + i, SY_QK_K) / float(SY_QK_K);
+        subblock_weights(x + i, importance ? importance + i : nullptr, sigma2, SY_QK_K, kSub,
+                         w.data() + i);
+    }
+    RowFit r;
+    r.level.assign(size_t(subs), 0);
+    r.book.assign(size_t(subs), books[0]);
+    r.code.assign(size_t(n / dim), 0);
+    std::vector<float> s(static_cast<size_t>(subs));
+    float smax = 0;
+    for (int64_t b = 0; b < subs; ++b) {
+        double best = -1;
+        for (int book : books) {
+            double score;
+            const float sb =
+                best_sub_scale(codebook(book), x + kSub * b, w.data() + kSub * b, score);
+            if (score > best) best = score, s[size_t(b)] = sb, r.book[size_t(b)] = book;
+        }
+        smax = std::max(smax, s[size_t(b)]);
+    }
+    int lmax = 0;
+    for (int l : grid.levels) lmax = std::max(lmax, std::abs(l));
+    float d = smax / float(lmax);
+    // The zero level where the grid has one, else the smallest magnitude.
+    size_t zero = 0;
+    for (size_t k = 1; k < grid.levels.size(); ++k)
+        if (std::abs(grid.levels[k]) < std::abs(grid.levels[zero])) zero = k;
+    if (d == 0) {
+        std::fill(r.level.begin(), r.level.end(), int(zero));
+        return r;
+    }
+    double sxv = 0, svv = 0;
+    for (int64_t b = 0; b < subs; ++b) {
+        // The grid level nearest to the fitted scale (its magnitude: the codebooks are about
+        // symmetric, a negative level fits -x).
+        const float want = s[size_t(b)] / d;
+        size_t k = zero;
+        for (size_t c = 0; c < grid.levels.size(); ++c)
+            if (std::fabs(std::fabs(float(grid.levels[c])) - want) <
+                std::fabs(std::fabs(float(grid.levels[k])) - want))
+                k = c;
+        r.level[size_t(b)] = int(k);
+        const int l = grid.levels[k];
+        if (l == 0) continue;
+        const Codebook& cb = codebook(r.book[size_t(b)]);
+        double bx, bv;
+        fit_codes(cb, x + kSub * b, w.data() + kSub * b, d * float(l),
+                  r.code.data() + kSub / dim * b, bx, bv);
+        sxv += bx * l;
+        svv += bv * double(l) * l;
+    }
+    if (svv > 0 && sxv > 0)
+        r.d = float(sxv / svv);
+    else
+        r.d = d;
+    return r;
+}
+
+// Sign bits of IQ3_KT: bit n / 32 of qh[n % 32] where x[n] < 0.
+void store_signs(const float* x, uint8_t* qh) {
+    for (int k = 0; k < SY_QK_K; ++k)
+        if (x[k] < 0) qh[k % 32] |= uint8_t(1 << (k / 32));
+}
+
+}  // namespace
+
+// ---- IQ2_KT ----------------------------------------------------------------------------------
+
+void quantize_iq2_kt_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const RowFit r = fit_row({0}, iq4k_grid(), x, n, importance);
+    const float stored = r.d / kIq2KtFactor;
+    std::memcpy(vy, &stored, 4);
+    auto* y = blocks_of<sy_block_iq2_kt>(vy);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b)
+            y[i].scales[b % 4] |= uint8_t(r.level[size_t(kSubs * i + b)] << 4 * (b / 4));
+        for (int g = 0; g < 32; ++g) {
+            const uint32_t c = r.code[size_t(32 * i + g)];
+            y[i].ql[2 * g] = uint8_t(c);
+            y[i].ql[2 * g + 1] = uint8_t(c >> 8);
+        }
+    }
+}
+
+void dequantize_iq2_kt(const void* vx, float* y, int64_t n) {
+    const float d = row_d(vx) * kIq2KtFactor;
+    const auto* x = blocks_of<sy_block_iq2_kt>(vx);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
+        for (int g = 0; g < 32; ++g) {
+            const int b = g / 4;
+            const float sl = d * float(sy_iq4k_values[(x[i].scales[b % 4] >> 4 * (b / 4)) & 0xF]);
+            int8_t v[8];
+            trellis<8>(iq2_kt_code(x[i], g) + SY_KT_OFFSET, v);
+            for (int t = 0; t < 8; ++t) y[8 * g + t] = sl * float(v[t]);
+        }
+}
+
+// ---- IQ3_KT ----------------------------------------------------------------------------------
+
+void quantize_iq3_kt_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const RowFit r = fit_row({1}, linear_grid(0, 15, 0), x, n, importance);
+    const float stored = r.d / kIq3KtFactor;
+    std::memcpy(vy, &stored, 4);
+    auto* y = blocks_of<sy_block_iq3_kt>(vy);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b)
+            y[i].scales[b % 4] |= uint8_t(r.level[size_t(kSubs * i + b)] << 4 * (b / 4));
+        for (int g = 0; g < 32; ++g) {
+            const uint32_t c = r.code[size_t(32 * i + g)];
+            y[i].ql[2 * g] = uint8_t(c);
+            y[i].ql[2 * g + 1] = uint8_t(c >> 8);
+        }
+        store_signs(x + SY_QK_K * i, y[i].qh);
+    }
+}
+
+void dequantize_iq3_kt(const void* vx, float* y, int64_t n) {
+    const float d = row_d(vx) * kIq3KtFactor;
+    const auto* x = blocks_of<sy_block_iq3_kt>(vx);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
+        for (int g = 0; g < 32; ++g) {
+            const int b = g / 4;
+            const float sl = d * float((x[i].scales[b % 4] >> 4 * (b / 4)) & 0xF);
+            int8_t v[8];
+            trellis<8>(uint32_t(x[i].ql[2 * g] | x[i].ql[2 * g + 1] << 8) + SY_KT_OFFSET, v);
+            for (int t = 0; t < 8; ++t) {
+                // The sign on the integer (a value of 0 stays +0, as the integer products give).
+                const int k = 8 * g + t, a = std::abs(v[t]);
+                y[k] = sl * float((x[i].qh[k % 32] >> (k / 32)) & 1 ? -a : a);
+            }
+        }
+}
+
+// ---- IQ1_KT ----------------------------------------------------------------------------------
+
+void quantize_iq1_kt_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const RowFit r = fit_row({2}, iq4k_grid(), x, n, importance);
+    std::memcpy(vy, &r.d, 4);
+    auto* y = blocks_of<sy_block_iq1_kt>(vy);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b) {
+            y[i].sh[b] = uint8_t(r.level[size_t(kSubs * i + b)]);
+            for (int j = 0; j < 4; ++j) {
+                const int g = 4 * b + j;
+                const uint32_t c = r.code[size_t(32 * i + g)];
+                y[i].ql[g] = uint8_t(c);
+                y[i].qh[4 * (b % 4) + j] |= uint8_t(((c >> 8) & 0xF) << 4 * (b / 4));
+                y[i].sh[b] |= uint8_t(((c >> 12) & 1) << (4 + j));
+            }
+        }
+    }
+}
+
+void dequantize_iq1_kt(const void* vx, float* y, int64_t n) {
+    const float d = row_d(vx);
+    const auto* x = blocks_of<sy_block_iq1_kt>(vx);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
+        for (int g = 0; g < 32; ++g) {
+            const float sl = d * float(sy_iq4k_values[x[i].sh[g / 4] & 0xF]);
+            int8_t v[8];
+            trellis<8>(iq1_kt_code(x[i], g) + SY_KT_OFFSET, v);
+            for (int t = 0; t < 8; ++t) y[8 * g + t] = sl * float(v[t]);
+        }
+}
+
+// ---- IQ4_KT ----------------------------------------------------------------------------------
+
+void quantize_iq4_kt_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    const Grid grid = linear_grid(-64, 63, 64);
+    const RowFit r = fit_row({3, 4}, grid, x, n, importance);
+    std::memcpy(vy, &r.d, 4);
+    auto* y = blocks_of<sy_block_iq4_kt>(vy);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i) {
+        std::memset(&y[i], 0, sizeof y[i]);
+        for (int b = 0; b < kSubs; ++b) {
+            const size_t s = size_t(kSubs * i + b);
+            uint32_t shb = uint32_t(r.book[s] == 4) | uint32_t(grid.field[size_t(r.level[s])]) << 1;
+            for (int j = 0; j < 8; ++j) {
+                const int group = 8 * b + j;
+                const uint32_t c = r.code[size_t(64 * i + group)];
+                y[i].ql[group] = uint8_t(c);
+                y[i].qh[group % 32] |= uint8_t(((c >> 8) & 0xF) << 4 * (group / 32));
+                shb |= ((c >> 12) & 7) << (8 + 3 * j);
+            }
+            std::memcpy(y[i].shb + 4 * b, &shb, 4);
+        }
+    }
+}
+
+void dequantize_iq4_kt(const void* vx, float* y, int64_t n) {
+    const float d = row_d(vx);
+    const auto* x = blocks_of<sy_block_iq4_kt>(vx);
+    for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
+        for (int j = 0; j < 64; ++j) {
+            const uint32_t shb = iq4_kt_shb(x[i], j / 8);
+            const float sl = d * float(int((shb & 0xFF) >> 1) - 64);
+            int8_t v[4];
+            trellis<4>(iq4_kt_code(x[i], j) + SY_KT_OFFSET + (shb & 1 ? SY_KT_OFFSET4 : 0), v);
+            for (int t = 0; t < 4; ++t) y[4 * j + t] = sl * float(v[t]);
+        }
+}
+
+#define SY_KT_QUANTIZER(name)                                  \
+    void quantize_##name(const float* x, void* y, int64_t n) { \
+        quantize_##name##_weighted(x, y, n, nullptr);          \
+    }
+SY_KT_QUANTIZER(iq1_kt)
+SY_KT_QUANTIZER(iq2_kt)
+SY_KT_QUANTIZER(iq3_kt)
+SY_KT_QUANTIZER(iq4_kt)
+#undef SY_KT_QUANTIZER
+
+}  // namespace sy::quants::detail
