@@ -310,6 +310,18 @@ RowFit fit_row(const std::vector<int>& books, const Grid& grid, const float* x, 
     return r;
 }
 
+// IQ2_KT's and IQ3_KT's shared fields of block i: scale nibbles (sub-block b in byte b % 4,
+// nibble b / 4) and 32 little-endian u16 codes.
+void pack_scales_codes(const RowFit& r, int64_t i, uint8_t* scales, uint8_t* ql) {
+    for (int b = 0; b < kSubs; ++b)
+        scales[b % 4] |= uint8_t(r.level[size_t(kSubs * i + b)] << 4 * (b / 4));
+    for (int g = 0; g < 32; ++g) {
+        const uint32_t c = r.code[size_t(32 * i + g)];
+        ql[2 * g] = uint8_t(c);
+        ql[2 * g + 1] = uint8_t(c >> 8);
+    }
+}
+
 // Sign bits of IQ3_KT: bit n / 32 of qh[n % 32] where x[n] < 0.
 void store_signs(const float* x, uint8_t* qh) {
     for (int k = 0; k < SY_QK_K; ++k)
@@ -327,13 +339,7 @@ void quantize_iq2_kt_weighted(const float* x, void* vy, int64_t n, const float* 
     auto* y = blocks_of<sy_block_iq2_kt>(vy);
     for (int64_t i = 0; i < n / SY_QK_K; ++i) {
         std::memset(&y[i], 0, sizeof y[i]);
-        for (int b = 0; b < kSubs; ++b)
-            y[i].scales[b % 4] |= uint8_t(r.level[size_t(kSubs * i + b)] << 4 * (b / 4));
-        for (int g = 0; g < 32; ++g) {
-            const uint32_t c = r.code[size_t(32 * i + g)];
-            y[i].ql[2 * g] = uint8_t(c);
-            y[i].ql[2 * g + 1] = uint8_t(c >> 8);
-        }
+        pack_scales_codes(r, i, y[i].scales, y[i].ql);
     }
 }
 
@@ -359,13 +365,7 @@ void quantize_iq3_kt_weighted(const float* x, void* vy, int64_t n, const float* 
     auto* y = blocks_of<sy_block_iq3_kt>(vy);
     for (int64_t i = 0; i < n / SY_QK_K; ++i) {
         std::memset(&y[i], 0, sizeof y[i]);
-        for (int b = 0; b < kSubs; ++b)
-            y[i].scales[b % 4] |= uint8_t(r.level[size_t(kSubs * i + b)] << 4 * (b / 4));
-        for (int g = 0; g < 32; ++g) {
-            const uint32_t c = r.code[size_t(32 * i + g)];
-            y[i].ql[2 * g] = uint8_t(c);
-            y[i].ql[2 * g + 1] = uint8_t(c >> 8);
-        }
+        pack_scales_codes(r, i, y[i].scales, y[i].ql);
         store_signs(x + SY_QK_K * i, y[i].qh);
     }
 }
