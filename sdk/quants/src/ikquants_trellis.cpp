@@ -77,13 +77,21 @@ uint32_t iq4_kt_code(const sy_block_iq4_kt& b, int j) {
 
 // ---- the code search -------------------------------------------------------------------------
 
-// Every code's group, bucketed by a key of its values.
+// Every code's group, bucketed by a key of its values. A bucket keeps its codes' values as
+// floats, value-major (value t of code c at t * padded + c), padded to a multiple of kLanes with
+// copies of its first code, so a scan over it is whole vectors.
+constexpr int kLanes = 8;
 struct Codebook {
     int dim = 0;
     bool magnitude = false;      // values are |v| (IQ3_KT)
     bool large_bits = false;     // the key has a "large" bit per value besides the signs
     std::vector<int8_t> values;  // code-major
-    std::vector<std::vector<uint32_t>> bucket;  // key -> codes
+    struct Bucket {
+        std::vector<uint32_t> codes;  // padded
+        std::vector<float> v;         // dim x padded
+        size_t padded() const { return codes.size(); }
+    };
+    std::vector<Bucket> bucket;  // by key
 
     int key_of(const float* y) const {
         int k = 0;
@@ -116,7 +124,16 @@ Codebook make_codebook(int dim, int bits, uint32_t offset, bool magnitude, bool 
             if (magnitude) v[t] = int8_t(std::abs(v[t]));
             y[t] = v[t];
         }
-        cb.bucket[size_t(cb.key_of(y))].push_back(c);
+        cb.bucket[size_t(cb.key_of(y))].codes.push_back(c);
+    }
+    for (auto& b : cb.bucket) {
+        if (b.codes.empty()) continue;
+        while (b.codes.size() % kLanes) b.codes.push_back(b.codes[0]);
+        const size_t m = b.padded();
+        b.v.resize(m * size_t(dim));
+        for (size_t c = 0; c < m; ++c)
+            for (int t = 0; t < dim; ++t)
+                b.v[size_t(t) * m + c] = cb.values[size_t(b.codes[c]) * size_t(dim) + size_t(t)];
     }
     return cb;
 }
@@ -138,69 +155,173 @@ const Codebook& codebook(int which) {
     return books[which];
 }
 
-// The code nearest (weighted) to y among its bucket and the bucket with the sign (or the large
-// bit) of its smallest value flipped; the whole book where both are empty.
-uint32_t nearest_code(const Codebook& cb, const float* y, const float* w, float& err) {
-    const int key = cb.key_of(y);
-    int small = 0;
-    for (int t = 1; t < cb.dim; ++t)
-        if (std::fabs(y[t]) < std::fabs(y[small])) small = t;
-    const int flip = 1 << small;
-    uint32_t best = 0;
-    err = INFINITY;
-    auto scan = [&](const std::vector<uint32_t>& codes) {
-        for (uint32_t c : codes) {
-            const int8_t* v = cb.values.data() + size_t(c) * size_t(cb.dim);
-            float e = 0;
-            for (int t = 0; t < cb.dim; ++t) {
-                const float d = y[t] - float(v[t]);
-                e += w[t] * d * d;
-            }
-            if (e < err) err = e, best = c;
+using F8 = float __attribute__((vector_size(4 * kLanes)));
+using I8 = int32_t __attribute__((vector_size(4 * kLanes)));
+
+// a_c += sum_t w_t v_tc^2 and b_c += sum_t w_t x_t v_tc over a bucket's m (padded) codes, whose
+// values are v[t * m + c]. Compiled twice (AVX2 and the baseline) and picked at load; the
+// arithmetic is the same element by element (no contraction here), so both give the same bytes.
+__attribute__((target_clones("avx2", "default"))) void score_bucket(const float* v, size_t m,
+                                                                    int dim, const float* w,
+                                                                    const float* x, float* a,
+                                                                    float* b) {
+    for (int t = 0; t < dim; ++t, v += m) {
+        const float wt = w[t], wx = w[t] * x[t];
+        for (size_t c = 0; c < m; ++c) {
+            a[c] += wt * v[c] * v[c];
+            b[c] += wx * v[c];
         }
-    };
-    scan(cb.bucket[size_t(key)]);
-    scan(cb.bucket[size_t(key ^ flip)]);
-    if (cb.large_bits) {  // and the value nearest the "large" threshold on its other side
-        int edge = 0;
-        for (int t = 1; t < cb.dim; ++t)
-            if (std::fabs(std::fabs(y[t]) - Codebook::kLarge) <
-                std::fabs(std::fabs(y[edge]) - Codebook::kLarge))
-                edge = t;
-        scan(cb.bucket[size_t(key ^ (1 << (edge + (cb.magnitude ? 0 : cb.dim))))]);
     }
-    if (err == INFINITY) {
-        for (const auto& codes : cb.bucket) scan(codes);
-    }
-    return best;
 }
 
-// Codes of one sub-block (32 values, groups of cb.dim) for x ~ s * v, and sum w x v, sum w v^2.
-void fit_codes(const Codebook& cb, const float* x, const float* w, float s, uint32_t* codes,
-               double& sxv, double& svv) {
-    sxv = svv = 0;
-    const float is = s != 0 ? 1 / s : 0;
-    for (int g = 0; g < kSub / cb.dim; ++g) {
-        float y[8], ww[8];
-        for (int t = 0; t < cb.dim; ++t) {
-            const float xv = x[g * cb.dim + t];
-            y[t] = (cb.magnitude ? std::fabs(xv) : xv) * is;
-            ww[t] = w[g * cb.dim + t];
-        }
-        float err;
-        codes[g] = nearest_code(cb, y, ww, err);
-        const int8_t* v = cb.values.data() + size_t(codes[g]) * size_t(cb.dim);
-        for (int t = 0; t < cb.dim; ++t) {
-            const double xv = cb.magnitude ? std::fabs(x[g * cb.dim + t]) : x[g * cb.dim + t];
-            sxv += ww[t] * xv * v[t];
-            svv += double(ww[t]) * v[t] * v[t];
-        }
+// Per lane l, the lowest a_c - k b_c over c = l mod kLanes (m a multiple of kLanes) and its c;
+// ties keep the lower c.
+__attribute__((target_clones("avx2", "default"))) void lowest_lines(const float* a, const float* b,
+                                                                    size_t m, float k, F8& lo,
+                                                                    I8& idx) {
+    F8 kv;
+    I8 lane, step;
+    for (int l = 0; l < kLanes; ++l) lo[l] = INFINITY, kv[l] = k, idx[l] = 0, lane[l] = l;
+    for (int l = 0; l < kLanes; ++l) step[l] = kLanes;
+    for (size_t c = 0; c < m; c += kLanes, lane += step) {
+        F8 va, vb;
+        std::memcpy(&va, a + c, sizeof va);
+        std::memcpy(&vb, b + c, sizeof vb);
+        const F8 e = va - kv * vb;
+        const I8 lt = e < lo;
+        lo = lt ? e : lo;
+        idx = lt ? lane : idx;
     }
 }
+
+// The code search of one group x (weights w) at any scale s. The candidates at s are the codes of
+// the bucket of y = x / s, of the bucket with the sign (or the large bit) of its smallest value
+// flipped, and for keys with large bits of the bucket with the large bit of the value nearest
+// the threshold flipped; the whole book where all are empty. The weighted error of code c is
+//   sum_t w_t (x_t / s - v_ct)^2 = sum_t w_t x_t^2 / s^2 + A_c - (2 / s) B_c,
+//   A_c = sum_t w_t v_ct^2,  B_c = sum_t w_t x_t v_ct,
+// so A and B are computed once per bucket the group meets, and each trial scale costs one
+// multiply-add per candidate.
+class GroupSearch {
+  public:
+    void reset(const Codebook& cb, const float* x, const float* w) {
+        cb_ = &cb;
+        for (int t = 0; t < cb.dim; ++t)
+            x_[t] = cb.magnitude ? std::fabs(x[t]) : x[t], w_[t] = w[t];
+        small_ = 0;
+        for (int t = 1; t < cb.dim; ++t)
+            if (std::fabs(x_[t]) < std::fabs(x_[small_])) small_ = t;
+        scored_.clear();
+        a_.clear();
+        b_.clear();
+    }
+
+    // The nearest candidate code at scale s (s != 0).
+    uint32_t nearest(float s) {
+        const Codebook& cb = *cb_;
+        float y[8];
+        for (int t = 0; t < cb.dim; ++t) y[t] = x_[t] / s;
+        const int key = cb.key_of(y);
+        int keys[3] = {key, key ^ (1 << small_), -1};
+        if (cb.large_bits) {
+            int edge = 0;
+            for (int t = 1; t < cb.dim; ++t)
+                if (std::fabs(std::fabs(y[t]) - Codebook::kLarge) <
+                    std::fabs(std::fabs(y[edge]) - Codebook::kLarge))
+                    edge = t;
+            keys[2] = key ^ (1 << (edge + (cb.magnitude ? 0 : cb.dim)));
+            if (keys[2] == keys[1]) keys[2] = -1;
+        }
+        const float k = 2 / s;
+        Best best;
+        for (int kk : keys)
+            if (kk >= 0) scan(kk, k, best);
+        if (best.code == kNone)
+            for (size_t kk = 0; kk < cb.bucket.size(); ++kk) scan(int(kk), k, best);
+        return best.code;
+    }
+
+  private:
+    static constexpr uint32_t kNone = ~0u;
+    struct Best {
+        float e = INFINITY;
+        uint32_t code = kNone;
+    };
+    struct Scored {
+        int key;
+        size_t at;  // into a_, b_
+    };
+    // A and B of bucket `key`, computed on first use.
+    size_t scored(int key) {
+        for (const Scored& s : scored_)
+            if (s.key == key) return s.at;
+        const Codebook::Bucket& bk = cb_->bucket[size_t(key)];
+        const size_t m = bk.padded(), at = a_.size();
+        a_.resize(at + m, 0.0f);
+        b_.resize(at + m, 0.0f);
+        score_bucket(bk.v.data(), m, cb_->dim, w_, x_, a_.data() + at, b_.data() + at);
+        scored_.push_back({key, at});
+        return at;
+    }
+
+    // The bucket's lowest A - k B into best (ties keep the lower code).
+    void scan(int key, float k, Best& best) {
+        const Codebook::Bucket& bk = cb_->bucket[size_t(key)];
+        const size_t m = bk.padded();
+        if (m == 0) return;
+        const size_t at = scored(key);
+        F8 lo;
+        I8 idx;
+        lowest_lines(a_.data() + at, b_.data() + at, m, k, lo, idx);
+        for (int l = 0; l < kLanes; ++l)
+            if (lo[l] < best.e || (lo[l] == best.e && bk.codes[size_t(idx[l])] < best.code))
+                best.e = lo[l], best.code = bk.codes[size_t(idx[l])];
+    }
+
+    const Codebook* cb_ = nullptr;
+    float x_[8] = {}, w_[8] = {};
+    int small_ = 0;
+    std::vector<Scored> scored_;
+    std::vector<float> a_, b_;
+};
+
+// The searches of one sub-block's groups (32 values, groups of cb.dim).
+class SubSearch {
+  public:
+    void reset(const Codebook& cb, const float* x, const float* w) {
+        cb_ = &cb;
+        x_ = x;
+        w_ = w;
+        groups_ = kSub / cb.dim;
+        for (int g = 0; g < groups_; ++g) group_[g].reset(cb, x + g * cb.dim, w + g * cb.dim);
+    }
+
+    // Codes for x ~ s * v, and sum w x v, sum w v^2 over the sub-block.
+    void fit(float s, uint32_t* codes, double& sxv, double& svv) {
+        const Codebook& cb = *cb_;
+        sxv = svv = 0;
+        for (int g = 0; g < groups_; ++g) {
+            codes[g] = group_[g].nearest(s);
+            const int8_t* v = cb.values.data() + size_t(codes[g]) * size_t(cb.dim);
+            for (int t = 0; t < cb.dim; ++t) {
+                const float xt = x_[g * cb.dim + t], wt = w_[g * cb.dim + t];
+                const double xv = cb.magnitude ? std::fabs(xt) : xt;
+                sxv += wt * xv * v[t];
+                svv += double(wt) * v[t] * v[t];
+            }
+        }
+    }
+
+  private:
+    const Codebook* cb_ = nullptr;
+    const float *x_ = nullptr, *w_ = nullptr;
+    int groups_ = 0;
+    GroupSearch group_[kSub / 4];
+};
 
 // The best float scale of a sub-block from a few trials around rms(x) / rms(v) (rms(v) of the
 // generator is about 37), each refitted once.
-float best_sub_scale(const Codebook& cb, const float* x, const float* w, double& score) {
+float best_sub_scale(SubSearch& search, const float* x, double& score) {
     double sum2 = 0;
     for (int j = 0; j < kSub; ++j) sum2 += double(x[j]) * x[j];
     score = 0;
@@ -212,7 +333,7 @@ float best_sub_scale(const Codebook& cb, const float* x, const float* w, double&
         float s = s0 * f;
         for (int pass = 0; pass < 2; ++pass) {
             double sxv, svv;
-            fit_codes(cb, x, w, s, codes, sxv, svv);
+            search.fit(s, codes, sxv, svv);
             if (svv <= 0 || sxv <= 0) break;
             if (sxv * sxv / svv > score) score = sxv * sxv / svv, best = float(sxv / svv);
             s = float(sxv / svv);
@@ -262,12 +383,13 @@ RowFit fit_row(const std::vector<int>& books, const Grid& grid, const float* x, 
     r.code.assign(size_t(n / dim), 0);
     std::vector<float> s(static_cast<size_t>(subs));
     float smax = 0;
+    SubSearch search;
     for (int64_t b = 0; b < subs; ++b) {
         double best = -1;
         for (int book : books) {
             double score;
-            const float sb =
-                best_sub_scale(codebook(book), x + kSub * b, w.data() + kSub * b, score);
+            search.reset(codebook(book), x + kSub * b, w.data() + kSub * b);
+            const float sb = best_sub_scale(search, x + kSub * b, score);
             if (score > best) best = score, s[size_t(b)] = sb, r.book[size_t(b)] = book;
         }
         smax = std::max(smax, s[size_t(b)]);
@@ -296,10 +418,9 @@ RowFit fit_row(const std::vector<int>& books, const Grid& grid, const float* x, 
         r.level[size_t(b)] = int(k);
         const int l = grid.levels[k];
         if (l == 0) continue;
-        const Codebook& cb = codebook(r.book[size_t(b)]);
         double bx, bv;
-        fit_codes(cb, x + kSub * b, w.data() + kSub * b, d * float(l),
-                  r.code.data() + kSub / dim * b, bx, bv);
+        search.reset(codebook(r.book[size_t(b)]), x + kSub * b, w.data() + kSub * b);
+        search.fit(d * float(l), r.code.data() + kSub / dim * b, bx, bv);
         sxv += bx * l;
         svv += bv * double(l) * l;
     }
