@@ -10,18 +10,20 @@
 //
 // Quantizing (switchyard's own search): every code's group is computed once per type and
 // bucketed by a key of its values (their signs; IQ3_KT and IQ4_KT add which are large), so a
-// group of the row is matched against the few hundred codes of its own bucket and of the bucket
-// one sign away. Per sub-block a few trial scales around rms(x) / rms(v) are fitted (codes, then
-// the weighted least-squares scale); the sub-block scales are rounded onto the type's scale grid
-// against a row scale d, the codes searched again at the rounded scales, and d refitted by
-// weighted least squares over the row.
+// group of the row is matched against the codes of its own bucket and of a few buckets a sign
+// or a large bit or two away (Reach). Per sub-block a few trial scales around rms(x) / rms(v) are
+// fitted (codes, then the weighted least-squares scale); the sub-block scales are rounded onto the
+// type's scale grid against a row scale d, the codes searched again at the rounded scales, and d
+// refitted by weighted least squares over the row.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "internal.hpp"
+#include "row_scale.hpp"
 
 namespace sy::quants::detail {
 namespace {
@@ -39,20 +41,8 @@ void trellis(uint32_t x, int8_t* v) {
     }
 }
 
-float row_d(const void* row) {
-    float d;
-    std::memcpy(&d, row, 4);
-    return d;
-}
 constexpr float kIq2KtFactor = 1.05f, kIq3KtFactor = 1.01f;
-template <typename Block>
-const Block* blocks_of(const void* row) {
-    return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(row) + 4);
-}
-template <typename Block>
-Block* blocks_of(void* row) {
-    return reinterpret_cast<Block*>(static_cast<uint8_t*>(row) + 4);
-}
+constexpr int kMeta = 4;  // the f32 row scale
 
 // ---- codes of each type ------------------------------------------------------------------------
 
@@ -81,10 +71,19 @@ uint32_t iq4_kt_code(const sy_block_iq4_kt& b, int j) {
 // floats, value-major (value t of code c at t * padded + c), padded to a multiple of kLanes with
 // copies of its first code, so a scan over it is whole vectors.
 constexpr int kLanes = 8;
+
+// How far a group's search reaches beyond its own bucket: the buckets with the sign of one of its
+// `signs` smallest values flipped, or of two of its `sign_pairs` smallest; the same for the large
+// bits of the values nearest the threshold (`larges`, `large_pairs`).
+struct Reach {
+    int signs = 0, sign_pairs = 0, larges = 0, large_pairs = 0;
+};
+
 struct Codebook {
     int dim = 0;
-    bool magnitude = false;      // values are |v| (IQ3_KT)
-    bool large_bits = false;     // the key has a "large" bit per value besides the signs
+    bool magnitude = false;   // values are |v| (IQ3_KT)
+    bool large_bits = false;  // the key has a "large" bit per value besides the signs
+    Reach reach;
     std::vector<int8_t> values;  // code-major
     struct Bucket {
         std::vector<uint32_t> codes;  // padded
@@ -104,11 +103,13 @@ struct Codebook {
     static constexpr float kLarge = 28.0f;
 };
 
-Codebook make_codebook(int dim, int bits, uint32_t offset, bool magnitude, bool large_bits) {
+Codebook make_codebook(int dim, int bits, uint32_t offset, bool magnitude, bool large_bits,
+                       Reach reach) {
     Codebook cb;
     cb.dim = dim;
     cb.magnitude = magnitude;
     cb.large_bits = large_bits;
+    cb.reach = reach;
     const uint32_t n = 1u << bits;
     cb.values.resize(size_t(n) * size_t(dim));
     const int key_bits = (magnitude ? 0 : dim) + (large_bits ? dim : 0);
@@ -139,17 +140,27 @@ Codebook make_codebook(int dim, int bits, uint32_t offset, bool magnitude, bool 
 }
 
 // The codebooks, built once: IQ2_KT (16-bit codes, groups of 8), IQ3_KT (the same, |v|), IQ1_KT
-// (13-bit), IQ4_KT (15-bit, groups of 4, both offsets).
+// (13-bit), IQ4_KT (15-bit, groups of 4, both offsets). The reaches trade time for error: on
+// Gaussian-like rows, IQ2_KT's (7 buckets of about 256 codes) and IQ1_KT's (11 of about 32) come
+// within 2-3% of the RMS error of searching the whole book, IQ3_KT's within 1%, and IQ4_KT's
+// (3 of about 128) within 3% (docs/ik-quants.md, "In switchyard today").
 const Codebook& codebook(int which) {
     static std::once_flag once[5];
     static Codebook books[5];
     std::call_once(once[which], [which] {
+        const Reach short_reach{1, 0, 1, 0};
         switch (which) {
-            case 0: books[0] = make_codebook(8, 16, SY_KT_OFFSET, false, false); break;
-            case 1: books[1] = make_codebook(8, 16, SY_KT_OFFSET, true, true); break;
-            case 2: books[2] = make_codebook(8, 13, SY_KT_OFFSET, false, false); break;
-            case 3: books[3] = make_codebook(4, 15, SY_KT_OFFSET, false, true); break;
-            default: books[4] = make_codebook(4, 15, SY_KT_OFFSET + SY_KT_OFFSET4, false, true);
+            case 0:
+                books[0] = make_codebook(8, 16, SY_KT_OFFSET, false, false, {3, 3, 0, 0});
+                break;
+            case 1: books[1] = make_codebook(8, 16, SY_KT_OFFSET, true, true, {0, 0, 3, 3}); break;
+            case 2:
+                books[2] = make_codebook(8, 13, SY_KT_OFFSET, false, false, {4, 4, 0, 0});
+                break;
+            case 3: books[3] = make_codebook(4, 15, SY_KT_OFFSET, false, true, short_reach); break;
+            default:
+                books[4] =
+                    make_codebook(4, 15, SY_KT_OFFSET + SY_KT_OFFSET4, false, true, short_reach);
         }
     });
     return books[which];
@@ -195,9 +206,9 @@ __attribute__((target_clones("avx2", "default"))) void lowest_lines(const float*
 }
 
 // The code search of one group x (weights w) at any scale s. The candidates at s are the codes of
-// the bucket of y = x / s, of the bucket with the sign (or the large bit) of its smallest value
-// flipped, and for keys with large bits of the bucket with the large bit of the value nearest
-// the threshold flipped; the whole book where all are empty. The weighted error of code c is
+// the bucket of y = x / s and of the buckets its book's Reach names (the signs of y's smallest
+// values flipped, the large bits of the values nearest the threshold flipped); the whole book
+// where all are empty. The weighted error of code c is
 //   sum_t w_t (x_t / s - v_ct)^2 = sum_t w_t x_t^2 / s^2 + A_c - (2 / s) B_c,
 //   A_c = sum_t w_t v_ct^2,  B_c = sum_t w_t x_t v_ct,
 // so A and B are computed once per bucket the group meets, and each trial scale costs one
@@ -208,9 +219,7 @@ class GroupSearch {
         cb_ = &cb;
         for (int t = 0; t < cb.dim; ++t)
             x_[t] = cb.magnitude ? std::fabs(x[t]) : x[t], w_[t] = w[t];
-        small_ = 0;
-        for (int t = 1; t < cb.dim; ++t)
-            if (std::fabs(x_[t]) < std::fabs(x_[small_])) small_ = t;
+        by_size_ = by_distance([this](int t) { return std::fabs(x_[t]); });
         scored_.clear();
         a_.clear();
         b_.clear();
@@ -222,20 +231,27 @@ class GroupSearch {
         float y[8];
         for (int t = 0; t < cb.dim; ++t) y[t] = x_[t] / s;
         const int key = cb.key_of(y);
-        int keys[3] = {key, key ^ (1 << small_), -1};
-        if (cb.large_bits) {
-            int edge = 0;
-            for (int t = 1; t < cb.dim; ++t)
-                if (std::fabs(std::fabs(y[t]) - Codebook::kLarge) <
-                    std::fabs(std::fabs(y[edge]) - Codebook::kLarge))
-                    edge = t;
-            keys[2] = key ^ (1 << (edge + (cb.magnitude ? 0 : cb.dim)));
-            if (keys[2] == keys[1]) keys[2] = -1;
-        }
+        int keys[1 + 2 * (8 + 28)], count = 0;
+        auto add = [&](int kk) {
+            if (std::find(keys, keys + count, kk) == keys + count) keys[count++] = kk;
+        };
+        add(key);
+        // Flips of single bits of `order`'s first `singles` values and of pairs of its first
+        // `pairs`; bit t of the key is at t + shift.
+        auto flips = [&](const std::array<int, 8>& order, int singles, int pairs, int shift) {
+            for (int i = 0; i < singles && i < cb.dim; ++i) add(key ^ (1 << (order[i] + shift)));
+            for (int i = 0; i < pairs && i < cb.dim; ++i)
+                for (int j = i + 1; j < pairs && j < cb.dim; ++j)
+                    add(key ^ (1 << (order[i] + shift)) ^ (1 << (order[j] + shift)));
+        };
+        const Reach& r = cb.reach;
+        if (!cb.magnitude) flips(by_size_, r.signs, r.sign_pairs, 0);
+        if (cb.large_bits)
+            flips(by_distance([&](int t) { return std::fabs(std::fabs(y[t]) - Codebook::kLarge); }),
+                  r.larges, r.large_pairs, cb.magnitude ? 0 : cb.dim);
         const float k = 2 / s;
         Best best;
-        for (int kk : keys)
-            if (kk >= 0) scan(kk, k, best);
+        for (int i = 0; i < count; ++i) scan(keys[i], k, best);
         if (best.code == kNone)
             for (size_t kk = 0; kk < cb.bucket.size(); ++kk) scan(int(kk), k, best);
         return best.code;
@@ -251,6 +267,21 @@ class GroupSearch {
         int key;
         size_t at;  // into a_, b_
     };
+
+    // The group's value indices ordered by ascending distance(t) (ties by index).
+    template <typename Distance>
+    std::array<int, 8> by_distance(Distance distance) const {
+        std::array<int, 8> order{};
+        float dist[8];
+        for (int t = 0; t < cb_->dim; ++t) {
+            const float dt = distance(t);
+            int at = t;
+            for (; at > 0 && dist[at - 1] > dt; --at)
+                dist[at] = dist[at - 1], order[at] = order[at - 1];
+            dist[at] = dt, order[at] = t;
+        }
+        return order;
+    }
     // A and B of bucket `key`, computed on first use.
     size_t scored(int key) {
         for (const Scored& s : scored_)
@@ -280,7 +311,7 @@ class GroupSearch {
 
     const Codebook* cb_ = nullptr;
     float x_[8] = {}, w_[8] = {};
-    int small_ = 0;
+    std::array<int, 8> by_size_{};  // by ascending |x|
     std::vector<Scored> scored_;
     std::vector<float> a_, b_;
 };
@@ -456,8 +487,8 @@ void store_signs(const float* x, uint8_t* qh) {
 void quantize_iq2_kt_weighted(const float* x, void* vy, int64_t n, const float* importance) {
     const RowFit r = fit_row({0}, iq4k_grid(), x, n, importance);
     const float stored = r.d / kIq2KtFactor;
-    std::memcpy(vy, &stored, 4);
-    auto* y = blocks_of<sy_block_iq2_kt>(vy);
+    store_d(vy, stored, false);
+    auto* y = row_blocks<sy_block_iq2_kt>(vy, kMeta);
     for (int64_t i = 0; i < n / SY_QK_K; ++i) {
         std::memset(&y[i], 0, sizeof y[i]);
         pack_scales_codes(r, i, y[i].scales, y[i].ql);
@@ -465,8 +496,8 @@ void quantize_iq2_kt_weighted(const float* x, void* vy, int64_t n, const float* 
 }
 
 void dequantize_iq2_kt(const void* vx, float* y, int64_t n) {
-    const float d = row_d(vx) * kIq2KtFactor;
-    const auto* x = blocks_of<sy_block_iq2_kt>(vx);
+    const float d = row_d_f32(vx) * kIq2KtFactor;
+    const auto* x = row_blocks<sy_block_iq2_kt>(vx, kMeta);
     for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
         for (int g = 0; g < 32; ++g) {
             const int b = g / 4;
@@ -482,8 +513,8 @@ void dequantize_iq2_kt(const void* vx, float* y, int64_t n) {
 void quantize_iq3_kt_weighted(const float* x, void* vy, int64_t n, const float* importance) {
     const RowFit r = fit_row({1}, linear_grid(0, 15, 0), x, n, importance);
     const float stored = r.d / kIq3KtFactor;
-    std::memcpy(vy, &stored, 4);
-    auto* y = blocks_of<sy_block_iq3_kt>(vy);
+    store_d(vy, stored, false);
+    auto* y = row_blocks<sy_block_iq3_kt>(vy, kMeta);
     for (int64_t i = 0; i < n / SY_QK_K; ++i) {
         std::memset(&y[i], 0, sizeof y[i]);
         pack_scales_codes(r, i, y[i].scales, y[i].ql);
@@ -492,8 +523,8 @@ void quantize_iq3_kt_weighted(const float* x, void* vy, int64_t n, const float* 
 }
 
 void dequantize_iq3_kt(const void* vx, float* y, int64_t n) {
-    const float d = row_d(vx) * kIq3KtFactor;
-    const auto* x = blocks_of<sy_block_iq3_kt>(vx);
+    const float d = row_d_f32(vx) * kIq3KtFactor;
+    const auto* x = row_blocks<sy_block_iq3_kt>(vx, kMeta);
     for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
         for (int g = 0; g < 32; ++g) {
             const int b = g / 4;
@@ -512,8 +543,8 @@ void dequantize_iq3_kt(const void* vx, float* y, int64_t n) {
 
 void quantize_iq1_kt_weighted(const float* x, void* vy, int64_t n, const float* importance) {
     const RowFit r = fit_row({2}, iq4k_grid(), x, n, importance);
-    std::memcpy(vy, &r.d, 4);
-    auto* y = blocks_of<sy_block_iq1_kt>(vy);
+    store_d(vy, r.d, false);
+    auto* y = row_blocks<sy_block_iq1_kt>(vy, kMeta);
     for (int64_t i = 0; i < n / SY_QK_K; ++i) {
         std::memset(&y[i], 0, sizeof y[i]);
         for (int b = 0; b < kSubs; ++b) {
@@ -530,8 +561,8 @@ void quantize_iq1_kt_weighted(const float* x, void* vy, int64_t n, const float* 
 }
 
 void dequantize_iq1_kt(const void* vx, float* y, int64_t n) {
-    const float d = row_d(vx);
-    const auto* x = blocks_of<sy_block_iq1_kt>(vx);
+    const float d = row_d_f32(vx);
+    const auto* x = row_blocks<sy_block_iq1_kt>(vx, kMeta);
     for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
         for (int g = 0; g < 32; ++g) {
             const float sl = d * float(sy_iq4k_values[x[i].sh[g / 4] & 0xF]);
@@ -546,8 +577,8 @@ void dequantize_iq1_kt(const void* vx, float* y, int64_t n) {
 void quantize_iq4_kt_weighted(const float* x, void* vy, int64_t n, const float* importance) {
     const Grid grid = linear_grid(-64, 63, 64);
     const RowFit r = fit_row({3, 4}, grid, x, n, importance);
-    std::memcpy(vy, &r.d, 4);
-    auto* y = blocks_of<sy_block_iq4_kt>(vy);
+    store_d(vy, r.d, false);
+    auto* y = row_blocks<sy_block_iq4_kt>(vy, kMeta);
     for (int64_t i = 0; i < n / SY_QK_K; ++i) {
         std::memset(&y[i], 0, sizeof y[i]);
         for (int b = 0; b < kSubs; ++b) {
@@ -566,8 +597,8 @@ void quantize_iq4_kt_weighted(const float* x, void* vy, int64_t n, const float* 
 }
 
 void dequantize_iq4_kt(const void* vx, float* y, int64_t n) {
-    const float d = row_d(vx);
-    const auto* x = blocks_of<sy_block_iq4_kt>(vx);
+    const float d = row_d_f32(vx);
+    const auto* x = row_blocks<sy_block_iq4_kt>(vx, kMeta);
     for (int64_t i = 0; i < n / SY_QK_K; ++i, y += SY_QK_K)
         for (int j = 0; j < 64; ++j) {
             const uint32_t shb = iq4_kt_shb(x[i], j / 8);
