@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ik_fit.hpp"
+#include "row_scale.hpp"
 
 namespace sy::quants::detail {
 namespace {
@@ -132,32 +133,6 @@ RowFit fit_row(const Table& t, const float* x, int64_t n, const float* importanc
 }
 
 // Row layout: the scale, then the blocks.
-template <typename Block>
-Block* row_blocks(void* row, int meta) {
-    return reinterpret_cast<Block*>(static_cast<char*>(row) + meta);
-}
-template <typename Block>
-const Block* row_blocks(const void* row, int meta) {
-    return reinterpret_cast<const Block*>(static_cast<const char*>(row) + meta);
-}
-float row_d_f16(const void* row) {
-    uint16_t h;
-    std::memcpy(&h, row, 2);
-    return from_half(h);
-}
-float row_d_f32(const void* row) {
-    float d;
-    std::memcpy(&d, row, 4);
-    return d;
-}
-void store_d(void* row, float d, bool f16) {
-    if (f16) {
-        const uint16_t h = to_half(d);
-        std::memcpy(row, &h, 2);
-    } else {
-        std::memcpy(row, &d, 4);
-    }
-}
 
 // The IQ4_KS / IQ5_KS scale byte: bit 0 the half, bits 1-7 the odd scale l as l + 127.
 uint8_t ks_scale_byte(int l, int half) {
