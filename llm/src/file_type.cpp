@@ -53,6 +53,14 @@ std::string_view known_file_type_name(uint32_t ftype) {
         case FileType::kMostlyIQ3_KT: return "IQ3_KT - 3.125 bpw";
         case FileType::kMostlyIQ4_KT: return "IQ4_KT - 4.0 bpw";
         case FileType::kMostlyIQ1_KT: return "IQ1_KT - 1.75 bpw";
+        case FileType::kMostlyIQ3_KL: return "IQ3_KL - 4 bpw";
+        case FileType::kMostlyQ6_0_R4: return "Q6_0_R4 - 6.5 bpw";
+        case FileType::kMostlyIQ2_K_R4: return "IQ2_K_R4 - 2.375 bpw";
+        case FileType::kMostlyIQ3_K_R4: return "IQ3_K_R4 - 3.4325 bpw";
+        case FileType::kMostlyIQ4_K_R4: return "IQ4_K_R4 - 4.5 bpw";
+        case FileType::kMostlyIQ5_K_R4: return "IQ5_K_R4 - 5.5 bpw";
+        case FileType::kMostlyIQ4_KS_R4: return "IQ4_KS_R4 - 4.25 bpw";
+        case FileType::kMostlyIQ5_KS_R4: return "IQ5_KS_R4 - 5.25 bpw";
     }
     return {};
 }

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "quant_preset_ik.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/dtype.h"
 
@@ -37,10 +38,45 @@ constexpr QuantPreset kPresets[] = {
     {"IQ3_M", F::kMostlyIQ3_M, SY_TYPE_IQ3_S, false},
     {"IQ4_NL", F::kMostlyIQ4_NL, SY_TYPE_IQ4_NL, false},
     {"IQ4_XS", F::kMostlyIQ4_XS, SY_TYPE_IQ4_XS, false},
+    // ik_llama.cpp's (docs/ik-presets.md); the _R4 ones' base types are ik's interleaved ids.
+    {"Q6_0", F::kMostlyQ6_0, SY_TYPE_Q6_0, false, true},
+    {"IQ2_K", F::kMostlyIQ2_K, SY_TYPE_IQ2_K, false, true},
+    {"IQ3_K", F::kMostlyIQ3_K, SY_TYPE_IQ3_K, false, true},
+    {"IQ4_K", F::kMostlyIQ4_K, SY_TYPE_IQ4_K, false, true},
+    {"IQ5_K", F::kMostlyIQ5_K, SY_TYPE_IQ5_K, false, true},
+    {"IQ6_K", F::kMostlyIQ6_K, SY_TYPE_IQ6_K, false, true},
+    {"IQ4_KS", F::kMostlyIQ4_KS, SY_TYPE_IQ4_KS, false, true},
+    {"IQ3_KL", F::kMostlyIQ3_KL, SY_TYPE_IQ3_K, false, true},
+    {"IQ2_KS", F::kMostlyIQ2_KS, SY_TYPE_IQ2_KS, false, true},
+    {"IQ4_KSS", F::kMostlyIQ4_KSS, SY_TYPE_IQ4_KSS, false, true},
+    {"IQ5_KS", F::kMostlyIQ5_KS, SY_TYPE_IQ5_KS, false, true},
+    {"IQ2_KT", F::kMostlyIQ2_KT, SY_TYPE_IQ2_KT, false, true},
+    {"IQ3_KT", F::kMostlyIQ3_KT, SY_TYPE_IQ3_KT, false, true},
+    {"IQ4_KT", F::kMostlyIQ4_KT, SY_TYPE_IQ4_KT, false, true},
+    {"IQ3_KS", F::kMostlyIQ3_KS, SY_TYPE_IQ3_KS, false, true},
+    {"IQ2_KL", F::kMostlyIQ2_KL, SY_TYPE_IQ2_KL, false, true},
+    {"IQ1_KT", F::kMostlyIQ1_KT, SY_TYPE_IQ1_KT, false, true},
+    {"Q6_0_R4", F::kMostlyQ6_0_R4, 233, false, true},
+    {"IQ2_K_R4", F::kMostlyIQ2_K_R4, 337, false, true},
+    {"IQ3_K_R4", F::kMostlyIQ3_K_R4, 338, false, true},
+    {"IQ4_K_R4", F::kMostlyIQ4_K_R4, 339, false, true},
+    {"IQ5_K_R4", F::kMostlyIQ5_K_R4, 340, false, true},
+    {"IQ4_KS_R4", F::kMostlyIQ4_KS_R4, 344, false, true},
+    {"IQ5_KS_R4", F::kMostlyIQ5_KS_R4, 352, false, true},
 };
 
-enum class Category { token_embd, attn_v, attn_k, attn_q, attn_output, ffn_up, ffn_gate, ffn_down,
-                      output, other };
+enum class Category {
+    token_embd,
+    attn_v,
+    attn_k,
+    attn_q,
+    attn_output,
+    ffn_up,
+    ffn_gate,
+    ffn_down,
+    output,
+    other
+};
 
 bool has(std::string_view s, std::string_view part) {
     return s.find(part) != std::string_view::npos;
@@ -50,8 +86,7 @@ bool has(std::string_view s, std::string_view part) {
 Category category(std::string_view name) {
     if (name == "output.weight") return Category::output;
     if (name == "token_embd.weight") return Category::token_embd;
-    if (has(name, "attn_qkv.weight") || has(name, "attn_kv_b.weight") ||
-        has(name, "attn_v.weight"))
+    if (has(name, "attn_qkv.weight") || has(name, "attn_kv_b.weight") || has(name, "attn_v.weight"))
         return Category::attn_v;
     if (has(name, "attn_k.weight")) return Category::attn_k;
     if (has(name, "attn_q.weight")) return Category::attn_q;
@@ -136,6 +171,7 @@ std::vector<size_t> mix_order(std::span<const std::string> names) {
 
 int32_t mix_tensor_type(const QuantPreset& preset, const MixModel& model, MixCounters& c,
                         std::string_view name, std::span<const int64_t> ne) {
+    if (preset.ik) return detail::ik_mix_tensor_type(preset, model, c, name, ne);
     const F ft = preset.ftype;
     const Category cat = category(name);
     const int n_layer = int(model.n_layer);
@@ -252,9 +288,8 @@ int32_t mix_tensor_type(const QuantPreset& preset, const MixModel& model, MixCou
     } else if (cat == Category::attn_output) {
         if (moe8) {
             if (any_of(ft, {F::kMostlyQ2_K, F::kMostlyIQ3_XS, F::kMostlyIQ3_XXS, F::kMostlyQ3_K_S,
-                            F::kMostlyQ3_K_M, F::kMostlyIQ4_NL, F::kMostlyQ4_K_S,
-                            F::kMostlyQ4_K_M, F::kMostlyIQ3_S, F::kMostlyIQ3_M,
-                            F::kMostlyIQ4_XS}))
+                            F::kMostlyQ3_K_M, F::kMostlyIQ4_NL, F::kMostlyQ4_K_S, F::kMostlyQ4_K_M,
+                            F::kMostlyIQ3_S, F::kMostlyIQ3_M, F::kMostlyIQ4_XS}))
                 t = SY_TYPE_Q5_K;
         } else if (ft == F::kMostlyQ2_K)
             t = SY_TYPE_Q3_K;
@@ -267,8 +302,7 @@ int32_t mix_tensor_type(const QuantPreset& preset, const MixModel& model, MixCou
     } else if (cat == Category::ffn_gate || cat == Category::ffn_up) {
         int& counter = cat == Category::ffn_gate ? c.i_ffn_gate : c.i_ffn_up;
         const int i = layer(counter);
-        if (ft == F::kMostlyIQ3_XS && i >= n_layer / 8 && i < 7 * n_layer / 8)
-            t = SY_TYPE_IQ3_XXS;
+        if (ft == F::kMostlyIQ3_XS && i >= n_layer / 8 && i < 7 * n_layer / 8) t = SY_TYPE_IQ3_XXS;
         ++counter;
     }
     return t;

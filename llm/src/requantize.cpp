@@ -6,11 +6,12 @@
 #include <optional>
 #include <thread>
 
+#include "quant_preset_ik.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/dtype.h"
+#include "switchyard/interleaved.hpp"
 #include "switchyard/llm/gguf.hpp"
 #include "switchyard/llm/tensor_types.hpp"
-#include "switchyard/interleaved.hpp"
 #include "switchyard/quants.hpp"
 
 namespace sy::llm {
@@ -90,8 +91,18 @@ TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t
                                   const QuantPreset& preset, const MixModel& model,
                                   MixCounters& counters, const std::vector<QuantRule>& rules) {
     if (keeps_f32(name, ne)) return decide_tensor_type(name, ne, SY_TYPE_F32, {});
+    const int32_t mixed = mix_tensor_type(preset, model, counters, name, ne);
     if (auto ruled = rule_decision(name, ne, rules)) return *ruled;
-    return decide_tensor_type(name, ne, mix_tensor_type(preset, model, counters, name, ne), {});
+    if (!preset.ik) return decide_tensor_type(name, ne, mixed, {});
+    // ik's mix: an interleaved type is quantized as its base; ik's fallback, then ours (a type
+    // that still does not fit: f16, or bf16 for attn_k_b).
+    const quants::InterleavedType* layout = quants::interleaved_type(mixed);
+    TensorDecision d;
+    d.wanted = preferred_tensor_type(name, ne, layout ? layout->base : mixed);
+    const int64_t ne0 = ne.empty() ? 1 : ne[0];
+    d.type = fit_block(name, ne0, detail::ik_fit_block(ne0, d.wanted));
+    if (layout && d.type == layout->base && name != "token_embd.weight") d.interleave = layout->id;
+    return d;
 }
 
 RequantizeResult requantize(const std::filesystem::path& in, const std::filesystem::path& out,
@@ -116,7 +127,10 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
         for (const gguf::TensorInfo& t : tensors) names.push_back(t.name);
         const MixModel model = MixModel::from_file(reader, imatrix != nullptr);
         MixCounters counters;
-        for (size_t i : mix_order(names))
+        std::vector<size_t> order = mix_order(names);
+        if (options.preset->ik)  // ik visits the tensors in the file's order
+            for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        for (size_t i : order)
             decisions[i] = decide_tensor_type(
                 tensors[i].name, std::span<const int64_t>(tensors[i].ne, tensors[i].n_dims),
                 *options.preset, model, counters, options.rules);
@@ -134,7 +148,9 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
         const quants::InterleavedType* in_layout = quants::interleaved_type(t.type);
         source_type[i] = in_layout ? in_layout->base : t.type;
         const quants::InterleavedType* out_layout =
-            options.repack ? quants::interleaved_of(decisions[i].type) : nullptr;
+            decisions[i].interleave ? quants::interleaved_type(decisions[i].interleave)
+            : options.repack        ? quants::interleaved_of(decisions[i].type)
+                                    : nullptr;
         const bool fits = out_layout && t.n_dims >= 2 && t.ne[1] % out_layout->rows == 0 &&
                           t.name != "token_embd.weight";
         written_type[i] = fits ? out_layout->id : decisions[i].type;
@@ -203,8 +219,8 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
     std::vector<uint8_t> bytes, source, packed;
     std::vector<float> staging;
     // Groups of rows from one layout to the other (n0 values a row).
-    const auto regroup = [](const quants::InterleavedType& layout, const uint8_t* from,
-                            uint8_t* to, uint64_t total, int64_t n0, bool to_base) {
+    const auto regroup = [](const quants::InterleavedType& layout, const uint8_t* from, uint8_t* to,
+                            uint64_t total, int64_t n0, bool to_base) {
         const uint64_t group = uint64_t(layout.rows * quants::row_size(layout.base, n0));
         for (uint64_t at = 0; at + group <= total; at += group)
             (to_base ? quants::deinterleave : quants::interleave)(layout, from + at, to + at, n0);

@@ -60,7 +60,10 @@ std::map<std::string, int32_t> v3_mix(std::string_view preset, bool imatrix, uin
     EXPECT_NE(p, nullptr) << preset;
     MixCounters c;
     std::map<std::string, int32_t> out;
-    for (size_t i : mix_order(names))
+    std::vector<size_t> order = mix_order(names);
+    if (p->ik)  // ik_llama.cpp visits the tensors in file order
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (size_t i : order)
         out[names[i]] = mix_tensor_type(*p, model, c, names[i], tensors[i].second);
     return out;
 }
@@ -117,9 +120,11 @@ TEST(QuantPreset, KQuantMixes) {
            {"blk.4.attn_kv_b.weight", SY_TYPE_Q4_K},
            {"blk.6.ffn_down_exps.weight", SY_TYPE_Q5_K},
            {"blk.7.ffn_down_exps.weight", SY_TYPE_Q4_K}});
-    check("Q5_K_M", false,
-          {{"blk.0.attn_kv_b.weight", SY_TYPE_Q6_K}, {"blk.10.ffn_down_exps.weight", SY_TYPE_Q5_K}});
-    check("Q6_K", false, {{"output.weight", SY_TYPE_Q6_K}, {"blk.0.attn_kv_b.weight", SY_TYPE_Q6_K}});
+    check(
+        "Q5_K_M", false,
+        {{"blk.0.attn_kv_b.weight", SY_TYPE_Q6_K}, {"blk.10.ffn_down_exps.weight", SY_TYPE_Q5_K}});
+    check("Q6_K", false,
+          {{"output.weight", SY_TYPE_Q6_K}, {"blk.0.attn_kv_b.weight", SY_TYPE_Q6_K}});
 }
 
 TEST(QuantPreset, LowBitIQuantMixes) {
@@ -194,6 +199,103 @@ TEST(QuantPreset, IQuantsFallBackToIq4NlForShortRows) {
         EXPECT_EQ(fit_block("blk.0.attn_kv_b.weight", 512 + 32, t), SY_TYPE_IQ4_NL) << t;
     EXPECT_EQ(fit_block("x", 512, SY_TYPE_IQ2_XXS), SY_TYPE_IQ2_XXS);
     EXPECT_EQ(fit_block("x", 48, SY_TYPE_IQ2_XXS), SY_TYPE_F16);
+}
+
+// ik_llama.cpp's mixes (docs/ik-presets.md) on DeepSeek-V3 (256 experts, so the "attn_k"
+// tensors attn_kv_a_mqa, attn_kv_b are Q8_0 in the generic rules and attn_output Q5_K).
+TEST(QuantPreset, IkMixes) {
+    check("IQ4_KS", false,
+          {{"output.weight", SY_TYPE_Q6_K},
+           {"token_embd.weight", SY_TYPE_IQ4_KS},
+           {"blk.10.attn_kv_a_mqa.weight", SY_TYPE_Q8_0},
+           {"blk.10.attn_kv_b.weight", SY_TYPE_Q8_0},
+           {"blk.10.attn_q_b.weight", SY_TYPE_IQ4_KS},
+           {"blk.10.attn_output.weight", SY_TYPE_Q5_K},
+           {"blk.3.ffn_down_exps.weight", SY_TYPE_Q5_K},  // layer < 61 / 8, no imatrix
+           {"blk.10.ffn_down_exps.weight", SY_TYPE_IQ4_KS},
+           {"blk.10.ffn_up_exps.weight", SY_TYPE_IQ4_KS}});
+    check("IQ4_KS", true, {{"blk.3.ffn_down_exps.weight", SY_TYPE_IQ4_KS}});
+    // IQ2_KT's own branch: 8+ experts put every attn_k/attn_q tensor at Q4_K, layer 0's FFN at
+    // IQ3_K, the shared experts at IQ4_K, the first eighth's ffn_down at IQ3_K.
+    check("IQ2_KT", false,
+          {{"output.weight", SY_TYPE_Q5_K},
+           {"blk.10.attn_kv_b.weight", SY_TYPE_Q4_K},
+           {"blk.10.attn_q_a.weight", SY_TYPE_Q4_K},
+           {"blk.0.ffn_up.weight", SY_TYPE_IQ3_K},
+           {"blk.1.ffn_up.weight", SY_TYPE_IQ2_KT},
+           {"blk.3.ffn_down_shexp.weight", SY_TYPE_IQ4_K},
+           {"blk.5.ffn_down_exps.weight", SY_TYPE_IQ3_K},
+           {"blk.10.ffn_down_exps.weight", SY_TYPE_IQ2_KT},
+           {"blk.10.attn_output.weight", SY_TYPE_Q5_K}});
+    // IQ2_KS (the IQ2_XXS family's branch): the first 61 / 8 = 7 ffn_down tensors in file order
+    // (3 dense, then blk.3 and blk.4's routed and shared ones) get Q2_K.
+    check("IQ2_KS", false,
+          {{"blk.10.attn_kv_b.weight", SY_TYPE_Q4_K},
+           {"blk.4.ffn_down_shexp.weight", SY_TYPE_Q2_K},
+           {"blk.5.ffn_down_exps.weight", SY_TYPE_IQ2_KS},
+           {"blk.10.attn_output.weight", SY_TYPE_Q5_K},
+           {"output.weight", SY_TYPE_Q5_K}});
+    // IQ3_KL: a mix of IQ3_K with IQ4_KS where llama.cpp's "more bits" layers are.
+    check("IQ3_KL", false,
+          {{"output.weight", SY_TYPE_Q6_K},
+           {"token_embd.weight", SY_TYPE_IQ3_K},
+           {"blk.9.ffn_down_exps.weight", SY_TYPE_IQ4_KS},  // (9 - 7) % 3 == 2
+           {"blk.10.ffn_down_exps.weight", SY_TYPE_IQ3_K},
+           {"blk.9.ffn_gate_exps.weight", SY_TYPE_IQ4_KS},
+           {"blk.10.ffn_up_exps.weight", SY_TYPE_IQ3_K},
+           {"blk.10.attn_output.weight", SY_TYPE_Q5_K}});
+    check("IQ2_KL", false, {{"blk.10.attn_output.weight", SY_TYPE_IQ4_KS}});
+    check("IQ3_KT", false,
+          {{"token_embd.weight", SY_TYPE_IQ3_S},
+           {"blk.3.ffn_down_exps.weight", SY_TYPE_IQ4_K},
+           {"blk.10.ffn_down_exps.weight", SY_TYPE_IQ3_K}});
+    check("IQ6_K", false, {{"output.weight", SY_TYPE_IQ6_K}});
+    // An _R4 mix names interleaved types (ik's ids) where its rules do.
+    check("IQ4_K_R4", false,
+          {{"blk.10.ffn_up_exps.weight", 339},
+           {"blk.10.attn_kv_b.weight", SY_TYPE_Q8_0},
+           {"blk.10.attn_output.weight", SY_TYPE_Q5_K},
+           {"output.weight", SY_TYPE_Q6_K}});
+}
+
+TEST(QuantPreset, IkNamesFileTypesAndFallback) {
+    for (const auto& [name, ftype] : {std::pair{"iq2_k", 138u},
+                                      {"IQ4_KS", 145u},
+                                      {"iq3_kl", 146u},
+                                      {"IQ2_KS", 147u},
+                                      {"iq2_kt", 151u},
+                                      {"IQ1_KT", 156u},
+                                      {"iq4_k_r4", 340u},
+                                      {"IQ5_KS_R4", 350u},
+                                      {"q6_0", 135u}}) {
+        const QuantPreset* p = find_quant_preset(name);
+        ASSERT_NE(p, nullptr) << name;
+        EXPECT_TRUE(p->ik) << name;
+        EXPECT_EQ(static_cast<uint32_t>(p->ftype), ftype) << name;
+        EXPECT_FALSE(known_file_type_name(ftype).empty()) << name;
+    }
+    EXPECT_EQ(file_type_name(340), "IQ4_K_R4 - 4.5 bpw");
+    EXPECT_EQ(file_type_name(146), "IQ3_KL - 4 bpw");
+    // ik's fallback for rows that are not whole 256-blocks (IQ4_K -> Q5_0, IQ6_K -> Q8_0), and
+    // an interleaved pick quantized as its base and written interleaved, but never token_embd.
+    const QuantPreset& r4 = *find_quant_preset("IQ4_K_R4");
+    MixModel model;
+    model.n_layer = 3;
+    model.n_expert = 8;
+    MixCounters c;
+    const std::vector<int64_t> wide{512, 64, 8}, narrow{128, 64, 8};
+    TensorDecision d = decide_tensor_type("blk.1.ffn_up_exps.weight", wide, r4, model, c, {});
+    EXPECT_EQ(d.type, SY_TYPE_IQ4_K);
+    EXPECT_EQ(d.interleave, 339);
+    d = decide_tensor_type("blk.1.ffn_gate_exps.weight", narrow, r4, model, c, {});
+    EXPECT_EQ(type_name(d.type), "q5_0");
+    EXPECT_EQ(d.interleave, 0);
+    d = decide_tensor_type("token_embd.weight", std::vector<int64_t>{512, 1000}, r4, model, c, {});
+    EXPECT_EQ(d.type, SY_TYPE_IQ4_K);
+    EXPECT_EQ(d.interleave, 0);
+    d = decide_tensor_type("blk.1.ffn_down_exps.weight", narrow, *find_quant_preset("IQ6_K"), model,
+                           c, {});
+    EXPECT_EQ(type_name(d.type), "q8_0");
 }
 
 TEST(QuantPreset, AppliedToAFile) {

@@ -35,21 +35,30 @@ struct QuantizeOptions {
 
 int run_quantize(const QuantizeOptions& o) {
     llm::RequantizeOptions options;
-    // ik_llama.cpp's interleaved type names (iq4_k_r4): the base type, repacked.
+    // A mix by name (llama.cpp's or ik_llama.cpp's, whose IQ4_K_R4 ... are mixes too); else an
+    // interleaved type name without a mix of its own (q4_0_r8): the base type, repacked.
     std::string type = o.type;
     options.repack = o.repack;
-    if (const quants::InterleavedType* layout = quants::interleaved_type(o.type)) {
+    const llm::QuantPreset* preset = llm::find_quant_preset(type);
+    if (const quants::InterleavedType* layout = quants::interleaved_type(o.type);
+        layout && !preset) {
         type = sy_dtype_info(layout->base).name;
         options.repack = true;
+        preset = llm::find_quant_preset(type);
     }
-    const llm::QuantPreset* preset = llm::find_quant_preset(type);
     const auto plain = llm::parse_type_name(type);
     if (preset && o.pure) {
-        // llama-quantize's --pure: the mix's base type everywhere, its file type kept.
-        if (!llm::parse_type_name(llm::type_name(preset->base_type)))
+        // llama-quantize's --pure: the mix's base type everywhere (an ik _R4 mix's repacked),
+        // its file type kept.
+        int32_t base = preset->base_type;
+        if (const quants::InterleavedType* layout = quants::interleaved_type(base)) {
+            base = layout->base;
+            options.repack = true;
+        }
+        if (!llm::parse_type_name(llm::type_name(base)))
             throw Error("quantize: --pure " + std::string(preset->name) + ": type " +
-                        llm::type_name(preset->base_type) + " cannot be written yet");
-        options.target = preset->base_type;
+                        llm::type_name(base) + " cannot be written yet");
+        options.target = base;
         options.file_type = static_cast<uint32_t>(preset->ftype);
         preset = nullptr;
     } else if (preset) {
@@ -121,9 +130,10 @@ Command add_quantize_command(CLI::App& app) {
         ->required()
         ->check(CLI::ExistingFile);
     cmd->add_option("output", options->output, "Output GGUF file (written atomically)")->required();
-    cmd->add_option("type", options->type,
-                    "A llama-quantize mix (case-insensitive): " + llm::quant_preset_names() +
-                        "; or a type for every tensor: " + llm::writable_type_names())
+    cmd->add_option(
+           "type", options->type,
+           "A llama-quantize or ik_llama.cpp mix (case-insensitive): " + llm::quant_preset_names() +
+               "; or a type for every tensor: " + llm::writable_type_names())
         ->required();
     cmd->add_option("--imatrix", options->imatrix,
                     "Importance matrix (GGUF or legacy .dat, as switchyard imatrix and "

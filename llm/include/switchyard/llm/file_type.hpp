@@ -58,6 +58,14 @@ enum class FileType : uint32_t {
     kMostlyIQ3_KT = 152,
     kMostlyIQ4_KT = 153,
     kMostlyIQ1_KT = 156,
+    kMostlyIQ3_KL = 146,   // a mix of IQ3_K, IQ4_KS and IQ5_K (no tensor type of its own)
+    kMostlyQ6_0_R4 = 335,  // ik_llama.cpp's row-interleaved file types
+    kMostlyIQ2_K_R4 = 338,
+    kMostlyIQ3_K_R4 = 339,
+    kMostlyIQ4_K_R4 = 340,
+    kMostlyIQ5_K_R4 = 341,
+    kMostlyIQ4_KS_R4 = 345,
+    kMostlyIQ5_KS_R4 = 350,
 };
 
 // Set on a file type that was inferred from the tensors rather than read from the file.

@@ -1,7 +1,10 @@
 // llama-quantize's quantization mixes ("Q4_K_M", "IQ2_XXS", ...): a file type whose tensors get
 // types by name, layer and model shape, chosen as llama.cpp's llama_tensor_get_type chooses
 // them (src/llama-quant.cpp), so a file made here matches one made there tensor for tensor
-// (before this project's own rules: attn_k_b never below Q8_0, and the block fallback).
+// (before this project's own rules: attn_k_b never below Q8_0, and the block fallback). The
+// presets marked `ik` are ik_llama.cpp's own mixes (IQ2_K, IQ4_KS, IQ2_KT, IQ3_KL, IQ4_K_R4
+// ...), chosen by ik's rules (quant_preset_ik.cpp, docs/ik-presets.md): they categorise names
+// differently from the description below, visit tensors in file order and fall back as ik does.
 //
 // Categories by name: output.weight; token_embd.weight; attn_kv_b / attn_v / attn_qkv (the
 // "attn_v-like" ones, counted in load order); attn_k; attn_q (DeepSeek-Lite's plain attn_q);
@@ -30,6 +33,10 @@ struct QuantPreset {
     // llama-quantize refuses the mix without an importance matrix (its tensors would be
     // garbage): IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, Q2_K_S.
     bool needs_imatrix;
+    // ik_llama.cpp's mix: its rules, file order, its block fallback (ik_fit_block). base_type
+    // and the rules' types may then be interleaved ids (iq4_k_r4): the tensor is written so
+    // where its rows make whole groups (token_embd never).
+    bool ik = false;
 };
 
 // The mixes; `name` case-insensitively. Null for another name.
@@ -39,9 +46,9 @@ std::string quant_preset_names();  // "Q2_K, Q2_K_S, ..." for help and errors
 
 // What the mix rules read of the model and of the other tensors.
 struct MixModel {
-    uint32_t n_layer = 0;   // block_count
-    uint32_t n_expert = 0;  // routed experts (0 or 1: a dense model)
-    uint32_t n_gqa = 1;     // head_count / head_count_kv
+    uint32_t n_layer = 0;    // block_count
+    uint32_t n_expert = 0;   // routed experts (0 or 1: a dense model)
+    uint32_t n_gqa = 1;      // head_count / head_count_kv
     bool has_output = true;  // false: token_embd doubles as the output (tied)
     bool has_imatrix = false;
     int n_attention_wv = 0;  // attn_v-like tensors in the file
@@ -62,7 +69,8 @@ struct MixCounters {
 std::vector<size_t> mix_order(std::span<const std::string> names);
 
 // The type the mix gives tensor `name` of shape `ne` (a tensor llama-quantize quantizes: 2-D
-// or more, not a norm or the router), before the block fallback. Throws sy::Error naming the
+// or more, not a norm or the router), before the block fallback; for an ik mix possibly an
+// interleaved type id. Throws sy::Error naming the
 // tensor when a rule needs its layer and the name has none in range.
 int32_t mix_tensor_type(const QuantPreset& preset, const MixModel& model, MixCounters& counters,
                         std::string_view name, std::span<const int64_t> ne);

@@ -37,6 +37,9 @@ struct TensorDecision {
     int32_t type = 0;    // what is written
     int32_t wanted = 0;  // what the rule or the default asked for, before block fallback
     const QuantRule* rule = nullptr;  // the rule that matched, if any
+    // An ik mix named an interleaved type (iq4_k_r4): its id, `type` being its base; written
+    // interleaved where the tensor's rows make whole groups. 0 otherwise.
+    int32_t interleave = 0;
     bool fell_back() const { return type != wanted; }
 };
 
@@ -47,7 +50,8 @@ TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t
                                   int32_t target, const std::vector<QuantRule>& rules);
 
 // The same with a mix: where no rule matches, the mix's type for the tensor (mix_tensor_type,
-// which advances `counters`: call it in mix_order).
+// which advances `counters` whether or not a rule matches, as llama.cpp's do: call it in
+// mix_order, or in file order for an ik mix). An ik mix falls back as ik does (ik_fit_block).
 TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,
                                   const QuantPreset& preset, const MixModel& model,
                                   MixCounters& counters, const std::vector<QuantRule>& rules);

@@ -1,0 +1,215 @@
+// ik_llama.cpp's own quantization mixes (IQ2_K ... IQ6_K, the _KS/_KSS/_KL types, IQ3_KL, the
+// trellis types, Q6_0 and the _R4 file types): the rules of ik's llama_tensor_get_type for those
+// file types, as docs/ik-presets.md states them. They differ from mainline's in how a name is
+// categorised: ik tests substrings in a fixed order (attn_v.weight, attn_k, attn_q, ffn_down,
+// attn_output.weight, ffn_gate, ffn_up), so DeepSeek's attn_kv_a_mqa, attn_kv_b and attn_k_b are
+// "attn_k" tensors, attn_q_a and attn_q_b "attn_q" ones, and attn_v_b keeps the base type.
+//
+// The rules here are for the models switchyard runs: the 70B/8B size classes and the Falcon and
+// large-vocabulary exceptions never hold for deepseek2, so they are left out.
+#include "quant_preset_ik.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <initializer_list>
+#include <string>
+
+#include "switchyard/core/error.hpp"
+#include "switchyard/dtype.h"
+
+namespace sy::llm::detail {
+namespace {
+
+using F = FileType;
+
+// ik's interleaved type ids (sdk/quants interleaved.hpp), as its rules name them.
+constexpr int32_t kQ5_K_R4 = 213, kIQ3_K_R4 = 338, kIQ4_K_R4 = 339, kIQ5_K_R4 = 340;
+
+bool has(std::string_view s, std::string_view part) {
+    return s.find(part) != std::string_view::npos;
+}
+bool any_of(F f, std::initializer_list<F> set) {
+    return std::find(set.begin(), set.end(), f) != set.end();
+}
+// More bits for the first and last eighth of the layers and every third one between.
+bool use_more_bits(int i, int n) {
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+int block_of(std::string_view name) {
+    int n = -1;
+    if (name.rfind("blk.", 0) != 0 || std::sscanf(std::string(name).c_str(), "blk.%d.", &n) != 1)
+        return -1;
+    return n;
+}
+
+}  // namespace
+
+int32_t ik_mix_tensor_type(const QuantPreset& preset, const MixModel& model, MixCounters& c,
+                           std::string_view name, std::span<const int64_t> ne) {
+    const F ft = preset.ftype;
+    const int32_t base = preset.base_type;
+    const int E = int(model.n_expert), G = int(model.n_gqa), n = int(model.n_layer);
+    const bool I = model.has_imatrix, T = model.has_output;
+    const int64_t nx = ne.empty() ? 0 : ne[0];
+    // The layer of a per-layer rule: with experts the block in the name, else the counter.
+    const auto layer = [&](int counter) {
+        if (std::max(1, E) <= 1) return counter;
+        const int l = block_of(name);
+        if (l < 0 || l >= n)
+            throw Error("quantize mix " + std::string(preset.name) + ": tensor " +
+                        std::string(name) + " has no layer number below " + std::to_string(n));
+        return l;
+    };
+
+    // The output (and a tied token_embd): Q8_0 unless its rows are whole 256-blocks.
+    if (name == "output.weight" || (!T && name == "token_embd.weight")) {
+        if (nx % 256 != 0) return SY_TYPE_Q8_0;
+        if (any_of(ft, {F::kMostlyIQ2_K, F::kMostlyIQ3_K, F::kMostlyIQ2_KS, F::kMostlyIQ3_K_R4,
+                        F::kMostlyIQ3_KS, F::kMostlyIQ2_K_R4, F::kMostlyIQ2_KL, F::kMostlyIQ2_KT,
+                        F::kMostlyIQ3_KT, F::kMostlyIQ1_KT}))
+            return T ? SY_TYPE_Q5_K : SY_TYPE_IQ4_K;
+        if (!T && any_of(ft, {F::kMostlyIQ3_KL, F::kMostlyIQ4_KS, F::kMostlyIQ4_KSS,
+                              F::kMostlyIQ4_KS_R4}))
+            return SY_TYPE_IQ5_K;
+        return base == SY_TYPE_Q8_0 || base == SY_TYPE_IQ6_K ? base : SY_TYPE_Q6_K;
+    }
+    if (name == "token_embd.weight") return ft == F::kMostlyIQ3_KT ? SY_TYPE_IQ3_S : base;
+
+    if (ft == F::kMostlyIQ2_KT) {  // its own branch
+        if (has(name, "attn_v.weight")) {
+            ++c.i_attention_wv;
+            return E >= 4 || G >= 4 ? SY_TYPE_IQ4_K : G >= 2 ? SY_TYPE_IQ3_K : SY_TYPE_Q2_K;
+        }
+        if (E >= 8 && has(name, "attn_k")) return SY_TYPE_Q4_K;
+        if (E >= 8 && (has(name, "blk.0.ffn_down") || has(name, "blk.0.ffn_gate") ||
+                       has(name, "blk.0.ffn_up")))
+            return SY_TYPE_IQ3_K;
+        if (E >= 8 && has(name, "attn_q")) return SY_TYPE_Q4_K;
+        if (has(name, "attn_qkv.weight")) return SY_TYPE_IQ3_K;
+        if (has(name, "_shexp.weight")) return SY_TYPE_IQ4_K;
+        if (has(name, "ffn_down")) {
+            const int i = layer(c.i_ffn_down);
+            ++c.i_ffn_down;
+            return i < n / 8 ? SY_TYPE_IQ3_K : base;
+        }
+        if (has(name, "attn_output.weight")) return E >= 4 ? SY_TYPE_Q5_K : SY_TYPE_IQ3_K;
+        return base;
+    }
+    if (ft == F::kMostlyIQ2_KS) {  // the IQ2_XXS/IQ2_XS family's branch
+        if (has(name, "attn_v.weight")) {
+            ++c.i_attention_wv;
+            return G >= 4 || E >= 4   ? SY_TYPE_IQ4_K
+                   : G >= 2 || E >= 2 ? SY_TYPE_IQ3_K
+                                      : SY_TYPE_Q2_K;
+        }
+        if (E >= 8 && (has(name, "attn_k") || has(name, "attn_q"))) return SY_TYPE_Q4_K;
+        if (has(name, "attn_qkv.weight")) return SY_TYPE_IQ2_K;
+        if (has(name, "ffn_down")) {  // the raw counter: the first n/8 ffn_down tensors in order
+            const bool early = c.i_ffn_down < n / 8;
+            ++c.i_ffn_down;
+            return early ? SY_TYPE_Q2_K : base;
+        }
+        if (has(name, "attn_output.weight")) return E >= 4 ? SY_TYPE_Q5_K : base;
+        return base;
+    }
+
+    if (has(name, "attn_v.weight")) {
+        ++c.i_attention_wv;
+        if (E >= 4) return SY_TYPE_Q8_0;
+        switch (ft) {
+            case F::kMostlyIQ2_K: return G >= 2 ? SY_TYPE_IQ4_K : SY_TYPE_IQ3_K;
+            case F::kMostlyIQ2_K_R4: return G >= 2 ? kIQ4_K_R4 : kIQ3_K_R4;
+            case F::kMostlyIQ3_KT: return G >= 4 ? SY_TYPE_IQ4_K : SY_TYPE_IQ3_K;
+            case F::kMostlyIQ4_KT: return G >= 4 ? SY_TYPE_IQ5_K : SY_TYPE_IQ4_K;
+            case F::kMostlyIQ3_KL: return G >= 2 ? SY_TYPE_IQ5_K : SY_TYPE_IQ4_K;
+            default: break;
+        }
+        if (G < 2) return base;
+        switch (ft) {
+            case F::kMostlyIQ3_K: return SY_TYPE_IQ4_K;
+            case F::kMostlyIQ3_KS:
+            case F::kMostlyIQ2_KL: return SY_TYPE_IQ4_KS;
+            case F::kMostlyIQ3_K_R4: return kIQ4_K_R4;
+            case F::kMostlyIQ4_KS:
+            case F::kMostlyIQ4_KSS:
+            case F::kMostlyIQ4_K:
+            case F::kMostlyIQ4_K_R4: return SY_TYPE_IQ5_K;
+            case F::kMostlyIQ4_KS_R4: return kIQ5_K_R4;
+            default: return base;
+        }
+    }
+    if (has(name, "attn_k")) return E >= 4 ? SY_TYPE_Q8_0 : base;
+    if (has(name, "attn_q")) return base;
+    if (has(name, "ffn_down")) {
+        const int i = layer(c.i_ffn_down);
+        ++c.i_ffn_down;
+        if (ft == F::kMostlyIQ3_KT && !I) return i < n / 8 ? SY_TYPE_IQ4_K : SY_TYPE_IQ3_K;
+        if (ft == F::kMostlyIQ3_KL) return use_more_bits(i, n) ? SY_TYPE_IQ4_KS : SY_TYPE_IQ3_K;
+        if (i < n / 8 && !I && (ft == F::kMostlyIQ4_KS || ft == F::kMostlyIQ4_KSS))
+            return SY_TYPE_Q5_K;
+        if (i < n / 8 && !I && ft == F::kMostlyIQ4_KS_R4) return kQ5_K_R4;
+        return base;
+    }
+    if (has(name, "attn_output.weight")) {
+        if (E >= 4) {
+            if (any_of(ft,
+                       {F::kMostlyIQ4_K, F::kMostlyIQ4_KSS, F::kMostlyIQ4_KS, F::kMostlyIQ4_KS_R4,
+                        F::kMostlyIQ5_KS, F::kMostlyIQ5_KS_R4, F::kMostlyIQ2_K, F::kMostlyIQ3_K,
+                        F::kMostlyIQ3_KL, F::kMostlyIQ3_KT, F::kMostlyIQ3_KS, F::kMostlyIQ4_K_R4,
+                        F::kMostlyIQ3_K_R4, F::kMostlyIQ2_K_R4}))
+                return SY_TYPE_Q5_K;
+            return ft == F::kMostlyIQ2_KL ? SY_TYPE_IQ4_KS : base;
+        }
+        if (ft == F::kMostlyIQ3_KT && G >= 4) return SY_TYPE_IQ3_K;
+        if (ft == F::kMostlyIQ2_K) return SY_TYPE_IQ3_K;
+        if (ft == F::kMostlyIQ2_K_R4) return kIQ3_K_R4;
+        if (ft == F::kMostlyIQ3_KL) return SY_TYPE_IQ4_KS;
+        return base;
+    }
+    const bool gate = has(name, "ffn_gate");
+    if (gate || has(name, "ffn_up")) {
+        int& counter = gate ? c.i_ffn_gate : c.i_ffn_up;
+        const int i = layer(counter);
+        ++counter;
+        return ft == F::kMostlyIQ3_KL && use_more_bits(i, n) ? SY_TYPE_IQ4_KS : base;
+    }
+    return base;
+}
+
+int32_t ik_fit_block(int64_t ne0, int32_t type) {
+    const int32_t block = sy_dtype_info(type).block_size;
+    if (block <= 0 || ne0 % block == 0) return type;
+    switch (type) {
+        case SY_TYPE_IQ4_K:
+        case SY_TYPE_IQ5_KS:
+        case SY_TYPE_Q4_K: return SY_TYPE_Q5_0;
+        case SY_TYPE_IQ5_K:
+        case SY_TYPE_Q5_K: return SY_TYPE_Q6_0;
+        case SY_TYPE_IQ6_K:
+        case SY_TYPE_Q6_K: return SY_TYPE_Q8_0;
+        case SY_TYPE_IQ1_S:
+        case SY_TYPE_IQ1_M:
+        case SY_TYPE_IQ2_XXS:
+        case SY_TYPE_IQ2_XS:
+        case SY_TYPE_IQ2_S:
+        case SY_TYPE_IQ3_XXS:
+        case SY_TYPE_IQ3_S:
+        case SY_TYPE_Q2_K:
+        case SY_TYPE_Q3_K:
+        case SY_TYPE_IQ2_K:
+        case SY_TYPE_IQ3_K:
+        case SY_TYPE_IQ2_KS:
+        case SY_TYPE_IQ3_KS:
+        case SY_TYPE_IQ4_KS:
+        case SY_TYPE_IQ4_KSS:
+        case SY_TYPE_IQ2_KL:
+        case SY_TYPE_IQ1_KT:
+        case SY_TYPE_IQ2_KT:
+        case SY_TYPE_IQ3_KT:
+        case SY_TYPE_IQ4_KT:
+        case SY_TYPE_IQ4_XS: return SY_TYPE_IQ4_NL;
+        default: return type;
+    }
+}
+
+}  // namespace sy::llm::detail
