@@ -170,12 +170,10 @@ using F8 = float __attribute__((vector_size(4 * kLanes)));
 using I8 = int32_t __attribute__((vector_size(4 * kLanes)));
 
 // a_c += sum_t w_t v_tc^2 and b_c += sum_t w_t x_t v_tc over a bucket's m (padded) codes, whose
-// values are v[t * m + c]. Compiled twice (AVX2 and the baseline) and picked at load; the
-// arithmetic is the same element by element (no contraction here), so both give the same bytes.
-__attribute__((target_clones("avx2", "default"))) void score_bucket(const float* v, size_t m,
-                                                                    int dim, const float* w,
-                                                                    const float* x, float* a,
-                                                                    float* b) {
+// values are v[t * m + c].
+inline __attribute__((always_inline)) void score_bucket_body(const float* v, size_t m, int dim,
+                                                             const float* w, const float* x,
+                                                             float* a, float* b) {
     for (int t = 0; t < dim; ++t, v += m) {
         const float wt = w[t], wx = w[t] * x[t];
         for (size_t c = 0; c < m; ++c) {
@@ -187,9 +185,8 @@ __attribute__((target_clones("avx2", "default"))) void score_bucket(const float*
 
 // Per lane l, the lowest a_c - k b_c over c = l mod kLanes (m a multiple of kLanes) and its c;
 // ties keep the lower c.
-__attribute__((target_clones("avx2", "default"))) void lowest_lines(const float* a, const float* b,
-                                                                    size_t m, float k, F8& lo,
-                                                                    I8& idx) {
+inline __attribute__((always_inline)) void lowest_lines_body(const float* a, const float* b,
+                                                             size_t m, float k, F8& lo, I8& idx) {
     F8 kv;
     I8 lane, step;
     for (int l = 0; l < kLanes; ++l) lo[l] = INFINITY, kv[l] = k, idx[l] = 0, lane[l] = l;
@@ -203,6 +200,47 @@ __attribute__((target_clones("avx2", "default"))) void lowest_lines(const float*
         lo = lt ? e : lo;
         idx = lt ? lane : idx;
     }
+}
+
+// Both compiled for the baseline and, on x86-64, for AVX2, picked by the CPU at run time. The
+// arithmetic is the same element by element (no contraction in this library), so both give the
+// same bytes. (Not target_clones: its ifunc resolver runs before a sanitizer's runtime has
+// started, which crashes ThreadSanitizer builds at load.)
+void score_bucket_base(const float* v, size_t m, int dim, const float* w, const float* x, float* a,
+                       float* b) {
+    score_bucket_body(v, m, dim, w, x, a, b);
+}
+void lowest_lines_base(const float* a, const float* b, size_t m, float k, F8& lo, I8& idx) {
+    lowest_lines_body(a, b, m, k, lo, idx);
+}
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void score_bucket_avx2(const float* v, size_t m, int dim,
+                                                       const float* w, const float* x, float* a,
+                                                       float* b) {
+    score_bucket_body(v, m, dim, w, x, a, b);
+}
+__attribute__((target("avx2"))) void lowest_lines_avx2(const float* a, const float* b, size_t m,
+                                                       float k, F8& lo, I8& idx) {
+    lowest_lines_body(a, b, m, k, lo, idx);
+}
+bool has_avx2() {
+    static const bool yes = __builtin_cpu_supports("avx2");
+    return yes;
+}
+#endif
+
+void score_bucket(const float* v, size_t m, int dim, const float* w, const float* x, float* a,
+                  float* b) {
+#if defined(__x86_64__)
+    if (has_avx2()) return score_bucket_avx2(v, m, dim, w, x, a, b);
+#endif
+    score_bucket_base(v, m, dim, w, x, a, b);
+}
+void lowest_lines(const float* a, const float* b, size_t m, float k, F8& lo, I8& idx) {
+#if defined(__x86_64__)
+    if (has_avx2()) return lowest_lines_avx2(a, b, m, k, lo, idx);
+#endif
+    lowest_lines_base(a, b, m, k, lo, idx);
 }
 
 // The code search of one group x (weights w) at any scale s. The candidates at s are the codes of
