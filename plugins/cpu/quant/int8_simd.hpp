@@ -116,9 +116,9 @@ inline I8x32 select8(I8x32 mask, I8x32 a, I8x32 b) {
 // Eight 4-byte table entries table[idx[k] + 256 * (high >> k & 1)] (one gather).
 inline I8x32 gather_u32x8(const uint32_t* table, const uint8_t* idx, unsigned high) {
     const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(idx)));
-    const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(high)),
-                                                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                                         _mm256_set1_epi32(1));
+    const __m256i bit = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(int(high)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+        _mm256_set1_epi32(1));
     const __m256i index = _mm256_or_si256(lo, _mm256_slli_epi32(bit, 8));
     return {_mm256_i32gather_epi32(reinterpret_cast<const int*>(table), index, 4)};
 }
@@ -353,6 +353,23 @@ inline float reduce(F32x8 a) {
 }
 
 #endif
+
+// ---- built from the primitives above --------------------------------------------------------
+
+// Bytes 0xFF where `bit` (bytes of 0 or 1) is 1, else 0.
+inline I8x32 mask_of(I8x32 bit) {
+    return sub8(splat8(0), bit);
+}
+// Bit c of the 32 bytes at qh, as 0 / 1 per byte (a high-bit plane: IQ3_K, IQ5_K, IQ3_KT ...).
+inline I8x32 plane1(const uint8_t* qh, int c) {
+    return and8(shr8(load32(qh), c), 1);
+}
+// The low nibbles of chunk c (32 values) where each 64 values share 32 bytes, low nibbles first
+// (IQ5_K's and IQ6_K's order).
+inline I8x32 nibbles64(const uint8_t* qs, int c) {
+    const I8x32 bytes = load32(qs + 32 * (c / 2));
+    return c % 2 ? high_nibbles(bytes) : low_nibbles(bytes);
+}
 
 }  // namespace SY_CPU_SIMD_ISA
 }  // namespace sy::cpu::i8

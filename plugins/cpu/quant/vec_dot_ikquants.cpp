@@ -21,11 +21,6 @@ using namespace i8;
 constexpr int8_t kIq2Base[16] = {-31, -13, 1, 17};
 constexpr int8_t kIq3Base[16] = {-63, -40, -23, -10, 1, 13, 28, 47};
 
-// Bytes 0xFF where `bit` (bytes of 0 or 1) is 1.
-inline I8x32 mask_of(I8x32 bit) {
-    return sub8(splat8(0), bit);
-}
-
 // The 32 values of chunk c (values 32c .. 32c + 31, sub-blocks 2c and 2c + 1) as base-table
 // entries, per type.
 inline I8x32 iq2_k_chunk(const sy_block_iq2_k& b, int c) {
@@ -34,20 +29,15 @@ inline I8x32 iq2_k_chunk(const sy_block_iq2_k& b, int c) {
 }
 inline I8x32 iq3_k_chunk(const sy_block_iq3_k& b, int c) {
     const I8x32 lo = and8(shr8(load32(b.qs + 32 * (c / 4)), 2 * (c % 4)), 3);
-    const I8x32 hi = shl8(and8(shr8(load32(b.qh), c), 1), 2);
+    const I8x32 hi = shl8(plane1(b.qh, c), 2);
     return lut16(kIq3Base, or8(lo, hi));
 }
 inline I8x32 iq4_k_chunk(const sy_block_iq4_k& b, int c) {
     return lut16(sy_iq4k_values, nibbles16(b.qs + 16 * c));
 }
-// The low nibbles of chunk c where each 64 values share 32 bytes (IQ5_K, IQ6_K).
-inline I8x32 nibbles64(const uint8_t* qs, int c) {
-    const I8x32 bytes = load32(qs + 32 * (c / 2));
-    return c % 2 ? high_nibbles(bytes) : low_nibbles(bytes);
-}
 inline I8x32 iq5_k_chunk(const sy_block_iq5_k& b, int c) {
     const I8x32 low = nibbles64(b.qs, c);
-    const I8x32 high = mask_of(and8(shr8(load32(b.qh), c), 1));
+    const I8x32 high = mask_of(plane1(b.qh, c));
     return select8(high, lut16(sy_iq5nl_values, low), lut16(sy_iq5nl_values + 16, low));
 }
 inline I8x32 iq6_k_chunk(const sy_block_iq6_k& b, int c) {

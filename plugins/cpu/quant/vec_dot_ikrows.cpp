@@ -21,10 +21,6 @@ constexpr int8_t kIq2Half[2][16] = {{-31, -13, 1, 17}, {-26, -8, 6, 22}};
 constexpr int8_t kIq3Half[2][16] = {{-63, -40, -23, -10, 1, 13, 28, 47},
                                     {-59, -36, -19, -6, 5, 17, 32, 51}};
 
-inline I8x32 mask_of(I8x32 bit) {
-    return sub8(splat8(0), bit);
-}
-
 float row_scale_f16(const void* w) {
     uint16_t h;
     std::memcpy(&h, w, 2);
@@ -39,15 +35,6 @@ float row_scale_f32(const void* w) {
 // The 2-bit indices of chunk c in IQ2_K's plane order.
 inline I8x32 plane2(const uint8_t* qs, int c) {
     return and8(shr8(load32(qs + 32 * (c / 4)), 2 * (c % 4)), 3);
-}
-// Bit c of the 32 qh bytes as 0 / 1 per value.
-inline I8x32 plane1(const uint8_t* qh, int c) {
-    return and8(shr8(load32(qh), c), 1);
-}
-// Low nibbles where each 64 values share 32 bytes (IQ5_K's order).
-inline I8x32 nibbles64(const uint8_t* qs, int c) {
-    const I8x32 bytes = load32(qs + 32 * (c / 2));
-    return c % 2 ? high_nibbles(bytes) : low_nibbles(bytes);
 }
 
 // Per type: the block, the row scale, chunk c's integer scale and its 32 values.
