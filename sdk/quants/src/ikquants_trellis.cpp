@@ -169,11 +169,17 @@ const Codebook& codebook(int which) {
 using F8 = float __attribute__((vector_size(4 * kLanes)));
 using I8 = int32_t __attribute__((vector_size(4 * kLanes)));
 
+// The search's two inner loops read and write only this file's own arrays, at indices bounded by
+// a bucket's size; the sanitizer builds leave them uninstrumented (instrumented, they were most
+// of the sanitizer test run's time).
+#define SY_HOT_LOOP __attribute__((no_sanitize("address", "undefined")))
+
 // a_c += sum_t w_t v_tc^2 and b_c += sum_t w_t x_t v_tc over a bucket's m (padded) codes, whose
 // values are v[t * m + c].
-inline __attribute__((always_inline)) void score_bucket_body(const float* v, size_t m, int dim,
-                                                             const float* w, const float* x,
-                                                             float* a, float* b) {
+inline __attribute__((always_inline)) SY_HOT_LOOP void score_bucket_body(const float* v, size_t m,
+                                                                         int dim, const float* w,
+                                                                         const float* x, float* a,
+                                                                         float* b) {
     for (int t = 0; t < dim; ++t, v += m) {
         const float wt = w[t], wx = w[t] * x[t];
         for (size_t c = 0; c < m; ++c) {
@@ -185,8 +191,9 @@ inline __attribute__((always_inline)) void score_bucket_body(const float* v, siz
 
 // Per lane l, the lowest a_c - k b_c over c = l mod kLanes (m a multiple of kLanes) and its c;
 // ties keep the lower c.
-inline __attribute__((always_inline)) void lowest_lines_body(const float* a, const float* b,
-                                                             size_t m, float k, F8& lo, I8& idx) {
+inline __attribute__((always_inline)) SY_HOT_LOOP void lowest_lines_body(const float* a,
+                                                                         const float* b, size_t m,
+                                                                         float k, F8& lo, I8& idx) {
     F8 kv;
     I8 lane, step;
     for (int l = 0; l < kLanes; ++l) lo[l] = INFINITY, kv[l] = k, idx[l] = 0, lane[l] = l;
@@ -206,21 +213,24 @@ inline __attribute__((always_inline)) void lowest_lines_body(const float* a, con
 // arithmetic is the same element by element (no contraction in this library), so both give the
 // same bytes. (Not target_clones: its ifunc resolver runs before a sanitizer's runtime has
 // started, which crashes ThreadSanitizer builds at load.)
-void score_bucket_base(const float* v, size_t m, int dim, const float* w, const float* x, float* a,
-                       float* b) {
+SY_HOT_LOOP void score_bucket_base(const float* v, size_t m, int dim, const float* w,
+                                   const float* x, float* a, float* b) {
     score_bucket_body(v, m, dim, w, x, a, b);
 }
-void lowest_lines_base(const float* a, const float* b, size_t m, float k, F8& lo, I8& idx) {
+SY_HOT_LOOP void lowest_lines_base(const float* a, const float* b, size_t m, float k, F8& lo,
+                                   I8& idx) {
     lowest_lines_body(a, b, m, k, lo, idx);
 }
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) void score_bucket_avx2(const float* v, size_t m, int dim,
-                                                       const float* w, const float* x, float* a,
-                                                       float* b) {
+__attribute__((target("avx2"))) SY_HOT_LOOP void score_bucket_avx2(const float* v, size_t m,
+                                                                   int dim, const float* w,
+                                                                   const float* x, float* a,
+                                                                   float* b) {
     score_bucket_body(v, m, dim, w, x, a, b);
 }
-__attribute__((target("avx2"))) void lowest_lines_avx2(const float* a, const float* b, size_t m,
-                                                       float k, F8& lo, I8& idx) {
+__attribute__((target("avx2"))) SY_HOT_LOOP void lowest_lines_avx2(const float* a, const float* b,
+                                                                   size_t m, float k, F8& lo,
+                                                                   I8& idx) {
     lowest_lines_body(a, b, m, k, lo, idx);
 }
 bool has_avx2() {
