@@ -16,6 +16,7 @@
 
 #include "switchyard/core/error.hpp"
 #include "switchyard/dtype.h"
+#include "switchyard/llm/tensor_types.hpp"
 
 namespace sy::llm::detail {
 namespace {
@@ -179,6 +180,7 @@ int32_t ik_mix_tensor_type(const QuantPreset& preset, const MixModel& model, Mix
 int32_t ik_fit_block(int64_t ne0, int32_t type) {
     const int32_t block = sy_dtype_info(type).block_size;
     if (block <= 0 || ne0 % block == 0) return type;
+    if (falls_back_to_iq4_nl(type)) return SY_TYPE_IQ4_NL;
     switch (type) {
         case SY_TYPE_IQ4_K:
         case SY_TYPE_IQ5_KS:
@@ -187,27 +189,6 @@ int32_t ik_fit_block(int64_t ne0, int32_t type) {
         case SY_TYPE_Q5_K: return SY_TYPE_Q6_0;
         case SY_TYPE_IQ6_K:
         case SY_TYPE_Q6_K: return SY_TYPE_Q8_0;
-        case SY_TYPE_IQ1_S:
-        case SY_TYPE_IQ1_M:
-        case SY_TYPE_IQ2_XXS:
-        case SY_TYPE_IQ2_XS:
-        case SY_TYPE_IQ2_S:
-        case SY_TYPE_IQ3_XXS:
-        case SY_TYPE_IQ3_S:
-        case SY_TYPE_Q2_K:
-        case SY_TYPE_Q3_K:
-        case SY_TYPE_IQ2_K:
-        case SY_TYPE_IQ3_K:
-        case SY_TYPE_IQ2_KS:
-        case SY_TYPE_IQ3_KS:
-        case SY_TYPE_IQ4_KS:
-        case SY_TYPE_IQ4_KSS:
-        case SY_TYPE_IQ2_KL:
-        case SY_TYPE_IQ1_KT:
-        case SY_TYPE_IQ2_KT:
-        case SY_TYPE_IQ3_KT:
-        case SY_TYPE_IQ4_KT:
-        case SY_TYPE_IQ4_XS: return SY_TYPE_IQ4_NL;
         default: return type;
     }
 }

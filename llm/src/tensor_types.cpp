@@ -13,13 +13,14 @@ namespace {
 // Types a file may be written in, in the order help text lists them; those the quantizers
 // cannot produce (yet) are left out at run time (writable()).
 constexpr int32_t kCandidates[] = {
-    SY_TYPE_F32,   SY_TYPE_F16,    SY_TYPE_BF16,    SY_TYPE_Q8_0,   SY_TYPE_Q6_0,  SY_TYPE_Q5_1,
-    SY_TYPE_Q5_0,  SY_TYPE_Q4_1,   SY_TYPE_Q4_0,    SY_TYPE_Q6_K,   SY_TYPE_Q5_K,  SY_TYPE_Q4_K,
-    SY_TYPE_Q3_K,  SY_TYPE_Q2_K,   SY_TYPE_IQ4_NL,  SY_TYPE_IQ4_XS, SY_TYPE_IQ3_S, SY_TYPE_IQ3_XXS,
-    SY_TYPE_IQ2_S, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_XXS, SY_TYPE_IQ1_M,  SY_TYPE_IQ1_S, SY_TYPE_IQ6_K,
-    SY_TYPE_IQ5_K, SY_TYPE_IQ4_K,  SY_TYPE_IQ3_K,   SY_TYPE_IQ2_K,  SY_TYPE_IQ5_KS, SY_TYPE_IQ4_KS,
-    SY_TYPE_IQ4_KSS, SY_TYPE_IQ3_KS, SY_TYPE_IQ2_KL, SY_TYPE_IQ2_KS, SY_TYPE_IQ4_KT, SY_TYPE_IQ3_KT,
-    SY_TYPE_IQ2_KT, SY_TYPE_IQ1_KT,
+    SY_TYPE_F32,     SY_TYPE_F16,    SY_TYPE_BF16,    SY_TYPE_Q8_0,   SY_TYPE_Q6_0,
+    SY_TYPE_Q5_1,    SY_TYPE_Q5_0,   SY_TYPE_Q4_1,    SY_TYPE_Q4_0,   SY_TYPE_Q6_K,
+    SY_TYPE_Q5_K,    SY_TYPE_Q4_K,   SY_TYPE_Q3_K,    SY_TYPE_Q2_K,   SY_TYPE_IQ4_NL,
+    SY_TYPE_IQ4_XS,  SY_TYPE_IQ3_S,  SY_TYPE_IQ3_XXS, SY_TYPE_IQ2_S,  SY_TYPE_IQ2_XS,
+    SY_TYPE_IQ2_XXS, SY_TYPE_IQ1_M,  SY_TYPE_IQ1_S,   SY_TYPE_IQ6_K,  SY_TYPE_IQ5_K,
+    SY_TYPE_IQ4_K,   SY_TYPE_IQ3_K,  SY_TYPE_IQ2_K,   SY_TYPE_IQ5_KS, SY_TYPE_IQ4_KS,
+    SY_TYPE_IQ4_KSS, SY_TYPE_IQ3_KS, SY_TYPE_IQ2_KL,  SY_TYPE_IQ2_KS, SY_TYPE_IQ4_KT,
+    SY_TYPE_IQ3_KT,  SY_TYPE_IQ2_KT, SY_TYPE_IQ1_KT,
 };
 
 std::vector<int32_t> writable() {
@@ -68,10 +69,7 @@ bool is_attn_k_b(std::string_view name) {
     return name.find("attn_k_b") != std::string_view::npos;
 }
 
-int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
-    const int32_t block = sy_dtype_info(type).block_size;
-    if (block > 0 && ne0 % block == 0) return type;
-    int32_t fallback = is_attn_k_b(name) ? SY_TYPE_BF16 : SY_TYPE_F16;
+bool falls_back_to_iq4_nl(int32_t type) {
     switch (type) {
         case SY_TYPE_IQ1_S:
         case SY_TYPE_IQ1_M:
@@ -84,7 +82,6 @@ int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
         case SY_TYPE_Q3_K:
         case SY_TYPE_IQ2_K:
         case SY_TYPE_IQ3_K:
-        case SY_TYPE_IQ4_K:
         case SY_TYPE_IQ2_KS:
         case SY_TYPE_IQ3_KS:
         case SY_TYPE_IQ4_KS:
@@ -94,7 +91,17 @@ int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
         case SY_TYPE_IQ2_KT:
         case SY_TYPE_IQ3_KT:
         case SY_TYPE_IQ4_KT:
-        case SY_TYPE_IQ4_XS: fallback = SY_TYPE_IQ4_NL; break;
+        case SY_TYPE_IQ4_XS: return true;
+        default: return false;
+    }
+}
+
+int32_t fit_block(std::string_view name, int64_t ne0, int32_t type) {
+    const int32_t block = sy_dtype_info(type).block_size;
+    if (block > 0 && ne0 % block == 0) return type;
+    int32_t fallback = is_attn_k_b(name) ? SY_TYPE_BF16 : SY_TYPE_F16;
+    if (type == SY_TYPE_IQ4_K || falls_back_to_iq4_nl(type)) fallback = SY_TYPE_IQ4_NL;
+    switch (type) {
         case SY_TYPE_IQ5_K:
         case SY_TYPE_IQ5_KS:
         case SY_TYPE_IQ6_K: fallback = SY_TYPE_Q6_0; break;

@@ -41,6 +41,11 @@ int32_t default_tensor_type(std::string_view name, std::span<const int64_t> ne, 
 // types fall back to f16, or bf16 for attn_k_b).
 int32_t fit_block(std::string_view name, int64_t ne0, int32_t type);
 
+// The 256-element types of 2-4 bits whose rows fall back to iq4_nl in llama-quantize and
+// ik_llama.cpp alike (the i-quants, q2_K, q3_K, iq4_xs, ik's iq2_k, iq3_k, the row-scaled and the
+// trellis types); not iq4_k, which ik's mixes send to q5_0.
+bool falls_back_to_iq4_nl(int32_t type);
+
 // True for the one tensor family F16 must never hold.
 bool is_attn_k_b(std::string_view name);
 
