@@ -14,6 +14,7 @@ namespace sy::llm {
 namespace {
 
 using F = FileType;
+using detail::any_of, detail::block_of, detail::has, detail::use_more_bits;
 
 constexpr QuantPreset kPresets[] = {
     {"Q2_K", F::kMostlyQ2_K, SY_TYPE_Q2_K, false},
@@ -78,10 +79,6 @@ enum class Category {
     other
 };
 
-bool has(std::string_view s, std::string_view part) {
-    return s.find(part) != std::string_view::npos;
-}
-
 // llama.cpp's tensor_get_category, in its order of tests.
 Category category(std::string_view name) {
     if (name == "output.weight") return Category::output;
@@ -95,23 +92,6 @@ Category category(std::string_view name) {
     if (has(name, "ffn_gate")) return Category::ffn_gate;
     if (has(name, "ffn_down")) return Category::ffn_down;
     return Category::other;
-}
-
-// The block number of "blk.N.*", or -1.
-int block_of(std::string_view name) {
-    int n = -1;
-    if (name.rfind("blk.", 0) != 0 || std::sscanf(std::string(name).c_str(), "blk.%d.", &n) != 1)
-        return -1;
-    return n;
-}
-
-bool any_of(F f, std::initializer_list<F> set) {
-    return std::find(set.begin(), set.end(), f) != set.end();
-}
-
-// More bits for the first and last eighth of the layers and every third one between.
-bool use_more_bits(int i, int n) {
-    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
 }  // namespace

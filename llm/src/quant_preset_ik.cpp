@@ -26,23 +26,6 @@ using F = FileType;
 // ik's interleaved type ids (sdk/quants interleaved.hpp), as its rules name them.
 constexpr int32_t kQ5_K_R4 = 213, kIQ3_K_R4 = 338, kIQ4_K_R4 = 339, kIQ5_K_R4 = 340;
 
-bool has(std::string_view s, std::string_view part) {
-    return s.find(part) != std::string_view::npos;
-}
-bool any_of(F f, std::initializer_list<F> set) {
-    return std::find(set.begin(), set.end(), f) != set.end();
-}
-// More bits for the first and last eighth of the layers and every third one between.
-bool use_more_bits(int i, int n) {
-    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-}
-int block_of(std::string_view name) {
-    int n = -1;
-    if (name.rfind("blk.", 0) != 0 || std::sscanf(std::string(name).c_str(), "blk.%d.", &n) != 1)
-        return -1;
-    return n;
-}
-
 }  // namespace
 
 int32_t ik_mix_tensor_type(const QuantPreset& preset, const MixModel& model, MixCounters& c,
