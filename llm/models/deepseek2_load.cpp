@@ -353,14 +353,17 @@ WeightRef Deepseek2Model::file_weight(const std::string& name, std::initializer_
                                 shape_str(have) + ", expected " + shape_str(want) +
                                 " from the metadata");
     int32_t type = t->type;
+    const uint8_t* data = t->data;
     if (quants::interleaved_type(type) != nullptr) {  // its base type's rows, once
         auto it = deinterleaved_.find(t);
         if (it == deinterleaved_.end())
             it = deinterleaved_
-                     .emplace(t, deinterleave_in_place(
-                                     file_, *t, int(std::max(1u, std::thread::hardware_concurrency()))))
+                     .emplace(
+                         t, deinterleave_tensor(
+                                file_, *t, int(std::max(1u, std::thread::hardware_concurrency()))))
                      .first;
-        type = it->second;
+        type = it->second.type;
+        data = it->second.data;
     }
     if (!is_weight_type(type))
         throw gguf::FormatError(file_name(file_) + ": tensor '" + name + "' has type " +
@@ -370,7 +373,7 @@ WeightRef Deepseek2Model::file_weight(const std::string& name, std::initializer_
     w.type = type;
     w.base_shape = Shape{};
     for (size_t d = 0; d < want.size(); ++d) w.base_shape[int(d)] = want[d];
-    w.data = t->data;
+    w.data = data;
     return w;
 }
 

@@ -64,12 +64,6 @@ std::string known_type_names() {
 const char* ik_type_name(uint64_t type) {
     switch (type) {
         case 151: return "q8_kv";
-        case 216: return "iq2_xxs_r4";
-        case 217: return "iq2_xs_r4";
-        case 218: return "iq3_xxs_r4";
-        case 219: return "iq1_s_r4";
-        case 221: return "iq3_s_r4";
-        case 222: return "iq2_s_r4";
         case 229: return "iq1_m_r4";
         default: return nullptr;
     }
@@ -105,8 +99,13 @@ std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne,
     }
     if (interleaved && (n_dims < 2 || ne[1] % interleaved->rows != 0)) {
         return std::string(interleaved->name) + " stores rows in groups of " +
-               std::to_string(interleaved->rows) + ", but ne[1] = " +
-               std::to_string(n_dims < 2 ? 1 : ne[1]);
+               std::to_string(interleaved->rows) +
+               ", but ne[1] = " + std::to_string(n_dims < 2 ? 1 : ne[1]);
+    }
+    if (interleaved && ne[0] % quants::interleaved_row_unit(*interleaved) != 0) {
+        return "ne[0] = " + std::to_string(ne[0]) + ": switchyard reads " + interleaved->name +
+               " as " + info.name + " rows, whose length must be a multiple of " +
+               std::to_string(quants::interleaved_row_unit(*interleaved));
     }
     if (ne[0] % info.block_size != 0) {
         return "ne[0] = " + std::to_string(ne[0]) + " is not a multiple of the " + info.name +
@@ -114,9 +113,11 @@ std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne,
     }
     // Rows of the row-scaled types start with their row_meta_size bytes of scale.
     const uint64_t rows = static_cast<uint64_t>(elements / ne[0]);
-    const uint64_t row = static_cast<uint64_t>(info.row_meta_size) +
-                         static_cast<uint64_t>(ne[0] / info.block_size) *
-                             static_cast<uint64_t>(info.type_size);
+    const uint64_t row =
+        interleaved ? static_cast<uint64_t>(quants::interleaved_row_size(*interleaved, ne[0]))
+                    : static_cast<uint64_t>(info.row_meta_size) +
+                          static_cast<uint64_t>(ne[0] / info.block_size) *
+                              static_cast<uint64_t>(info.type_size);
     if (__builtin_mul_overflow(rows, row, &nbytes)) {
         return "byte size overflows uint64";
     }

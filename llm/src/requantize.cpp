@@ -219,11 +219,17 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
     std::vector<uint8_t> bytes, source, packed;
     std::vector<float> staging;
     // Groups of rows from one layout to the other (n0 values a row).
+    // `rows` is the tensor's row count; the two layouts' rows can differ in size (IQ1_S_R4).
     const auto regroup = [](const quants::InterleavedType& layout, const uint8_t* from, uint8_t* to,
-                            uint64_t total, int64_t n0, bool to_base) {
-        const uint64_t group = uint64_t(layout.rows * quants::row_size(layout.base, n0));
-        for (uint64_t at = 0; at + group <= total; at += group)
-            (to_base ? quants::deinterleave : quants::interleave)(layout, from + at, to + at, n0);
+                            uint64_t rows, int64_t n0, bool to_base) {
+        const uint64_t base = uint64_t(layout.rows * quants::row_size(layout.base, n0));
+        const uint64_t own = uint64_t(layout.rows * quants::interleaved_row_size(layout, n0));
+        for (uint64_t g = 0; g < rows / uint64_t(layout.rows); ++g) {
+            if (to_base)
+                quants::deinterleave(layout, from + g * own, to + g * base, n0);
+            else
+                quants::interleave(layout, from + g * base, to + g * own, n0);
+        }
     };
     for (size_t i = 0; i < reader.tensors().size(); ++i) {
         const gguf::TensorInfo& t = reader.tensors()[i];
@@ -236,28 +242,32 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
         const std::span<const int64_t> ne(t.ne, t.n_dims);
         // The input's rows in its base type.
         const uint8_t* data = t.data;
+        uint64_t data_bytes = t.nbytes;
+        const uint64_t tensor_rows =
+            t.ne[0] ? tensor_bytes(SY_TYPE_F32, ne) / 4 / uint64_t(t.ne[0]) : 0;
         if (const quants::InterleavedType* layout = quants::interleaved_type(t.type)) {
-            allocating("tensor " + t.name + " de-interleaved", t.nbytes,
-                       [&] { source.resize(t.nbytes); });
-            regroup(*layout, t.data, source.data(), t.nbytes, t.ne[0], true);
+            data_bytes = tensor_rows * uint64_t(quants::row_size(layout->base, t.ne[0]));
+            allocating("tensor " + t.name + " de-interleaved", data_bytes,
+                       [&] { source.resize(data_bytes); });
+            regroup(*layout, t.data, source.data(), tensor_rows, t.ne[0], true);
             data = source.data();
         }
         // Writes the tensor's bytes in its base type, interleaved where it is written so.
         const auto write = [&](const uint8_t* rows, uint64_t size) {
             if (const quants::InterleavedType* layout = quants::interleaved_type(written_type[i])) {
                 allocating("tensor " + t.name + " interleaved", size, [&] { packed.resize(size); });
-                regroup(*layout, rows, packed.data(), size, t.ne[0], false);
+                regroup(*layout, rows, packed.data(), tensor_rows, t.ne[0], false);
                 rows = packed.data();
             }
             writer.write_tensor(std::span<const uint8_t>(rows, size));
         };
         if (d.type == source_type[i]) {
-            write(data, t.nbytes);
+            write(data, data_bytes);
         } else {
             const int64_t n0 = t.ne[0];
             const int64_t rows =
                 n0 ? static_cast<int64_t>(tensor_bytes(SY_TYPE_F32, ne) / 4) / n0 : 0;
-            const uint64_t in_row = rows ? t.nbytes / static_cast<uint64_t>(rows) : 0;
+            const uint64_t in_row = rows ? data_bytes / static_cast<uint64_t>(rows) : 0;
             const uint64_t out_total = tensor_bytes(d.type, ne);
             const uint64_t out_row = rows ? out_total / static_cast<uint64_t>(rows) : 0;
             allocating("tensor " + t.name + " in " + type_name(d.type), out_total,

@@ -72,4 +72,25 @@ for f in iq4_k r4; do
     >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
 done
 cmp -s "$tmp/iq4_k.kld" "$tmp/r4.kld" || fail "the _r4 file's log-probabilities differ from the plain file's"
+
+# The codebook types' layouts (the sign indices of iq3_xxs_r4 stored scrambled, iq3_s_r4's sign
+# bits transposed): a file with them, and the same tensors copied and repacked, give the same
+# log-probabilities.
+rules="ffn_down_exps=iq3_xxs,ffn_(gate|up)_exps=iq3_s,_shexp=iq3_xxs"
+"$sy" quantize "$tmp/f16.gguf" "$tmp/cb.gguf" q8_0 --custom-q "$rules" >"$tmp/q.out" 2>&1 ||
+  fail "quantize the codebook file: $(cat "$tmp/q.out")"
+"$sy" quantize "$tmp/cb.gguf" "$tmp/cb_r4.gguf" q8_0 --repack --custom-q "$rules" >"$tmp/q.out" 2>&1 ||
+  fail "repack the codebook file: $(cat "$tmp/q.out")"
+"$sy" inspect "$tmp/cb_r4.gguf" >"$tmp/i.out" 2>&1 || fail "inspect the codebook _r4 file"
+for pair in ffn_down_exps:iq3_xxs_r4 ffn_up_exps:iq3_s_r4 ffn_gate_shexp:iq3_xxs_r4; do
+  grep -q "${pair%%:*}.weight *${pair##*:} " "$tmp/i.out" ||
+    fail "repacked: ${pair%%:*} not ${pair##*:}: $(grep "${pair%%:*}" "$tmp/i.out" | head -2)"
+done
+for f in cb cb_r4; do
+  "$sy" perplexity -m "$tmp/$f.gguf" -f "$tmp/text.txt" -c 64 --kl-divergence-base "$tmp/$f.kld" \
+    >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
+done
+cmp -s "$tmp/cb.kld" "$tmp/cb_r4.kld" || fail "the codebook _r4 file's log-probabilities differ from the plain file's"
+"$sy" quantize "$tmp/cb.gguf" "$tmp/x.gguf" iq1_s_r4 >"$tmp/q.out" 2>&1 && fail "iq1_s_r4 written"
+grep -q "iq1_s_r4 is read but cannot be written" "$tmp/q.out" || fail "iq1_s_r4 refusal: $(cat "$tmp/q.out")"
 echo PASS

@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
 
 #include "switchyard/dtype.h"
+#include "switchyard/iquant_grids.h"
 #include "switchyard/quant_blocks.h"
 #include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
@@ -36,26 +38,78 @@ int64_t row_length(const q::InterleavedType& t) {
     return sy_dtype_info(t.base).block_size == 1 ? 64 : 2 * sy_dtype_info(t.base).block_size * 4;
 }
 
+float f16(const uint8_t* p);
+int grid_byte(uint64_t entry, int j);
+
 TEST(Interleaved, EveryTypeRoundTripsExactly) {
     const auto types = q::interleaved_types();
-    ASSERT_GE(types.size(), 18u);
+    ASSERT_GE(types.size(), 24u);
     for (const q::InterleavedType& t : types) {
         SCOPED_TRACE(t.name);
-        const int64_t n = row_length(t);
-        const Bytes rows = base_group(t, n, uint32_t(t.id));
-        Bytes packed(rows.size()), back(rows.size());
-        q::interleave(t, rows.data(), packed.data(), n);
-        EXPECT_NE(packed, rows) << "interleaving moved nothing";
-        q::deinterleave(t, packed.data(), back.data(), n);
-        EXPECT_EQ(back, rows);
+        const int64_t n = std::max<int64_t>(row_length(t), q::interleaved_row_unit(t));
+        if (t.writable) {
+            const Bytes rows = base_group(t, n, uint32_t(t.id));
+            Bytes packed(rows.size()), back(rows.size());
+            q::interleave(t, rows.data(), packed.data(), n);
+            EXPECT_NE(packed, rows) << "interleaving moved nothing";
+            q::deinterleave(t, packed.data(), back.data(), n);
+            EXPECT_EQ(back, rows);
+        }
         // And random bytes the other way round: every bit has one place.
         std::mt19937 rng(7);
-        Bytes random(rows.size()), there(rows.size()), again(rows.size());
+        Bytes random(size_t(t.rows * q::interleaved_row_size(t, n)));
+        Bytes there(size_t(t.rows * q::row_size(t.base, n))), again(random.size());
         for (uint8_t& b : random) b = uint8_t(rng());
         q::deinterleave(t, random.data(), there.data(), n);
         q::interleave(t, there.data(), again.data(), n);
         EXPECT_EQ(again, random);
     }
+}
+
+// IQ1_S_R4 (one f16 scale per row, 6 bytes per 32 values) decodes as ik_llama.cpp's
+// dequantize_row_iq1_s_r4 does; its IQ1_S rows give the same values, and IQ1_S rows whose
+// blocks have different scales cannot be written as it.
+TEST(Interleaved, Iq1sR4IsReadAsIq1s) {
+    const q::InterleavedType& t = *q::interleaved_type(219);
+    EXPECT_FALSE(t.writable);
+    EXPECT_EQ(q::interleaved_of(SY_TYPE_IQ1_S), nullptr);
+    const int64_t n = 512;
+    EXPECT_EQ(q::interleaved_row_size(t, n), 2 + 16 * 6);
+    std::mt19937 rng(11);
+    Bytes group(size_t(4 * q::interleaved_row_size(t, n)));
+    for (uint8_t& b : group) b = uint8_t(rng());
+    for (int k = 0; k < 4; ++k) {  // finite scales: f16 0.001 .. 0.06
+        const uint16_t h = uint16_t(0x1400 + rng() % 0x1000);
+        std::memcpy(group.data() + 2 * k, &h, 2);
+    }
+    const int64_t row_bytes = q::row_size(SY_TYPE_IQ1_S, n);
+    Bytes rows(size_t(4 * row_bytes));
+    q::deinterleave(t, group.data(), rows.data(), n);
+    std::vector<float> y(static_cast<size_t>(n));
+    for (int k = 0; k < 4; ++k) {
+        q::dequantize_row(SY_TYPE_IQ1_S, rows.data() + k * row_bytes, y.data(), n);
+        const float d = f16(group.data() + 2 * k);
+        for (int64_t b = 0; b < n / 32; ++b) {
+            const uint8_t* s = group.data() + 8 + 24 * b;
+            uint16_t h;
+            std::memcpy(&h, s + 16 + 2 * k, 2);
+            const float dl = d * float(2 * ((h >> 12) & 7) + 1);
+            const float shift = (h & 0x8000) ? -SY_IQ1S_DELTA : SY_IQ1S_DELTA;
+            for (int i = 0; i < 4; ++i) {
+                const int index = s[4 * i + k] | ((h >> (3 * i)) & 7) << 8;
+                for (int j = 0; j < 8; ++j) {
+                    const auto g = int8_t(grid_byte(sy_iq1s_grid[index], j));
+                    ASSERT_FLOAT_EQ(y[size_t(32 * b + 8 * i + j)], dl * (float(g) + shift))
+                        << "row " << k << " element " << 32 * b + 8 * i + j;
+                }
+            }
+        }
+    }
+    // A row whose blocks have different scales has no IQ1_S_R4 form.
+    rows[size_t(row_bytes / 2 + 0)] ^= 1;  // the second block's d of row 0 (2 blocks a row)
+    Bytes back(group.size());
+    EXPECT_THROW(q::interleave(t, rows.data(), back.data(), n), std::invalid_argument);
+    EXPECT_THROW(q::deinterleave(t, group.data(), rows.data(), 96), std::invalid_argument);
 }
 
 TEST(Interleaved, NamesIdsAndErrors) {
@@ -176,15 +230,80 @@ float iq4_xs_r8(const uint8_t* g, int k, int64_t n, int64_t) {
     return (f16(s + 2 * k) * float(sc)) * float(sy_iq4k_values[v]);
 }
 
+// ---- the codebook layouts (docs/ik-quants.md 6.3), element by element ----------------------
+
+// The 8 signs of a sas / IQ2_XS_R4 byte as ik's kernels get them: bit 0 cleared, then the byte
+// xor itself shifted right by one (bit j set: value j of the group is negative).
+int signs_of(uint8_t byte) {
+    const unsigned y = byte & 0xFEu;
+    return int((y ^ (y >> 1)) & 0xFFu);
+}
+int grid_byte(uint64_t entry, int j) {
+    return int((entry >> (8 * j)) & 0xFF);
+}
+float iq2_xxs_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 264;
+    const int ib = int(n % 256) / 32, e = int(n % 32), grp = e / 8;
+    const uint8_t* sas = s + 8 + 4 * (4 * ib + k);
+    int scale = 0;
+    for (int m = 0; m < 4; ++m) scale |= (sas[m] & 1) << m;
+    const int v = grid_byte(sy_iq2xxs_grid[s[136 + 16 * ib + 4 * k + grp]], e % 8);
+    const float sign = (signs_of(sas[grp]) >> (e % 8)) & 1 ? -1.0f : 1.0f;
+    return 0.125f * f16(s + 2 * k) * float(2 * scale + 1) * float(v) * sign;
+}
+float iq3_xxs_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 392;
+    const int ib = int(n % 256) / 32, e = int(n % 32);
+    const uint8_t* sas = s + 8 + 4 * (4 * ib + k);
+    int scale = 0;
+    for (int m = 0; m < 4; ++m) scale |= (sas[m] & 1) << m;
+    const int v = grid_byte(sy_iq3xxs_grid[s[136 + 32 * ib + 8 * k + e / 4]], e % 4);
+    const float sign = (signs_of(sas[e / 8]) >> (e % 8)) & 1 ? -1.0f : 1.0f;
+    return 0.25f * f16(s + 2 * k) * float(2 * scale + 1) * float(v) * sign;
+}
+float iq2_xs_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 296;
+    const int ib = int(n % 256) / 32, e = int(n % 32), grp = e / 8;
+    const uint8_t* q = s + 8 + 2 * (16 * ib + 4 * k + grp);
+    const int index = q[0] | (q[1] & 1) << 8;
+    const int nib = nibble(s, 264 + 4 * ib + k, grp / 2);
+    const float sign = (signs_of(q[1]) >> (e % 8)) & 1 ? -1.0f : 1.0f;
+    return 0.125f * f16(s + 2 * k) * float(2 * nib + 1) *
+           float(grid_byte(sy_iq2xs_grid[index], e % 8)) * sign;
+}
+float iq2_s_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 328;
+    const int ib = int(n % 256) / 32, e = int(n % 32), grp = e / 8;
+    const int index =
+        s[8 + 16 * ib + 4 * k + grp] | ((s[136 + 4 * ib + k] << (8 - 2 * grp)) & 0x300);
+    const int nib = nibble(s, 296 + 4 * ib + k, grp / 2);
+    const float sign = (s[168 + 16 * ib + 4 * k + grp] >> (e % 8)) & 1 ? -1.0f : 1.0f;
+    return 0.125f * f16(s + 2 * k) * float(2 * nib + 1) *
+           float(grid_byte(sy_iq2s_grid[index], e % 8)) * sign;
+}
+float iq3_s_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const uint8_t* s = g + (n / 256) * 440;
+    const int ib = int(n % 256) / 32, e = int(n % 32), j = e / 4;  // grid byte j of the block
+    const int at = 8 + 32 * ib + 8 * (j % 4) + k + 4 * (j / 4);
+    const int index = s[at] | ((s[264 + 4 * ib + k] >> j) & 1) << 8;
+    const int b = e % 8, m = e / 8;  // bit b of the block's sign byte m
+    const float sign = (s[296 + 16 * ib + 4 * k + b % 4] >> (2 * m + b / 4)) & 1 ? -1.0f : 1.0f;
+    const int l = 4 * ib + k;
+    const int nib = nibble(s, 424 + l % 16, l / 16);
+    return f16(s + 2 * k) * float(1 + 2 * nib) * float(grid_byte(sy_iq3s_grid[index], e % 4)) *
+           sign;
+}
+
 struct Check {
     int32_t id;
     Formula formula;
 };
 
 TEST(Interleaved, PriorityLayoutsDecodeAsTheSpecSays) {
-    const Check checks[] = {{208, q8_0_r8},  {202, q4_0_r8},  {339, iq4_k_r4},
-                            {337, iq2_k_r4}, {338, iq3_k_r4}, {344, iq4_ks_r4},
-                            {212, q4_k_r4},  {214, q6_k_r4},  {223, iq4_xs_r8}};
+    const Check checks[] = {
+        {208, q8_0_r8},    {202, q4_0_r8},   {339, iq4_k_r4}, {337, iq2_k_r4},  {338, iq3_k_r4},
+        {344, iq4_ks_r4},  {212, q4_k_r4},   {214, q6_k_r4},  {223, iq4_xs_r8}, {216, iq2_xxs_r4},
+        {218, iq3_xxs_r4}, {217, iq2_xs_r4}, {222, iq2_s_r4}, {221, iq3_s_r4}};
     for (const Check& c : checks) {
         const q::InterleavedType& t = *q::interleaved_type(c.id);
         SCOPED_TRACE(t.name);

@@ -337,6 +337,92 @@ void iq5_ks_r4(StructLinker& L) {  // (row scales in front) scales[32], qs[512],
         }
 }
 
+// The codebook types' interleaved structs. Base blocks (quant_blocks.h): IQ2_XXS d, then per 32
+// values 4 grid bytes and a u32 of four 7-bit sign indices (bits 7 m) and a 4-bit scale (bits
+// 28-31) at 2 + 8 ib; IQ3_XXS d, 64 grid bytes (8 per ib), that u32 at 66 + 4 ib; IQ2_XS d, u16
+// qs at 2 (9-bit index | sign index << 9), scales at 66; IQ2_S d, qs at 2, signs at 34, qh at
+// 66, scales at 74; IQ3_S d, qs at 2, qh at 66, signs at 74, scales at 106.
+
+// `sas` of IQ2_XXS_R4 / IQ3_XXS_R4: u32 [4 ib + k] whose byte m is group m's scrambled sign
+// index << 1 | bit m of the scale.
+void xxs_sas(StructLinker& L, int k, int ib, int base_u32, int sas) {
+    const int at = sas + 4 * (4 * ib + k);
+    for (int m = 0; m < 4; ++m) {
+        L.bits(k, base_u32, 7 * m, at + m, 1, 7);
+        L.bits(k, base_u32, 28 + m, at + m, 0, 1);
+        L.scramble(at + m);
+    }
+}
+
+void iq2_xxs_r4(StructLinker& L) {  // d[4], sas[128], qs[128]: qs[16 ib + 4 k + i]
+    for (int k = 0; k < 4; ++k) {
+        L.bytes(k, 0, 2 * k, 2);
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int i = 0; i < 4; ++i) L.bytes(k, 2 + 8 * ib + i, 136 + 16 * ib + 4 * k + i, 1);
+            xxs_sas(L, k, ib, 2 + 8 * ib + 4, 8);
+        }
+    }
+}
+
+void iq3_xxs_r4(StructLinker& L) {  // d[4], sas[128], qs[256]: qs[32 ib + 8 k + i]
+    for (int k = 0; k < 4; ++k) {
+        L.bytes(k, 0, 2 * k, 2);
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int i = 0; i < 8; ++i) L.bytes(k, 2 + 8 * ib + i, 136 + 32 * ib + 8 * k + i, 1);
+            xxs_sas(L, k, ib, 66 + 4 * ib, 8);
+        }
+    }
+}
+
+void iq2_xs_r4(StructLinker& L) {  // d[4], u16 qs[128], scales[32]
+    for (int k = 0; k < 4; ++k) {
+        L.bytes(k, 0, 2 * k, 2);
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int i = 0; i < 4; ++i) {  // qs[16 ib + 4 k + i] = index | scrambled sign << 9
+                const int from = 2 + 2 * (4 * ib + i), to = 8 + 2 * (16 * ib + 4 * k + i);
+                L.bytes(k, from, to, 2);
+                L.scramble(to + 1);
+            }
+            L.bytes(k, 66 + ib, 264 + 4 * ib + k, 1);
+        }
+    }
+}
+
+void iq2_s_r4(StructLinker& L) {  // d[4], qs[128], qh[32], signs[128], scales[32]
+    for (int k = 0; k < 4; ++k) {
+        L.bytes(k, 0, 2 * k, 2);
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int i = 0; i < 4; ++i) {
+                L.bytes(k, 2 + 4 * ib + i, 8 + 16 * ib + 4 * k + i, 1);
+                L.bytes(k, 34 + 4 * ib + i, 168 + 16 * ib + 4 * k + i, 1);
+            }
+            L.bytes(k, 66 + ib, 136 + 4 * ib + k, 1);
+            L.bytes(k, 74 + ib, 296 + 4 * ib + k, 1);
+        }
+    }
+}
+
+void iq3_s_r4(StructLinker& L) {  // d[4], qs[256], qh[32], signs[128], scales[16]
+    for (int k = 0; k < 4; ++k) {
+        L.bytes(k, 0, 2 * k, 2);
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int i = 0; i < 4; ++i) {  // grid bytes i and i + 4 at 32 ib + 8 i + k (+ 4)
+                L.bytes(k, 2 + 8 * ib + i, 8 + 32 * ib + 8 * i + k, 1);
+                L.bytes(k, 2 + 8 * ib + i + 4, 8 + 32 * ib + 8 * i + k + 4, 1);
+            }
+            L.bytes(k, 66 + ib, 264 + 4 * ib + k, 1);
+            // signs[16 ib + 4 k + i] bits 2 m, 2 m + 1 = bits i, 4 + i of sign byte m
+            for (int m = 0; m < 4; ++m)
+                for (int i = 0; i < 4; ++i) {
+                    L.bits(k, 74 + 4 * ib + m, i, 296 + 16 * ib + 4 * k + i, 2 * m, 1);
+                    L.bits(k, 74 + 4 * ib + m, 4 + i, 296 + 16 * ib + 4 * k + i, 2 * m + 1, 1);
+                }
+            const int l = 4 * ib + k;  // the 32-value block's scale nibble
+            L.bits(k, 106 + ib / 2, 4 * (ib % 2), 424 + l % 16, 4 * (l / 16), 4);
+        }
+    }
+}
+
 void bf16_r16(StructLinker& L) {  // per 2 values: row k's two at 4 k
     for (int k = 0; k < 16; ++k) L.bytes(k, 0, 4 * k, 4);
 }
@@ -353,6 +439,11 @@ void describe(int32_t id, StructLinker& link) {
         case 212: return q4_k_r4(link);
         case 213: return q5_k_r4(link);
         case 214: return q6_k_r4(link);
+        case 216: return iq2_xxs_r4(link);
+        case 217: return iq2_xs_r4(link);
+        case 218: return iq3_xxs_r4(link);
+        case 221: return iq3_s_r4(link);
+        case 222: return iq2_s_r4(link);
         case 220: return iq4_nl_r4(link);
         case 223: return iq4_xs_r8(link);
         case 230: return bf16_r16(link);

@@ -8,6 +8,12 @@
 //
 // These types are file formats only: switchyard reads such a tensor by de-interleaving it once,
 // at load, into the base type that its kernels compute on, and `quantize` can write them.
+//
+// IQ1_S_R4 is the exception to "the base type's bytes": ik_llama.cpp quantizes it with one f16
+// scale per row (2 bytes in front of each row, then 6 bytes per 32 values) where IQ1_S has one
+// per 256 values. Its values are IQ1_S's exactly (the row scale repeated in every block), so it
+// is read as IQ1_S rows, which are 2 bytes per 256 values larger; it cannot be written from IQ1_S
+// rows whose blocks have different scales.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +23,11 @@
 namespace sy::quants {
 
 struct InterleavedType {
-    int32_t id;        // as ik_llama.cpp's GGUF files store it
-    const char* name;  // ik's name, "iq4_k_r4"
-    int32_t base;      // the type each row is in
-    int rows;          // rows per group
+    int32_t id;            // as ik_llama.cpp's GGUF files store it
+    const char* name;      // ik's name, "iq4_k_r4"
+    int32_t base;          // the type each row is in
+    int rows;              // rows per group
+    bool writable = true;  // quantize --repack can make it from base rows (not IQ1_S_R4)
 };
 
 // The interleaved types this build converts (Q4_0_R8, Q5_0_R4, Q8_0_R8, Q2_K_R4 ... Q6_K_R4,
@@ -32,10 +39,16 @@ const InterleavedType* interleaved_type(std::string_view name);
 // The interleaved type whose base is `base` (what `quantize --repack` writes for it), or nullptr.
 const InterleavedType* interleaved_of(int32_t base);
 
-// One group of t.rows rows of n values each: src in the interleaved layout, dst as t.rows packed
-// rows of the base type (row r at dst + r * row_size(t.base, n)), and the reverse. n must be a
-// whole number of the base type's blocks (std::invalid_argument otherwise); src and dst must not
-// overlap.
+// Bytes of one row of n values stored in t's layout (a group is t.rows of them), and the value
+// count a row must be a whole number of (0 if n is not one: then it cannot be read).
+int64_t interleaved_row_size(const InterleavedType& t, int64_t n);
+int64_t interleaved_row_unit(const InterleavedType& t);
+
+// One group of t.rows rows of n values each: src in the interleaved layout
+// (t.rows * interleaved_row_size bytes), dst as t.rows packed rows of the base type (row r at
+// dst + r * row_size(t.base, n)), and the reverse. n must be a whole number of
+// interleaved_row_unit (std::invalid_argument otherwise, and for IQ1_S_R4 rows whose scales
+// differ); src and dst must not overlap.
 void deinterleave(const InterleavedType& t, const void* src, void* dst, int64_t n);
 void interleave(const InterleavedType& t, const void* src, void* dst, int64_t n);
 

@@ -41,6 +41,7 @@
 #include "switchyard/core/plugin_host.hpp"
 #include "switchyard/llm/fused_ops.hpp"
 #include "switchyard/llm/gguf.hpp"
+#include "switchyard/llm/interleaved_tensors.hpp"
 #include "switchyard/llm/model.hpp"
 
 namespace sy::llm {
@@ -162,9 +163,9 @@ class Deepseek2Model final : public Model {
     std::vector<Deepseek2Layer> layers_;
     WeightRef token_embd_, output_norm_, output_;
     std::vector<std::unique_ptr<std::vector<std::byte>>> derived_;
-    // Tensors of ik_llama.cpp's row-interleaved layouts, converted in place to their base type
-    // when first read, and that type.
-    mutable std::unordered_map<const gguf::TensorInfo*, int32_t> deinterleaved_;
+    // Tensors of ik_llama.cpp's row-interleaved layouts, converted to their base type when first
+    // read.
+    mutable std::unordered_map<const gguf::TensorInfo*, DeinterleavedTensor> deinterleaved_;
     std::vector<int32_t> expert_ids_;
     uint64_t constant_id_ = new_constant_id();
 };
