@@ -49,6 +49,8 @@ std::optional<TensorDecision> rule_decision(std::string_view name, std::span<con
             d.wanted = rule.type;
             if (is_attn_k_b(name) && d.wanted == SY_TYPE_F16) d.wanted = SY_TYPE_BF16;
             d.type = fit_block(name, ne.empty() ? 1 : ne[0], d.wanted);
+            if (rule.interleave && d.type == rule.type && name != "token_embd.weight")
+                d.interleave = rule.interleave;
             return d;
         }
     }
@@ -66,12 +68,17 @@ QuantRule parse_quant_rule(std::string_view rule) {
     const std::string regex(rule.substr(0, eq));
     const std::string type(rule.substr(eq + 1));
     if (regex.empty()) throw Error("rule '" + text + "': empty regular expression");
-    const auto id = parse_type_name(type);
-    if (!id) {
-        throw Error("rule '" + text + "': unknown type '" + type +
-                    "' (known: " + writable_type_names() + ")");
+    auto id = parse_type_name(type);
+    int32_t interleave = 0;
+    if (const quants::InterleavedType* layout = quants::interleaved_type(type); layout && !id) {
+        id = layout->base;
+        interleave = layout->id;
     }
-    return {text, Pattern(regex, "rule '" + text + "'"), *id};
+    if (!id) {
+        throw Error("rule '" + text + "': unknown type '" + type + "' (known: " +
+                    writable_type_names() + ", and their interleaved forms such as iq4_k_r4)");
+    }
+    return {text, Pattern(regex, "rule '" + text + "'"), *id, interleave};
 }
 
 TensorDecision decide_tensor_type(std::string_view name, std::span<const int64_t> ne,
@@ -147,10 +154,12 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
         const gguf::TensorInfo& t = tensors[i];
         const quants::InterleavedType* in_layout = quants::interleaved_type(t.type);
         source_type[i] = in_layout ? in_layout->base : t.type;
+        const quants::InterleavedType* as = quants::interleaved_type(options.repack_as);
         const quants::InterleavedType* out_layout =
             decisions[i].interleave ? quants::interleaved_type(decisions[i].interleave)
-            : options.repack        ? quants::interleaved_of(decisions[i].type)
-                                    : nullptr;
+            : as && as->base == decisions[i].type ? as
+            : options.repack                      ? quants::interleaved_of(decisions[i].type)
+                                                  : nullptr;
         const bool fits = out_layout && t.n_dims >= 2 && t.ne[1] % out_layout->rows == 0 &&
                           t.name != "token_embd.weight";
         written_type[i] = fits ? out_layout->id : decisions[i].type;
@@ -255,11 +264,18 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
         // Writes the tensor's bytes in its base type, interleaved where it is written so.
         const auto write = [&](const uint8_t* rows, uint64_t size) {
             if (const quants::InterleavedType* layout = quants::interleaved_type(written_type[i])) {
+                size = tensor_rows * uint64_t(quants::interleaved_row_size(*layout, t.ne[0]));
                 allocating("tensor " + t.name + " interleaved", size, [&] { packed.resize(size); });
-                regroup(*layout, rows, packed.data(), tensor_rows, t.ne[0], false);
+                try {
+                    regroup(*layout, rows, packed.data(), tensor_rows, t.ne[0], false);
+                } catch (const std::invalid_argument& e) {  // iq1_s rows with several scales
+                    throw Error(in.string() + ": tensor " + t.name + ": " + e.what() +
+                                "; quantize it from a higher-precision file");
+                }
                 rows = packed.data();
             }
             writer.write_tensor(std::span<const uint8_t>(rows, size));
+            result.bytes_out += size;
         };
         if (d.type == source_type[i]) {
             write(data, data_bytes);
@@ -269,6 +285,9 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                 n0 ? static_cast<int64_t>(tensor_bytes(SY_TYPE_F32, ne) / 4) / n0 : 0;
             const uint64_t in_row = rows ? data_bytes / static_cast<uint64_t>(rows) : 0;
             const uint64_t out_total = tensor_bytes(d.type, ne);
+            // Written as a layout with one scale per row (iq1_s_r4): quantized so.
+            const quants::InterleavedType* out_layout = quants::interleaved_type(written_type[i]);
+            const bool one_scale = out_layout && !out_layout->repackable;
             const uint64_t out_row = rows ? out_total / static_cast<uint64_t>(rows) : 0;
             allocating("tensor " + t.name + " in " + type_name(d.type), out_total,
                        [&] { bytes.resize(out_total); });
@@ -293,8 +312,8 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
                     const float* imp =
                         importance ? importance->data() + (r0 / per_matrix) * n0 : nullptr;
                     try {
-                        quants::quantize_rows(d.type, f32, bytes.data() + r0 * out_row, nr, n0,
-                                              threads, imp);
+                        (one_scale ? quants::quantize_rows_one_scale : quants::quantize_rows)(
+                            d.type, f32, bytes.data() + r0 * out_row, nr, n0, threads, imp);
                     } catch (const quants::NonFiniteValue& e) {
                         throw Error(in.string() + ": tensor " + t.name + ", row " +
                                     std::to_string(r0 + e.row) + ", column " +
@@ -310,7 +329,6 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
             write(bytes.data(), bytes.size());
             ++result.converted;
         }
-        result.bytes_out += tensor_bytes(d.type, ne);
         event.bytes_done += t.nbytes;
         ++result.tensors;
     }

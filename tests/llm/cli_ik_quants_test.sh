@@ -91,6 +91,33 @@ for f in cb cb_r4; do
     >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
 done
 cmp -s "$tmp/cb.kld" "$tmp/cb_r4.kld" || fail "the codebook _r4 file's log-probabilities differ from the plain file's"
-"$sy" quantize "$tmp/cb.gguf" "$tmp/x.gguf" iq1_s_r4 >"$tmp/q.out" 2>&1 && fail "iq1_s_r4 written"
-grep -q "iq1_s_r4 is read but cannot be written" "$tmp/q.out" || fail "iq1_s_r4 refusal: $(cat "$tmp/q.out")"
+
+# IQ1_S_R4 (one scale per row, read as IQ1_S rows in fresh memory): written by --custom-q with an
+# importance matrix, it generates, and its rows copied out as plain iq1_s give the same
+# log-probabilities. iq1_s rows with a scale per block cannot be repacked into it.
+"$sy" imatrix -m "$tmp/f16.gguf" -f "$tmp/text.txt" -c 64 -o "$tmp/imat.gguf" >"$tmp/q.out" 2>&1 ||
+  fail "imatrix: $(tail -3 "$tmp/q.out")"
+"$sy" quantize "$tmp/f16.gguf" "$tmp/s_r4.gguf" q8_0 --imatrix "$tmp/imat.gguf" \
+  --custom-q "ffn_(gate|up)_exps=iq1_s_r4,blk\.0\.ffn_down=iq1_s_r4" >"$tmp/q.out" 2>&1 ||
+  fail "quantize iq1_s_r4: $(cat "$tmp/q.out")"
+"$sy" inspect "$tmp/s_r4.gguf" >"$tmp/i.out" 2>&1 || fail "inspect the iq1_s_r4 file"
+for n in ffn_up_exps blk.0.ffn_down; do  # rows of one block and of two
+  grep -q "$n.weight *iq1_s_r4 " "$tmp/i.out" || fail "iq1_s_r4: $(grep "$n" "$tmp/i.out" | head -2)"
+done
+"$sy" run -m "$tmp/s_r4.gguf" -p "Hello" -n 8 --temp 0 --ignore-eos >"$tmp/r.out" 2>"$tmp/r.err" ||
+  fail "run the iq1_s_r4 file: $(cat "$tmp/r.err")"
+"$sy" quantize "$tmp/s_r4.gguf" "$tmp/s.gguf" q8_0 --custom-q "ffn_(gate|up)_exps=iq1_s,blk\.0\.ffn_down=iq1_s" >"$tmp/q.out" 2>&1 ||
+  fail "copy iq1_s_r4 out as iq1_s: $(cat "$tmp/q.out")"
+grep -q "ffn_up_exps.weight *iq1_s " <("$sy" inspect "$tmp/s.gguf" 2>&1) || fail "the copy is not iq1_s"
+for f in s_r4 s; do
+  "$sy" perplexity -m "$tmp/$f.gguf" -f "$tmp/text.txt" -c 64 --kl-divergence-base "$tmp/$f.kld" \
+    >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
+done
+cmp -s "$tmp/s_r4.kld" "$tmp/s.kld" || fail "the iq1_s_r4 file's log-probabilities differ from its iq1_s copy's"
+"$sy" quantize "$tmp/f16.gguf" "$tmp/s1.gguf" q8_0 --imatrix "$tmp/imat.gguf" --custom-q "blk\.0\.ffn_down=iq1_s" \
+  >"$tmp/q.out" 2>&1 || fail "quantize iq1_s: $(cat "$tmp/q.out")"
+"$sy" quantize "$tmp/s1.gguf" "$tmp/x.gguf" q8_0 --custom-q "blk\.0\.ffn_down=iq1_s_r4" >"$tmp/q.out" 2>&1 &&
+  fail "iq1_s rows with a scale per block repacked as iq1_s_r4"
+grep -q "ffn_down.weight: interleaved iq1_s_r4: row .* has blocks with different scales" "$tmp/q.out" ||
+  fail "iq1_s_r4 refusal: $(cat "$tmp/q.out")"
 echo PASS

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -47,7 +48,7 @@ TEST(Interleaved, EveryTypeRoundTripsExactly) {
     for (const q::InterleavedType& t : types) {
         SCOPED_TRACE(t.name);
         const int64_t n = std::max<int64_t>(row_length(t), q::interleaved_row_unit(t));
-        if (t.writable) {
+        if (t.repackable) {
             const Bytes rows = base_group(t, n, uint32_t(t.id));
             Bytes packed(rows.size()), back(rows.size());
             q::interleave(t, rows.data(), packed.data(), n);
@@ -67,11 +68,11 @@ TEST(Interleaved, EveryTypeRoundTripsExactly) {
 }
 
 // IQ1_S_R4 (one f16 scale per row, 6 bytes per 32 values) decodes as ik_llama.cpp's
-// dequantize_row_iq1_s_r4 does; its IQ1_S rows give the same values, and IQ1_S rows whose
-// blocks have different scales cannot be written as it.
+// dequantize_row_iq1_s_r4 does; its IQ1_S rows give the same values; IQ1_S rows quantized with
+// one scale each can be written as it, and rows whose blocks have different scales cannot.
 TEST(Interleaved, Iq1sR4IsReadAsIq1s) {
     const q::InterleavedType& t = *q::interleaved_type(219);
-    EXPECT_FALSE(t.writable);
+    EXPECT_FALSE(t.repackable);
     EXPECT_EQ(q::interleaved_of(SY_TYPE_IQ1_S), nullptr);
     const int64_t n = 512;
     EXPECT_EQ(q::interleaved_row_size(t, n), 2 + 16 * 6);
@@ -104,6 +105,37 @@ TEST(Interleaved, Iq1sR4IsReadAsIq1s) {
                 }
             }
         }
+    }
+    // Rows quantized with one scale each have it, and lose little against IQ1_S's scale per block.
+    {
+        const int64_t m = 2048;
+        std::normal_distribution<float> gauss(0.0f, 1.0f);
+        std::vector<float> x(size_t(4 * m));
+        for (float& v : x) v = gauss(rng);
+        const int64_t rb = q::row_size(SY_TYPE_IQ1_S, m);
+        Bytes one(size_t(4 * rb)), plain(one.size()), r4(size_t(4 * q::interleaved_row_size(t, m)));
+        Bytes back(one.size());
+        q::quantize_rows_one_scale(SY_TYPE_IQ1_S, x.data(), one.data(), 4, m, 1);
+        q::quantize_rows(SY_TYPE_IQ1_S, x.data(), plain.data(), 4, m, 1);
+        q::interleave(t, one.data(), r4.data(), m);
+        q::deinterleave(t, r4.data(), back.data(), m);
+        EXPECT_EQ(back, one);
+        const auto rms = [&](const Bytes& rows) {
+            std::vector<float> z(static_cast<size_t>(m));
+            double err = 0, ref = 0;
+            for (int k = 0; k < 4; ++k) {
+                q::dequantize_row(SY_TYPE_IQ1_S, rows.data() + k * rb, z.data(), m);
+                for (int64_t i = 0; i < m; ++i) {
+                    const double e = z[size_t(i)] - x[size_t(k * m + i)];
+                    err += e * e;
+                    ref += double(x[size_t(k * m + i)]) * x[size_t(k * m + i)];
+                }
+            }
+            return std::sqrt(err / ref);
+        };
+        EXPECT_LT(rms(one), 1.1 * rms(plain)) << rms(one) << " against " << rms(plain);
+        EXPECT_THROW(q::quantize_rows_one_scale(SY_TYPE_IQ2_XXS, x.data(), one.data(), 1, 256, 1),
+                     std::invalid_argument);
     }
     // A row whose blocks have different scales has no IQ1_S_R4 form.
     rows[size_t(row_bytes / 2 + 0)] ^= 1;  // the second block's d of row 0 (2 blocks a row)

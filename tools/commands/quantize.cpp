@@ -42,10 +42,7 @@ int run_quantize(const QuantizeOptions& o) {
     const llm::QuantPreset* preset = llm::find_quant_preset(type);
     if (const quants::InterleavedType* layout = quants::interleaved_type(o.type);
         layout && !preset) {
-        if (!layout->writable)
-            throw Error("quantize: " + std::string(layout->name) +
-                        " is read but cannot be written: it has one scale per row, which " +
-                        sy_dtype_info(layout->base).name + "'s quantizer does not make");
+        if (!layout->repackable) options.repack_as = layout->id;
         type = sy_dtype_info(layout->base).name;
         options.repack = true;
         preset = llm::find_quant_preset(type);

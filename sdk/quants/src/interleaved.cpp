@@ -242,7 +242,7 @@ const InterleavedType* interleaved_type(std::string_view name) {
 
 const InterleavedType* interleaved_of(int32_t base) {
     for (const InterleavedType& t : kTypes)
-        if (t.base == base && t.writable) return &t;
+        if (t.base == base && t.repackable) return &t;
     return nullptr;
 }
 

@@ -23,8 +23,12 @@ inline int nearest_int(float fval) {
     return (i & 0x007fffff) - 0x00400000;
 }
 
-inline uint16_t to_half(float f) { return sy::sdk::f32_to_fp16(f); }
-inline float from_half(uint16_t h) { return sy::sdk::fp16_to_f32(h); }
+inline uint16_t to_half(float f) {
+    return sy::sdk::f32_to_fp16(f);
+}
+inline float from_half(uint16_t h) {
+    return sy::sdk::fp16_to_f32(h);
+}
 
 // sum x[i]^2 in index order (ggml's sigma2 is a multiple of it over the row or super-block).
 inline float sum_of_squares(const float* x, int64_t n) {
@@ -109,8 +113,8 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
 float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* quant_weights);
 
 // One function pair per type; n is a multiple of the block size.
-#define SY_QUANTS_DECLARE(name)                                 \
-    void quantize_##name(const float* x, void* y, int64_t n);   \
+#define SY_QUANTS_DECLARE(name)                               \
+    void quantize_##name(const float* x, void* y, int64_t n); \
     void dequantize_##name(const void* x, float* y, int64_t n);
 
 SY_QUANTS_DECLARE(f32)
@@ -178,6 +182,9 @@ SY_QUANTS_DECLARE_WEIGHTED(iq2_s)
 SY_QUANTS_DECLARE_WEIGHTED(iq3_xxs)
 SY_QUANTS_DECLARE_WEIGHTED(iq3_s)
 SY_QUANTS_DECLARE_WEIGHTED(iq1_s)
+// IQ1_S rows with one scale per row (quants.hpp quantize_rows_one_scale).
+void quantize_iq1_s_one_scale(const float* x, void* y, int64_t n);
+void quantize_iq1_s_one_scale_weighted(const float* x, void* y, int64_t n, const float* importance);
 SY_QUANTS_DECLARE_WEIGHTED(iq1_m)
 SY_QUANTS_DECLARE_WEIGHTED(q6_0)
 SY_QUANTS_DECLARE_WEIGHTED(iq2_k)

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <vector>
 
 #include "internal.hpp"
 #include "iquant_codebook.hpp"
@@ -188,6 +189,51 @@ void quantize_iq1_s_weighted(const float* x, void* vy, int64_t n, const float* i
 
 void quantize_iq1_s(const float* x, void* y, int64_t n) {
     quantize_iq1_s_weighted(x, y, n, nullptr);
+}
+
+// One scale for the whole row (every block's d the same: ik_llama.cpp's IQ1_S_R4): the 32-value
+// sub-blocks fitted as above, d = the row's largest sub-block scale / 15 for the codes, then d
+// refitted by least squares over the row.
+void quantize_iq1_s_one_scale_weighted(const float* x, void* vy, int64_t n,
+                                       const float* importance) {
+    auto* y = static_cast<sy_block_iq1_s*>(vy);
+    const int64_t nb = n / QK_K;
+    std::vector<float> w(static_cast<size_t>(n)), y0(static_cast<size_t>(n));
+    std::vector<OneBitFit> fits(static_cast<size_t>(n / 32));
+    float max_scale = 0;
+    for (int64_t i = 0; i < nb; ++i) {
+        const float* xb = x + i * QK_K;
+        subblock_weights(xb, importance ? importance + i * QK_K : nullptr,
+                         2 * sum_of_squares(xb, QK_K) / QK_K, QK_K, 32, w.data() + i * QK_K);
+        for (int ib = 0; ib < QK_K / 32; ++ib) {
+            OneBitFit& f = fits[size_t(i * 8 + ib)];
+            f = fit_one_bit(xb + 32 * ib, w.data() + i * QK_K + 32 * ib, 32, 32);
+            max_scale = std::max(max_scale, f.scale);
+        }
+    }
+    std::memset(y, 0, size_t(nb) * sizeof(sy_block_iq1_s));
+    if (max_scale <= 0) return;
+    const float d = max_scale / 15;
+    for (int64_t i = 0; i < nb; ++i) {
+        for (int ib = 0; ib < QK_K / 32; ++ib) {
+            const OneBitFit& f = fits[size_t(i * 8 + ib)];
+            uint16_t qh = uint16_t(scale_code(f.scale, d) << 12);
+            if (f.negative_delta[0]) qh |= 0x8000;
+            for (int k = 0; k < 4; ++k) {
+                y[i].qs[4 * ib + k] = uint8_t(f.entry[k] & 255);
+                qh = uint16_t(qh | ((f.entry[k] >> 8) << (3 * k)));
+            }
+            y[i].qh[ib] = qh;
+        }
+        y[i].d = to_half(1.f);
+    }
+    dequantize_iq1_s(y, y0.data(), n);
+    const uint16_t row_d = to_half(least_squares_factor(x, y0.data(), w.data(), int(n), d));
+    for (int64_t i = 0; i < nb; ++i) y[i].d = row_d;
+}
+
+void quantize_iq1_s_one_scale(const float* x, void* y, int64_t n) {
+    quantize_iq1_s_one_scale_weighted(x, y, n, nullptr);
 }
 
 // ---- IQ1_M --------------------------------------------------------------------------------------

@@ -155,9 +155,29 @@ bool requires_importance(int32_t type) {
            type == SY_TYPE_IQ2_XS || type == SY_TYPE_IQ2_S;
 }
 
+namespace {
+void quantize_rows_with(const TypeFns& f, int32_t type, const float* x, void* y, int64_t rows,
+                        int64_t n_per_row, int threads, const float* importance);
+}  // namespace
+
 void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
                    int threads, const float* importance) {
-    const TypeFns f = fns(type);
+    quantize_rows_with(fns(type), type, x, y, rows, n_per_row, threads, importance);
+}
+
+void quantize_rows_one_scale(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
+                             int threads, const float* importance) {
+    if (type != SY_TYPE_IQ1_S)
+        throw std::invalid_argument("switchyard quants: no one-scale-per-row quantizer for " +
+                                    type_name(type));
+    const TypeFns f{detail::quantize_iq1_s_one_scale, detail::dequantize_iq1_s, true,
+                    detail::quantize_iq1_s_one_scale_weighted};
+    quantize_rows_with(f, type, x, y, rows, n_per_row, threads, importance);
+}
+
+namespace {
+void quantize_rows_with(const TypeFns& f, int32_t type, const float* x, void* y, int64_t rows,
+                        int64_t n_per_row, int threads, const float* importance) {
     if (!f.quantize) {
         throw std::invalid_argument("switchyard quants: cannot quantize to " + type_name(type));
     }
@@ -214,6 +234,7 @@ void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t 
                                  type_name(type) + " cannot encode");
     }
 }
+}  // namespace
 
 // The worst relative RMS error measured on N(0, 1) rows of 256 and 4096 values (tests/quants,
 // seeds 1..4), plus about 20%: q8_0 0.0055, q6_K 0.018, q5_K 0.037, q5_0 0.045, q4_K 0.074,

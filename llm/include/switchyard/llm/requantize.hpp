@@ -27,6 +27,8 @@ struct QuantRule {
     std::string text;  // as the user wrote it, for messages
     Pattern pattern;
     int32_t type = 0;
+    // The rule named an interleaved type (iq3_k_r4, as ik's recipes do): its id, `type` its base.
+    int32_t interleave = 0;
 };
 
 // Parses "REGEX=TYPE" (split at the last '='). Throws sy::Error naming the rule for a missing
@@ -37,8 +39,8 @@ struct TensorDecision {
     int32_t type = 0;    // what is written
     int32_t wanted = 0;  // what the rule or the default asked for, before block fallback
     const QuantRule* rule = nullptr;  // the rule that matched, if any
-    // An ik mix named an interleaved type (iq4_k_r4): its id, `type` being its base; written
-    // interleaved where the tensor's rows make whole groups. 0 otherwise.
+    // An ik mix or a rule named an interleaved type (iq4_k_r4): its id, `type` being its base;
+    // written interleaved where the tensor's rows make whole groups. 0 otherwise.
     int32_t interleave = 0;
     bool fell_back() const { return type != wanted; }
 };
@@ -71,6 +73,9 @@ struct RequantizeOptions {
     // (its rows a multiple of the group; not token_embd, which is read by rows), as ik's
     // quantize does with an _R4 type or -rtr offline. Interleaved inputs are always read.
     bool repack = false;
+    // Also write the tensors of this layout's base type in it where repack alone would not (a
+    // layout with one scale per row, iq1_s_r4, which its name asks for): 0 for none.
+    int32_t repack_as = 0;
 };
 
 struct RequantizeEvent {

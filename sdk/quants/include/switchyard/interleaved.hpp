@@ -23,11 +23,13 @@
 namespace sy::quants {
 
 struct InterleavedType {
-    int32_t id;            // as ik_llama.cpp's GGUF files store it
-    const char* name;      // ik's name, "iq4_k_r4"
-    int32_t base;          // the type each row is in
-    int rows;              // rows per group
-    bool writable = true;  // quantize --repack can make it from base rows (not IQ1_S_R4)
+    int32_t id;        // as ik_llama.cpp's GGUF files store it
+    const char* name;  // ik's name, "iq4_k_r4"
+    int32_t base;      // the type each row is in
+    int rows;          // rows per group
+    // Any rows of the base type have this form (not IQ1_S_R4's rows, which need one scale each:
+    // quantize_rows_one_scale makes them); what --repack writes.
+    bool repackable = true;
 };
 
 // The interleaved types this build converts (Q4_0_R8, Q5_0_R4, Q8_0_R8, Q2_K_R4 ... Q6_K_R4,

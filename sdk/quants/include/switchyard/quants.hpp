@@ -59,6 +59,12 @@ struct NonFiniteValue : std::invalid_argument {
 void quantize_rows(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
                    int threads, const float* importance = nullptr);
 
+// quantize_rows with one scale per row, for the types whose interleaved form ik_llama.cpp stores
+// so (IQ1_S, for IQ1_S_R4): every block of a row gets the same scale. Throws
+// std::invalid_argument for another type.
+void quantize_rows_one_scale(int32_t type, const float* x, void* y, int64_t rows, int64_t n_per_row,
+                             int threads, const float* importance = nullptr);
+
 // True for the types whose quantizer needs an importance matrix (llama-quantize refuses them
 // without one): IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S.
 bool requires_importance(int32_t type);
