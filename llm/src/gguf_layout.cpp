@@ -64,7 +64,6 @@ std::string known_type_names() {
 const char* ik_type_name(uint64_t type) {
     switch (type) {
         case 151: return "q8_kv";
-        case 229: return "iq1_m_r4";
         default: return nullptr;
     }
 }
@@ -94,7 +93,8 @@ std::string check_tensor_shape(int32_t type, uint32_t n_dims, const int64_t* ne,
     // ik_llama.cpp's row-interleaved layouts: the base type's bytes, rows in groups.
     const quants::InterleavedType* interleaved = quants::interleaved_type(type);
     const sy_dtype_traits info = sy_dtype_info(interleaved ? interleaved->base : type);
-    if (info.name == nullptr || info.block_size <= 0 || info.type_size <= 0) {
+    if (info.name == nullptr || info.block_size <= 0 || info.type_size <= 0 ||
+        type == SY_TYPE_IQ1_M_R4_ROWS) {  // switchyard's in-memory form, not a file type
         return unknown_type(static_cast<uint64_t>(type));
     }
     if (interleaved && (n_dims < 2 || ne[1] % interleaved->rows != 0)) {

@@ -163,6 +163,23 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
         const bool fits = out_layout && t.n_dims >= 2 && t.ne[1] % out_layout->rows == 0 &&
                           t.name != "token_embd.weight";
         written_type[i] = fits ? out_layout->id : decisions[i].type;
+        // IQ1_M_R4 exists in files only interleaved (its rows are switchyard's in-memory form):
+        // a tensor that cannot be is written as IQ1_M, with a note.
+        if (decisions[i].type == SY_TYPE_IQ1_M_R4_ROWS) {
+            const bool groups = t.n_dims >= 2 && t.ne[1] % 4 == 0 && t.name != "token_embd.weight";
+            if (groups) {
+                written_type[i] = quants::interleaved_of(SY_TYPE_IQ1_M_R4_ROWS)->id;
+            } else {
+                decisions[i].type = written_type[i] = SY_TYPE_IQ1_M;
+                result.fallbacks.push_back(t.name + ": iq1_m_r4 -> iq1_m (" +
+                                           (t.name == "token_embd.weight"
+                                                ? std::string("token_embd is not interleaved")
+                                                : "its " +
+                                                      std::to_string(t.n_dims < 2 ? 1 : t.ne[1]) +
+                                                      " rows are not groups of 4") +
+                                           ")");
+            }
+        }
     }
     const bool q2_k_s = options.preset && options.preset->ftype == FileType::kMostlyQ2_K_S;
     for (size_t i = 0; i < tensors.size(); ++i) {

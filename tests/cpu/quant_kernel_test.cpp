@@ -4,9 +4,8 @@
 // (d = max|x| / 127), so each result may differ from the reference by at most
 // sum_k |w_k| * d_block(k) / 2; the test asserts that bound (plus float rounding) and prints the
 // relative RMS error it sees.
-#include <gtest/gtest.h>
-
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "switchyard/quants.hpp"
 #include "switchyard/dtype.h"
 #include "switchyard/ops.h"
+#include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace {
@@ -53,8 +52,14 @@ void host_log(void*, int32_t, const char*, const char*) {}
 
 const std::vector<LoadedCpu>& cpu_plugins() {
     static const std::vector<LoadedCpu> plugins = [] {
-        static sy_host_api host{sizeof(sy_host_api), SY_ABI_VERSION_MAJOR, SY_ABI_VERSION_MINOR, "quant-test",
-                                nullptr,             host_log,     host_alloc,   host_free};
+        static sy_host_api host{sizeof(sy_host_api),
+                                SY_ABI_VERSION_MAJOR,
+                                SY_ABI_VERSION_MINOR,
+                                "quant-test",
+                                nullptr,
+                                host_log,
+                                host_alloc,
+                                host_free};
         std::vector<LoadedCpu> out;
         std::vector<std::string> files;
         for (const auto& e : std::filesystem::directory_iterator(SWITCHYARD_PLUGIN_OUTPUT_DIR)) {
@@ -83,13 +88,14 @@ const std::vector<LoadedCpu>& cpu_plugins() {
 }
 
 constexpr int32_t kTypes[] = {
-    SY_TYPE_Q8_0,    SY_TYPE_Q4_0,    SY_TYPE_Q4_1,   SY_TYPE_Q5_0,   SY_TYPE_Q5_1,
-    SY_TYPE_Q2_K,    SY_TYPE_Q3_K,    SY_TYPE_Q4_K,   SY_TYPE_Q5_K,   SY_TYPE_Q6_K,
-    SY_TYPE_IQ4_NL,  SY_TYPE_IQ4_XS,  SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S,
-    SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S,   SY_TYPE_IQ1_S,  SY_TYPE_IQ1_M,  SY_TYPE_Q6_0,
-    SY_TYPE_IQ2_K,   SY_TYPE_IQ3_K,   SY_TYPE_IQ4_K,  SY_TYPE_IQ5_K,  SY_TYPE_IQ6_K,
-    SY_TYPE_IQ2_KS,  SY_TYPE_IQ3_KS,  SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,
-    SY_TYPE_IQ2_KL,  SY_TYPE_IQ1_KT,  SY_TYPE_IQ2_KT, SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT};
+    SY_TYPE_Q8_0,         SY_TYPE_Q4_0,   SY_TYPE_Q4_1,    SY_TYPE_Q5_0,    SY_TYPE_Q5_1,
+    SY_TYPE_Q2_K,         SY_TYPE_Q3_K,   SY_TYPE_Q4_K,    SY_TYPE_Q5_K,    SY_TYPE_Q6_K,
+    SY_TYPE_IQ4_NL,       SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,
+    SY_TYPE_IQ3_XXS,      SY_TYPE_IQ3_S,  SY_TYPE_IQ1_S,   SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,
+    SY_TYPE_IQ2_K,        SY_TYPE_IQ3_K,  SY_TYPE_IQ4_K,   SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,
+    SY_TYPE_IQ2_KS,       SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,  SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,
+    SY_TYPE_IQ2_KL,       SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,  SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT,
+    SY_TYPE_IQ1_M_R4_ROWS};
 
 // Byte offsets of the f16 scale fields (d, and dmin / m where the type has one) in a block.
 std::vector<int> half_offsets(int32_t type) {
@@ -102,7 +108,7 @@ std::vector<int> half_offsets(int32_t type) {
         case SY_TYPE_Q3_K: return {108};
         case SY_TYPE_Q6_K: return {208};
         case SY_TYPE_IQ1_M: return {};  // its f16 scale is spread over 4 nibbles: see below
-        default: return {0};  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, IQ1_S ... IQ3_S
+        default: return {0};            // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, IQ1_S ... IQ3_S
     }
 }
 
@@ -390,9 +396,11 @@ TEST(QuantKernels, MulMatBroadcastAndStridedActivations) {
             std::vector<float> x(static_cast<size_t>(K));
             for (int64_t b2 = 0; b2 < B2; ++b2)
                 for (int64_t m = 0; m < M; ++m) {
-                    for (int64_t k = 0; k < K; ++k) x[size_t(k)] = xt[size_t(k * M * B2 + b2 * M + m)];
+                    for (int64_t k = 0; k < K; ++k)
+                        x[size_t(k)] = xt[size_t(k * M * B2 + b2 * M + m)];
                     for (int64_t n = 0; n < N; ++n) {
-                        const Expected e = reference_dot(&w[size_t(n * K)], x.data(), K, act_block(type));
+                        const Expected e =
+                            reference_dot(&w[size_t(n * K)], x.data(), K, act_block(type));
                         EXPECT_NEAR(out[size_t((b2 * M + m) * N + n)], e.value, e.bound)
                             << cpu.variant << " " << sy_dtype_info(type).name;
                     }
@@ -447,10 +455,10 @@ TEST(QuantKernels, GetRowsDequantizes) {
             const std::vector<float> w = dequantize_matrix(type, wq, K, R);
             std::vector<float> out(size_t(K * ids.size()), NAN);
             sy_tensor src = sy::sdk::make_tensor(type, K, R, 1, 1, (void*)wq.data());
-            sy_tensor ti = sy::sdk::make_tensor(SY_TYPE_I32, int64_t(ids.size()), 1, 1, 1,
-                                                (void*)ids.data());
-            sy_tensor td = sy::sdk::make_tensor(SY_TYPE_F32, K, int64_t(ids.size()), 1, 1,
-                                                out.data());
+            sy_tensor ti =
+                sy::sdk::make_tensor(SY_TYPE_I32, int64_t(ids.size()), 1, 1, 1, (void*)ids.data());
+            sy_tensor td =
+                sy::sdk::make_tensor(SY_TYPE_F32, K, int64_t(ids.size()), 1, 1, out.data());
             const sy_node node = make_node(SY_OP_GET_ROWS, &td, {&src, &ti});
             const sy_status st = run(api, node);
             ASSERT_EQ(st.code, SY_OK) << (st.message ? st.message : "");
@@ -491,7 +499,6 @@ TEST(QuantKernels, SupportsRefusesWhatComputeCannotDo) {
     }
 }
 
-
 // The plugin's host memory beyond its buffers (cost_params "extra_memory").
 double extra_memory(const sy_plugin_api& api) {
     const sy_cost_param* params = nullptr;
@@ -504,12 +511,12 @@ double extra_memory(const sy_plugin_api& api) {
 }
 
 // The option repack (on here; auto at the end): Q4_0 and Q8_0 weights with a constant_id are
-// read from row-interleaved copies (interleaved_weights.hpp; the avx512 variant). Products of 1 to 17 columns (the
-// interleaved kernel takes up to 4 at a time) match the double reference on the dequantized
-// weights for row lengths of 1, 3, 44 (DeepSeek's expert width) and 64 blocks and 16 to 48 rows;
-// a column's results do not depend on the columns beside it (a GEMV gives the bits of the same
-// row in a 5-column product); the experts of MUL_MAT_ID and weights without a constant_id (read
-// in place) too. The copies are reported as extra memory and dropped by release_constants.
+// read from row-interleaved copies (interleaved_weights.hpp; the avx512 variant). Products of 1 to
+// 17 columns (the interleaved kernel takes up to 4 at a time) match the double reference on the
+// dequantized weights for row lengths of 1, 3, 44 (DeepSeek's expert width) and 64 blocks and 16 to
+// 48 rows; a column's results do not depend on the columns beside it (a GEMV gives the bits of the
+// same row in a 5-column product); the experts of MUL_MAT_ID and weights without a constant_id
+// (read in place) too. The copies are reported as extra memory and dropped by release_constants.
 TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
     std::mt19937 rng(2468);
     for (const auto& cpu : cpu_plugins()) {
@@ -530,20 +537,23 @@ TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
                         std::vector<float> out(size_t(N * M), NAN);
                         sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, (void*)wq.data(), "w");
                         a.constant_id = ++id;
-                        sy_tensor b = sy::sdk::make_tensor(SY_TYPE_F32, K, M, 1, 1, (void*)x.data());
+                        sy_tensor b =
+                            sy::sdk::make_tensor(SY_TYPE_F32, K, M, 1, 1, (void*)x.data());
                         sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, N, M, 1, 1, out.data());
                         const double before = extra_memory(api);
                         ASSERT_EQ(run(api, make_node(SY_OP_MUL_MAT, &d, {&a, &b})).code, SY_OK);
-                        EXPECT_EQ(extra_memory(api) - before, interleaves ? double(wq.size()) : 0.0);
+                        EXPECT_EQ(extra_memory(api) - before,
+                                  interleaves ? double(wq.size()) : 0.0);
                         for (int64_t m = 0; m < M; ++m)
                             for (int64_t n = 0; n < N; ++n) {
-                                const Expected e = reference_dot(&w[size_t(n * K)],
-                                                                 &x[size_t(m * K)], K, 32);
+                                const Expected e =
+                                    reference_dot(&w[size_t(n * K)], &x[size_t(m * K)], K, 32);
                                 ASSERT_NEAR(out[size_t(m * N + n)], e.value, e.bound)
                                     << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
                                     << " N=" << N << " M=" << M << " row " << n << " col " << m;
                             }
-                        if (M == 1) gemv = out;
+                        if (M == 1)
+                            gemv = out;
                         else
                             EXPECT_EQ(std::memcmp(gemv.data(), out.data(), size_t(N) * 4), 0)
                                 << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K;

@@ -114,11 +114,14 @@ void check_type() {
 
 TEST(CudaBlockDecoding, EveryTypeDecodesAsSwitchyardQuantsDequantizes) {
     int decodable = 0;
-    for (int32_t type = 0; type < 256; ++type) {  // every id plugin.h defines, and more
+    std::vector<int32_t> types;
+    for (int32_t type = 0; type < 256; ++type) types.push_back(type);  // every GGUF id, and more
+    types.push_back(SY_TYPE_IQ1_M_R4_ROWS);  // internal: what IQ1_M_R4 is read into
+    for (int32_t type : types) {
         SCOPED_TRACE(type_name(type));
         decodable += with_block_type(type, [](auto tag) { check_type<decltype(tag)::value>(); });
     }
-    EXPECT_GE(decodable, 35);
+    EXPECT_GE(decodable, 36);
 }
 
 // The plugin claims these types in its capability table; compute() fails on one without a

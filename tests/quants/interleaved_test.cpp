@@ -120,11 +120,11 @@ TEST(Interleaved, Iq1sR4IsReadAsIq1s) {
         q::interleave(t, one.data(), r4.data(), m);
         q::deinterleave(t, r4.data(), back.data(), m);
         EXPECT_EQ(back, one);
-        const auto rms = [&](const Bytes& rows) {
+        const auto rms = [&](const Bytes& quantized) {
             std::vector<float> z(static_cast<size_t>(m));
             double err = 0, ref = 0;
             for (int k = 0; k < 4; ++k) {
-                q::dequantize_row(SY_TYPE_IQ1_S, rows.data() + k * rb, z.data(), m);
+                q::dequantize_row(SY_TYPE_IQ1_S, quantized.data() + k * rb, z.data(), m);
                 for (int64_t i = 0; i < m; ++i) {
                     const double e = z[size_t(i)] - x[size_t(k * m + i)];
                     err += e * e;
@@ -326,6 +326,21 @@ float iq3_s_r4(const uint8_t* g, int k, int64_t n, int64_t) {
            sign;
 }
 
+// IQ1_M_R4: the rows' f16 scales, then per 32 values 28 bytes qs[16], qh[8], scales[4]; half i
+// (16 values, two groups of 8) of row k: grid indices qs[8 i + k] and qs[8 i + k + 4] with qh[4 i
+// + k]'s low and high 3 bits, delta negative where bit 3 or bit 7 is set, scale nibble i of
+// scales[k]; value d * scale * (grid + delta).
+float iq1_m_r4(const uint8_t* g, int k, int64_t n, int64_t) {
+    const float d = f16(g + 2 * k);
+    const uint8_t* s = g + 8 + (n / 256) * 224 + 28 * ((n % 256) / 32);
+    const int e = int(n % 32), i = e / 16, l = (e / 8) % 2;
+    const int qh = s[16 + 4 * i + k];
+    const int index = s[8 * i + k + 4 * l] | ((qh >> (4 * l)) & 7) << 8;
+    const float delta = (qh >> (3 + 4 * l)) & 1 ? -SY_IQ1M_DELTA : SY_IQ1M_DELTA;
+    const float dl = d * float(nibble(s + 24, k, i));
+    return dl * (float(int8_t(grid_byte(sy_iq1s_grid[index], e % 8))) + delta);
+}
+
 struct Check {
     int32_t id;
     Formula formula;
@@ -335,7 +350,7 @@ TEST(Interleaved, PriorityLayoutsDecodeAsTheSpecSays) {
     const Check checks[] = {
         {208, q8_0_r8},    {202, q4_0_r8},   {339, iq4_k_r4}, {337, iq2_k_r4},  {338, iq3_k_r4},
         {344, iq4_ks_r4},  {212, q4_k_r4},   {214, q6_k_r4},  {223, iq4_xs_r8}, {216, iq2_xxs_r4},
-        {218, iq3_xxs_r4}, {217, iq2_xs_r4}, {222, iq2_s_r4}, {221, iq3_s_r4}};
+        {218, iq3_xxs_r4}, {217, iq2_xs_r4}, {222, iq2_s_r4}, {221, iq3_s_r4},  {229, iq1_m_r4}};
     for (const Check& c : checks) {
         const q::InterleavedType& t = *q::interleaved_type(c.id);
         SCOPED_TRACE(t.name);

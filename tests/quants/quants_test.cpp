@@ -1,5 +1,7 @@
 // switchyard_quants: round-trip error per type on Gaussian data, hand-derived known answers,
 // idempotence where the format guarantees it, all-zero and outlier blocks, threading.
+#include "switchyard/quants.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 
 #include "switchyard/dtype.h"
 #include "switchyard/quant_blocks.h"
-#include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace {
@@ -17,21 +18,20 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 namespace q = sy::quants;
 
-const int32_t kWeightTypes[] = {SY_TYPE_F32,  SY_TYPE_F16,  SY_TYPE_BF16,  SY_TYPE_Q4_0,
-                                SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,  SY_TYPE_Q8_0,
-                                SY_TYPE_Q2_K, SY_TYPE_Q3_K, SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
-                                SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS,
-                                SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S, SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S,
-                                SY_TYPE_IQ1_S, SY_TYPE_IQ1_M, SY_TYPE_Q6_0, SY_TYPE_IQ2_K,
-                                SY_TYPE_IQ3_K, SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K,
-                                SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS,
-                                SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL, SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,
-                                SY_TYPE_IQ3_KT, SY_TYPE_IQ4_KT};
+const int32_t kWeightTypes[] = {
+    SY_TYPE_F32,     SY_TYPE_F16,     SY_TYPE_BF16,   SY_TYPE_Q4_0,         SY_TYPE_Q4_1,
+    SY_TYPE_Q5_0,    SY_TYPE_Q5_1,    SY_TYPE_Q8_0,   SY_TYPE_Q2_K,         SY_TYPE_Q3_K,
+    SY_TYPE_Q4_K,    SY_TYPE_Q5_K,    SY_TYPE_Q6_K,   SY_TYPE_IQ4_NL,       SY_TYPE_IQ4_XS,
+    SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,  SY_TYPE_IQ3_XXS,      SY_TYPE_IQ3_S,
+    SY_TYPE_IQ1_S,   SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,   SY_TYPE_IQ2_K,        SY_TYPE_IQ3_K,
+    SY_TYPE_IQ4_K,   SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,  SY_TYPE_IQ2_KS,       SY_TYPE_IQ3_KS,
+    SY_TYPE_IQ4_KS,  SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,       SY_TYPE_IQ1_KT,
+    SY_TYPE_IQ2_KT,  SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT, SY_TYPE_IQ1_M_R4_ROWS};
 // ik_llama.cpp's row-scaled types (a scale in front of every row).
-const int32_t kRowScaledTypes[] = {SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
-                                   SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,
-                                   SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT, SY_TYPE_IQ3_KT,
-                                   SY_TYPE_IQ4_KT};
+const int32_t kRowScaledTypes[] = {SY_TYPE_IQ2_KS,  SY_TYPE_IQ3_KS,       SY_TYPE_IQ4_KS,
+                                   SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,       SY_TYPE_IQ2_KL,
+                                   SY_TYPE_IQ1_KT,  SY_TYPE_IQ2_KT,       SY_TYPE_IQ3_KT,
+                                   SY_TYPE_IQ4_KT,  SY_TYPE_IQ1_M_R4_ROWS};
 const int32_t kActivationTypes[] = {SY_TYPE_Q8_0, SY_TYPE_Q8_1, SY_TYPE_Q8_K};
 
 std::vector<float> gaussian(int64_t n, uint32_t seed, float sigma = 1.0f) {
@@ -72,7 +72,9 @@ double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
     return std::sqrt(num / den);
 }
 
-std::string name(int32_t type) { return sy_dtype_info(type).name; }
+std::string name(int32_t type) {
+    return sy_dtype_info(type).name;
+}
 
 // ---- round trip -----------------------------------------------------------------------------
 
@@ -243,8 +245,6 @@ TEST(Api, RejectsTypesAndLengthsItCannotHandle) {
     for (int32_t t : kActivationTypes) EXPECT_TRUE(q::can_quantize_activation(t));
 }
 
-
-
 // ---- importance matrix ----------------------------------------------------------------------
 
 // With an importance matrix the i-quants minimise the importance-weighted error: measured in
@@ -281,16 +281,15 @@ TEST_P(Importance, WeightedErrorDropsWhenTheQuantizerKnowsTheWeights) {
     EXPECT_LT(with, 0.9 * without) << name(type);
 }
 
-INSTANTIATE_TEST_SUITE_P(IQuants, Importance,
-                         ::testing::Values(SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S,
-                                           SY_TYPE_IQ3_XXS, SY_TYPE_IQ3_S, SY_TYPE_IQ1_S,
-                                           SY_TYPE_IQ1_M, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
-                                           SY_TYPE_IQ2_K, SY_TYPE_IQ3_K, SY_TYPE_IQ4_K,
-                                           SY_TYPE_IQ5_K, SY_TYPE_IQ6_K, SY_TYPE_IQ2_KS,
-                                           SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS,
-                                           SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL, SY_TYPE_IQ1_KT,
-                                           SY_TYPE_IQ2_KT, SY_TYPE_IQ3_KT, SY_TYPE_IQ4_KT),
-                         [](const auto& p) { return name(p.param); });
+INSTANTIATE_TEST_SUITE_P(
+    IQuants, Importance,
+    ::testing::Values(SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS, SY_TYPE_IQ2_S, SY_TYPE_IQ3_XXS,
+                      SY_TYPE_IQ3_S, SY_TYPE_IQ1_S, SY_TYPE_IQ1_M, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
+                      SY_TYPE_IQ2_K, SY_TYPE_IQ3_K, SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K,
+                      SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS, SY_TYPE_IQ4_KSS,
+                      SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL, SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,
+                      SY_TYPE_IQ3_KT, SY_TYPE_IQ4_KT, SY_TYPE_IQ1_M_R4_ROWS),
+    [](const auto& p) { return name(p.param); });
 INSTANTIATE_TEST_SUITE_P(BlockTypes, Importance,
                          ::testing::Values(SY_TYPE_Q4_0, SY_TYPE_Q4_1, SY_TYPE_Q5_0, SY_TYPE_Q5_1,
                                            SY_TYPE_Q2_K, SY_TYPE_Q3_K, SY_TYPE_Q4_K, SY_TYPE_Q5_K,
@@ -311,15 +310,13 @@ TEST(Importance, RequiredByTheTypesLlamaQuantizeRefusesWithoutOne) {
 namespace {
 
 // The types whose quantizer takes an importance matrix the way ggml's do with quant_weights.
-const int32_t kWeightedBlockTypes[] = {SY_TYPE_Q4_0, SY_TYPE_Q4_1,   SY_TYPE_Q5_0,  SY_TYPE_Q5_1,
-                                       SY_TYPE_Q2_K, SY_TYPE_Q3_K,   SY_TYPE_Q4_K,  SY_TYPE_Q5_K,
-                                       SY_TYPE_Q6_K, SY_TYPE_IQ4_NL, SY_TYPE_IQ4_XS,
-                                       SY_TYPE_Q6_0, SY_TYPE_IQ2_K,  SY_TYPE_IQ3_K,
-                                       SY_TYPE_IQ4_K, SY_TYPE_IQ5_K, SY_TYPE_IQ6_K,
-                                       SY_TYPE_IQ2_KS, SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
-                                       SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,
-                                       SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT, SY_TYPE_IQ3_KT,
-                                       SY_TYPE_IQ4_KT};
+const int32_t kWeightedBlockTypes[] = {
+    SY_TYPE_Q4_0,    SY_TYPE_Q4_1,   SY_TYPE_Q5_0,         SY_TYPE_Q5_1,   SY_TYPE_Q2_K,
+    SY_TYPE_Q3_K,    SY_TYPE_Q4_K,   SY_TYPE_Q5_K,         SY_TYPE_Q6_K,   SY_TYPE_IQ4_NL,
+    SY_TYPE_IQ4_XS,  SY_TYPE_Q6_0,   SY_TYPE_IQ2_K,        SY_TYPE_IQ3_K,  SY_TYPE_IQ4_K,
+    SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,  SY_TYPE_IQ2_KS,       SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
+    SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,       SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,
+    SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT, SY_TYPE_IQ1_M_R4_ROWS};
 
 Bytes quantize_rows(int32_t type, const std::vector<float>& x, int64_t rows, const float* imp) {
     const int64_t n = int64_t(x.size()) / rows;
@@ -466,4 +463,3 @@ TEST(Trellis, GeneratorMatchesHandComputedValues) {
 }
 
 }  // namespace
-

@@ -45,6 +45,7 @@ int run_quantize(const QuantizeOptions& o) {
         if (!layout->repackable) options.repack_as = layout->id;
         type = sy_dtype_info(layout->base).name;
         options.repack = true;
+        options.file_type = llm::file_type_of(layout->id);  // ik's: Q4_0_R8 is 202, not Q4_0's 2
         preset = llm::find_quant_preset(type);
     }
     const auto plain = llm::parse_type_name(type);

@@ -136,6 +136,7 @@ void vec_dot_iq3_xxs(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq3_s(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq1_s(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq1_m(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_iq1_m_r4_rows(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q2_K(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q3_K(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q4_K(int64_t, const void*, const void* const*, int, float*);

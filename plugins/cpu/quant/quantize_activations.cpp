@@ -150,6 +150,7 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
         case SY_TYPE_IQ3_S: return {vec_dot_iq3_s, q256, 256, 256, a256};
         case SY_TYPE_IQ1_S: return {vec_dot_iq1_s, q256, 256, 256, a256};
         case SY_TYPE_IQ1_M: return {vec_dot_iq1_m, q256, 256, 256, a256};
+        case SY_TYPE_IQ1_M_R4_ROWS: return {vec_dot_iq1_m_r4_rows, q256, 256, 256, a256};
         case SY_TYPE_IQ2_K: return {vec_dot_iq2_k, q256, 256, 256, a256};
         case SY_TYPE_IQ3_K: return {vec_dot_iq3_k, q256, 256, 256, a256};
         case SY_TYPE_IQ4_K: return {vec_dot_iq4_k, q256, 256, 256, a256};

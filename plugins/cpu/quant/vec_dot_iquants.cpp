@@ -1,4 +1,5 @@
-// Dot products of the codebook i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M)
+// Dot products of the codebook i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, and
+// IQ1_M_R4's rows: IQ1_M's codes with a plain 4-bit scale l, x = d/8 * l * (8 grid + delta_sign))
 // with Q8_K activations. Each 32-value sub-block's codebook entries (iquant_grids.h) are gathered
 // into one register. The IQ2/IQ3 grids hold magnitudes (unsigned bytes), so their stored signs go
 // onto the activations instead (one negate per column) and the product is the unsigned x signed
@@ -157,6 +158,21 @@ struct Iq1m {
     }
 };
 
+// IQ1_M_R4's de-interleaved rows: IQ1_M's codes, plain 4-bit scales, the row's d outside.
+struct Iq1mR4Rows {
+    using Block = sy_block_iq1_m_r4_rows;
+    static float factor(const Block&) { return 0.125f; }
+    static I8x32 decode(const Block& b, int ib, Scale16& sc) {
+        const uint8_t* q = b.qs + 4 * ib;
+        const uint8_t* h = b.qh + 2 * ib;
+        sc = scales16(int16_t(b.scales[ib] & 15), int16_t(b.scales[ib] >> 4));
+        return one_bit_values(
+            sy_iq1s_grid[q[0] | ((h[0] << 8) & 0x700)], sy_iq1s_grid[q[1] | ((h[0] << 4) & 0x700)],
+            sy_iq1s_grid[q[2] | ((h[1] << 8) & 0x700)], sy_iq1s_grid[q[3] | ((h[1] << 4) & 0x700)],
+            ((h[0] >> 3) & 1) | ((h[0] >> 6) & 2) | ((h[1] >> 1) & 4) | ((h[1] >> 4) & 8));
+    }
+};
+
 // The super-block loop, shared: T::decode's sub-blocks against each column's Q8_K block.
 template <typename T, int C, typename SubBlockDot>
 void iquant_cols(int64_t blocks, const void* w, const void* const* act, float* out,
@@ -234,6 +250,14 @@ template <int C>
 void iq1_m_cols(int64_t b, const void* w, const void* const* a, float* o) {
     signed_cols<Iq1m, C>(b, w, a, o);
 }
+// w is the row: its f16 d, then the blocks.
+template <int C>
+void iq1_m_r4_rows_cols(int64_t b, const void* w, const void* const* a, float* o) {
+    uint16_t h;
+    std::memcpy(&h, w, 2);
+    signed_cols<Iq1mR4Rows, C>(b, static_cast<const uint8_t*>(w) + 2, a, o);
+    for (int c = 0; c < C; ++c) o[c] *= h2f(h);
+}
 
 }  // namespace
 
@@ -244,6 +268,7 @@ SY_CPU_DEFINE_VEC_DOT(iq3_xxs)
 SY_CPU_DEFINE_VEC_DOT(iq3_s)
 SY_CPU_DEFINE_VEC_DOT(iq1_s)
 SY_CPU_DEFINE_VEC_DOT(iq1_m)
+SY_CPU_DEFINE_VEC_DOT(iq1_m_r4_rows)
 
 }  // namespace SY_CPU_SIMD_ISA
 }  // namespace sy::cpu

@@ -79,6 +79,8 @@ template <>
 struct BlockTraits<SY_TYPE_IQ3_KT> : IkTraits<100> {};
 template <>
 struct BlockTraits<SY_TYPE_IQ4_KT> : IkTraits<128> {};
+template <>
+struct BlockTraits<SY_TYPE_IQ1_M_R4_ROWS> : IkTraits<56> {};
 
 // The row-scaled types keep their scale d in front of each row: kBytes of it (2: f16, 4: f32),
 // 0 for every other type. Their blocks decode with d (decode_scaled).
@@ -125,6 +127,10 @@ struct RowScale<SY_TYPE_IQ3_KT> {
 template <>
 struct RowScale<SY_TYPE_IQ4_KT> {
     static constexpr int kBytes = 4;
+};
+template <>
+struct RowScale<SY_TYPE_IQ1_M_R4_ROWS> {
+    static constexpr int kBytes = 2;
 };
 
 // IQ2_KT's and IQ3_KT's count 1.05 and 1.01 times, as ik_llama.cpp's products (and
@@ -492,6 +498,26 @@ __device__ inline void decode_scaled<SY_TYPE_IQ4_KT>(const uint8_t* b, int sub, 
     kt_quants<4>(s, starts, [](int, int v) { return v; });
     const int l = int((shb[0] & 0xFFu) >> 1) - 64;
     ik_scales(s, d, l, l);
+}
+
+// IQ1_M_R4's rows (the de-interleaved IQ1_M_R4): IQ1_M's codes, sign-of-delta nibbles and
+// grid, with a plain 4-bit scale l per 16 values (byte 48 + sub, low nibble first) and value
+// d * l * (grid +- 1/8), formed as IQ1_S/IQ1_M's (d * l / 8) * (8 grid +- 1).
+template <>
+__device__ inline void decode_scaled<SY_TYPE_IQ1_M_R4_ROWS>(const uint8_t* b, int sub, float d,
+                                                            Sub32& s) {
+    uint32_t qs[1];
+    load_words(b + 4 * sub, qs);
+    const uint32_t qh = *reinterpret_cast<const uint16_t*>(b + 32 + 2 * sub);
+    for (int l = 0; l < 4; ++l) {
+        const uint32_t nibble = (qh >> (4 * l)) & 0xF;
+        const uint32_t index = ((qs[0] >> (8 * l)) & 0xFF) | ((nibble & 7) << 8);
+        iq1_group(s, l, iq1s_grid(index), (nibble & 8) != 0);
+    }
+    const uint32_t sc = b[48 + sub];
+    s.d[0] = __fmul_rn(__fmul_rn(d, float(sc & 0xF)), 0.125f);
+    s.d[1] = __fmul_rn(__fmul_rn(d, float(sc >> 4)), 0.125f);
+    s.m[0] = s.m[1] = 0.0f;
 }
 
 }  // namespace sy::cuda

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 
 #include "case_table.hpp"
 #include "switchyard/quants.hpp"
@@ -373,16 +373,19 @@ struct ToleranceRow {
     double bound;
 };
 constexpr ToleranceRow kTolerances[] = {
-    {SY_TYPE_F32, 1e-5},     {SY_TYPE_F16, 1e-3},     {SY_TYPE_BF16, 1e-2},   {SY_TYPE_Q4_0, 1e-2},
-    {SY_TYPE_Q4_1, 1e-2},    {SY_TYPE_Q5_0, 1e-2},    {SY_TYPE_Q5_1, 1e-2},   {SY_TYPE_Q8_0, 1e-2},
-    {SY_TYPE_IQ4_NL, 1e-2},  {SY_TYPE_Q2_K, 2e-2},    {SY_TYPE_Q3_K, 2e-2},   {SY_TYPE_Q4_K, 2e-2},
-    {SY_TYPE_Q5_K, 2e-2},    {SY_TYPE_Q6_K, 2e-2},    {SY_TYPE_IQ4_XS, 2e-2}, {SY_TYPE_IQ1_S, 2e-2},
-    {SY_TYPE_IQ1_M, 2e-2},   {SY_TYPE_IQ2_XXS, 2e-2}, {SY_TYPE_IQ2_XS, 2e-2}, {SY_TYPE_IQ2_S, 2e-2},
-    {SY_TYPE_IQ3_XXS, 2e-2}, {SY_TYPE_IQ3_S, 2e-2},   {SY_TYPE_Q6_0, 1e-2},   {SY_TYPE_IQ2_K, 2e-2},
-    {SY_TYPE_IQ3_K, 2e-2},   {SY_TYPE_IQ4_K, 2e-2},   {SY_TYPE_IQ5_K, 2e-2},  {SY_TYPE_IQ6_K, 2e-2},
-    {SY_TYPE_IQ2_KS, 2e-2},  {SY_TYPE_IQ3_KS, 2e-2},  {SY_TYPE_IQ4_KS, 2e-2}, {SY_TYPE_IQ4_KSS, 2e-2},
-    {SY_TYPE_IQ5_KS, 2e-2},  {SY_TYPE_IQ2_KL, 2e-2},  {SY_TYPE_IQ1_KT, 2e-2}, {SY_TYPE_IQ2_KT, 2e-2},
-    {SY_TYPE_IQ3_KT, 2e-2},  {SY_TYPE_IQ4_KT, 2e-2},
+    {SY_TYPE_F32, 1e-5},    {SY_TYPE_F16, 1e-3},     {SY_TYPE_BF16, 1e-2},
+    {SY_TYPE_Q4_0, 1e-2},   {SY_TYPE_Q4_1, 1e-2},    {SY_TYPE_Q5_0, 1e-2},
+    {SY_TYPE_Q5_1, 1e-2},   {SY_TYPE_Q8_0, 1e-2},    {SY_TYPE_IQ4_NL, 1e-2},
+    {SY_TYPE_Q2_K, 2e-2},   {SY_TYPE_Q3_K, 2e-2},    {SY_TYPE_Q4_K, 2e-2},
+    {SY_TYPE_Q5_K, 2e-2},   {SY_TYPE_Q6_K, 2e-2},    {SY_TYPE_IQ4_XS, 2e-2},
+    {SY_TYPE_IQ1_S, 2e-2},  {SY_TYPE_IQ1_M, 2e-2},   {SY_TYPE_IQ2_XXS, 2e-2},
+    {SY_TYPE_IQ2_XS, 2e-2}, {SY_TYPE_IQ2_S, 2e-2},   {SY_TYPE_IQ3_XXS, 2e-2},
+    {SY_TYPE_IQ3_S, 2e-2},  {SY_TYPE_Q6_0, 1e-2},    {SY_TYPE_IQ2_K, 2e-2},
+    {SY_TYPE_IQ3_K, 2e-2},  {SY_TYPE_IQ4_K, 2e-2},   {SY_TYPE_IQ5_K, 2e-2},
+    {SY_TYPE_IQ6_K, 2e-2},  {SY_TYPE_IQ2_KS, 2e-2},  {SY_TYPE_IQ3_KS, 2e-2},
+    {SY_TYPE_IQ4_KS, 2e-2}, {SY_TYPE_IQ4_KSS, 2e-2}, {SY_TYPE_IQ5_KS, 2e-2},
+    {SY_TYPE_IQ2_KL, 2e-2}, {SY_TYPE_IQ1_KT, 2e-2},  {SY_TYPE_IQ2_KT, 2e-2},
+    {SY_TYPE_IQ3_KT, 2e-2}, {SY_TYPE_IQ4_KT, 2e-2},  {SY_TYPE_IQ1_M_R4_ROWS, 2e-2},
 };
 constexpr double kLongReductionF32 = 5e-5;
 constexpr int64_t kLongReduction = 1024;

@@ -128,6 +128,9 @@ typedef enum sy_dtype {
     SY_TYPE_IQ3_KT = 154,
     SY_TYPE_IQ4_KT = 155,
     SY_TYPE_IQ1_KT = 158,
+    /* switchyard's in-memory form of ik_llama.cpp's IQ1_M_R4 (file type id 229): the same bytes
+       with its rows de-interleaved (quant_blocks.h). Never a file's type id. */
+    SY_TYPE_IQ1_M_R4_ROWS = 1229,
     /* Wildcards for capability tables only (never in a tensor). */
     SY_TYPE_ANY = -1,  /* any type */
     SY_TYPE_NONE = -2, /* this source slot must be absent */

@@ -141,6 +141,17 @@ typedef struct {
     uint8_t qh[SY_QK_K / 16];
     uint8_t scales[SY_QK_K / 32];
 } sy_block_iq1_m;
+/* IQ1_M_R4 (ik_llama.cpp, type id 229) with its rows de-interleaved: each row starts with an f16
+   d (row_meta_size 2), then per 256 values: qs and qh as IQ1_M's (per 32 values ib: qs[4 ib + g]
+   the low 8 index bits of 8-value group g; qh[2 ib + h] the high 3 bits of group 2 h in bits 0-2,
+   its delta's sign in bit 3, group 2 h + 1's in bits 4-7), and scales[ib] two 4-bit scales l (low
+   nibble: the first 16 values); x = d * l * (grid + delta), delta = -/+ IQ1M_DELTA. Unlike
+   IQ1_M, l is used as it is (not 2 l + 1), so it is no IQ1_M block. */
+typedef struct {
+    uint8_t qs[SY_QK_K / 8];
+    uint8_t qh[SY_QK_K / 16];
+    uint8_t scales[SY_QK_K / 32];
+} sy_block_iq1_m_r4_rows;
 /* The bits of IQ1_M's f16 d from its scales read as four u16 words sc[0..3]: the words' top
    nibbles, sc[0]'s lowest. */
 #define SY_IQ1M_D_BITS(sc)                                                    \
@@ -360,6 +371,7 @@ static_assert(sizeof(sy_block_iq3_xxs) == 98, "iq3_xxs");
 static_assert(sizeof(sy_block_iq3_s) == 110, "iq3_s");
 static_assert(sizeof(sy_block_iq1_s) == 50, "iq1_s");
 static_assert(sizeof(sy_block_iq1_m) == 56, "iq1_m");
+static_assert(sizeof(sy_block_iq1_m_r4_rows) == 56, "iq1_m_r4 rows");
 static_assert(sizeof(sy_block_q6_0) == 26, "q6_0");
 static_assert(sizeof(sy_block_iq2_k) == 76, "iq2_k");
 static_assert(sizeof(sy_block_iq3_k) == 110, "iq3_k");

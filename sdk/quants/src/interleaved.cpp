@@ -25,18 +25,19 @@ namespace {
 using detail::StructLinker;
 
 constexpr InterleavedType kTypes[] = {
-    {202, "q4_0_r8", SY_TYPE_Q4_0, 8},       {206, "q5_0_r4", SY_TYPE_Q5_0, 4},
-    {208, "q8_0_r8", SY_TYPE_Q8_0, 8},       {210, "q2_k_r4", SY_TYPE_Q2_K, 4},
-    {211, "q3_k_r4", SY_TYPE_Q3_K, 4},       {212, "q4_k_r4", SY_TYPE_Q4_K, 4},
-    {213, "q5_k_r4", SY_TYPE_Q5_K, 4},       {214, "q6_k_r4", SY_TYPE_Q6_K, 4},
-    {216, "iq2_xxs_r4", SY_TYPE_IQ2_XXS, 4}, {217, "iq2_xs_r4", SY_TYPE_IQ2_XS, 4},
-    {218, "iq3_xxs_r4", SY_TYPE_IQ3_XXS, 4}, {221, "iq3_s_r4", SY_TYPE_IQ3_S, 4},
-    {222, "iq2_s_r4", SY_TYPE_IQ2_S, 4},     {219, "iq1_s_r4", SY_TYPE_IQ1_S, 4, false},
-    {220, "iq4_nl_r4", SY_TYPE_IQ4_NL, 4},   {223, "iq4_xs_r8", SY_TYPE_IQ4_XS, 8},
-    {230, "bf16_r16", SY_TYPE_BF16, 16},     {233, "q6_0_r4", SY_TYPE_Q6_0, 4},
-    {337, "iq2_k_r4", SY_TYPE_IQ2_K, 4},     {338, "iq3_k_r4", SY_TYPE_IQ3_K, 4},
-    {339, "iq4_k_r4", SY_TYPE_IQ4_K, 4},     {340, "iq5_k_r4", SY_TYPE_IQ5_K, 4},
-    {344, "iq4_ks_r4", SY_TYPE_IQ4_KS, 4},   {352, "iq5_ks_r4", SY_TYPE_IQ5_KS, 4},
+    {202, "q4_0_r8", SY_TYPE_Q4_0, 8},           {206, "q5_0_r4", SY_TYPE_Q5_0, 4},
+    {208, "q8_0_r8", SY_TYPE_Q8_0, 8},           {210, "q2_k_r4", SY_TYPE_Q2_K, 4},
+    {211, "q3_k_r4", SY_TYPE_Q3_K, 4},           {212, "q4_k_r4", SY_TYPE_Q4_K, 4},
+    {213, "q5_k_r4", SY_TYPE_Q5_K, 4},           {214, "q6_k_r4", SY_TYPE_Q6_K, 4},
+    {216, "iq2_xxs_r4", SY_TYPE_IQ2_XXS, 4},     {217, "iq2_xs_r4", SY_TYPE_IQ2_XS, 4},
+    {218, "iq3_xxs_r4", SY_TYPE_IQ3_XXS, 4},     {221, "iq3_s_r4", SY_TYPE_IQ3_S, 4},
+    {222, "iq2_s_r4", SY_TYPE_IQ2_S, 4},         {219, "iq1_s_r4", SY_TYPE_IQ1_S, 4, false},
+    {229, "iq1_m_r4", SY_TYPE_IQ1_M_R4_ROWS, 4}, {220, "iq4_nl_r4", SY_TYPE_IQ4_NL, 4},
+    {223, "iq4_xs_r8", SY_TYPE_IQ4_XS, 8},       {230, "bf16_r16", SY_TYPE_BF16, 16},
+    {233, "q6_0_r4", SY_TYPE_Q6_0, 4},           {337, "iq2_k_r4", SY_TYPE_IQ2_K, 4},
+    {338, "iq3_k_r4", SY_TYPE_IQ3_K, 4},         {339, "iq4_k_r4", SY_TYPE_IQ4_K, 4},
+    {340, "iq5_k_r4", SY_TYPE_IQ5_K, 4},         {344, "iq4_ks_r4", SY_TYPE_IQ4_KS, 4},
+    {352, "iq5_ks_r4", SY_TYPE_IQ5_KS, 4},
 };
 
 // to[to_byte] |= ((from[from_byte] >> from_shift) & mask) << to_shift

@@ -423,6 +423,23 @@ void iq3_s_r4(StructLinker& L) {  // d[4], qs[256], qh[32], signs[128], scales[1
     }
 }
 
+// IQ1_M_R4: per 32 values a 28-byte block of the 4 rows, qs[16], qh[8], scales[4] (the rows' f16
+// scales in front of the group); one 256-value position is 8 of them. Row k's half h (16 values,
+// groups 2 h and 2 h + 1) of 32-block b: qs[8 h + k] and qs[8 h + k + 4], qh[4 h + k]; scales[k]
+// its two 4-bit scales. The rows' block (sy_block_iq1_m_r4_rows): qs at 0, qh at 32, scales 48.
+void iq1_m_r4(StructLinker& L) {
+    for (int k = 0; k < 4; ++k)
+        for (int b = 0; b < 8; ++b) {
+            const int at = 28 * b;
+            for (int h = 0; h < 2; ++h) {
+                L.bytes(k, 4 * b + 2 * h, at + 8 * h + k, 1);
+                L.bytes(k, 4 * b + 2 * h + 1, at + 8 * h + k + 4, 1);
+                L.bytes(k, 32 + 2 * b + h, at + 16 + 4 * h + k, 1);
+            }
+            L.bytes(k, 48 + b, at + 24 + k, 1);
+        }
+}
+
 void bf16_r16(StructLinker& L) {  // per 2 values: row k's two at 4 k
     for (int k = 0; k < 16; ++k) L.bytes(k, 0, 4 * k, 4);
 }
@@ -444,6 +461,7 @@ void describe(int32_t id, StructLinker& link) {
         case 218: return iq3_xxs_r4(link);
         case 221: return iq3_s_r4(link);
         case 222: return iq2_s_r4(link);
+        case 229: return iq1_m_r4(link);
         case 220: return iq4_nl_r4(link);
         case 223: return iq4_xs_r8(link);
         case 230: return bf16_r16(link);

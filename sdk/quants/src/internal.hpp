@@ -182,6 +182,10 @@ SY_QUANTS_DECLARE_WEIGHTED(iq2_s)
 SY_QUANTS_DECLARE_WEIGHTED(iq3_xxs)
 SY_QUANTS_DECLARE_WEIGHTED(iq3_s)
 SY_QUANTS_DECLARE_WEIGHTED(iq1_s)
+// IQ1_M_R4's de-interleaved rows (row-scaled: x / y is the row's start).
+void quantize_iq1_m_r4_rows(const float* x, void* y, int64_t n);
+void quantize_iq1_m_r4_rows_weighted(const float* x, void* y, int64_t n, const float* importance);
+void dequantize_iq1_m_r4_rows(const void* x, float* y, int64_t n);
 // IQ1_S rows with one scale per row (quants.hpp quantize_rows_one_scale).
 void quantize_iq1_s_one_scale(const float* x, void* y, int64_t n);
 void quantize_iq1_s_one_scale_weighted(const float* x, void* y, int64_t n, const float* importance);

@@ -18,6 +18,7 @@
 
 #include "internal.hpp"
 #include "iquant_codebook.hpp"
+#include "row_scale.hpp"
 #include "switchyard/iquant_grids.h"
 
 namespace sy::quants::detail {
@@ -315,6 +316,75 @@ void quantize_iq1_m_weighted(const float* x, void* vy, int64_t n, const float* i
 
 void quantize_iq1_m(const float* x, void* y, int64_t n) {
     quantize_iq1_m_weighted(x, y, n, nullptr);
+}
+
+// ---- IQ1_M_R4's rows
+// ----------------------------------------------------------------------------- One f16 d per row,
+// then IQ1_M's codes with a plain 4-bit scale l per 16 values (quant_blocks.h).
+
+void dequantize_iq1_m_r4_rows(const void* vx, float* y, int64_t n) {
+    const float d = row_d_f16(vx);
+    const auto* x = row_blocks<sy_block_iq1_m_r4_rows>(vx, 2);
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const uint8_t* qs = x[i].qs;
+        const uint8_t* qh = x[i].qh;
+        for (int ib = 0; ib < QK_K / 32; ++ib, qs += 4, qh += 2) {
+            const float dl[2] = {d * float(x[i].scales[ib] & 15), d * float(x[i].scales[ib] >> 4)};
+            const int idx[4] = {qs[0] | ((qh[0] << 8) & 0x700), qs[1] | ((qh[0] << 4) & 0x700),
+                                qs[2] | ((qh[1] << 8) & 0x700), qs[3] | ((qh[1] << 4) & 0x700)};
+            const float delta[4] = {qh[0] & 0x08 ? -SY_IQ1M_DELTA : SY_IQ1M_DELTA,
+                                    qh[0] & 0x80 ? -SY_IQ1M_DELTA : SY_IQ1M_DELTA,
+                                    qh[1] & 0x08 ? -SY_IQ1M_DELTA : SY_IQ1M_DELTA,
+                                    qh[1] & 0x80 ? -SY_IQ1M_DELTA : SY_IQ1M_DELTA};
+            for (int l = 0; l < 4; ++l, y += 8) {
+                const auto* grid = reinterpret_cast<const int8_t*>(sy_iq1s_grid + idx[l]);
+                for (int j = 0; j < 8; ++j) y[j] = dl[l / 2] * (float(grid[j]) + delta[l]);
+            }
+        }
+    }
+}
+
+// Each 16 values fitted as for IQ1_M; d = the row's largest sub-block scale / 15 for the 4-bit
+// codes, then refitted by least squares over the row.
+void quantize_iq1_m_r4_rows_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    auto* y = row_blocks<sy_block_iq1_m_r4_rows>(vy, 2);
+    const int64_t nb = n / QK_K;
+    std::vector<float> w(static_cast<size_t>(n)), y0(static_cast<size_t>(n));
+    std::vector<OneBitFit> fits(static_cast<size_t>(n / 16));
+    float max_scale = 0;
+    for (int64_t i = 0; i < nb; ++i) {
+        const float* xb = x + i * QK_K;
+        subblock_weights(xb, importance ? importance + i * QK_K : nullptr,
+                         2 * sum_of_squares(xb, QK_K) / QK_K, QK_K, 16, w.data() + i * QK_K);
+        for (int j = 0; j < QK_K / 16; ++j) {
+            OneBitFit& f = fits[size_t(i * 16 + j)];
+            f = fit_one_bit(xb + 16 * j, w.data() + i * QK_K + 16 * j, 16, 8);
+            max_scale = std::max(max_scale, f.scale);
+        }
+    }
+    std::memset(y, 0, size_t(nb) * sizeof(sy_block_iq1_m_r4_rows));
+    store_d(vy, 0.f, true);
+    if (max_scale <= 0) return;
+    const float d = max_scale / 15;
+    for (int64_t i = 0; i < nb; ++i) {
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const OneBitFit& f = fits[size_t(i * 16 + j)];
+            const int l = std::clamp(int(std::lround(f.scale / d)), 0, 15);
+            y[i].scales[j / 2] = uint8_t(y[i].scales[j / 2] | l << (4 * (j % 2)));
+            y[i].qs[2 * j + 0] = uint8_t(f.entry[0] & 255);
+            y[i].qs[2 * j + 1] = uint8_t(f.entry[1] & 255);
+            y[i].qh[j] =
+                uint8_t((f.entry[0] >> 8) | ((f.entry[1] >> 8) << 4) |
+                        (f.negative_delta[0] ? 0x08 : 0) | (f.negative_delta[1] ? 0x80 : 0));
+        }
+    }
+    store_d(vy, 1.f, true);
+    dequantize_iq1_m_r4_rows(vy, y0.data(), n);
+    store_d(vy, least_squares_factor(x, y0.data(), w.data(), int(n), d), true);
+}
+
+void quantize_iq1_m_r4_rows(const float* x, void* y, int64_t n) {
+    quantize_iq1_m_r4_rows_weighted(x, y, n, nullptr);
 }
 
 }  // namespace sy::quants::detail

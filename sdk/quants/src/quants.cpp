@@ -93,6 +93,9 @@ TypeFns fns(int32_t type) {
             return {quantize_iq1_s, dequantize_iq1_s, true, quantize_iq1_s_weighted};
         case SY_TYPE_IQ1_M:
             return {quantize_iq1_m, dequantize_iq1_m, true, quantize_iq1_m_weighted};
+        case SY_TYPE_IQ1_M_R4_ROWS:
+            return {quantize_iq1_m_r4_rows, dequantize_iq1_m_r4_rows, true,
+                    quantize_iq1_m_r4_rows_weighted};
         default: return {nullptr, nullptr, false};
     }
 }
@@ -270,6 +273,7 @@ double expected_roundtrip_error(int32_t type) {
         case SY_TYPE_IQ2_XXS: return 4.0e-1;
         case SY_TYPE_IQ1_M: return 5.3e-1;
         case SY_TYPE_IQ1_S: return 5.5e-1;
+        case SY_TYPE_IQ1_M_R4_ROWS: return 5.3e-1;
         case SY_TYPE_Q6_0: return 2.5e-2;
         case SY_TYPE_IQ2_K: return 3.4e-1;
         case SY_TYPE_IQ3_K: return 1.64e-1;

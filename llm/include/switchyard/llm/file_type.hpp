@@ -58,8 +58,27 @@ enum class FileType : uint32_t {
     kMostlyIQ3_KT = 152,
     kMostlyIQ4_KT = 153,
     kMostlyIQ1_KT = 156,
-    kMostlyIQ3_KL = 146,   // a mix of IQ3_K, IQ4_KS and IQ5_K (no tensor type of its own)
-    kMostlyQ6_0_R4 = 335,  // ik_llama.cpp's row-interleaved file types
+    kMostlyIQ3_KL = 146,  // a mix of IQ3_K, IQ4_KS and IQ5_K (no tensor type of its own)
+    kMostlyQ8_KV = 149,
+    kMostlyQ4_0_R8 = 202,  // ik_llama.cpp's row-interleaved file types
+    kMostlyQ8_0_R8 = 207,
+    kMostlyQ5_0_R4 = 208,
+    kMostlyQ2_K_R4 = 210,
+    kMostlyQ3_K_R4 = 211,
+    kMostlyQ4_K_R4 = 214,
+    kMostlyQ5_K_R4 = 216,
+    kMostlyQ6_K_R4 = 218,
+    kMostlyIQ2_XXS_R4 = 219,
+    kMostlyIQ2_XS_R4 = 220,
+    kMostlyIQ3_XXS_R4 = 223,
+    kMostlyIQ1_S_R4 = 224,
+    kMostlyIQ4_NL_R4 = 225,
+    kMostlyIQ3_S_R4 = 226,
+    kMostlyIQ2_M_R4 = 229,
+    kMostlyIQ4_XS_R8 = 230,
+    kMostlyIQ1_M_R4 = 231,
+    kMostlyBF16_R16 = 232,
+    kMostlyQ6_0_R4 = 335,
     kMostlyIQ2_K_R4 = 338,
     kMostlyIQ3_K_R4 = 339,
     kMostlyIQ4_K_R4 = 340,
@@ -78,8 +97,9 @@ std::string file_type_name(uint32_t ftype);
 // The name without the guessed suffix; empty for an id not in FileType.
 std::string_view known_file_type_name(uint32_t ftype);
 
-// general.file_type for a file whose bulk is tensor type `type` (GGUF type id). Pure K types
-// map to the "_S" variant, the closest llama.cpp file type; 0 (all F32) for types without one.
+// general.file_type for a file whose bulk is tensor type `type` (GGUF type id, interleaved
+// layouts included, or the internal rows type of one). Pure K types map to the "_S" variant,
+// the closest llama.cpp file type; 0 (all F32) for types without one.
 uint32_t file_type_of(int32_t type);
 
 }  // namespace sy::llm

@@ -14,6 +14,10 @@
 // per 256 values. Its values are IQ1_S's exactly (the row scale repeated in every block), so it
 // is read as IQ1_S rows, which are 2 bytes per 256 values larger; it cannot be written from IQ1_S
 // rows whose blocks have different scales.
+//
+// IQ1_M_R4 has no plain type with its values (one f16 scale per row, a plain 4-bit scale per 16
+// values where IQ1_M packs 3-bit ones around a block scale): its base is switchyard's internal
+// rows type SY_TYPE_IQ1_M_R4_ROWS (quant_blocks.h), which is never written to a file.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +37,8 @@ struct InterleavedType {
 };
 
 // The interleaved types this build converts (Q4_0_R8, Q5_0_R4, Q8_0_R8, Q2_K_R4 ... Q6_K_R4,
-// IQ4_NL_R4, IQ4_XS_R8, BF16_R16, Q6_0_R4, IQ2_K_R4 ... IQ5_K_R4, IQ4_KS_R4, IQ5_KS_R4).
+// IQ4_NL_R4, IQ4_XS_R8, BF16_R16, Q6_0_R4, IQ2_K_R4 ... IQ5_K_R4, IQ4_KS_R4, IQ5_KS_R4, the
+// codebook IQ2_XXS_R4 ... IQ2_S_R4, IQ1_S_R4, IQ1_M_R4).
 std::vector<InterleavedType> interleaved_types();
 // The entry of an id or a name (case-insensitive), or nullptr.
 const InterleavedType* interleaved_type(int32_t id);
