@@ -131,6 +131,7 @@ uint32_t file_type_of(int32_t type) {
         case SY_TYPE_IQ3_KT: ft = FileType::kMostlyIQ3_KT; break;
         case SY_TYPE_IQ4_KT: ft = FileType::kMostlyIQ4_KT; break;
         case SY_TYPE_IQ1_KT: ft = FileType::kMostlyIQ1_KT; break;
+        case SY_TYPE_Q8_KV: ft = FileType::kMostlyQ8_KV; break;
         // Interleaved layouts (GGUF type ids; IQ2_S_R4 has no file type of its own).
         case 202: ft = FileType::kMostlyQ4_0_R8; break;
         case 208: ft = FileType::kMostlyQ8_0_R8; break;

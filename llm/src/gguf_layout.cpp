@@ -63,7 +63,8 @@ std::string known_type_names() {
 // in one is refused by the type's name, not just its number.
 const char* ik_type_name(uint64_t type) {
     switch (type) {
-        case 151: return "q8_kv";
+        case 398: return "q8_kv_r8";
+        case 399: return "q8_k_r8";
         default: return nullptr;
     }
 }

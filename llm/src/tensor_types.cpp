@@ -13,14 +13,14 @@ namespace {
 // Types a file may be written in, in the order help text lists them; those the quantizers
 // cannot produce (yet) are left out at run time (writable()).
 constexpr int32_t kCandidates[] = {
-    SY_TYPE_F32,           SY_TYPE_F16,    SY_TYPE_BF16,    SY_TYPE_Q8_0,   SY_TYPE_Q6_0,
-    SY_TYPE_Q5_1,          SY_TYPE_Q5_0,   SY_TYPE_Q4_1,    SY_TYPE_Q4_0,   SY_TYPE_Q6_K,
-    SY_TYPE_Q5_K,          SY_TYPE_Q4_K,   SY_TYPE_Q3_K,    SY_TYPE_Q2_K,   SY_TYPE_IQ4_NL,
-    SY_TYPE_IQ4_XS,        SY_TYPE_IQ3_S,  SY_TYPE_IQ3_XXS, SY_TYPE_IQ2_S,  SY_TYPE_IQ2_XS,
-    SY_TYPE_IQ2_XXS,       SY_TYPE_IQ1_M,  SY_TYPE_IQ1_S,   SY_TYPE_IQ6_K,  SY_TYPE_IQ5_K,
-    SY_TYPE_IQ4_K,         SY_TYPE_IQ3_K,  SY_TYPE_IQ2_K,   SY_TYPE_IQ5_KS, SY_TYPE_IQ4_KS,
-    SY_TYPE_IQ4_KSS,       SY_TYPE_IQ3_KS, SY_TYPE_IQ2_KL,  SY_TYPE_IQ2_KS, SY_TYPE_IQ4_KT,
-    SY_TYPE_IQ3_KT,        SY_TYPE_IQ2_KT, SY_TYPE_IQ1_KT,
+    SY_TYPE_F32,           SY_TYPE_F16,     SY_TYPE_BF16,   SY_TYPE_Q8_0,    SY_TYPE_Q8_KV,
+    SY_TYPE_Q6_0,          SY_TYPE_Q5_1,    SY_TYPE_Q5_0,   SY_TYPE_Q4_1,    SY_TYPE_Q4_0,
+    SY_TYPE_Q6_K,          SY_TYPE_Q5_K,    SY_TYPE_Q4_K,   SY_TYPE_Q3_K,    SY_TYPE_Q2_K,
+    SY_TYPE_IQ4_NL,        SY_TYPE_IQ4_XS,  SY_TYPE_IQ3_S,  SY_TYPE_IQ3_XXS, SY_TYPE_IQ2_S,
+    SY_TYPE_IQ2_XS,        SY_TYPE_IQ2_XXS, SY_TYPE_IQ1_M,  SY_TYPE_IQ1_S,   SY_TYPE_IQ6_K,
+    SY_TYPE_IQ5_K,         SY_TYPE_IQ4_K,   SY_TYPE_IQ3_K,  SY_TYPE_IQ2_K,   SY_TYPE_IQ5_KS,
+    SY_TYPE_IQ4_KS,        SY_TYPE_IQ4_KSS, SY_TYPE_IQ3_KS, SY_TYPE_IQ2_KL,  SY_TYPE_IQ2_KS,
+    SY_TYPE_IQ4_KT,        SY_TYPE_IQ3_KT,  SY_TYPE_IQ2_KT, SY_TYPE_IQ1_KT,
     SY_TYPE_IQ1_M_R4_ROWS,  // "iq1_m_r4": always written interleaved, as type 229
 };
 

@@ -88,14 +88,14 @@ const std::vector<LoadedCpu>& cpu_plugins() {
 }
 
 constexpr int32_t kTypes[] = {
-    SY_TYPE_Q8_0,         SY_TYPE_Q4_0,   SY_TYPE_Q4_1,    SY_TYPE_Q5_0,    SY_TYPE_Q5_1,
-    SY_TYPE_Q2_K,         SY_TYPE_Q3_K,   SY_TYPE_Q4_K,    SY_TYPE_Q5_K,    SY_TYPE_Q6_K,
-    SY_TYPE_IQ4_NL,       SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,
-    SY_TYPE_IQ3_XXS,      SY_TYPE_IQ3_S,  SY_TYPE_IQ1_S,   SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,
-    SY_TYPE_IQ2_K,        SY_TYPE_IQ3_K,  SY_TYPE_IQ4_K,   SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,
-    SY_TYPE_IQ2_KS,       SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,  SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,
-    SY_TYPE_IQ2_KL,       SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,  SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT,
-    SY_TYPE_IQ1_M_R4_ROWS};
+    SY_TYPE_Q8_0,          SY_TYPE_Q4_0,   SY_TYPE_Q4_1,    SY_TYPE_Q5_0,    SY_TYPE_Q5_1,
+    SY_TYPE_Q2_K,          SY_TYPE_Q3_K,   SY_TYPE_Q4_K,    SY_TYPE_Q5_K,    SY_TYPE_Q6_K,
+    SY_TYPE_IQ4_NL,        SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,
+    SY_TYPE_IQ3_XXS,       SY_TYPE_IQ3_S,  SY_TYPE_IQ1_S,   SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,
+    SY_TYPE_IQ2_K,         SY_TYPE_IQ3_K,  SY_TYPE_IQ4_K,   SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,
+    SY_TYPE_IQ2_KS,        SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,  SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,
+    SY_TYPE_IQ2_KL,        SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,  SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT,
+    SY_TYPE_IQ1_M_R4_ROWS, SY_TYPE_Q8_KV};
 
 // Byte offsets of the f16 scale fields (d, and dmin / m where the type has one) in a block.
 std::vector<int> half_offsets(int32_t type) {

@@ -254,7 +254,7 @@ TEST_F(GgufMalformed, UnknownTensorType) {
 
 // A type of ik_llama.cpp's that this build does not read is refused by its name.
 TEST_F(GgufMalformed, IkLlamaTypeNotReadYetIsNamed) {
-    for (const auto& [id, name] : {std::pair{151u, "q8_kv"}}) {
+    for (const auto& [id, name] : {std::pair{398u, "q8_kv_r8"}, std::pair{399u, "q8_k_r8"}}) {
         patch<uint32_t>(bytes, after("w.a") + 20, id);
         const std::string e = error();
         EXPECT_EQ(e.rfind("tensor \"w.a\": type id " + std::to_string(id) + " is ik_llama.cpp's " +

@@ -18,6 +18,13 @@ for t in q6_0 iq4_k iq6_k; do
     fail "run $t: $(cat "$tmp/r.err")"
   grep -q "generation: *8 tokens" "$tmp/r.err" || fail "run $t: $(cat "$tmp/r.err")"
 done
+# Q8_KV (ik's 8-bit rows: a row scale and sum, then int8): written, named, run.
+"$sy" quantize "$tmp/f16.gguf" "$tmp/q8_kv.gguf" q8_kv >"$tmp/q.out" 2>&1 || fail "quantize q8_kv: $(cat "$tmp/q.out")"
+"$sy" inspect "$tmp/q8_kv.gguf" >"$tmp/i.out" 2>&1 || fail "inspect q8_kv"
+grep -q "ffn_up_exps.weight *q8_kv " "$tmp/i.out" || fail "q8_kv: $(grep exps "$tmp/i.out" | head -2)"
+grep -q "general.file_type .* 149 (Q8_KV)" "$tmp/i.out" || fail "q8_kv file type: $(grep file_type "$tmp/i.out")"
+"$sy" run -m "$tmp/q8_kv.gguf" -p "Hello" -n 8 --temp 0 --ignore-eos >"$tmp/r.out" 2>"$tmp/r.err" ||
+  fail "run q8_kv: $(cat "$tmp/r.err")"
 "$sy" bench -m "$tmp/iq4_k.gguf" -p 16 -n 4 -r 1 >"$tmp/b.out" 2>&1 || fail "bench: $(cat "$tmp/b.out")"
 grep -q "IQ4_K - 4.5 bpw" "$tmp/b.out" || fail "bench model column: $(cat "$tmp/b.out")"
 

@@ -19,19 +19,19 @@ using Bytes = std::vector<uint8_t>;
 namespace q = sy::quants;
 
 const int32_t kWeightTypes[] = {
-    SY_TYPE_F32,     SY_TYPE_F16,     SY_TYPE_BF16,   SY_TYPE_Q4_0,         SY_TYPE_Q4_1,
-    SY_TYPE_Q5_0,    SY_TYPE_Q5_1,    SY_TYPE_Q8_0,   SY_TYPE_Q2_K,         SY_TYPE_Q3_K,
-    SY_TYPE_Q4_K,    SY_TYPE_Q5_K,    SY_TYPE_Q6_K,   SY_TYPE_IQ4_NL,       SY_TYPE_IQ4_XS,
-    SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,  SY_TYPE_IQ3_XXS,      SY_TYPE_IQ3_S,
-    SY_TYPE_IQ1_S,   SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,   SY_TYPE_IQ2_K,        SY_TYPE_IQ3_K,
-    SY_TYPE_IQ4_K,   SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,  SY_TYPE_IQ2_KS,       SY_TYPE_IQ3_KS,
-    SY_TYPE_IQ4_KS,  SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,       SY_TYPE_IQ1_KT,
-    SY_TYPE_IQ2_KT,  SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT, SY_TYPE_IQ1_M_R4_ROWS};
+    SY_TYPE_F32,     SY_TYPE_F16,     SY_TYPE_BF16,   SY_TYPE_Q4_0,          SY_TYPE_Q4_1,
+    SY_TYPE_Q5_0,    SY_TYPE_Q5_1,    SY_TYPE_Q8_0,   SY_TYPE_Q2_K,          SY_TYPE_Q3_K,
+    SY_TYPE_Q4_K,    SY_TYPE_Q5_K,    SY_TYPE_Q6_K,   SY_TYPE_IQ4_NL,        SY_TYPE_IQ4_XS,
+    SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,  SY_TYPE_IQ3_XXS,       SY_TYPE_IQ3_S,
+    SY_TYPE_IQ1_S,   SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,   SY_TYPE_IQ2_K,         SY_TYPE_IQ3_K,
+    SY_TYPE_IQ4_K,   SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,  SY_TYPE_IQ2_KS,        SY_TYPE_IQ3_KS,
+    SY_TYPE_IQ4_KS,  SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,        SY_TYPE_IQ1_KT,
+    SY_TYPE_IQ2_KT,  SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT, SY_TYPE_IQ1_M_R4_ROWS, SY_TYPE_Q8_KV};
 // ik_llama.cpp's row-scaled types (a scale in front of every row).
-const int32_t kRowScaledTypes[] = {SY_TYPE_IQ2_KS,  SY_TYPE_IQ3_KS,       SY_TYPE_IQ4_KS,
-                                   SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,       SY_TYPE_IQ2_KL,
-                                   SY_TYPE_IQ1_KT,  SY_TYPE_IQ2_KT,       SY_TYPE_IQ3_KT,
-                                   SY_TYPE_IQ4_KT,  SY_TYPE_IQ1_M_R4_ROWS};
+const int32_t kRowScaledTypes[] = {SY_TYPE_IQ2_KS,  SY_TYPE_IQ3_KS,        SY_TYPE_IQ4_KS,
+                                   SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,        SY_TYPE_IQ2_KL,
+                                   SY_TYPE_IQ1_KT,  SY_TYPE_IQ2_KT,        SY_TYPE_IQ3_KT,
+                                   SY_TYPE_IQ4_KT,  SY_TYPE_IQ1_M_R4_ROWS, SY_TYPE_Q8_KV};
 const int32_t kActivationTypes[] = {SY_TYPE_Q8_0, SY_TYPE_Q8_1, SY_TYPE_Q8_K};
 
 std::vector<float> gaussian(int64_t n, uint32_t seed, float sigma = 1.0f) {
@@ -388,7 +388,8 @@ TEST(RowScaled, RowSizeCountsTheScaleAndRowsDecodeAlone) {
     for (int32_t type : kRowScaledTypes) {
         const sy_dtype_traits tr = sy_dtype_info(type);
         ASSERT_GT(tr.row_meta_size, 0) << name(type);
-        EXPECT_EQ(q::row_size(type, 512), tr.row_meta_size + 2 * tr.type_size) << name(type);
+        EXPECT_EQ(q::row_size(type, 512), tr.row_meta_size + 512 / tr.block_size * tr.type_size)
+            << name(type);
         // Two rows of very different magnitude: each keeps its own.
         auto x = gaussian(2 * 512, 41);
         for (size_t i = 512; i < x.size(); ++i) x[i] *= 1000.0f;
@@ -401,6 +402,33 @@ TEST(RowScaled, RowSizeCountsTheScaleAndRowsDecodeAlone) {
         EXPECT_LE(relative_rms(x0, b0), q::expected_roundtrip_error(type)) << name(type);
         EXPECT_LE(relative_rms(x1, b1), q::expected_roundtrip_error(type)) << name(type);
     }
+}
+
+// Q8_KV as ik_llama.cpp's quantize_row_q8_KV writes it: f32 d = max|x| / 127, the int32 sum of
+// the q, then q = x / d rounded half to even; a row of zeros is all zeros.
+TEST(RowScaled, Q8KvRowsAreDSumAndRoundedBytes) {
+    std::vector<float> x = gaussian(96, 47);
+    x[5] = -4.0f;                   // the largest magnitude: q = -127
+    x[7] = 2.5f * (4.0f / 127.0f);  // near half way between 2 and 3
+    const Bytes y = quantize(SY_TYPE_Q8_KV, x);
+    ASSERT_EQ(y.size(), 8u + 96u);
+    float d;
+    int32_t sum;
+    std::memcpy(&d, y.data(), 4);
+    std::memcpy(&sum, y.data() + 4, 4);
+    EXPECT_EQ(d, 4.0f / 127.0f);
+    const auto* qs = reinterpret_cast<const int8_t*>(y.data() + 8);
+    int32_t total = 0;
+    for (size_t j = 0; j < x.size(); ++j) {
+        EXPECT_EQ(qs[j], int8_t(std::nearbyint(x[j] * (1.0f / d)))) << j;
+        total += qs[j];
+    }
+    EXPECT_EQ(qs[5], -127);
+    EXPECT_EQ(sum, total);
+    const auto back = dequantize(SY_TYPE_Q8_KV, y, 96);
+    for (size_t j = 0; j < x.size(); ++j) EXPECT_EQ(back[j], d * float(qs[j])) << j;
+    const Bytes zero = quantize(SY_TYPE_Q8_KV, std::vector<float>(64, 0.0f));
+    EXPECT_EQ(zero, Bytes(8 + 64, 0));
 }
 
 // IQ4_KSS stores each group of four indices as t << 1 with t ^ (t << 1) the indices: the

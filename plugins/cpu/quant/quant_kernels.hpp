@@ -127,6 +127,7 @@ void vec_dot_q4_1(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q5_0(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q5_1(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_q8_0(int64_t, const void*, const void* const*, int, float*);
+void vec_dot_q8_kv(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq4_nl(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq4_xs(int64_t, const void*, const void* const*, int, float*);
 void vec_dot_iq2_xxs(int64_t, const void*, const void* const*, int, float*);

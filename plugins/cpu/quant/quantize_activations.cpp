@@ -135,6 +135,7 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
         case SY_TYPE_Q5_0: return {vec_dot_q5_0, q32, 32, 32, a32};
         case SY_TYPE_Q5_1: return {vec_dot_q5_1, q32, 32, 32, a32};
         case SY_TYPE_Q8_0: return {vec_dot_q8_0, q32, 32, 32, a32};
+        case SY_TYPE_Q8_KV: return {vec_dot_q8_kv, q32, 32, 32, a32};
         case SY_TYPE_IQ4_NL: return {vec_dot_iq4_nl, q32, 32, 32, a32};
         case SY_TYPE_Q6_0: return {vec_dot_q6_0, q32, 32, 32, a32};
         case SY_TYPE_Q2_K: return {vec_dot_q2_K, q256, 256, 256, a256};

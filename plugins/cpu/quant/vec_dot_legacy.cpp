@@ -1,5 +1,6 @@
-// Dot products of the 32-element "legacy" quant blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 with ActQ8x32
-// activations. Each weight block is decoded once into 32 bytes and meets every column:
+// Dot products of the 32-element "legacy" quant blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (and the rows
+// of ik_llama.cpp's Q8_KV) with ActQ8x32 activations. Each weight block is decoded once into 32
+// bytes and meets every column:
 //   Q8_0: signed bytes, dot_ss, times d_w * d_a;
 //   Q4_0 (q - 8), Q5_0 (q - 16): unsigned q, dot_us from lanes holding the offset's share;
 //   Q4_1, Q5_1: unsigned q, dot_us, times d_w * d_a, plus m_w * d_a * sum q_a.
@@ -96,8 +97,8 @@ void q8_0_cols(int64_t blocks, const void* w, const void* const* act, float* out
 
 template <int C>
 void q4_0_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    dot_offset_blocks<C, 1, sy_block_q4_0>(
-        blocks, w, act, out, [](const sy_block_q4_0& b) { return nibbles16(b.qs); });
+    dot_offset_blocks<C, 1, sy_block_q4_0>(blocks, w, act, out,
+                                           [](const sy_block_q4_0& b) { return nibbles16(b.qs); });
 }
 
 template <int C>
@@ -120,8 +121,41 @@ void q5_1_cols(int64_t blocks, const void* w, const void* const* act, float* out
     });
 }
 
+// Q8_KV (ik_llama.cpp's row-scaled 8-bit rows): the row's f32 d and int32 sum, then int8 q; the
+// blocks' dot products times d_a, and d_w once per row.
+template <int C>
+void q8_kv_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    float d;
+    std::memcpy(&d, w, 4);
+    const int8_t* q = static_cast<const int8_t*>(w) + 8;
+    const ActQ8x32* a[C];
+    F32x8 acc0[C], acc1[C];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const ActQ8x32*>(act[c]);
+        acc0[c] = zerof();
+        acc1[c] = zerof();
+    }
+    int64_t i = 0;
+    for (; i + 2 <= blocks; i += 2) {
+        const I8x32 q0 = load32(q + 32 * i), q1 = load32(q + 32 * (i + 1));
+        for (int c = 0; c < C; ++c) {
+            const ActQ8x32& a0 = a[c][i];
+            const ActQ8x32& a1 = a[c][i + 1];
+            acc0[c] = fma_i32(dot_ss(zero32(), q0, load32(a0.qs)), a0.d, acc0[c]);
+            acc1[c] = fma_i32(dot_ss(zero32(), q1, load32(a1.qs)), a1.d, acc1[c]);
+        }
+    }
+    for (; i < blocks; ++i) {
+        const I8x32 qi = load32(q + 32 * i);
+        for (int c = 0; c < C; ++c)
+            acc0[c] = fma_i32(dot_ss(zero32(), qi, load32(a[c][i].qs)), a[c][i].d, acc0[c]);
+    }
+    for (int c = 0; c < C; ++c) out[c] = d * reduce(addf(acc0[c], acc1[c]));
+}
+
 }  // namespace
 
+SY_CPU_DEFINE_VEC_DOT(q8_kv)
 SY_CPU_DEFINE_VEC_DOT(q8_0)
 SY_CPU_DEFINE_VEC_DOT(q4_0)
 SY_CPU_DEFINE_VEC_DOT(q5_0)

@@ -643,6 +643,7 @@ __host__ bool with_block_type(int32_t type, F&& f) {
         case SY_TYPE_IQ2_KT: f(std::integral_constant<int, SY_TYPE_IQ2_KT>{}); return true;
         case SY_TYPE_IQ3_KT: f(std::integral_constant<int, SY_TYPE_IQ3_KT>{}); return true;
         case SY_TYPE_IQ4_KT: f(std::integral_constant<int, SY_TYPE_IQ4_KT>{}); return true;
+        case SY_TYPE_Q8_KV: f(std::integral_constant<int, SY_TYPE_Q8_KV>{}); return true;
         case SY_TYPE_IQ1_M_R4_ROWS:
             f(std::integral_constant<int, SY_TYPE_IQ1_M_R4_ROWS>{});
             return true;

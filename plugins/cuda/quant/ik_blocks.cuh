@@ -81,6 +81,12 @@ template <>
 struct BlockTraits<SY_TYPE_IQ4_KT> : IkTraits<128> {};
 template <>
 struct BlockTraits<SY_TYPE_IQ1_M_R4_ROWS> : IkTraits<56> {};
+template <>
+struct BlockTraits<SY_TYPE_Q8_KV> {
+    static constexpr int kValues = 32, kBytes = 32;
+    static constexpr int kOffset = 0;
+    static constexpr bool kHasMin = false;
+};
 
 // The row-scaled types keep their scale d in front of each row: kBytes of it (2: f16, 4: f32),
 // 0 for every other type. Their blocks decode with d (decode_scaled).
@@ -131,6 +137,10 @@ struct RowScale<SY_TYPE_IQ4_KT> {
 template <>
 struct RowScale<SY_TYPE_IQ1_M_R4_ROWS> {
     static constexpr int kBytes = 2;
+};
+template <>
+struct RowScale<SY_TYPE_Q8_KV> {  // f32 d, then the int32 sum of the row's q (unused here)
+    static constexpr int kBytes = 8;
 };
 
 // IQ2_KT's and IQ3_KT's count 1.05 and 1.01 times, as ik_llama.cpp's products (and
@@ -517,6 +527,17 @@ __device__ inline void decode_scaled<SY_TYPE_IQ1_M_R4_ROWS>(const uint8_t* b, in
     const uint32_t sc = b[48 + sub];
     s.d[0] = __fmul_rn(__fmul_rn(d, float(sc & 0xF)), 0.125f);
     s.d[1] = __fmul_rn(__fmul_rn(d, float(sc >> 4)), 0.125f);
+    s.m[0] = s.m[1] = 0.0f;
+}
+
+// Q8_KV: 32 int8 values, the row's d.
+template <>
+__device__ inline void decode_scaled<SY_TYPE_Q8_KV>(const uint8_t* b, int, float d, Sub32& s) {
+    uint32_t q[8];
+    load_words(b, q);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) s.q[i] = int(q[i]);
+    s.d[0] = s.d[1] = d;
     s.m[0] = s.m[1] = 0.0f;
 }
 

@@ -386,6 +386,7 @@ constexpr ToleranceRow kTolerances[] = {
     {SY_TYPE_IQ4_KS, 2e-2}, {SY_TYPE_IQ4_KSS, 2e-2}, {SY_TYPE_IQ5_KS, 2e-2},
     {SY_TYPE_IQ2_KL, 2e-2}, {SY_TYPE_IQ1_KT, 2e-2},  {SY_TYPE_IQ2_KT, 2e-2},
     {SY_TYPE_IQ3_KT, 2e-2}, {SY_TYPE_IQ4_KT, 2e-2},  {SY_TYPE_IQ1_M_R4_ROWS, 2e-2},
+    {SY_TYPE_Q8_KV, 1e-2},
 };
 constexpr double kLongReductionF32 = 5e-5;
 constexpr int64_t kLongReduction = 1024;

@@ -266,6 +266,12 @@ static inline sy_dtype_traits sy_dtype_info(int32_t type) {
             t.type_size = 56;
             t.row_meta_size = 4;
             break;
+        case SY_TYPE_Q8_KV:
+            t.name = "q8_kv";
+            t.block_size = 32;
+            t.type_size = 32;
+            t.row_meta_size = 8;
+            break;
         case SY_TYPE_IQ1_M_R4_ROWS:
             t.name = "iq1_m_r4";
             t.block_size = 256;

@@ -128,6 +128,7 @@ typedef enum sy_dtype {
     SY_TYPE_IQ3_KT = 154,
     SY_TYPE_IQ4_KT = 155,
     SY_TYPE_IQ1_KT = 158,
+    SY_TYPE_Q8_KV = 151, /* ik_llama.cpp's: f32 d and int32 sum per row, then int8 q */
     /* switchyard's in-memory form of ik_llama.cpp's IQ1_M_R4 (file type id 229): the same bytes
        with its rows de-interleaved (quant_blocks.h). Never a file's type id. */
     SY_TYPE_IQ1_M_R4_ROWS = 1229,

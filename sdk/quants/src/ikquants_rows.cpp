@@ -497,4 +497,35 @@ SY_IK_ROW_QUANTIZER(iq5_ks)
 SY_IK_ROW_QUANTIZER(iq2_kl)
 #undef SY_IK_ROW_QUANTIZER
 
+// ---- Q8_KV -----------------------------------------------------------------------------------
+// ik_llama.cpp's 8-bit KV-cache rows (docs/ik-quants.md 5): f32 d = max|x| / 127, int32 sum of the
+// row's q (what its dot products take as the activation sum), then n int8 q = round-half-even
+// (x * (1 / d)); y = d * q. A row of zeros is d = 0, sum = 0, q = 0.
+
+void quantize_q8_kv(const float* x, void* vy, int64_t n) {
+    float amax = 0.0f;
+    for (int64_t j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
+    auto* row = static_cast<uint8_t*>(vy);
+    auto* q = reinterpret_cast<int8_t*>(row + 8);
+    int32_t sum = 0;
+    const float d = amax / 127.0f;
+    if (amax == 0.0f) {
+        std::memset(q, 0, size_t(n));
+    } else {
+        const float id = 1.0f / d;
+        for (int64_t j = 0; j < n; ++j) {
+            q[j] = int8_t(std::nearbyint(x[j] * id));  // the default rounding: half to even
+            sum += q[j];
+        }
+    }
+    std::memcpy(row, &d, 4);
+    std::memcpy(row + 4, &sum, 4);
+}
+
+void dequantize_q8_kv(const void* vx, float* y, int64_t n) {
+    const float d = row_d_f32(vx);
+    const auto* q = reinterpret_cast<const int8_t*>(static_cast<const uint8_t*>(vx) + 8);
+    for (int64_t j = 0; j < n; ++j) y[j] = d * float(q[j]);
+}
+
 }  // namespace sy::quants::detail

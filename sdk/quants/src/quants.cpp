@@ -93,6 +93,7 @@ TypeFns fns(int32_t type) {
             return {quantize_iq1_s, dequantize_iq1_s, true, quantize_iq1_s_weighted};
         case SY_TYPE_IQ1_M:
             return {quantize_iq1_m, dequantize_iq1_m, true, quantize_iq1_m_weighted};
+        case SY_TYPE_Q8_KV: return {quantize_q8_kv, dequantize_q8_kv, true};
         case SY_TYPE_IQ1_M_R4_ROWS:
             return {quantize_iq1_m_r4_rows, dequantize_iq1_m_r4_rows, true,
                     quantize_iq1_m_r4_rows_weighted};
@@ -246,7 +247,7 @@ void quantize_rows_with(const TypeFns& f, int32_t type, const float* x, void* y,
 // iq2_xxs 0.341, iq1_m 0.442, iq1_s 0.461; ik_llama.cpp's types (switchyard's quantizers):
 // q6_0 0.021, iq6_k 0.0144, iq5_k 0.032, iq4_k 0.062, iq3_k 0.136, iq2_k 0.282; the row-scaled
 // iq5_ks 0.036, iq4_ks 0.074, iq4_kss 0.097, iq3_ks 0.152, iq2_kl 0.241, iq2_ks 0.324; the trellis
-// iq4_kt 0.111, iq3_kt 0.155, iq2_kt 0.311, iq1_kt 0.400.
+// iq4_kt 0.111, iq3_kt 0.155, iq2_kt 0.311, iq1_kt 0.400; q8_kv (one scale per row) 0.0095.
 double expected_roundtrip_error(int32_t type) {
     switch (type) {
         case SY_TYPE_F32: return 0.0;
@@ -254,6 +255,7 @@ double expected_roundtrip_error(int32_t type) {
         case SY_TYPE_BF16: return 2.0e-3;
         case SY_TYPE_Q8_0: return 6.5e-3;
         case SY_TYPE_Q8_1: return 6.5e-3;
+        case SY_TYPE_Q8_KV: return 1.15e-2;
         case SY_TYPE_Q8_K: return 9.2e-3;
         case SY_TYPE_Q6_K: return 2.2e-2;
         case SY_TYPE_Q5_0: return 5.4e-2;

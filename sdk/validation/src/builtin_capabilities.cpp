@@ -15,26 +15,26 @@ constexpr std::array<int32_t, 8> kPlainTypes = {SY_TYPE_F32, SY_TYPE_F16, SY_TYP
                                                 SY_TYPE_F64, SY_TYPE_I8,  SY_TYPE_I16,
                                                 SY_TYPE_I32, SY_TYPE_I64};
 // GET_ROWS also copies rows of block-quantized types unchanged (dst type == src0 type).
-constexpr std::array<int32_t, 38> kBlockTypes = {
-    SY_TYPE_Q4_0,    SY_TYPE_Q4_1,   SY_TYPE_Q5_0,         SY_TYPE_Q5_1,   SY_TYPE_Q8_0,
-    SY_TYPE_Q8_1,    SY_TYPE_Q2_K,   SY_TYPE_Q3_K,         SY_TYPE_Q4_K,   SY_TYPE_Q5_K,
-    SY_TYPE_Q6_K,    SY_TYPE_Q8_K,   SY_TYPE_IQ4_NL,       SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS,
-    SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,  SY_TYPE_IQ3_XXS,      SY_TYPE_IQ3_S,  SY_TYPE_IQ1_S,
-    SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,   SY_TYPE_IQ2_K,        SY_TYPE_IQ3_K,  SY_TYPE_IQ4_K,
-    SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,  SY_TYPE_IQ2_KS,       SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
-    SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,       SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,
-    SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT, SY_TYPE_IQ1_M_R4_ROWS};
+constexpr std::array<int32_t, 39> kBlockTypes = {
+    SY_TYPE_Q4_0,    SY_TYPE_Q4_1,   SY_TYPE_Q5_0,          SY_TYPE_Q5_1,   SY_TYPE_Q8_0,
+    SY_TYPE_Q8_1,    SY_TYPE_Q2_K,   SY_TYPE_Q3_K,          SY_TYPE_Q4_K,   SY_TYPE_Q5_K,
+    SY_TYPE_Q6_K,    SY_TYPE_Q8_K,   SY_TYPE_IQ4_NL,        SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS,
+    SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,  SY_TYPE_IQ3_XXS,       SY_TYPE_IQ3_S,  SY_TYPE_IQ1_S,
+    SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,   SY_TYPE_IQ2_K,         SY_TYPE_IQ3_K,  SY_TYPE_IQ4_K,
+    SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,  SY_TYPE_IQ2_KS,        SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,
+    SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS, SY_TYPE_IQ2_KL,        SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,
+    SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT, SY_TYPE_IQ1_M_R4_ROWS, SY_TYPE_Q8_KV};
 
 // Weight types MUL_MAT / MUL_MAT_ID compute on and GET_ROWS converts to F32.
-constexpr std::array<int32_t, 36> kComputeBlockTypes = {
-    SY_TYPE_Q4_0,         SY_TYPE_Q4_1,   SY_TYPE_Q5_0,    SY_TYPE_Q5_1,    SY_TYPE_Q8_0,
-    SY_TYPE_Q2_K,         SY_TYPE_Q3_K,   SY_TYPE_Q4_K,    SY_TYPE_Q5_K,    SY_TYPE_Q6_K,
-    SY_TYPE_IQ4_NL,       SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,
-    SY_TYPE_IQ3_XXS,      SY_TYPE_IQ3_S,  SY_TYPE_IQ1_S,   SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,
-    SY_TYPE_IQ2_K,        SY_TYPE_IQ3_K,  SY_TYPE_IQ4_K,   SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,
-    SY_TYPE_IQ2_KS,       SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,  SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,
-    SY_TYPE_IQ2_KL,       SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,  SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT,
-    SY_TYPE_IQ1_M_R4_ROWS};
+constexpr std::array<int32_t, 37> kComputeBlockTypes = {
+    SY_TYPE_Q4_0,          SY_TYPE_Q4_1,   SY_TYPE_Q5_0,    SY_TYPE_Q5_1,    SY_TYPE_Q8_0,
+    SY_TYPE_Q2_K,          SY_TYPE_Q3_K,   SY_TYPE_Q4_K,    SY_TYPE_Q5_K,    SY_TYPE_Q6_K,
+    SY_TYPE_IQ4_NL,        SY_TYPE_IQ4_XS, SY_TYPE_IQ2_XXS, SY_TYPE_IQ2_XS,  SY_TYPE_IQ2_S,
+    SY_TYPE_IQ3_XXS,       SY_TYPE_IQ3_S,  SY_TYPE_IQ1_S,   SY_TYPE_IQ1_M,   SY_TYPE_Q6_0,
+    SY_TYPE_IQ2_K,         SY_TYPE_IQ3_K,  SY_TYPE_IQ4_K,   SY_TYPE_IQ5_K,   SY_TYPE_IQ6_K,
+    SY_TYPE_IQ2_KS,        SY_TYPE_IQ3_KS, SY_TYPE_IQ4_KS,  SY_TYPE_IQ4_KSS, SY_TYPE_IQ5_KS,
+    SY_TYPE_IQ2_KL,        SY_TYPE_IQ1_KT, SY_TYPE_IQ2_KT,  SY_TYPE_IQ3_KT,  SY_TYPE_IQ4_KT,
+    SY_TYPE_IQ1_M_R4_ROWS, SY_TYPE_Q8_KV};
 
 constexpr size_t kMaxRows = 420;
 
