@@ -17,12 +17,16 @@ namespace {
 
 using namespace i8;
 
-// The base halves padded to the 16 entries of a shuffle.
-constexpr int8_t kIq2Base[16] = {-31, -13, 1, 17};
-constexpr int8_t kIq3Base[16] = {-63, -40, -23, -10, 1, 13, 28, 47};
+// The base halves plus an offset that makes them unsigned, padded to the 16 entries of a shuffle:
+// IQ2_K's -31 .. 17 + 31, IQ3_K's -63 .. 47 + 63. Unsigned weights multiply the activations
+// without the two sign instructions per chunk of signed ones (pairs stay below 2^15: 2 * 110 *
+// 127); the offset's share, -offset * l_s * bsum_s, joins the shifted half's in one multiply-add.
+constexpr int kIq2Offset = 31, kIq3Offset = 63;
+constexpr int8_t kIq2Base[16] = {0, 18, 32, 48};
+constexpr int8_t kIq3Base[16] = {0, 23, 40, 53, 64, 76, 91, 110};
 
 // The 32 values of chunk c (values 32c .. 32c + 31, sub-blocks 2c and 2c + 1) as base-table
-// entries, per type.
+// entries (plus the type's offset), per type.
 inline I8x32 iq2_k_chunk(const sy_block_iq2_k& b, int c) {
     const I8x32 idx = and8(shr8(load32(b.qs + 32 * (c / 4)), 2 * (c % 4)), 3);
     return lut16(kIq2Base, idx);
@@ -56,68 +60,115 @@ int scale6(const uint8_t* scales_h, const uint8_t* scales_l, int s) {
            32;
 }
 
-// Per type: its block, the integer scale of sub-block s, its chunk decoder, its table's shift.
+#if defined(SY_CPU_INT8_AVX2)
+// The 16 sub-block scales of a block as int8 lanes, decoded in vector registers: unpacking them
+// one by one in scalar code cost as much as the block's products.
+// 16 4-bit fields, two per byte, low nibble first: field s in byte s.
+inline __m128i fields4(const uint8_t* p) {
+    const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    return _mm_unpacklo_epi8(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+}
+// 16 2-bit fields, four per byte, lowest first: field s in byte s. A 16-bit shift by k moves
+// bits of the next byte only to bit 8 - k >= 2 and up, which the mask drops.
+inline __m128i fields2(const uint8_t* p) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    const __m128i v = _mm_cvtsi32_si128(int(w));
+    const __m128i a = _mm_unpacklo_epi8(v, _mm_srli_epi16(v, 2));
+    const __m128i b = _mm_unpacklo_epi8(_mm_srli_epi16(v, 4), _mm_srli_epi16(v, 6));
+    return _mm_and_si128(_mm_unpacklo_epi16(a, b), _mm_set1_epi8(3));
+}
+// IQ4_K's and IQ5_K's 6-bit scales minus 32.
+inline __m128i scales6(const uint8_t* scales_h, const uint8_t* scales_l) {
+    const __m128i v = _mm_or_si128(fields4(scales_l), _mm_slli_epi16(fields2(scales_h), 4));
+    return _mm_sub_epi8(v, _mm_set1_epi8(32));
+}
+#endif
+
+// Per type: its block, the integer scale of sub-block s, its chunk decoder, its table's shift;
+// with AVX2 also all 16 scales at once (scales).
 struct Iq2K {
     using Block = sy_block_iq2_k;
-    static constexpr int kShift = SY_IQ2NL_SHIFT;
+    static constexpr int kShift = SY_IQ2NL_SHIFT, kOffset = kIq2Offset;
     static int scale(const Block& b, int s) { return ((b.scales[s / 2] >> 4 * (s % 2)) & 0xF) - 8; }
     static I8x32 chunk(const Block& b, int c) { return iq2_k_chunk(b, c); }
+#if defined(SY_CPU_INT8_AVX2)
+    static __m128i scales(const Block& b) {
+        return _mm_sub_epi8(fields4(b.scales), _mm_set1_epi8(8));
+    }
+#endif
 };
 struct Iq3K {
     using Block = sy_block_iq3_k;
-    static constexpr int kShift = SY_IQ3NL_SHIFT;
+    static constexpr int kShift = SY_IQ3NL_SHIFT, kOffset = kIq3Offset;
     static int scale(const Block& b, int s) {
         const int m = 2 * ((b.scales_l[s / 2] >> 4 * (s % 2)) & 0xF) + 1;
         return (b.scales_h >> s) & 1 ? -m : m;
     }
     static I8x32 chunk(const Block& b, int c) { return iq3_k_chunk(b, c); }
+#if defined(SY_CPU_INT8_AVX2)
+    static __m128i scales(const Block& b) {
+        const __m128i m =
+            _mm_add_epi8(_mm_add_epi8(fields4(b.scales_l), fields4(b.scales_l)), _mm_set1_epi8(1));
+        // Byte s: bit s of scales_h, as 0 or -1; m ^ -1 - -1 = -m.
+        const __m128i h =
+            _mm_shuffle_epi8(_mm_cvtsi32_si128(b.scales_h),
+                             _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+        const __m128i bit =
+            _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+        const __m128i neg = _mm_cmpeq_epi8(_mm_and_si128(h, bit), bit);
+        return _mm_sub_epi8(_mm_xor_si128(m, neg), neg);
+    }
+#endif
 };
 struct Iq4K {
     using Block = sy_block_iq4_k;
-    static constexpr int kShift = SY_IQ4K_SHIFT;
+    static constexpr int kShift = SY_IQ4K_SHIFT, kOffset = 0;
     static int scale(const Block& b, int s) { return scale6(b.scales_h, b.scales_l, s); }
     static I8x32 chunk(const Block& b, int c) { return iq4_k_chunk(b, c); }
+#if defined(SY_CPU_INT8_AVX2)
+    static __m128i scales(const Block& b) {
+        return scales6(b.scales_h, b.scales_l);
+    }
+#endif
 };
 struct Iq5K {
     using Block = sy_block_iq5_k;
-    static constexpr int kShift = SY_IQ5NL_SHIFT;
+    static constexpr int kShift = SY_IQ5NL_SHIFT, kOffset = 0;
     static int scale(const Block& b, int s) { return scale6(b.scales_h, b.scales_l, s); }
     static I8x32 chunk(const Block& b, int c) { return iq5_k_chunk(b, c); }
+#if defined(SY_CPU_INT8_AVX2)
+    static __m128i scales(const Block& b) {
+        return scales6(b.scales_h, b.scales_l);
+    }
+#endif
 };
 struct Iq6K {
     using Block = sy_block_iq6_k;
-    static constexpr int kShift = SY_IQ6NL_SHIFT;
+    static constexpr int kShift = SY_IQ6NL_SHIFT, kOffset = 0;
     static int scale(const Block& b, int s) { return b.scales[s]; }
     static I8x32 chunk(const Block& b, int c) { return iq6_k_chunk(b, c); }
+#if defined(SY_CPU_INT8_AVX2)
+    static __m128i scales(const Block& b) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    }
+#endif
 };
 
-// sum + shift * sum_s scale_s e_s bsum_s, added into the int32 lanes before they are scaled (the
-// lanes are summed in the end, so which lane takes it does not matter).
-inline void add_shifted(I32x8& sum, const int16_t (&shifted_scale)[16], const int16_t* bsums) {
 #if defined(SY_CPU_INT8_AVX2)
-    const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shifted_scale));
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
-    sum.v = _mm256_add_epi32(sum.v, _mm256_madd_epi16(s, b));
-#else
-    for (int k = 0; k < 16; ++k) sum.v[k / 2] += shifted_scale[k] * bsums[k];
-#endif
+// Bytes 0-7 = 2 c, 8-15 = 2 c + 1: the two scales of chunk c, spread over its 16-value halves.
+struct alignas(16) PairMasks {
+    int8_t b[8][16];
+};
+constexpr PairMasks pair_masks() {
+    PairMasks m{};
+    for (int c = 0; c < 8; ++c)
+        for (int j = 0; j < 16; ++j) m.b[c][j] = int8_t(2 * c + j / 8);
+    return m;
 }
-
-// shift * scale where the sub-block's extra bit is set, else 0 (|shift * scale| <= 640).
-inline void shifted_scales(const int16_t (&scale)[16], unsigned extra, int shift,
-                           int16_t (&out)[16]) {
-#if defined(SY_CPU_INT8_AVX2)
-    const __m256i pow2 = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
-                                           8192, 16384, short(0x8000));
-    const __m256i on =
-        _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(short(extra)), pow2), pow2);
-    const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scale));
-    const __m256i v = _mm256_mullo_epi16(_mm256_and_si256(s, on), _mm256_set1_epi16(short(shift)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
-#else
-    for (int k = 0; k < 16; ++k) out[k] = int16_t((extra >> k) & 1 ? scale[k] * shift : 0);
+constexpr PairMasks kPairMasks = pair_masks();
 #endif
-}
 
 template <typename T, int C>
 void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
@@ -130,21 +181,54 @@ void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) 
     }
     for (int64_t i = 0; i < blocks; ++i) {
         prefetch_ahead(&x[i], sizeof x[i]);
-        int16_t scale[16];
-        for (int s = 0; s < 16; ++s) scale[s] = int16_t(T::scale(x[i], s));
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
+#if defined(SY_CPU_INT8_AVX2)
+        const __m128i sc8 = T::scales(x[i]);
+        for (int chunk = 0; chunk < 8; ++chunk) {
+            const I8x32 q = T::chunk(x[i], chunk);
+            const __m128i pair = _mm_shuffle_epi8(
+                sc8, _mm_load_si128(reinterpret_cast<const __m128i*>(kPairMasks.b[chunk])));
+            const Scale16 sc{_mm256_cvtepi8_epi16(pair)};
+            for (int c = 0; c < C; ++c) {
+                const I8x32 act_q = load32(a[c][i].qs + 32 * chunk);
+                sum[c] = T::kOffset ? dot_us_scaled(sum[c], q, act_q, sc)
+                                    : dot_ss_scaled(sum[c], q, act_q, sc);
+            }
+        }
+        if (T::kOffset != 0 || x[i].extra != 0) {
+            // l_s * (shift e_s - offset) per sub-block (|.| <= 63 * 63), times its bsum.
+            const __m256i pow2 = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024,
+                                                   2048, 4096, 8192, 16384, short(0x8000));
+            const __m256i on = _mm256_cmpeq_epi16(
+                _mm256_and_si256(_mm256_set1_epi16(short(x[i].extra)), pow2), pow2);
+            const __m256i per = _mm256_sub_epi16(_mm256_and_si256(on, _mm256_set1_epi16(T::kShift)),
+                                                 _mm256_set1_epi16(T::kOffset));
+            const __m256i corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(sc8), per);
+            for (int c = 0; c < C; ++c) {
+                const __m256i b =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][i].bsums));
+                sum[c].v = _mm256_add_epi32(sum[c].v, _mm256_madd_epi16(corr, b));
+            }
+        }
+#else
+        int16_t scale[16];
+        for (int s = 0; s < 16; ++s) scale[s] = int16_t(T::scale(x[i], s));
         for (int chunk = 0; chunk < 8; ++chunk) {
             const I8x32 q = T::chunk(x[i], chunk);
             const Scale16 sc = scales16(scale[2 * chunk], scale[2 * chunk + 1]);
-            for (int c = 0; c < C; ++c)
-                sum[c] = dot_ss_scaled(sum[c], q, load32(a[c][i].qs + 32 * chunk), sc);
+            for (int c = 0; c < C; ++c) {
+                const I8x32 act_q = load32(a[c][i].qs + 32 * chunk);
+                sum[c] = T::kOffset ? dot_us_scaled(sum[c], q, act_q, sc)
+                                    : dot_ss_scaled(sum[c], q, act_q, sc);
+            }
         }
-        if (x[i].extra != 0) {
-            int16_t shifted[16];
-            shifted_scales(scale, x[i].extra, T::kShift, shifted);
-            for (int c = 0; c < C; ++c) add_shifted(sum[c], shifted, a[c][i].bsums);
-        }
+        for (int c = 0; c < C; ++c)
+            for (int k = 0; k < 16; ++k) {
+                const int per = ((x[i].extra >> k) & 1 ? T::kShift : 0) - T::kOffset;
+                sum[c].v[k / 2] += scale[k] * per * a[c][i].bsums[k];
+            }
+#endif
         const float d = h2f(x[i].d);
         for (int c = 0; c < C; ++c) acc[c] = fma_i32(sum[c], d * a[c][i].d, acc[c]);
     }
