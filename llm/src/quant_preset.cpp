@@ -64,6 +64,27 @@ constexpr QuantPreset kPresets[] = {
     {"IQ5_K_R4", F::kMostlyIQ5_K_R4, 340, false, true},
     {"IQ4_KS_R4", F::kMostlyIQ4_KS_R4, 344, false, true},
     {"IQ5_KS_R4", F::kMostlyIQ5_KS_R4, 352, false, true},
+    // ik's repacked forms of llama.cpp's types: ik's rules for them (not llama.cpp's mixes of
+    // the same base), their base types the interleaved ids; IQ2_M_R4's is iq2_s_r4, IQ1_M_R4's
+    // iq1_m_r4 (whose rows are switchyard's IQ1_M_R4_ROWS), BF16_R16's runs no rules.
+    {"Q4_0_R8", F::kMostlyQ4_0_R8, 202, false, true},
+    {"Q8_0_R8", F::kMostlyQ8_0_R8, 208, false, true},
+    {"Q5_0_R4", F::kMostlyQ5_0_R4, 206, false, true},
+    {"Q2_K_R4", F::kMostlyQ2_K_R4, 210, false, true},
+    {"Q3_K_R4", F::kMostlyQ3_K_R4, 211, false, true},
+    {"Q4_K_R4", F::kMostlyQ4_K_R4, 212, false, true},
+    {"Q5_K_R4", F::kMostlyQ5_K_R4, 213, false, true},
+    {"Q6_K_R4", F::kMostlyQ6_K_R4, 214, false, true},
+    {"IQ2_XXS_R4", F::kMostlyIQ2_XXS_R4, 216, true, true},
+    {"IQ2_XS_R4", F::kMostlyIQ2_XS_R4, 217, true, true},
+    {"IQ3_XXS_R4", F::kMostlyIQ3_XXS_R4, 218, false, true},
+    {"IQ1_S_R4", F::kMostlyIQ1_S_R4, 219, true, true},
+    {"IQ4_NL_R4", F::kMostlyIQ4_NL_R4, 220, false, true},
+    {"IQ3_S_R4", F::kMostlyIQ3_S_R4, 221, false, true},
+    {"IQ2_M_R4", F::kMostlyIQ2_M_R4, 222, false, true},
+    {"IQ4_XS_R8", F::kMostlyIQ4_XS_R8, 223, false, true},
+    {"IQ1_M_R4", F::kMostlyIQ1_M_R4, 229, true, true},
+    {"BF16_R16", F::kMostlyBF16_R16, 230, false, true},
 };
 
 enum class Category {

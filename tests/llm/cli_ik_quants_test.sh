@@ -128,18 +128,27 @@ cmp -s "$tmp/s_r4.kld" "$tmp/s.kld" || fail "the iq1_s_r4 file's log-probabiliti
 grep -q "ffn_down.weight: interleaved iq1_s_r4: row .* has blocks with different scales" "$tmp/q.out" ||
   fail "iq1_s_r4 refusal: $(cat "$tmp/q.out")"
 # IQ1_M_R4 (one f16 scale per row, a 4-bit scale per 16 values: no plain type has its values):
-# written by its type name (ik's file type 231), read and run; token_embd falls back to iq1_m
-# with a note. Experts in iq1_m_r4 read and written back give the same log-probabilities.
-"$sy" quantize "$tmp/f16.gguf" "$tmp/m_r4.gguf" iq1_m_r4 --imatrix "$tmp/imat.gguf" >"$tmp/q.out" 2>&1 ||
-  fail "quantize iq1_m_r4: $(cat "$tmp/q.out")"
+# ik's IQ1_M_R4 mix (file type 231; with 8 experts attn_q/attn_k* q4_k_r4, layer 0's FFN
+# iq3_k_r4, the shared experts iq4_k_r4, the routed ones iq1_m_r4), read and run; a token_embd
+# asked for in iq1_m_r4 falls back to iq1_m with a note. Experts in iq1_m_r4 read and written
+# back give the same log-probabilities.
+"$sy" quantize "$tmp/f16.gguf" "$tmp/m_r4.gguf" iq1_m_r4 --imatrix "$tmp/imat.gguf" \
+  --custom-q "token_embd=iq1_m_r4" >"$tmp/q.out" 2>&1 || fail "quantize iq1_m_r4: $(cat "$tmp/q.out")"
 grep -q "token_embd.weight: iq1_m_r4 -> iq1_m (token_embd is not interleaved)" "$tmp/q.out" ||
   fail "iq1_m_r4 token_embd note: $(cat "$tmp/q.out")"
 "$sy" inspect "$tmp/m_r4.gguf" >"$tmp/i.out" 2>&1 || fail "inspect the iq1_m_r4 file"
-grep -q "ffn_up_exps.weight *iq1_m_r4 " "$tmp/i.out" || fail "iq1_m_r4: $(grep ffn_up_exps "$tmp/i.out" | head -2)"
+for pair in ffn_up_exps:iq1_m_r4 ffn_down_exps:iq1_m_r4 ffn_up_shexp:iq4_k_r4 blk.0.ffn_up:iq3_k_r4 \
+            attn_q_a:q4_k_r4 token_embd:iq1_m output:q5_K; do
+  grep -q "${pair%%:*}.weight *${pair##*:} " "$tmp/i.out" ||
+    fail "IQ1_M_R4 mix: ${pair%%:*} not ${pair##*:}: $(grep "${pair%%:*}" "$tmp/i.out" | head -2)"
+done
 grep -q "general.file_type .* 231 (IQ1_M_R4 - 1.75 bpw)" "$tmp/i.out" ||
   fail "iq1_m_r4 file type: $(grep file_type "$tmp/i.out")"
 "$sy" run -m "$tmp/m_r4.gguf" -p "Hello" -n 8 --temp 0 --ignore-eos >"$tmp/r.out" 2>"$tmp/r.err" ||
   fail "run the iq1_m_r4 file: $(cat "$tmp/r.err")"
+"$sy" quantize "$tmp/f16.gguf" "$tmp/x.gguf" iq1_m_r4 >"$tmp/q.out" 2>&1 &&
+  fail "the IQ1_M_R4 mix accepted without an importance matrix"
+grep -q "IQ1_M_R4 needs an importance matrix" "$tmp/q.out" || fail "IQ1_M_R4 refusal: $(cat "$tmp/q.out")"
 "$sy" quantize "$tmp/f16.gguf" "$tmp/m_e.gguf" q8_0 --imatrix "$tmp/imat.gguf" --custom-q "_exps=iq1_m_r4" \
   >"$tmp/q.out" 2>&1 || fail "quantize the experts to iq1_m_r4: $(cat "$tmp/q.out")"
 "$sy" quantize "$tmp/m_e.gguf" "$tmp/m_eb.gguf" q8_0 --custom-q "_exps=iq1_m_r4" >"$tmp/q.out" 2>&1 ||

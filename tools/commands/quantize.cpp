@@ -35,8 +35,9 @@ struct QuantizeOptions {
 
 int run_quantize(const QuantizeOptions& o) {
     llm::RequantizeOptions options;
-    // A mix by name (llama.cpp's or ik_llama.cpp's, whose IQ4_K_R4 ... are mixes too); else an
-    // interleaved type name without a mix of its own (q4_0_r8): the base type, repacked.
+    // A mix by name (llama.cpp's or ik_llama.cpp's, whose IQ4_K_R4, Q4_0_R8, BF16_R16 ... are
+    // mixes too); else an interleaved type name without a mix of its own (iq2_s_r4): the base
+    // type, repacked.
     std::string type = o.type;
     options.repack = o.repack;
     const llm::QuantPreset* preset = llm::find_quant_preset(type);
@@ -56,6 +57,7 @@ int run_quantize(const QuantizeOptions& o) {
         if (const quants::InterleavedType* layout = quants::interleaved_type(base)) {
             base = layout->base;
             options.repack = true;
+            if (!layout->repackable) options.repack_as = layout->id;  // IQ1_S_R4: a scale a row
         }
         if (!llm::parse_type_name(llm::type_name(base)))
             throw Error("quantize: --pure " + std::string(preset->name) + ": type " +
@@ -80,8 +82,9 @@ int run_quantize(const QuantizeOptions& o) {
     } else if (preset && preset->needs_imatrix) {
         throw Error("quantize: " + std::string(preset->name) +
                     " needs an importance matrix for acceptable quality (llama-quantize refuses "
-                    "IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S and Q2_K_S without one): compute one "
-                    "with 'switchyard imatrix' and pass --imatrix FILE");
+                    "IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S and Q2_K_S without one, ik_llama.cpp's "
+                    "also their _R4 forms): compute one with 'switchyard imatrix' and pass "
+                    "--imatrix FILE");
     }
     for (const std::string& rule : o.rules) options.rules.push_back(llm::parse_quant_rule(rule));
     for (const std::string& list : o.custom_q) {

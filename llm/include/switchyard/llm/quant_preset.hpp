@@ -3,8 +3,9 @@
 // them (src/llama-quant.cpp), so a file made here matches one made there tensor for tensor
 // (before this project's own rules: attn_k_b never below Q8_0, and the block fallback). The
 // presets marked `ik` are ik_llama.cpp's own mixes (IQ2_K, IQ4_KS, IQ2_KT, IQ3_KL, IQ4_K_R4
-// ...), chosen by ik's rules (quant_preset_ik.cpp, docs/ik-presets.md): they categorise names
-// differently from the description below, visit tensors in file order and fall back as ik does.
+// ... and its repacked forms of llama.cpp's, Q4_K_R4, IQ4_XS_R8, BF16_R16 ...), chosen by ik's
+// rules (quant_preset_ik.cpp, docs/ik-presets.md): they categorise names differently from the
+// description below, visit tensors in file order and fall back as ik does.
 //
 // Categories by name: output.weight; token_embd.weight; attn_kv_b / attn_v / attn_qkv (the
 // "attn_v-like" ones, counted in load order); attn_k; attn_q (DeepSeek-Lite's plain attn_q);
@@ -31,7 +32,8 @@ struct QuantPreset {
     FileType ftype;         // general.file_type of the result
     int32_t base_type;      // llama_ftype_get_default_type
     // llama-quantize refuses the mix without an importance matrix (its tensors would be
-    // garbage): IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, Q2_K_S.
+    // garbage): IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, Q2_K_S; ik's also IQ1_S_R4, IQ1_M_R4,
+    // IQ2_XXS_R4, IQ2_XS_R4.
     bool needs_imatrix;
     // ik_llama.cpp's mix: its rules, file order, its block fallback (ik_fit_block). base_type
     // and the rules' types may then be interleaved ids (iq4_k_r4): the tensor is written so
