@@ -6,6 +6,23 @@ set -u
 sy=$1
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# The log-probabilities of $tmp/A.gguf and $tmp/B.gguf over the test text are identical.
+same_logprobs() {  # same_logprobs A B MESSAGE
+  for f in "$1" "$2"; do
+    "$sy" perplexity -m "$tmp/$f.gguf" -f "$tmp/text.txt" -c 64 --kl-divergence-base "$tmp/$f.kld" \
+      >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
+  done
+  cmp -s "$tmp/$1.kld" "$tmp/$2.kld" || fail "$3"
+}
+# Each NAME:TYPE names a tensor that inspect's listing ($tmp/i.out) shows in that type.
+expect_types() {  # expect_types WHAT NAME:TYPE ...
+  local what=$1 pair
+  shift
+  for pair in "$@"; do
+    grep -q "${pair%%:*}.weight *${pair##*:} " "$tmp/i.out" ||
+      fail "$what: ${pair%%:*} not ${pair##*:}: $(grep "${pair%%:*}" "$tmp/i.out" | head -2)"
+  done
+}
 "$sy" make-model --preset tiny --type f16 -o "$tmp/f16.gguf" >/dev/null 2>&1 || fail "make-model"
 
 # Three of the six types here (the --custom-q file below takes iq2_k and iq5_k; every type's
@@ -66,19 +83,12 @@ grep -q "IQ4_KS - 4.25 bpw" "$tmp/b.out" || fail "bench model column: $(cat "$tm
 "$sy" inspect "$tmp/r4.gguf" >"$tmp/i.out" 2>&1 || fail "inspect the _r4 file"
 # ik's rules: with 8 experts the "attn_k" tensors are q8_0, attn_output q5_K (q6_0 on its rows of
 # 128), the output q6_K; ik's file type id.
-for pair in ffn_up_exps:iq4_k_r4 ffn_down_shexp:iq4_k_r4 attn_kv_b:q8_0 attn_kv_a_mqa:q8_0 \
-            attn_output:q6_0 token_embd:iq4_k output:q6_K; do
-  grep -q "${pair%%:*}.weight *${pair##*:} " "$tmp/i.out" ||
-    fail "IQ4_K_R4 mix: ${pair%%:*} not ${pair##*:}: $(grep "${pair%%:*}" "$tmp/i.out" | head -2)"
-done
+expect_types "IQ4_K_R4 mix" ffn_up_exps:iq4_k_r4 ffn_down_shexp:iq4_k_r4 attn_kv_b:q8_0 attn_kv_a_mqa:q8_0 \
+            attn_output:q6_0 token_embd:iq4_k output:q6_K
 grep -q "general.file_type .* 340 (IQ4_K_R4 - 4.5 bpw)" "$tmp/i.out" ||
   fail "IQ4_K_R4 mix file type: $(grep file_type "$tmp/i.out")"
 for i in $(seq 1 40); do echo "The quick brown fox $i jumps over the lazy dog number $((i * 7))."; done >"$tmp/text.txt"
-for f in iq4_k r4; do
-  "$sy" perplexity -m "$tmp/$f.gguf" -f "$tmp/text.txt" -c 64 --kl-divergence-base "$tmp/$f.kld" \
-    >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
-done
-cmp -s "$tmp/iq4_k.kld" "$tmp/r4.kld" || fail "the _r4 file's log-probabilities differ from the plain file's"
+same_logprobs iq4_k r4 "the _r4 file's log-probabilities differ from the plain file's"
 
 # The codebook types' layouts (the sign indices of iq3_xxs_r4 stored scrambled, iq3_s_r4's sign
 # bits transposed): a file with them, and the same tensors copied and repacked, give the same
@@ -89,15 +99,8 @@ rules="ffn_down_exps=iq3_xxs,ffn_(gate|up)_exps=iq3_s,_shexp=iq3_xxs"
 "$sy" quantize "$tmp/cb.gguf" "$tmp/cb_r4.gguf" q8_0 --repack --custom-q "$rules" >"$tmp/q.out" 2>&1 ||
   fail "repack the codebook file: $(cat "$tmp/q.out")"
 "$sy" inspect "$tmp/cb_r4.gguf" >"$tmp/i.out" 2>&1 || fail "inspect the codebook _r4 file"
-for pair in ffn_down_exps:iq3_xxs_r4 ffn_up_exps:iq3_s_r4 ffn_gate_shexp:iq3_xxs_r4; do
-  grep -q "${pair%%:*}.weight *${pair##*:} " "$tmp/i.out" ||
-    fail "repacked: ${pair%%:*} not ${pair##*:}: $(grep "${pair%%:*}" "$tmp/i.out" | head -2)"
-done
-for f in cb cb_r4; do
-  "$sy" perplexity -m "$tmp/$f.gguf" -f "$tmp/text.txt" -c 64 --kl-divergence-base "$tmp/$f.kld" \
-    >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
-done
-cmp -s "$tmp/cb.kld" "$tmp/cb_r4.kld" || fail "the codebook _r4 file's log-probabilities differ from the plain file's"
+expect_types "repacked" ffn_down_exps:iq3_xxs_r4 ffn_up_exps:iq3_s_r4 ffn_gate_shexp:iq3_xxs_r4
+same_logprobs cb cb_r4 "the codebook _r4 file's log-probabilities differ from the plain file's"
 
 # IQ1_S_R4 (one scale per row, read as IQ1_S rows in fresh memory): written by --custom-q with an
 # importance matrix, it generates, and its rows copied out as plain iq1_s give the same
@@ -116,11 +119,7 @@ done
 "$sy" quantize "$tmp/s_r4.gguf" "$tmp/s.gguf" q8_0 --custom-q "ffn_(gate|up)_exps=iq1_s,blk\.0\.ffn_down=iq1_s" >"$tmp/q.out" 2>&1 ||
   fail "copy iq1_s_r4 out as iq1_s: $(cat "$tmp/q.out")"
 grep -q "ffn_up_exps.weight *iq1_s " <("$sy" inspect "$tmp/s.gguf" 2>&1) || fail "the copy is not iq1_s"
-for f in s_r4 s; do
-  "$sy" perplexity -m "$tmp/$f.gguf" -f "$tmp/text.txt" -c 64 --kl-divergence-base "$tmp/$f.kld" \
-    >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
-done
-cmp -s "$tmp/s_r4.kld" "$tmp/s.kld" || fail "the iq1_s_r4 file's log-probabilities differ from its iq1_s copy's"
+same_logprobs s_r4 s "the iq1_s_r4 file's log-probabilities differ from its iq1_s copy's"
 "$sy" quantize "$tmp/f16.gguf" "$tmp/s1.gguf" q8_0 --imatrix "$tmp/imat.gguf" --custom-q "blk\.0\.ffn_down=iq1_s" \
   >"$tmp/q.out" 2>&1 || fail "quantize iq1_s: $(cat "$tmp/q.out")"
 "$sy" quantize "$tmp/s1.gguf" "$tmp/x.gguf" q8_0 --custom-q "blk\.0\.ffn_down=iq1_s_r4" >"$tmp/q.out" 2>&1 &&
@@ -137,11 +136,8 @@ grep -q "ffn_down.weight: interleaved iq1_s_r4: row .* has blocks with different
 grep -q "token_embd.weight: iq1_m_r4 -> iq1_m (token_embd is not interleaved)" "$tmp/q.out" ||
   fail "iq1_m_r4 token_embd note: $(cat "$tmp/q.out")"
 "$sy" inspect "$tmp/m_r4.gguf" >"$tmp/i.out" 2>&1 || fail "inspect the iq1_m_r4 file"
-for pair in ffn_up_exps:iq1_m_r4 ffn_down_exps:iq1_m_r4 ffn_up_shexp:iq4_k_r4 blk.0.ffn_up:iq3_k_r4 \
-            attn_q_a:q4_k_r4 token_embd:iq1_m output:q5_K; do
-  grep -q "${pair%%:*}.weight *${pair##*:} " "$tmp/i.out" ||
-    fail "IQ1_M_R4 mix: ${pair%%:*} not ${pair##*:}: $(grep "${pair%%:*}" "$tmp/i.out" | head -2)"
-done
+expect_types "IQ1_M_R4 mix" ffn_up_exps:iq1_m_r4 ffn_down_exps:iq1_m_r4 ffn_up_shexp:iq4_k_r4 blk.0.ffn_up:iq3_k_r4 \
+            attn_q_a:q4_k_r4 token_embd:iq1_m output:q5_K
 grep -q "general.file_type .* 231 (IQ1_M_R4 - 1.75 bpw)" "$tmp/i.out" ||
   fail "iq1_m_r4 file type: $(grep file_type "$tmp/i.out")"
 "$sy" run -m "$tmp/m_r4.gguf" -p "Hello" -n 8 --temp 0 --ignore-eos >"$tmp/r.out" 2>"$tmp/r.err" ||
@@ -153,9 +149,5 @@ grep -q "IQ1_M_R4 needs an importance matrix" "$tmp/q.out" || fail "IQ1_M_R4 ref
   >"$tmp/q.out" 2>&1 || fail "quantize the experts to iq1_m_r4: $(cat "$tmp/q.out")"
 "$sy" quantize "$tmp/m_e.gguf" "$tmp/m_eb.gguf" q8_0 --custom-q "_exps=iq1_m_r4" >"$tmp/q.out" 2>&1 ||
   fail "copy the iq1_m_r4 experts: $(cat "$tmp/q.out")"
-for f in m_e m_eb; do
-  "$sy" perplexity -m "$tmp/$f.gguf" -f "$tmp/text.txt" -c 64 --kl-divergence-base "$tmp/$f.kld" \
-    >"$tmp/p.out" 2>&1 || fail "perplexity $f: $(tail -3 "$tmp/p.out")"
-done
-cmp -s "$tmp/m_e.kld" "$tmp/m_eb.kld" || fail "the iq1_m_r4 copy's log-probabilities differ"
+same_logprobs m_e m_eb "the iq1_m_r4 copy's log-probabilities differ"
 echo PASS

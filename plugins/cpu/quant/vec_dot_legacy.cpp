@@ -14,11 +14,16 @@ namespace {
 
 using namespace i8;
 
+// The f16 scale d of a block that has one.
+constexpr auto kBlockScale = [](const auto& b) { return h2f(b.d); };
+
 // Two blocks per step with separate accumulators: one FMA chain per block would wait on the FMA
-// latency (4 cycles) rather than on the loads. init(a) starts the block's int32 lanes.
-template <int C, typename Block, typename Decode, typename Dot, typename Init>
+// latency (4 cycles) rather than on the loads. init(a) starts the block's int32 lanes; scale(b)
+// is the block's weight scale.
+template <int C, typename Block, typename Decode, typename Dot, typename Init,
+          typename Scale = decltype(kBlockScale)>
 inline void dot_blocks(int64_t blocks, const void* w, const void* const* act, float* out,
-                       Decode decode, Dot dot, Init init) {
+                       Decode decode, Dot dot, Init init, Scale scale = kBlockScale) {
     const Block* x = static_cast<const Block*>(w);
     const ActQ8x32* a[C];
     F32x8 acc0[C], acc1[C];
@@ -30,7 +35,7 @@ inline void dot_blocks(int64_t blocks, const void* w, const void* const* act, fl
     int64_t i = 0;
     for (; i + 2 <= blocks; i += 2) {
         const I8x32 q0 = decode(x[i]), q1 = decode(x[i + 1]);
-        const float d0 = h2f(x[i].d), d1 = h2f(x[i + 1].d);
+        const float d0 = scale(x[i]), d1 = scale(x[i + 1]);
         for (int c = 0; c < C; ++c) {
             const ActQ8x32& a0 = a[c][i];
             const ActQ8x32& a1 = a[c][i + 1];
@@ -40,7 +45,7 @@ inline void dot_blocks(int64_t blocks, const void* w, const void* const* act, fl
     }
     for (; i < blocks; ++i) {
         const I8x32 q = decode(x[i]);
-        const float d = h2f(x[i].d);
+        const float d = scale(x[i]);
         for (int c = 0; c < C; ++c) {
             const ActQ8x32& ai = a[c][i];
             acc0[c] = fma_i32(dot(init(ai), q, load32(ai.qs)), d * ai.d, acc0[c]);
@@ -121,36 +126,20 @@ void q5_1_cols(int64_t blocks, const void* w, const void* const* act, float* out
     });
 }
 
-// Q8_KV (ik_llama.cpp's row-scaled 8-bit rows): the row's f32 d and int32 sum, then int8 q; the
-// blocks' dot products times d_a, and d_w once per row.
+// Q8_KV (ik_llama.cpp's row-scaled 8-bit rows): the row's f32 d and int32 sum, then int8 q in
+// 32-value blocks without scales of their own; the row's d once at the end.
+struct Q8KvBlock {
+    int8_t qs[32];
+};
 template <int C>
 void q8_kv_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     float d;
     std::memcpy(&d, w, 4);
-    const int8_t* q = static_cast<const int8_t*>(w) + 8;
-    const ActQ8x32* a[C];
-    F32x8 acc0[C], acc1[C];
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const ActQ8x32*>(act[c]);
-        acc0[c] = zerof();
-        acc1[c] = zerof();
-    }
-    int64_t i = 0;
-    for (; i + 2 <= blocks; i += 2) {
-        const I8x32 q0 = load32(q + 32 * i), q1 = load32(q + 32 * (i + 1));
-        for (int c = 0; c < C; ++c) {
-            const ActQ8x32& a0 = a[c][i];
-            const ActQ8x32& a1 = a[c][i + 1];
-            acc0[c] = fma_i32(dot_ss(zero32(), q0, load32(a0.qs)), a0.d, acc0[c]);
-            acc1[c] = fma_i32(dot_ss(zero32(), q1, load32(a1.qs)), a1.d, acc1[c]);
-        }
-    }
-    for (; i < blocks; ++i) {
-        const I8x32 qi = load32(q + 32 * i);
-        for (int c = 0; c < C; ++c)
-            acc0[c] = fma_i32(dot_ss(zero32(), qi, load32(a[c][i].qs)), a[c][i].d, acc0[c]);
-    }
-    for (int c = 0; c < C; ++c) out[c] = d * reduce(addf(acc0[c], acc1[c]));
+    dot_blocks<C, Q8KvBlock>(
+        blocks, static_cast<const uint8_t*>(w) + 8, act, out,
+        [](const Q8KvBlock& b) { return load32(b.qs); }, kSigned, kFromZero,
+        [](const Q8KvBlock&) { return 1.0f; });
+    for (int c = 0; c < C; ++c) out[c] *= d;
 }
 
 }  // namespace
