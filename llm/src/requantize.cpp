@@ -198,12 +198,8 @@ RequantizeResult requantize(const std::filesystem::path& in, const std::filesyst
         }
         if (d.type == source_type[i] || !is_block_type(d.type)) continue;
         // As llama.cpp, the token embeddings and the output (which no imatrix covers) are exempt.
-        // ik_llama.cpp's list of such types also has IQ1_M_R4 (here IQ1_M_R4_ROWS; the others of
-        // its _R4 types in that list are quantized here as their bases, which are in
-        // requires_importance).
         const bool needs =
-            (quants::requires_importance(d.type) || d.type == SY_TYPE_IQ1_M_R4_ROWS ||
-             (q2_k_s && d.type == SY_TYPE_Q2_K)) &&
+            (quants::requires_importance(d.type) || (q2_k_s && d.type == SY_TYPE_Q2_K)) &&
             t.name != "token_embd.weight" && t.name != "output.weight";
         const bool has = imatrix && imatrix->entries.count(t.name);
         if (needs && !has)

@@ -155,8 +155,9 @@ void dequantize_row(int32_t type, const void* x, float* y, int64_t n) {
 }
 
 bool requires_importance(int32_t type) {
-    return type == SY_TYPE_IQ1_S || type == SY_TYPE_IQ1_M || type == SY_TYPE_IQ2_XXS ||
-           type == SY_TYPE_IQ2_XS || type == SY_TYPE_IQ2_S;
+    // IQ1_M_R4's rows: ik_llama.cpp refuses IQ1_M_R4 without one too.
+    return type == SY_TYPE_IQ1_S || type == SY_TYPE_IQ1_M || type == SY_TYPE_IQ1_M_R4_ROWS ||
+           type == SY_TYPE_IQ2_XXS || type == SY_TYPE_IQ2_XS || type == SY_TYPE_IQ2_S;
 }
 
 namespace {
