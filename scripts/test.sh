@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Builds and runs every test: the Release build with the whole suite, then an ASan+UBSan build
-# running the suites labelled "sanitize" (core, plugin host, CPU plugin, conformance; the CUDA
-# plugin, built in the Release tree when nvcc is present, is left out of it), then a
-# ThreadSanitizer build of the tests labelled "tsan" (thread pool, scheduler, executor).
+# Builds and runs every test once: the Release build runs the tests that are not labelled
+# "sanitize" (fuzzing, the CUDA plugin's host tests, the Release-only CLI checks), then an
+# ASan+UBSan build runs the tests labelled "sanitize" (core, plugin host, CPU plugin,
+# conformance, the CLI and server tests; the CUDA plugin, built in the Release tree when nvcc is
+# present, is left out of it), then a ThreadSanitizer build runs the tests labelled "tsan"
+# (thread pool, scheduler, executor). A test runs in one tree only: the sanitizer tree runs the
+# same code with the same NDEBUG and stricter checks, so a second, uninstrumented run of it
+# would add time, not checking. SY_TEST_RELEASE_ALL=1 runs the whole suite in the Release tree
+# as well (e.g. after changing optimisation flags).
 #
 # The output is kept short so that a CI log shows what matters: each step's full output goes to
 # a log file in its build directory, and only a summary is printed, or, on failure, the failing
@@ -78,7 +83,11 @@ generator() {
 step "configure Release" build/configure.log \
   cmake $(generator build) -S . -B build -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_BUILD_TESTS=ON
 step "build Release" build/build.log cmake --build build -j"$jobs"
-run_suite build
+if [ "${SY_TEST_RELEASE_ALL:-0}" = 1 ]; then
+  run_suite build
+else
+  run_suite build -LE sanitize
+fi
 
 step "configure ASan+UBSan" build-asan/configure.log \
   cmake $(generator build-asan) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -24,7 +24,7 @@ using nlohmann::json;
 constexpr size_t kTextItems = 8;     // array items shown in the text listing
 constexpr size_t kJsonItems = 1024;  // array items kept in JSON (the length is always given)
 
-std::string type_name(int32_t type) {
+std::string file_type_label(int32_t type) {
     if (const quants::InterleavedType* layout = quants::interleaved_type(type)) return layout->name;
     const char* name = sy_dtype_info(type).name;
     return name ? name : "type" + std::to_string(type);
@@ -161,7 +161,7 @@ int inspect(const std::string& path, bool as_json) {
     std::map<std::string, TypeTotal> per_type;
     uint64_t params = 0, tensor_bytes = 0;
     for (const gguf::TensorInfo& t : r.tensors()) {
-        TypeTotal& tt = per_type[type_name(t.type)];
+        TypeTotal& tt = per_type[file_type_label(t.type)];
         ++tt.count;
         tt.bytes += t.nbytes;
         tt.params += elements(t);
@@ -182,7 +182,7 @@ int inspect(const std::string& path, bool as_json) {
         json tensors = json::array();
         for (const gguf::TensorInfo& t : r.tensors()) {
             tensors.push_back({{"name", t.name},
-                               {"type", type_name(t.type)},
+                               {"type", file_type_label(t.type)},
                                {"type_id", t.type},
                                {"shape", std::vector<int64_t>(t.ne, t.ne + t.n_dims)},
                                {"params", elements(t)},
@@ -229,7 +229,7 @@ int inspect(const std::string& path, bool as_json) {
                "offset", "shard");
     for (const gguf::TensorInfo& t : r.tensors()) {
         fmt::print("  {:<40} {:<8} {:<28} {:>14} {:>14} {:>5}\n", printable(t.name),
-                   type_name(t.type), shape(t), t.nbytes, t.offset, t.shard);
+                   file_type_label(t.type), shape(t), t.nbytes, t.offset, t.shard);
     }
     fmt::print("\n  {:<10} {:>7} {:>16} {:>16} {:>8}\n", "type", "count", "bytes", "params", "bpw");
     for (const auto& [name, tt] : per_type) {

@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string type_name(int32_t type) {
+std::string capability_type_label(int32_t type) {
     if (type == SY_TYPE_ANY) return "any";
     if (type == SY_TYPE_NONE) return "-";
     const char* name = sy_dtype_info(type).name;
@@ -48,7 +48,7 @@ std::vector<std::string> source_types(const sy_capability& cap) {
     std::vector<std::string> out;
     for (int32_t t : cap.src_type) {
         if (t == SY_TYPE_NONE) break;
-        out.push_back(type_name(t));
+        out.push_back(capability_type_label(t));
     }
     return out;
 }
@@ -99,7 +99,8 @@ json plugin_json(const Plugin& p) {
         json types = json::array();
         for (const sy_capability& row : rows) {
             const sy_capability* cap = &row;
-            types.push_back({{"dst", type_name(cap->dst_type)}, {"src", source_types(*cap)}});
+            types.push_back(
+                {{"dst", capability_type_label(cap->dst_type)}, {"src", source_types(*cap)}});
         }
         ops.push_back({{"op", label}, {"types", types}});
     }
@@ -141,7 +142,7 @@ std::string describe_types(const std::vector<sy_capability>& rows) {
     for (int s = 0; s <= n_src; ++s) product *= sets[s].size();
     auto set_text = [](const std::vector<int32_t>& set) {
         std::string out;
-        for (int32_t t : set) out += (out.empty() ? "" : ",") + type_name(t);
+        for (int32_t t : set) out += (out.empty() ? "" : ",") + capability_type_label(t);
         return set.size() > 1 ? "{" + out + "}" : out;
     };
     std::string text;
@@ -154,7 +155,8 @@ std::string describe_types(const std::vector<sy_capability>& rows) {
         const sy_capability* cap = &row;
         std::string srcs;
         for (const std::string& t : source_types(*cap)) srcs += (srcs.empty() ? "" : ",") + t;
-        text += fmt::format("{}{}({})", text.empty() ? "" : " ", type_name(cap->dst_type), srcs);
+        text += fmt::format("{}{}({})", text.empty() ? "" : " ",
+                            capability_type_label(cap->dst_type), srcs);
     }
     return text;
 }
