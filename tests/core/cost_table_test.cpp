@@ -38,7 +38,7 @@ CostTable::Entry measured(const std::string& backend, const sy_node& node, doubl
     return e;
 }
 
-std::string error_of(const std::string& text) {
+std::string table_error_of(const std::string& text) {
     try {
         CostTable::parse(text, "costs.toml");
     } catch (const ConfigError& e) {
@@ -115,24 +115,27 @@ TEST(CostTable, BadFilesNameTheFileLineAndKey) {
         "[[op]]\nbackend = \"cpu\"\nop = \"mul_mat\"\ntypes = [\"f32\", \"f32\", \"f32\"]\n"
         "shapes = [[4, 4], [4], [4]]\nns = 10\n";
     EXPECT_EQ(CostTable::parse(ok, "costs.toml").size(), 1u);
-    std::string e = error_of(ok + "speed = 3\n");
+    std::string e = table_error_of(ok + "speed = 3\n");
     EXPECT_NE(e.find("costs.toml:7:9"), std::string::npos) << e;
     EXPECT_NE(e.find("unknown key 'op.speed'"), std::string::npos) << e;
-    e = error_of("[[op]]\nbackend = \"cpu\"\nop = \"mul_mat\"\ntypes = [\"f32\"]\nshapes = [[4]]\n"
-                 "ns = -5\n");
+    e = table_error_of(
+        "[[op]]\nbackend = \"cpu\"\nop = \"mul_mat\"\ntypes = [\"f32\"]\nshapes = [[4]]\n"
+        "ns = -5\n");
     EXPECT_NE(e.find("costs.toml:6:6"), std::string::npos) << e;
     EXPECT_NE(e.find("'op.ns' must be a time"), std::string::npos) << e;
-    e = error_of("[[op]]\nbackend = \"cpu\"\nop = \"mul_mat\"\ntypes = [\"f32\", \"f32\"]\n"
-                 "shapes = [[4]]\nns = 5\n");
+    e = table_error_of(
+        "[[op]]\nbackend = \"cpu\"\nop = \"mul_mat\"\ntypes = [\"f32\", \"f32\"]\n"
+        "shapes = [[4]]\nns = 5\n");
     EXPECT_NE(e.find("'types' (2) and 'shapes' (1)"), std::string::npos) << e;
-    e = error_of("[[op]]\nbackend = \"cpu\"\nop = \"mul_mat\"\ntypes = [\"f32\"]\n"
-                 "shapes = [[0]]\nns = 5\n");
+    e = table_error_of(
+        "[[op]]\nbackend = \"cpu\"\nop = \"mul_mat\"\ntypes = [\"f32\"]\n"
+        "shapes = [[0]]\nns = 5\n");
     EXPECT_NE(e.find("'op.shapes' must be an integer from 1"), std::string::npos) << e;
-    e = error_of("[[op]]\nbackend = \"cpu\"\nns = 5\n");
+    e = table_error_of("[[op]]\nbackend = \"cpu\"\nns = 5\n");
     EXPECT_NE(e.find("needs 'backend', 'op', 'types', 'shapes' and 'ns'"), std::string::npos) << e;
-    e = error_of("[placement]\ndefault = \"cpu\"\n");
+    e = table_error_of("[placement]\ndefault = \"cpu\"\n");
     EXPECT_NE(e.find("unknown key 'placement' in a cost table"), std::string::npos) << e;
-    e = error_of("[[op]\n");
+    e = table_error_of("[[op]\n");
     EXPECT_NE(e.find("costs.toml:1:"), std::string::npos) << e;
 
     const auto dir = std::filesystem::temp_directory_path() / "sy_cost_table_test";
@@ -165,10 +168,10 @@ TEST(CostTable, PlacementTakesTheMeasuredTimeBeforeTheHint) {
     std::vector<BackendInfo> backends{backend("slow", 1000), backend("fast", 100)};
     EXPECT_EQ(place_ops(g, backends, {}, {Phase::prompt, 64, {}}).nodes[0].backend, 1);
     CostTable table;
-    table.add({"fast", "mul_mat", {"f32", "f32", "f32"}, {{256, 256}, {256, 64}, {256, 64}}, {},
-               5000});
-    table.add({"slow", "mul_mat", {"f32", "f32", "f32"}, {{256, 256}, {256, 64}, {256, 64}}, {},
-               700});
+    table.add(
+        {"fast", "mul_mat", {"f32", "f32", "f32"}, {{256, 256}, {256, 64}, {256, 64}}, {}, 5000});
+    table.add(
+        {"slow", "mul_mat", {"f32", "f32", "f32"}, {{256, 256}, {256, 64}, {256, 64}}, {}, 700});
     for (BackendInfo& b : backends)
         b.measured = [&table, name = b.name](const sy_node& n) { return table.ns(name, n); };
     const OpPlan plan = place_ops(g, backends, {}, {Phase::prompt, 64, {}});

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "error_message.hpp"
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/graph.hpp"
 #include "switchyard/named_ops.h"
@@ -11,21 +12,8 @@
 namespace sy {
 namespace {
 
-// Runs `build`, expects an Error, and returns its message.
-template <typename F>
-std::string error_of(F&& build) {
-    try {
-        build();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "expected an Error";
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-    return s.find(part) != std::string::npos;
-}
+using test::contains;
+using test::error_of;
 
 TEST(GraphShapes, TransformerBlockReadsTopToBottom) {
     const int64_t n_embd = 64, n_tokens = 7, n_head = 4, head_dim = 16;

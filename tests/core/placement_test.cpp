@@ -9,24 +9,13 @@
 
 #include "switchyard/core/error.hpp"
 #include "switchyard/core/graph.hpp"
+#include "error_message.hpp"
 
 namespace sy {
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-    return s.find(part) != std::string::npos;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "expected an Error";
-    return "";
-}
+using test::contains;
+using test::error_of;
 
 BackendInfo host_cpu() {
     BackendInfo b;

@@ -15,7 +15,8 @@
 namespace sy::llm::test {
 namespace {
 
-gguf::Reader tiny_model(const ScratchDir& dir, const std::string& pre, bool with_template = true) {
+gguf::Reader template_model(const ScratchDir& dir, const std::string& pre,
+                            bool with_template = true) {
     Deepseek2Config cfg = deepseek2_preset("tiny");
     cfg.tokenizer_pre = pre;
     ModelPlan plan = plan_deepseek2(cfg, SY_TYPE_F32, KvLayout::kv_b);
@@ -59,10 +60,10 @@ TEST(ChatTemplate, NamesAndUnknownRoles) {
 
 TEST(ChatTemplate, RecognizedFromTheFile) {
     ScratchDir dir;
-    EXPECT_EQ(detect_chat_template(tiny_model(dir, "deepseek-llm")), ChatTemplate::deepseek2);
-    EXPECT_EQ(detect_chat_template(tiny_model(dir, "deepseek-v3")), ChatTemplate::deepseek3);
+    EXPECT_EQ(detect_chat_template(template_model(dir, "deepseek-llm")), ChatTemplate::deepseek2);
+    EXPECT_EQ(detect_chat_template(template_model(dir, "deepseek-v3")), ChatTemplate::deepseek3);
     try {
-        detect_chat_template(tiny_model(dir, "deepseek-v3", false));
+        detect_chat_template(template_model(dir, "deepseek-v3", false));
         FAIL() << "a file without a template was accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("tokenizer.chat_template"), std::string::npos);
@@ -72,7 +73,7 @@ TEST(ChatTemplate, RecognizedFromTheFile) {
 
 TEST(ChatTemplate, MarkersAreSingleTokens) {
     ScratchDir dir;
-    const gguf::Reader f = tiny_model(dir, "deepseek-v3");
+    const gguf::Reader f = template_model(dir, "deepseek-v3");
     const Tokenizer tok = Tokenizer::from_gguf(f);
     const std::vector<ChatMessage> m = {{"user", "Hi"}};
     const std::string text = apply_chat_template(ChatTemplate::deepseek3, m, true);
