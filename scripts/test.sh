@@ -89,9 +89,15 @@ else
   run_suite build -LE sanitize
 fi
 
+# The sanitizer trees build the cpu plugin's avx512 variant only where it can run.
+if grep -q -w avx512f /proc/cpuinfo; then
+  cpu_variants="generic;avx2;avx512"
+else
+  cpu_variants="generic;avx2"
+fi
 step "configure ASan+UBSan" build-asan/configure.log \
   cmake $(generator build-asan) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSWITCHYARD_SANITIZE=ON \
+  -DSWITCHYARD_SANITIZE=ON "-DSWITCHYARD_CPU_VARIANTS=$cpu_variants" \
   -DSWITCHYARD_BUILD_TESTS=ON -DSWITCHYARD_CUDA=OFF
 step "build ASan+UBSan" build-asan/build.log cmake --build build-asan -j"$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -103,7 +109,8 @@ run_suite build-asan -L sanitize || asan_ok=0
 tsan_targets=(cpu_thread_pool_test switchyard_scheduler_tests switchyard_executor_tests engine_test)
 step "configure TSan" build-tsan/configure.log \
   cmake $(generator build-tsan) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSWITCHYARD_TSAN=ON -DSWITCHYARD_BUILD_TESTS=ON -DSWITCHYARD_CUDA=OFF
+  -DSWITCHYARD_TSAN=ON -DSWITCHYARD_BUILD_TESTS=ON -DSWITCHYARD_CUDA=OFF \
+  "-DSWITCHYARD_CPU_VARIANTS=$cpu_variants"
 step "build TSan" build-tsan/build.log \
   cmake --build build-tsan -j"$jobs" --target "${tsan_targets[@]}"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
