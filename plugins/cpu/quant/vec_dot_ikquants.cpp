@@ -1,5 +1,6 @@
 // Dot products of ik_llama.cpp's types (docs/ik-quants.md): Q6_0 against ActQ8x32 activations,
-// IQ2_K ... IQ6_K against Q8_K.
+// IQ2_K ... IQ6_K, and IQ2_KS and IQ3_KS (the same tables, scaled per 32 values and per row),
+// against Q8_K.
 //
 // IQ*_K: each 16-value sub-block s has an integer scale l_s and an `extra` bit e_s that moves it
 // to the shifted half of the value table, which is the base half plus a constant delta. So
@@ -27,11 +28,13 @@ constexpr int8_t kIq3Base[16] = {0, 23, 40, 53, 64, 76, 91, 110};
 
 // The 32 values of chunk c (values 32c .. 32c + 31, sub-blocks 2c and 2c + 1) as base-table
 // entries (plus the type's offset), per type.
-inline I8x32 iq2_k_chunk(const sy_block_iq2_k& b, int c) {
+template <typename Block>
+inline I8x32 iq2_k_chunk(const Block& b, int c) {
     const I8x32 idx = and8(shr8(load32(b.qs + 32 * (c / 4)), 2 * (c % 4)), 3);
     return lut16(kIq2Base, idx);
 }
-inline I8x32 iq3_k_chunk(const sy_block_iq3_k& b, int c) {
+template <typename Block>
+inline I8x32 iq3_k_chunk(const Block& b, int c) {
     const I8x32 lo = and8(shr8(load32(b.qs + 32 * (c / 4)), 2 * (c % 4)), 3);
     const I8x32 hi = shl8(plane1(b.qh, c), 2);
     return lut16(kIq3Base, or8(lo, hi));
@@ -86,11 +89,19 @@ inline __m128i scales6(const uint8_t* scales_h, const uint8_t* scales_l) {
 }
 #endif
 
-// Per type: its block, the integer scale of sub-block s, its chunk decoder, its table's shift;
-// with AVX2 also all 16 scales at once (scales).
-struct Iq2K {
+// Per type: its block, the bytes of row scale in front of the blocks (kMeta) and that scale, the
+// block's scale, the integer scale of 16-value sub-block s, the sub-blocks on the shifted table
+// half (bit s of extra16), its chunk decoder, its table's shift; with AVX2 also all 16 scales at
+// once (scales). The IQ*_K types have a scale per block and none per row.
+struct BlockScaled {
+    static constexpr int kMeta = 0;
+    static float row_scale(const void*) { return 1.0f; }
+};
+struct Iq2K : BlockScaled {
     using Block = sy_block_iq2_k;
     static constexpr int kShift = SY_IQ2NL_SHIFT, kOffset = kIq2Offset;
+    static float block_scale(const Block& b) { return h2f(b.d); }
+    static unsigned extra16(const Block& b) { return b.extra; }
     static int scale(const Block& b, int s) { return ((b.scales[s / 2] >> 4 * (s % 2)) & 0xF) - 8; }
     static I8x32 chunk(const Block& b, int c) { return iq2_k_chunk(b, c); }
 #if defined(SY_CPU_INT8_AVX2)
@@ -99,9 +110,11 @@ struct Iq2K {
     }
 #endif
 };
-struct Iq3K {
+struct Iq3K : BlockScaled {
     using Block = sy_block_iq3_k;
     static constexpr int kShift = SY_IQ3NL_SHIFT, kOffset = kIq3Offset;
+    static float block_scale(const Block& b) { return h2f(b.d); }
+    static unsigned extra16(const Block& b) { return b.extra; }
     static int scale(const Block& b, int s) {
         const int m = 2 * ((b.scales_l[s / 2] >> 4 * (s % 2)) & 0xF) + 1;
         return (b.scales_h >> s) & 1 ? -m : m;
@@ -122,9 +135,11 @@ struct Iq3K {
     }
 #endif
 };
-struct Iq4K {
+struct Iq4K : BlockScaled {
     using Block = sy_block_iq4_k;
     static constexpr int kShift = SY_IQ4K_SHIFT, kOffset = 0;
+    static float block_scale(const Block& b) { return h2f(b.d); }
+    static unsigned extra16(const Block& b) { return b.extra; }
     static int scale(const Block& b, int s) { return scale6(b.scales_h, b.scales_l, s); }
     static I8x32 chunk(const Block& b, int c) { return iq4_k_chunk(b, c); }
 #if defined(SY_CPU_INT8_AVX2)
@@ -133,9 +148,11 @@ struct Iq4K {
     }
 #endif
 };
-struct Iq5K {
+struct Iq5K : BlockScaled {
     using Block = sy_block_iq5_k;
     static constexpr int kShift = SY_IQ5NL_SHIFT, kOffset = 0;
+    static float block_scale(const Block& b) { return h2f(b.d); }
+    static unsigned extra16(const Block& b) { return b.extra; }
     static int scale(const Block& b, int s) { return scale6(b.scales_h, b.scales_l, s); }
     static I8x32 chunk(const Block& b, int c) { return iq5_k_chunk(b, c); }
 #if defined(SY_CPU_INT8_AVX2)
@@ -144,14 +161,90 @@ struct Iq5K {
     }
 #endif
 };
-struct Iq6K {
+struct Iq6K : BlockScaled {
     using Block = sy_block_iq6_k;
     static constexpr int kShift = SY_IQ6NL_SHIFT, kOffset = 0;
+    static float block_scale(const Block& b) { return h2f(b.d); }
+    static unsigned extra16(const Block& b) { return b.extra; }
     static int scale(const Block& b, int s) { return b.scales[s]; }
     static I8x32 chunk(const Block& b, int c) { return iq6_k_chunk(b, c); }
 #if defined(SY_CPU_INT8_AVX2)
     static __m128i scales(const Block& b) {
         return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    }
+#endif
+};
+
+// IQ2_KS and IQ3_KS: IQ2_K's and IQ3_K's tables and index planes, with one integer scale and one
+// table half per 32 values and an f16 scale per row instead of per block. As 16-value
+// sub-blocks: sub-block s has chunk s / 2's scale and half.
+struct RowScaledF16 {
+    static constexpr int kMeta = 2;
+    static float row_scale(const void* w) {
+        uint16_t h;
+        std::memcpy(&h, w, 2);
+        return h2f(h);
+    }
+    template <typename Block>
+    static float block_scale(const Block&) {
+        return 1.0f;
+    }
+    // Bit c of the 8 bits to bits 2c and 2c + 1.
+    static unsigned doubled(unsigned bits) {
+        unsigned x = bits & 0xFF;
+        x = (x | x << 4) & 0x0F0F;
+        x = (x | x << 2) & 0x3333;
+        x = (x | x << 1) & 0x5555;
+        return x | x << 1;
+    }
+#if defined(SY_CPU_INT8_AVX2)
+    // Byte c: 16 where bit c of bits is set, else 0.
+    static __m128i bit4_of(unsigned bits) {
+        const __m128i pow2 = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m128i on = _mm_cmpeq_epi8(_mm_and_si128(_mm_set1_epi8(char(bits)), pow2), pow2);
+        return _mm_and_si128(on, _mm_set1_epi8(16));
+    }
+    // The 8 chunk scales (bytes 0-7) spread over the 16 sub-blocks, minus 16.
+    static __m128i spread(__m128i per_chunk) {
+        return _mm_sub_epi8(_mm_unpacklo_epi8(per_chunk, per_chunk), _mm_set1_epi8(16));
+    }
+#endif
+};
+struct Iq2Ks : RowScaledF16 {
+    using Block = sy_block_iq2_ks;
+    static constexpr int kShift = SY_IQ2NL_SHIFT, kOffset = kIq2Offset;
+    static unsigned extra16(const Block& b) { return doubled(b.extra); }
+    static int scale(const Block& b, int s) {
+        const int c = s / 2;
+        return (((b.scales[c / 2] >> 4 * (c % 2)) & 0xF) | ((b.extra >> (8 + c)) & 1) << 4) - 16;
+    }
+    static I8x32 chunk(const Block& b, int c) { return iq2_k_chunk(b, c); }
+#if defined(SY_CPU_INT8_AVX2)
+    static __m128i scales(const Block& b) {
+        // fields4 reads 8 bytes from scales: its 4 and 4 of qs, whose fields land in bytes 8-15.
+        return spread(_mm_or_si128(fields4(b.scales), bit4_of(b.extra >> 8)));
+    }
+#endif
+};
+struct Iq3Ks : RowScaledF16 {
+    using Block = sy_block_iq3_ks;
+    static constexpr int kShift = SY_IQ3NL_SHIFT, kOffset = kIq3Offset;
+    static unsigned extra16(const Block& b) { return doubled(b.extra >> 8); }
+    static int scale(const Block& b, int s) {
+        const int c = s / 2;
+        return (((b.scales[c % 4] >> 4 * (c / 4)) & 0xF) | ((b.extra >> c) & 1) << 4) - 16;
+    }
+    static I8x32 chunk(const Block& b, int c) { return iq3_k_chunk(b, c); }
+#if defined(SY_CPU_INT8_AVX2)
+    static __m128i scales(const Block& b) {
+        // Chunks 0-3: the low nibbles of scales[0..3], chunks 4-7 their high nibbles.
+        uint32_t w;
+        std::memcpy(&w, b.scales, 4);
+        const __m128i x = _mm_cvtsi32_si128(int(w));
+        const __m128i m = _mm_set1_epi8(0x0F);
+        const __m128i low4 =
+            _mm_unpacklo_epi32(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+        return spread(_mm_or_si128(low4, bit4_of(b.extra)));
     }
 #endif
 };
@@ -172,7 +265,8 @@ constexpr PairMasks kPairMasks = pair_masks();
 
 template <typename T, int C>
 void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    const auto* x = static_cast<const typename T::Block*>(w);
+    const auto* x =
+        reinterpret_cast<const typename T::Block*>(static_cast<const uint8_t*>(w) + T::kMeta);
     const sy_block_q8_K* a[C];
     F32x8 acc[C];
     for (int c = 0; c < C; ++c) {
@@ -183,6 +277,7 @@ void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) 
         prefetch_ahead(&x[i], sizeof x[i]);
         I32x8 sum[C];
         for (int c = 0; c < C; ++c) sum[c] = zero32();
+        const unsigned extra = T::extra16(x[i]);
 #if defined(SY_CPU_INT8_AVX2)
         const __m128i sc8 = T::scales(x[i]);
         for (int chunk = 0; chunk < 8; ++chunk) {
@@ -196,12 +291,12 @@ void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) 
                                     : dot_ss_scaled(sum[c], q, act_q, sc);
             }
         }
-        if (T::kOffset != 0 || x[i].extra != 0) {
+        if (T::kOffset != 0 || extra != 0) {
             // l_s * (shift e_s - offset) per sub-block (|.| <= 63 * 63), times its bsum.
             const __m256i pow2 = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024,
                                                    2048, 4096, 8192, 16384, short(0x8000));
-            const __m256i on = _mm256_cmpeq_epi16(
-                _mm256_and_si256(_mm256_set1_epi16(short(x[i].extra)), pow2), pow2);
+            const __m256i on =
+                _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(short(extra)), pow2), pow2);
             const __m256i per = _mm256_sub_epi16(_mm256_and_si256(on, _mm256_set1_epi16(T::kShift)),
                                                  _mm256_set1_epi16(T::kOffset));
             const __m256i corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(sc8), per);
@@ -225,14 +320,15 @@ void ik_cols(int64_t blocks, const void* w, const void* const* act, float* out) 
         }
         for (int c = 0; c < C; ++c)
             for (int k = 0; k < 16; ++k) {
-                const int per = ((x[i].extra >> k) & 1 ? T::kShift : 0) - T::kOffset;
+                const int per = ((extra >> k) & 1 ? T::kShift : 0) - T::kOffset;
                 sum[c].v[k / 2] += scale[k] * per * a[c][i].bsums[k];
             }
 #endif
-        const float d = h2f(x[i].d);
+        const float d = T::block_scale(x[i]);
         for (int c = 0; c < C; ++c) acc[c] = fma_i32(sum[c], d * a[c][i].d, acc[c]);
     }
-    for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]);
+    const float row = T::row_scale(w);
+    for (int c = 0; c < C; ++c) out[c] = row * reduce(acc[c]);
 }
 
 template <int C>
@@ -252,36 +348,68 @@ void iq5_k_cols(int64_t blocks, const void* w, const void* const* act, float* ou
     ik_cols<Iq5K, C>(blocks, w, act, out);
 }
 template <int C>
+void iq2_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_cols<Iq2Ks, C>(blocks, w, act, out);
+}
+template <int C>
+void iq3_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_cols<Iq3Ks, C>(blocks, w, act, out);
+}
+template <int C>
 void iq6_k_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     ik_cols<Iq6K, C>(blocks, w, act, out);
 }
 
-// Q6_0: q - 32 in [-32, 31] per value, d per 32.
+// Q6_0: x = d (q - 32), q in [0, 63] per value, d per 32. q is unsigned, so dot_us takes it
+// without the sign juggling of signed weights (2 * 63 * 127 < 2^15), from lanes that start at
+// -4 sum q_a (the 8 lanes together: -32 sum q_a).
+inline I8x32 q6_0_values(const sy_block_q6_0& b) {
+    // qh byte j % 8 holds bits 4-5 of value j at bits 4 (j / 8) and of value j + 16 two above:
+    // the qh word shifted by 0, 4, 2, 6 puts them in the low 2 bits of bytes 0-7, 8-15, 16-23,
+    // 24-31 (what spills in from the next byte lies above them).
+    uint64_t qh;
+    std::memcpy(&qh, b.qh, 8);
+#if defined(SY_CPU_INT8_AVX2)
+    const __m256i shifted =
+        _mm256_srlv_epi64(_mm256_set1_epi64x(int64_t(qh)), _mm256_setr_epi64x(0, 4, 2, 6));
+    const I8x32 high = shl8(and8({shifted}, 3), 4);
+#else
+    const I8x32 high = shl8(and8(from_u64x4(qh, qh >> 4, qh >> 2, qh >> 6), 3), 4);
+#endif
+    return or8(nibbles16(b.qs), high);
+}
+
 template <int C>
 void q6_0_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const auto* x = static_cast<const sy_block_q6_0*>(w);
     const ActQ8x32* a[C];
-    F32x8 acc[C];
+    F32x8 acc0[C], acc1[C];
     for (int c = 0; c < C; ++c) {
         a[c] = static_cast<const ActQ8x32*>(act[c]);
-        acc[c] = zerof();
+        acc0[c] = zerof();
+        acc1[c] = zerof();
     }
-    for (int64_t i = 0; i < blocks; ++i) {
-        prefetch_ahead(&x[i], sizeof x[i]);
-        // qh byte j % 8 holds bits 4-5 of value j at bits 4 (j / 8) and of value j + 16 two
-        // above: the qh word shifted by 0, 4, 2, 6 puts them in the low 2 bits of bytes 0-7,
-        // 8-15, 16-23, 24-31 (what spills in from the next byte lies above them).
-        uint64_t qh;
-        std::memcpy(&qh, x[i].qh, 8);
-        const I8x32 high = shl8(and8(from_u64x4(qh, qh >> 4, qh >> 2, qh >> 6), 3), 4);
-        const I8x32 q = sub8(or8(nibbles16(x[i].qs), high), splat8(32));
-        const float d = h2f(x[i].d);
+    // Two blocks per step, one accumulator each, so that the FMA latency does not chain.
+    int64_t i = 0;
+    for (; i + 2 <= blocks; i += 2) {
+        prefetch_ahead(&x[i], 2 * sizeof x[i]);
+        const I8x32 q0 = q6_0_values(x[i]), q1 = q6_0_values(x[i + 1]);
+        const float d0 = h2f(x[i].d), d1 = h2f(x[i + 1].d);
         for (int c = 0; c < C; ++c) {
-            const I32x8 p = dot_ss(zero32(), q, load32(a[c][i].qs));
-            acc[c] = fma_i32(p, d * a[c][i].d, acc[c]);
+            const ActQ8x32& a0 = a[c][i];
+            const ActQ8x32& a1 = a[c][i + 1];
+            acc0[c] = fma_i32(dot_us(splat32(-4 * a0.sum), q0, load32(a0.qs)), d0 * a0.d, acc0[c]);
+            acc1[c] = fma_i32(dot_us(splat32(-4 * a1.sum), q1, load32(a1.qs)), d1 * a1.d, acc1[c]);
         }
     }
-    for (int c = 0; c < C; ++c) out[c] = reduce(acc[c]);
+    for (; i < blocks; ++i) {
+        const I8x32 q = q6_0_values(x[i]);
+        const float d = h2f(x[i].d);
+        for (int c = 0; c < C; ++c)
+            acc0[c] = fma_i32(dot_us(splat32(-4 * a[c][i].sum), q, load32(a[c][i].qs)),
+                              d * a[c][i].d, acc0[c]);
+    }
+    for (int c = 0; c < C; ++c) out[c] = reduce(addf(acc0[c], acc1[c]));
 }
 
 }  // namespace
@@ -292,6 +420,8 @@ SY_CPU_DEFINE_VEC_DOT(iq3_k)
 SY_CPU_DEFINE_VEC_DOT(iq4_k)
 SY_CPU_DEFINE_VEC_DOT(iq5_k)
 SY_CPU_DEFINE_VEC_DOT(iq6_k)
+SY_CPU_DEFINE_VEC_DOT(iq2_ks)
+SY_CPU_DEFINE_VEC_DOT(iq3_ks)
 
 }  // namespace SY_CPU_SIMD_ISA
 }  // namespace sy::cpu

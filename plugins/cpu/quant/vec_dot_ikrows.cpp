@@ -1,6 +1,7 @@
 // Dot products of ik_llama.cpp's row-scaled types (docs/ik-quants.md 3.7-3.12, 4) against Q8_K
-// activations: IQ2_KS, IQ3_KS, IQ4_KS, IQ4_KSS, IQ5_KS, IQ2_KL and the trellis IQ1_KT ... IQ4_KT
-// (their values generated from the codes, 8 generator states per 8-lane multiply).
+// activations: IQ4_KS, IQ4_KSS, IQ5_KS, IQ2_KL and the trellis IQ1_KT ... IQ4_KT (their values
+// generated from the codes, 8 generator states per 8-lane multiply). IQ2_KS and IQ3_KS, whose
+// table halves differ by a constant, are computed as IQ2_K and IQ3_K are (vec_dot_ikquants.cpp).
 //
 // w points at the row: its scale d (f16 or f32, row_meta_size bytes), then the blocks. Every
 // 32-value sub-block has one integer scale l and one table half, so each chunk of 32 weights is
@@ -16,11 +17,6 @@ namespace {
 
 using namespace i8;
 
-// The 2- and 3-bit tables' halves, each padded to the 16 entries of a shuffle.
-constexpr int8_t kIq2Half[2][16] = {{-31, -13, 1, 17}, {-26, -8, 6, 22}};
-constexpr int8_t kIq3Half[2][16] = {{-63, -40, -23, -10, 1, 13, 28, 47},
-                                    {-59, -36, -19, -6, 5, 17, 32, 51}};
-
 float row_scale_f16(const void* w) {
     uint16_t h;
     std::memcpy(&h, w, 2);
@@ -32,35 +28,7 @@ float row_scale_f32(const void* w) {
     return d;
 }
 
-// The 2-bit indices of chunk c in IQ2_K's plane order.
-inline I8x32 plane2(const uint8_t* qs, int c) {
-    return and8(shr8(load32(qs + 32 * (c / 4)), 2 * (c % 4)), 3);
-}
-
 // Per type: the block, the row scale, chunk c's integer scale and its 32 values.
-struct Iq2Ks {
-    using Block = sy_block_iq2_ks;
-    static constexpr int kMeta = 2;
-    static float row_scale(const void* w) { return row_scale_f16(w); }
-    static int scale(const Block& b, int c) {
-        return (((b.scales[c / 2] >> 4 * (c % 2)) & 0xF) | ((b.extra >> (8 + c)) & 1) << 4) - 16;
-    }
-    static I8x32 chunk(const Block& b, int c) {
-        return lut16(kIq2Half[(b.extra >> c) & 1], plane2(b.qs, c));
-    }
-};
-struct Iq3Ks {
-    using Block = sy_block_iq3_ks;
-    static constexpr int kMeta = 2;
-    static float row_scale(const void* w) { return row_scale_f16(w); }
-    static int scale(const Block& b, int c) {
-        return (((b.scales[c % 4] >> 4 * (c / 4)) & 0xF) | ((b.extra >> c) & 1) << 4) - 16;
-    }
-    static I8x32 chunk(const Block& b, int c) {
-        return lut16(kIq3Half[(b.extra >> (8 + c)) & 1],
-                     or8(plane2(b.qs, c), shl8(plane1(b.qh, c), 2)));
-    }
-};
 struct Iq4Ks {
     using Block = sy_block_iq4_ks;
     static constexpr int kMeta = 4;
@@ -335,14 +303,6 @@ void ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) 
 }
 
 template <int C>
-void iq2_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    ks_cols<Iq2Ks, C>(blocks, w, act, out);
-}
-template <int C>
-void iq3_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    ks_cols<Iq3Ks, C>(blocks, w, act, out);
-}
-template <int C>
 void iq4_ks_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     ks_cols<Iq4Ks, C>(blocks, w, act, out);
 }
@@ -382,8 +342,6 @@ SY_CPU_DEFINE_VEC_DOT(iq1_kt)
 SY_CPU_DEFINE_VEC_DOT(iq2_kt)
 SY_CPU_DEFINE_VEC_DOT(iq3_kt)
 SY_CPU_DEFINE_VEC_DOT(iq4_kt)
-SY_CPU_DEFINE_VEC_DOT(iq2_ks)
-SY_CPU_DEFINE_VEC_DOT(iq3_ks)
 SY_CPU_DEFINE_VEC_DOT(iq4_ks)
 SY_CPU_DEFINE_VEC_DOT(iq4_kss)
 SY_CPU_DEFINE_VEC_DOT(iq5_ks)
