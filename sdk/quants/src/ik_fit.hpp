@@ -13,22 +13,30 @@ namespace sy::quants::detail::ik {
 
 constexpr int kNtry = 7;
 
-// A type's table (the base half of n entries, the shifted half after it) and its integer
-// sub-block scales: [lo, hi], odd only for IQ3_K.
+// A type's table (the base half of n entries, the shifted half after it), its integer
+// sub-block scales ([lo, hi], odd only for IQ3_K), and each half's nearest-entry lookup.
 struct Table {
+    Table(const int8_t* values_, int n_, int scale_lo_, int scale_hi_, bool odd_scales_)
+        : values(values_),
+          n(n_),
+          scale_lo(scale_lo_),
+          scale_hi(scale_hi_),
+          odd_scales(odd_scales_),
+          nearest{NearestIndex(n_, values_), NearestIndex(n_, values_ + n_)} {}
     const int8_t* values;
     int n;
     int scale_lo, scale_hi;
     bool odd_scales;
+    NearestIndex nearest[2];
 };
 
 // The weighted fit of x (len values) on one table half at inverse scale id: indices into L, and
 // sum w q x, sum w q^2.
-inline void fit(int len, const float* x, const float* w, const int8_t* values, int n, float id,
-                uint8_t* L, float& sumqx, float& sumq2) {
+inline void fit(int len, const float* x, const float* w, const int8_t* values,
+                const NearestIndex& nearest, float id, uint8_t* L, float& sumqx, float& sumq2) {
     sumqx = sumq2 = 0;
     for (int j = 0; j < len; ++j) {
-        const int l = best_index_int8(n, values, id * x[j]);
+        const int l = nearest(id * x[j]);
         L[j] = uint8_t(l);
         const float q = values[l];
         sumqx += w[j] * q * x[j];
@@ -36,10 +44,12 @@ inline void fit(int len, const float* x, const float* w, const int8_t* values, i
     }
 }
 
-// The best float scale of one sub-block of len (<= 32) values on one table half, and its score
-// sumqx^2 / sumq2 (larger is better: the error is sum w x^2 minus it).
-inline float best_scale(int len, const float* x, const float* w, const int8_t* values, int n,
+// The best float scale of one sub-block of len (<= 32) values on table half `half`, and its
+// score sumqx^2 / sumq2 (larger is better: the error is sum w x^2 minus it).
+inline float best_scale(int len, const float* x, const float* w, const Table& t, int half,
                         float& score) {
+    const int8_t* values = t.values + half * t.n;
+    const int n = t.n;
     float amax = 0, max = 0;
     for (int j = 0; j < len; ++j)
         if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
@@ -52,7 +62,7 @@ inline float best_scale(int len, const float* x, const float* w, const int8_t* v
         for (int itry = -kNtry; itry <= kNtry; ++itry) {
             const float id = (float(end) + float(itry) * float(std::abs(end)) / 64.f) / max;
             float sumqx, sumq2;
-            fit(len, x, w, values, n, id, L, sumqx, sumq2);
+            fit(len, x, w, values, t.nearest[half], id, L, sumqx, sumq2);
             if (sumq2 > 0 && sumqx * sumqx > score * sumq2) {
                 score = sumqx * sumqx / sumq2;
                 best_d = sumqx / sumq2;

@@ -38,8 +38,8 @@ void quantize_superblock(const Table& t, const float* x, const float* importance
     extra = 0;
     for (int s = 0; s < SY_QK_K / kSub; ++s) {
         float score0, score1;
-        const float d0 = best_scale(kSub, x + kSub * s, w + kSub * s, t.values, t.n, score0);
-        const float d1 = best_scale(kSub, x + kSub * s, w + kSub * s, t.values + t.n, t.n, score1);
+        const float d0 = best_scale(kSub, x + kSub * s, w + kSub * s, t, 0, score0);
+        const float d1 = best_scale(kSub, x + kSub * s, w + kSub * s, t, 1, score1);
         sub_scale[s] = score1 > score0 ? d1 : d0;
         if (score1 > score0) extra = uint16_t(extra | (1u << s));
         if (std::fabs(sub_scale[s]) > std::fabs(max_scale)) max_scale = sub_scale[s];
@@ -76,7 +76,7 @@ void quantize_superblock(const Table& t, const float* x, const float* importance
             uint8_t* Lh = half ? L1 : L0;
             const int8_t* values = t.values + half * t.n;
             for (int j = 0; j < kSub; ++j) {
-                Lh[j] = uint8_t(best_index_int8(t.n, values, idl * xs[j]));
+                Lh[j] = uint8_t(t.nearest[half](idl * xs[j]));
                 const double e = xs[j] - double(d) * l * values[Lh[j]];
                 err[half] += ws[j] * e * e;
             }
@@ -94,11 +94,11 @@ void quantize_superblock(const Table& t, const float* x, const float* importance
     d_out = syy > 0 && sxy > 0 ? float(sxy / syy) : d;
 }
 
-constexpr Table kIq2k{sy_iq2nl_values, 4, -8, 7, false};
-constexpr Table kIq3k{sy_iq3nl_values, 8, -31, 31, true};
-constexpr Table kIq4k{sy_iq4k_values, 16, -32, 31, false};
-constexpr Table kIq5k{sy_iq5nl_values, 32, -32, 31, false};
-constexpr Table kIq6k{sy_iq6nl_values, 64, -127, 127, false};
+const Table kIq2k{sy_iq2nl_values, 4, -8, 7, false};
+const Table kIq3k{sy_iq3nl_values, 8, -31, 31, true};
+const Table kIq4k{sy_iq4k_values, 16, -32, 31, false};
+const Table kIq5k{sy_iq5nl_values, 32, -32, 31, false};
+const Table kIq6k{sy_iq6nl_values, 64, -127, 127, false};
 
 template <typename Block, typename Pack>
 void quantize_rows(const Table& t, const float* x, void* vy, int64_t n, const float* importance,

@@ -29,10 +29,10 @@ using namespace ik;
 constexpr int kSub = 32;               // values per sub-block
 constexpr int kSubs = SY_QK_K / kSub;  // sub-blocks per block
 
-constexpr Table kIq2ks{sy_iq2nl_values, 4, -16, 15, false};
-constexpr Table kIq3ks{sy_iq3nl_values, 8, -16, 15, false};
-constexpr Table kIq4ks{sy_iq4k_values, 16, -127, 127, true};
-constexpr Table kIq5ks{sy_iq5nl_values, 32, -127, 127, true};
+const Table kIq2ks{sy_iq2nl_values, 4, -16, 15, false};
+const Table kIq3ks{sy_iq3nl_values, 8, -16, 15, false};
+const Table kIq4ks{sy_iq4k_values, 16, -127, 127, true};
+const Table kIq5ks{sy_iq5nl_values, 32, -127, 127, true};
 
 // A fitted row: d, per sub-block its integer scale and table half, per value its index.
 struct RowFit {
@@ -89,8 +89,8 @@ RowFit fit_row(const Table& t, const float* x, int64_t n, const float* importanc
         float score0, score1;
         const float* xs = x + kSub * s;
         const float* ws = r.w.data() + kSub * s;
-        const float d0 = best_scale(kSub, xs, ws, t.values, t.n, score0);
-        const float d1 = best_scale(kSub, xs, ws, t.values + t.n, t.n, score1);
+        const float d0 = best_scale(kSub, xs, ws, t, 0, score0);
+        const float d1 = best_scale(kSub, xs, ws, t, 1, score1);
         sub_scale[size_t(s)] = score1 > score0 ? d1 : d0;
         if (std::fabs(sub_scale[size_t(s)]) > std::fabs(max_scale))
             max_scale = sub_scale[size_t(s)];
@@ -119,7 +119,7 @@ RowFit fit_row(const Table& t, const float* x, int64_t n, const float* importanc
         for (int half = 0; half < 2; ++half) {
             const int8_t* values = t.values + half * t.n;
             for (int j = 0; j < kSub; ++j) {
-                Lh[half][j] = uint8_t(best_index_int8(t.n, values, idl * xs[j]));
+                Lh[half][j] = uint8_t(t.nearest[half](idl * xs[j]));
                 const double e = xs[j] - double(d) * l * values[Lh[half][j]];
                 err[half] += ws[j] * e * e;
             }

@@ -2,6 +2,7 @@
 // quants.cpp dispatches to. Internal to switchyard_quants.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -91,6 +92,37 @@ inline int best_index_int8(int n, const int8_t* val, float x) {
     }
     return x - val[ml] < val[ml + 1] - x ? ml : ml + 1;
 }
+
+// best_index_int8 of one table in constant time, for the searches that look every value up at
+// dozens of trial scales. best_index_int8 finds ml, the last entry <= x (at most n - 2), then
+// takes ml + 1 unless x - val[ml] < val[ml + 1] - x in float arithmetic (which rounds within an
+// ulp of the midpoint, so the comparison itself is kept, not replaced by an exact one). The
+// entries are integers, so val[i] <= x exactly when val[i] <= floor(x): a table over floor(x)
+// in [-256, 255] gives ml. The same index as best_index_int8 for every x that is not NaN.
+class NearestIndex {
+  public:
+    NearestIndex(int n, const int8_t* val) : val_(val) {
+        for (int k = -256; k < 256; ++k) {
+            int count = 0;
+            for (int i = 0; i < n; ++i) count += int(val[i]) <= k;
+            lut_[k + 256] = uint8_t(std::clamp(count - 1, 0, n - 2));
+        }
+    }
+    int operator()(float x) const {
+        // Clamped without std::fmin/fmax (library calls here); NaN goes to -256, not past
+        // the table.
+        float t = x >= -256.f ? x : -256.f;
+        t = t <= 255.f ? t : 255.f;
+        int k = int(t);     // toward zero ...
+        k -= float(k) > t;  // ... then down: floor(t)
+        const int ml = lut_[k + 256];
+        return x - float(val_[ml]) < float(val_[ml + 1]) - x ? ml : ml + 1;
+    }
+
+  private:
+    const int8_t* val_;
+    uint8_t lut_[512];
+};
 
 // The scale searches the legacy and K-quant quantizers share (scale_search.cpp).
 // make_qx_quants: symmetric, L[i] in [0, 2 nmax) with x ~ scale * (L - nmax), minimising

@@ -10,6 +10,7 @@ namespace sy::quants::detail {
 namespace {
 
 constexpr int kNtry = 7;
+const NearestIndex kIq4nlNearest(16, sy_kvalues_iq4nl);
 
 // One super-block of `super_block_size` values in sub-blocks of 32. With one sub-block (IQ4_NL)
 // the scale is stored as is; with several (IQ4_XS) each sub-block scale becomes a 6-bit multiple
@@ -53,7 +54,7 @@ void quantize_iq4_block(int super_block_size, const float* x, const float* impor
         float id = 1 / d;
         float sumqx = 0, sumq2 = 0;
         for (int j = 0; j < block_size; ++j) {
-            const int l = best_index_int8(16, values, id * xb[j]);
+            const int l = kIq4nlNearest(id * xb[j]);
             Lb[j] = uint8_t(l);
             const float q = values[l];
             sumqx += weight[j] * q * xb[j];
@@ -65,7 +66,7 @@ void quantize_iq4_block(int super_block_size, const float* x, const float* impor
             id = float(itry + values[0]) / max;
             sumqx = sumq2 = 0;
             for (int j = 0; j < block_size; ++j) {
-                const float q = values[best_index_int8(16, values, id * xb[j])];
+                const float q = values[kIq4nlNearest(id * xb[j])];
                 sumqx += weight[j] * q * xb[j];
                 sumq2 += weight[j] * q * q;
             }
@@ -94,7 +95,7 @@ void quantize_iq4_block(int super_block_size, const float* x, const float* impor
             uint8_t* Lb = L + ib * block_size;
             const float* xb = x + ib * block_size;
             for (int j = 0; j < block_size; ++j) {
-                Lb[j] = uint8_t(best_index_int8(16, values, idl * xb[j]));
+                Lb[j] = uint8_t(kIq4nlNearest(idl * xb[j]));
             }
             l += 32;
             const uint8_t l_l = uint8_t(l & 0xf);
@@ -110,7 +111,7 @@ void quantize_iq4_block(int super_block_size, const float* x, const float* impor
         dh[0] = to_half(scales[0]);
         const float id = scales[0] ? 1 / scales[0] : 0;
         for (int j = 0; j < super_block_size; ++j) {
-            L[j] = uint8_t(best_index_int8(16, values, id * x[j]));
+            L[j] = uint8_t(kIq4nlNearest(id * x[j]));
         }
     }
 
