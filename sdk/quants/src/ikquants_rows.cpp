@@ -21,6 +21,10 @@
 #include "ik_fit.hpp"
 #include "row_scale.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace sy::quants::detail {
 namespace {
 
@@ -155,7 +159,51 @@ int8_t kl_second(int c) {
     return int8_t(sy_iq2kl_values[c] >> 8);
 }
 
-// The pair code nearest (weighted) to (a, b) in table units.
+// The pair code nearest (weighted) to (a, b) in table units: the first c of least
+// e = wa (a - first_c)^2 + wb (b - second_c)^2.
+#if defined(__SSE2__)
+// Four codes per step: each lane keeps the first code of its least e (codes lane, lane + 4, ...),
+// then the lanes' least e wins, the smaller code on ties: the first code of least e overall, with
+// every e computed in the same float operations as one at a time.
+struct KlPairsF {
+    alignas(16) float first[32];
+    alignas(16) float second[32];
+};
+const KlPairsF kKlPairsF = [] {
+    KlPairsF t{};
+    for (int c = 0; c < 32; ++c) {
+        t.first[c] = float(kl_first(c));
+        t.second[c] = float(kl_second(c));
+    }
+    return t;
+}();
+
+int nearest_pair(float a, float b, float wa, float wb) {
+    const __m128 va = _mm_set1_ps(a), vb = _mm_set1_ps(b);
+    const __m128 vwa = _mm_set1_ps(wa), vwb = _mm_set1_ps(wb);
+    __m128 best_e = _mm_set1_ps(INFINITY);
+    __m128i best_c = _mm_setzero_si128();
+    __m128i c = _mm_setr_epi32(0, 1, 2, 3);
+    for (int v = 0; v < 8; ++v, c = _mm_add_epi32(c, _mm_set1_epi32(4))) {
+        const __m128 ea = _mm_sub_ps(va, _mm_load_ps(kKlPairsF.first + 4 * v));
+        const __m128 eb = _mm_sub_ps(vb, _mm_load_ps(kKlPairsF.second + 4 * v));
+        const __m128 e =
+            _mm_add_ps(_mm_mul_ps(_mm_mul_ps(vwa, ea), ea), _mm_mul_ps(_mm_mul_ps(vwb, eb), eb));
+        const __m128 lt = _mm_cmplt_ps(e, best_e);
+        best_e = _mm_or_ps(_mm_and_ps(lt, e), _mm_andnot_ps(lt, best_e));
+        const __m128i lti = _mm_castps_si128(lt);
+        best_c = _mm_or_si128(_mm_and_si128(lti, c), _mm_andnot_si128(lti, best_c));
+    }
+    alignas(16) float e[4];
+    alignas(16) int32_t code[4];
+    _mm_store_ps(e, best_e);
+    _mm_store_si128(reinterpret_cast<__m128i*>(code), best_c);
+    int best = 0;
+    for (int lane = 1; lane < 4; ++lane)
+        if (e[lane] < e[best] || (e[lane] == e[best] && code[lane] < code[best])) best = lane;
+    return code[best];
+}
+#else
 int nearest_pair(float a, float b, float wa, float wb) {
     int best = 0;
     float best_e = INFINITY;
@@ -166,6 +214,7 @@ int nearest_pair(float a, float b, float wa, float wb) {
     }
     return best;
 }
+#endif
 
 // Codes of the 16 pairs of a sub-block at inverse scale id, and sum w q x, sum w q^2.
 void fit_pairs(const float* x, const float* w, float id, uint8_t* codes, float& sumqx,
