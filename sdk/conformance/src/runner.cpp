@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string_view>
@@ -82,44 +84,77 @@ bool is_block_type(int32_t type) {
     return sy_dtype_info(type).block_size > 1;
 }
 
+// The values of one row of n elements as the fill says (i1..i3: the row's index, for Dropped).
+std::vector<double> row_values(const SourceSpec& s, int64_t n, int64_t i1, int64_t i2, int64_t i3,
+                               std::mt19937_64& rng) {
+    std::vector<double> row(static_cast<size_t>(n));
+    for (int64_t i0 = 0; i0 < n; ++i0) {
+        double v = 0;
+        switch (s.fill) {
+            case Fill::Uniform: v = s.lo + (s.hi - s.lo) * uniform01(rng); break;
+            case Fill::Distinct: v = s.lo + (s.hi - s.lo) * (double(i0) + 0.5) / double(n); break;
+            case Fill::Ties: v = std::floor(s.lo + (s.hi - s.lo + 1) * uniform01(rng)); break;
+            case Fill::Indices:
+            case Fill::Dropped:
+                v = std::floor(s.lo + (s.hi - s.lo) * uniform01(rng));
+                if (s.fill == Fill::Dropped && (i0 + i1 + i2 + i3) % 3 == 1) v = SY_ID_NONE;
+                break;
+            case Fill::Mask:
+                v = uniform01(rng) < 0.25 ? -INFINITY : s.lo + (s.hi - s.lo) * uniform01(rng);
+                break;
+        }
+        row[size_t(i0)] = v;
+    }
+    if (s.fill == Fill::Distinct) std::shuffle(row.begin(), row.end(), rng);
+    return row;
+}
+
+// The rows a block-quantized source is filled from. Quantizing is most of the kit's time (the
+// trellis and codebook types search hard for each value, the more so under the sanitizers),
+// while a case checks that the backend computes with the bytes it is given what the reference
+// computes with them. So each (type, row length, fill, range) has a pool of kRowPool rows,
+// quantized once from values drawn with a seed of their own (the same bytes whichever case
+// asks first, so that a case gives the same result alone or in a full run), and a case draws
+// each of its rows from the pool with its own generator: rows differ from one another (a
+// kernel that reads the wrong row is still caught) but are not quantized again.
+constexpr int kRowPool = 32;
+
+const std::vector<uint8_t>& row_pool(int32_t type, int64_t n, const SourceSpec& s) {
+    static std::mutex mutex;
+    static std::map<std::string, std::vector<uint8_t>> pools;
+    std::ostringstream key;
+    key << "pool " << type << ' ' << n << ' ' << int(s.fill) << ' ' << s.lo << ' ' << s.hi;
+    const std::lock_guard lock(mutex);
+    std::vector<uint8_t>& pool = pools[key.str()];
+    if (pool.empty()) {
+        const int64_t bytes = quants::row_size(type, n);
+        pool.resize(size_t(kRowPool * bytes));
+        std::mt19937_64 rng(seed_of(key.str()));
+        for (int r = 0; r < kRowPool; ++r) {
+            const std::vector<double> row = row_values(s, n, r, 0, 0, rng);
+            const std::vector<float> values(row.begin(), row.end());
+            quants::quantize_row(type, values.data(), pool.data() + r * bytes, n);
+        }
+    }
+    return pool;
+}
+
 void fill(HostTensor& h, const SourceSpec& s, std::mt19937_64& rng) {
     const int64_t* ne = h.t.ne;
-    std::vector<double> row(static_cast<size_t>(ne[0]));
+    const bool block = is_block_type(h.t.type);
+    const std::vector<uint8_t>* pool = block ? &row_pool(h.t.type, ne[0], s) : nullptr;
+    const size_t row_bytes = block ? pool->size() / kRowPool : 0;
     for (int64_t i3 = 0; i3 < ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < ne[2]; ++i2)
             for (int64_t i1 = 0; i1 < ne[1]; ++i1) {
-                for (int64_t i0 = 0; i0 < ne[0]; ++i0) {
-                    double v = 0;
-                    switch (s.fill) {
-                        case Fill::Uniform: v = s.lo + (s.hi - s.lo) * uniform01(rng); break;
-                        case Fill::Distinct:
-                            v = s.lo + (s.hi - s.lo) * (double(i0) + 0.5) / double(ne[0]);
-                            break;
-                        case Fill::Ties:
-                            v = std::floor(s.lo + (s.hi - s.lo + 1) * uniform01(rng));
-                            break;
-                        case Fill::Indices:
-                        case Fill::Dropped:
-                            v = std::floor(s.lo + (s.hi - s.lo) * uniform01(rng));
-                            if (s.fill == Fill::Dropped && (i0 + i1 + i2 + i3) % 3 == 1)
-                                v = SY_ID_NONE;
-                            break;
-                        case Fill::Mask:
-                            v = uniform01(rng) < 0.25 ? -INFINITY
-                                                      : s.lo + (s.hi - s.lo) * uniform01(rng);
-                            break;
-                    }
-                    row[size_t(i0)] = v;
-                }
-                if (s.fill == Fill::Distinct) std::shuffle(row.begin(), row.end(), rng);
-                if (is_block_type(h.t.type)) {  // quantize the row's floats into its blocks
-                    const std::vector<float> values(row.begin(), row.end());
-                    quants::quantize_row(h.t.type, values.data(),
-                                         static_cast<char*>(h.t.data) + i1 * h.t.nb[1] +
-                                             i2 * h.t.nb[2] + i3 * h.t.nb[3],
-                                         ne[0]);
+                if (block) {  // one of the pool's quantized rows
+                    const size_t r = size_t(rng() % kRowPool);
+                    std::memcpy(static_cast<char*>(h.t.data) + i1 * h.t.nb[1] + i2 * h.t.nb[2] +
+                                    i3 * h.t.nb[3],
+                                pool->data() + r * row_bytes, row_bytes);
                     continue;
                 }
+                const std::vector<double> row = row_values(s, ne[0], i1, i2, i3, rng);
                 for (int64_t i0 = 0; i0 < ne[0]; ++i0)
                     reference::write_element(h.t, i0, i1, i2, i3, row[size_t(i0)]);
             }

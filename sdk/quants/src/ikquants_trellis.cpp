@@ -19,6 +19,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -174,13 +175,22 @@ using I8 = int32_t __attribute__((vector_size(4 * kLanes)));
 // of the sanitizer test run's time).
 #define SY_HOT_LOOP __attribute__((no_sanitize("address", "undefined")))
 
-// a_c += sum_t w_t v_tc^2 and b_c += sum_t w_t x_t v_tc over a bucket's m (padded) codes, whose
+// a_c = sum_t w_t v_tc^2 and b_c = sum_t w_t x_t v_tc over a bucket's m (padded) codes, whose
 // values are v[t * m + c].
 inline __attribute__((always_inline)) SY_HOT_LOOP void score_bucket_body(const float* v, size_t m,
                                                                          int dim, const float* w,
                                                                          const float* x, float* a,
                                                                          float* b) {
-    for (int t = 0; t < dim; ++t, v += m) {
+    // The first value sets a and b (they come uninitialised), the others add to them.
+    {
+        const float wt = w[0], wx = w[0] * x[0];
+        for (size_t c = 0; c < m; ++c) {
+            a[c] = wt * v[c] * v[c];
+            b[c] = wx * v[c];
+        }
+        v += m;
+    }
+    for (int t = 1; t < dim; ++t, v += m) {
         const float wt = w[t], wx = w[t] * x[t];
         for (size_t c = 0; c < m; ++c) {
             a[c] += wt * v[c] * v[c];
@@ -252,6 +262,30 @@ void lowest_lines(const float* a, const float* b, size_t m, float k, F8& lo, I8&
 #endif
     lowest_lines_base(a, b, m, k, lo, idx);
 }
+
+// Floats appended back to back and cleared, without the zero fill of std::vector::resize (the
+// lines of the buckets a group meets: score_bucket writes every one).
+class FloatStack {
+  public:
+    void clear() { size_ = 0; }
+    size_t size() const { return size_; }
+    float* data() { return data_.get(); }
+    // m more floats, not initialised, at data() + the size before the call.
+    void grow(size_t m) {
+        if (size_ + m > capacity_) {
+            const size_t capacity = std::max(2 * capacity_, size_ + m);
+            auto bigger = std::make_unique_for_overwrite<float[]>(capacity);
+            std::copy(data_.get(), data_.get() + size_, bigger.get());
+            data_ = std::move(bigger);
+            capacity_ = capacity;
+        }
+        size_ += m;
+    }
+
+  private:
+    std::unique_ptr<float[]> data_;
+    size_t size_ = 0, capacity_ = 0;
+};
 
 // The code search of one group x (weights w) at any scale s. The candidates at s are the codes of
 // the bucket of y = x / s and of the buckets its book's Reach names (the signs of y's smallest
@@ -336,8 +370,8 @@ class GroupSearch {
             if (s.key == key) return s.at;
         const Codebook::Bucket& bk = cb_->bucket[size_t(key)];
         const size_t m = bk.padded(), at = a_.size();
-        a_.resize(at + m, 0.0f);
-        b_.resize(at + m, 0.0f);
+        a_.grow(m);
+        b_.grow(m);
         score_bucket(bk.v.data(), m, cb_->dim, w_, x_, a_.data() + at, b_.data() + at);
         scored_.push_back({key, at});
         return at;
@@ -361,7 +395,7 @@ class GroupSearch {
     float x_[8] = {}, w_[8] = {};
     std::array<int, 8> by_size_{};  // by ascending |x|
     std::vector<Scored> scored_;
-    std::vector<float> a_, b_;
+    FloatStack a_, b_;
 };
 
 // The searches of one sub-block's groups (32 values, groups of cb.dim).
