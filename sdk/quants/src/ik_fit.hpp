@@ -13,30 +13,30 @@ namespace sy::quants::detail::ik {
 
 constexpr int kNtry = 7;
 
-// A type's table (the base half of n entries, the shifted half after it), its integer
-// sub-block scales ([lo, hi], odd only for IQ3_K), and each half's nearest-entry lookup.
+// A type's table (the base half of n entries, the shifted half after it), its integer sub-block
+// scales ([lo, hi], odd only for IQ3_K), and for tables of 16 entries and more each half's
+// constant-time lookup (nearest[0], nearest[1]; for 4 and 8 entries two or three halvings cost
+// less). Literal, so that a quantizer's loops are compiled for its table's size.
 struct Table {
-    Table(const int8_t* values_, int n_, int scale_lo_, int scale_hi_, bool odd_scales_)
-        : values(values_),
-          n(n_),
-          scale_lo(scale_lo_),
-          scale_hi(scale_hi_),
-          odd_scales(odd_scales_),
-          nearest{NearestIndex(n_, values_), NearestIndex(n_, values_ + n_)} {}
     const int8_t* values;
     int n;
     int scale_lo, scale_hi;
     bool odd_scales;
-    NearestIndex nearest[2];
+    const NearestIndex* nearest = nullptr;
+    // The index of the entry of half `half` nearest to x.
+    [[gnu::always_inline]] int index(int half, float x) const {
+        return nearest ? nearest[half](x) : best_index_int8(n, values + half * n, x);
+    }
 };
 
 // The weighted fit of x (len values) on one table half at inverse scale id: indices into L, and
 // sum w q x, sum w q^2.
-inline void fit(int len, const float* x, const float* w, const int8_t* values,
-                const NearestIndex& nearest, float id, uint8_t* L, float& sumqx, float& sumq2) {
+[[gnu::always_inline]] inline void fit(int len, const float* x, const float* w, const Table& t,
+                                       int half, float id, uint8_t* L, float& sumqx, float& sumq2) {
+    const int8_t* values = t.values + half * t.n;
     sumqx = sumq2 = 0;
     for (int j = 0; j < len; ++j) {
-        const int l = nearest(id * x[j]);
+        const int l = t.index(half, id * x[j]);
         L[j] = uint8_t(l);
         const float q = values[l];
         sumqx += w[j] * q * x[j];
@@ -46,8 +46,8 @@ inline void fit(int len, const float* x, const float* w, const int8_t* values,
 
 // The best float scale of one sub-block of len (<= 32) values on table half `half`, and its
 // score sumqx^2 / sumq2 (larger is better: the error is sum w x^2 minus it).
-inline float best_scale(int len, const float* x, const float* w, const Table& t, int half,
-                        float& score) {
+[[gnu::always_inline]] inline float best_scale(int len, const float* x, const float* w,
+                                               const Table& t, int half, float& score) {
     const int8_t* values = t.values + half * t.n;
     const int n = t.n;
     float amax = 0, max = 0;
@@ -62,7 +62,7 @@ inline float best_scale(int len, const float* x, const float* w, const Table& t,
         for (int itry = -kNtry; itry <= kNtry; ++itry) {
             const float id = (float(end) + float(itry) * float(std::abs(end)) / 64.f) / max;
             float sumqx, sumq2;
-            fit(len, x, w, values, t.nearest[half], id, L, sumqx, sumq2);
+            fit(len, x, w, t, half, id, L, sumqx, sumq2);
             if (sumq2 > 0 && sumqx * sumqx > score * sumq2) {
                 score = sumqx * sumqx / sumq2;
                 best_d = sumqx / sumq2;

@@ -27,8 +27,11 @@ constexpr int kSub = 16;  // values per sub-block
 
 // One super-block: d, the 16 integer scales, the extra bits and the 256 indices (into the half
 // the extra bit picks).
-void quantize_superblock(const Table& t, const float* x, const float* importance, float& d_out,
-                         int* scales, uint16_t& extra, uint8_t* L) {
+// A template on the table, so that its loops are compiled for the table's size (the halvings of
+// a 4- or 8-entry lookup unrolled).
+template <const Table& t>
+void quantize_superblock(const float* x, const float* importance, float& d_out, int* scales,
+                         uint16_t& extra, uint8_t* L) {
     float w[SY_QK_K];
     const float sigma2 = 2 * sum_of_squares(x, SY_QK_K) / float(SY_QK_K);
     subblock_weights(x, importance, sigma2, SY_QK_K, kSub, w);
@@ -76,7 +79,7 @@ void quantize_superblock(const Table& t, const float* x, const float* importance
             uint8_t* Lh = half ? L1 : L0;
             const int8_t* values = t.values + half * t.n;
             for (int j = 0; j < kSub; ++j) {
-                Lh[j] = uint8_t(t.nearest[half](idl * xs[j]));
+                Lh[j] = uint8_t(t.index(half, idl * xs[j]));
                 const double e = xs[j] - double(d) * l * values[Lh[j]];
                 err[half] += ws[j] * e * e;
             }
@@ -94,23 +97,25 @@ void quantize_superblock(const Table& t, const float* x, const float* importance
     d_out = syy > 0 && sxy > 0 ? float(sxy / syy) : d;
 }
 
-const Table kIq2k{sy_iq2nl_values, 4, -8, 7, false};
-const Table kIq3k{sy_iq3nl_values, 8, -31, 31, true};
-const Table kIq4k{sy_iq4k_values, 16, -32, 31, false};
-const Table kIq5k{sy_iq5nl_values, 32, -32, 31, false};
-const Table kIq6k{sy_iq6nl_values, 64, -127, 127, false};
+const NearestIndex kIq4kNearest[2] = {{16, sy_iq4k_values}, {16, sy_iq4k_values + 16}};
+const NearestIndex kIq5kNearest[2] = {{32, sy_iq5nl_values}, {32, sy_iq5nl_values + 32}};
+const NearestIndex kIq6kNearest[2] = {{64, sy_iq6nl_values}, {64, sy_iq6nl_values + 64}};
+constexpr Table kIq2k{sy_iq2nl_values, 4, -8, 7, false};
+constexpr Table kIq3k{sy_iq3nl_values, 8, -31, 31, true};
+constexpr Table kIq4k{sy_iq4k_values, 16, -32, 31, false, kIq4kNearest};
+constexpr Table kIq5k{sy_iq5nl_values, 32, -32, 31, false, kIq5kNearest};
+constexpr Table kIq6k{sy_iq6nl_values, 64, -127, 127, false, kIq6kNearest};
 
-template <typename Block, typename Pack>
-void quantize_rows(const Table& t, const float* x, void* vy, int64_t n, const float* importance,
-                   Pack pack) {
+template <const Table& t, typename Block, typename Pack>
+void quantize_rows(const float* x, void* vy, int64_t n, const float* importance, Pack pack) {
     auto* y = static_cast<Block*>(vy);
     for (int64_t i = 0; i < n / SY_QK_K; ++i, x += SY_QK_K) {
         float d;
         int scales[SY_QK_K / kSub];
         uint16_t extra;
         uint8_t L[SY_QK_K];
-        quantize_superblock(t, x, importance ? importance + i * SY_QK_K : nullptr, d, scales, extra,
-                            L);
+        quantize_superblock<t>(x, importance ? importance + i * SY_QK_K : nullptr, d, scales, extra,
+                               L);
         std::memset(&y[i], 0, sizeof(Block));
         y[i].d = to_half(d);
         y[i].extra = extra;
@@ -229,7 +234,7 @@ void dequantize_q6_0(const void* vx, float* y, int64_t n) {
 
 #define SY_IK_QUANTIZERS(name, table, block)                                                       \
     void quantize_##name##_weighted(const float* x, void* y, int64_t n, const float* importance) { \
-        quantize_rows<block>(table, x, y, n, importance, pack_##name);                             \
+        quantize_rows<table, block>(x, y, n, importance, pack_##name);                             \
     }                                                                                              \
     void quantize_##name(const float* x, void* y, int64_t n) {                                     \
         quantize_##name##_weighted(x, y, n, nullptr);                                              \

@@ -33,10 +33,12 @@ using namespace ik;
 constexpr int kSub = 32;               // values per sub-block
 constexpr int kSubs = SY_QK_K / kSub;  // sub-blocks per block
 
-const Table kIq2ks{sy_iq2nl_values, 4, -16, 15, false};
-const Table kIq3ks{sy_iq3nl_values, 8, -16, 15, false};
-const Table kIq4ks{sy_iq4k_values, 16, -127, 127, true};
-const Table kIq5ks{sy_iq5nl_values, 32, -127, 127, true};
+const NearestIndex kIq4ksNearest[2] = {{16, sy_iq4k_values}, {16, sy_iq4k_values + 16}};
+const NearestIndex kIq5ksNearest[2] = {{32, sy_iq5nl_values}, {32, sy_iq5nl_values + 32}};
+constexpr Table kIq2ks{sy_iq2nl_values, 4, -16, 15, false};
+constexpr Table kIq3ks{sy_iq3nl_values, 8, -16, 15, false};
+constexpr Table kIq4ks{sy_iq4k_values, 16, -127, 127, true, kIq4ksNearest};
+constexpr Table kIq5ks{sy_iq5nl_values, 32, -127, 127, true, kIq5ksNearest};
 
 // A fitted row: d, per sub-block its integer scale and table half, per value its index.
 struct RowFit {
@@ -123,7 +125,7 @@ RowFit fit_row(const Table& t, const float* x, int64_t n, const float* importanc
         for (int half = 0; half < 2; ++half) {
             const int8_t* values = t.values + half * t.n;
             for (int j = 0; j < kSub; ++j) {
-                Lh[half][j] = uint8_t(t.nearest[half](idl * xs[j]));
+                Lh[half][j] = uint8_t(t.index(half, idl * xs[j]));
                 const double e = xs[j] - double(d) * l * values[Lh[half][j]];
                 err[half] += ws[j] * e * e;
             }
