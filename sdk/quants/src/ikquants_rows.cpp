@@ -9,8 +9,9 @@
 // float scale on each table half (ik_fit.hpp), the better half; d puts the row's largest
 // sub-block scale on the end of the integer range; every sub-block's scale is rounded onto it,
 // both halves are tried again at that scale, and d is refitted by weighted least squares over
-// the whole row. IQ4_KSS then gives each group of four indices an even number of set bits (its
-// encoding has no room for odd ones) by the cheapest change of one index, and d is refitted.
+// the whole row. IQ4_KSS (whose encoding has no room for a group of four indices with an odd
+// number of set bits) then searches each sub-block's halves and nearby scales again with that
+// rule applied (the cheapest change of one index per odd group), and refits d, twice.
 // IQ2_KL fits pairs of values on its 32-entry pair table the same way.
 #include <algorithm>
 #include <bit>
@@ -394,37 +395,73 @@ void dequantize_iq5_ks(const void* vx, float* y, int64_t n) {
 
 // ---- IQ4_KSS ---------------------------------------------------------------------------------
 
-void quantize_iq4_kss_weighted(const float* x, void* vy, int64_t n, const float* importance) {
-    RowFit r = fit_row(kIq4ks, x, n, importance, false);
-    // Each word's four indices need an even number of set bits: where they have an odd one,
-    // change the one index whose replacement (by one of the other parity) costs least.
-    for (int64_t s = 0; s < n / kSub; ++s) {
-        const float dl = r.d * float(r.scale[size_t(s)]);
-        const int8_t* values = kIq4ks.values + 16 * r.half[size_t(s)];
-        for (int k = 0; k < 8; ++k) {
-            int pos[4], parity = 0;
-            for (int m = 0; m < 4; ++m) {
-                pos[m] = int(kSub * s) + 2 * k + kKssOrder[m];
-                parity ^= std::popcount(unsigned(r.L[size_t(pos[m])]));
-            }
-            if ((parity & 1) == 0) continue;
+// The indices of one 32-value sub-block at scale dl on a table half, each word's four (values
+// 2k, 2k + 16, 2k + 1, 2k + 17) with an even number of set bits: the nearest entries, then in a
+// word whose bits are odd the one index changed, to one of the other parity, that costs least.
+// Returns the weighted squared error.
+double kss_assign(const float* x, const float* w, float dl, const int8_t* values,
+                  const NearestIndex& nearest, uint8_t* L) {
+    const float id = 1 / dl;
+    for (int j = 0; j < kSub; ++j) L[j] = uint8_t(nearest(id * x[j]));
+    double err = 0;
+    for (int k = 0; k < 8; ++k) {
+        int pos[4], parity = 0;
+        for (int m = 0; m < 4; ++m) {
+            pos[m] = 2 * k + kKssOrder[m];
+            parity ^= std::popcount(unsigned(L[pos[m]]));
+        }
+        if (parity & 1) {
             float best = INFINITY;
-            int best_pos = pos[0], best_q = r.L[size_t(pos[0])] ^ 1;
+            int best_pos = pos[0], best_q = L[pos[0]] ^ 1;
             for (const int p : pos) {
-                const uint8_t q0 = r.L[size_t(p)];
+                const uint8_t q0 = L[p];
                 const float e0 = x[p] - dl * values[q0];
                 for (int q = 0; q < 16; ++q) {
                     if (((std::popcount(unsigned(q)) ^ std::popcount(unsigned(q0))) & 1) == 0)
                         continue;
                     const float e = x[p] - dl * values[q];
-                    const float cost = r.w[size_t(p)] * (e * e - e0 * e0);
+                    const float cost = w[p] * (e * e - e0 * e0);
                     if (cost < best) best = cost, best_pos = p, best_q = q;
                 }
             }
-            r.L[size_t(best_pos)] = uint8_t(best_q);
+            L[best_pos] = uint8_t(best_q);
+        }
+        for (const int p : pos) {
+            const double e = x[p] - double(dl) * values[L[p]];
+            err += w[p] * e * e;
         }
     }
-    r.d = refit_d(kIq4ks, x, r, r.d);
+    return err;
+}
+
+// IQ4_KSS: IQ4_KS's fit, then, with the parity rule in the search: per sub-block, both table
+// halves and the odd scales next to the fitted one, each assigned under the rule, the least
+// error kept; d refitted over the row; and once more at the refitted d.
+void quantize_iq4_kss_weighted(const float* x, void* vy, int64_t n, const float* importance) {
+    RowFit r = fit_row(kIq4ks, x, n, importance, false);
+    for (int pass = 0; pass < 2 && r.d != 0; ++pass) {
+        for (int64_t s = 0; s < n / kSub; ++s) {
+            const float* xs = x + kSub * s;
+            const float* ws = r.w.data() + kSub * s;
+            uint8_t* Ls = r.L.data() + kSub * s;
+            const int l0 = r.scale[size_t(s)];
+            double best = INFINITY;
+            uint8_t L[kSub];
+            for (int half = 0; half < 2; ++half)
+                for (const int l : {l0 - 2, l0, l0 + 2}) {
+                    if (l < kIq4ks.scale_lo || l > kIq4ks.scale_hi) continue;
+                    const double e = kss_assign(xs, ws, r.d * float(l), kIq4ks.values + 16 * half,
+                                                kIq4ks.nearest[half], L);
+                    if (e < best) {
+                        best = e;
+                        r.scale[size_t(s)] = l;
+                        r.half[size_t(s)] = uint8_t(half);
+                        std::copy(L, L + kSub, Ls);
+                    }
+                }
+        }
+        r.d = refit_d(kIq4ks, x, r, r.d);
+    }
     store_d(vy, r.d, false);
     auto* y = row_blocks<sy_block_iq4_kss>(vy, 4);
     for (int64_t i = 0; i < n / SY_QK_K; ++i) {
