@@ -44,13 +44,32 @@ sed -e 's/@PROJECT_VERSION@/fuzz/' -e 's/@SWITCHYARD_GIT_COMMIT@/fuzz/' \
 flags+=(-I"$work/include")
 wants() { [[ " $targets " == *" $1 "* ]]; }
 
-# The targets build side by side (one clang each); a failed build stops the script.
-pids=()
-build() {  # NAME SOURCES-AND-LIBS...
-  local name=$1
+# Each source is compiled once into an object (the targets share the GGUF and core sources), one
+# clang per core, then each target is linked from its objects; a failed build stops the script.
+# plugin_host.cpp (in the model target) takes the plugin folder's place as a define.
+flags+=(-DSWITCHYARD_PLUGIN_RELATIVE_DIR='"lib/switchyard"')
+mkdir -p "$work/obj"
+declare -A object_of=()
+sources=()
+target_names=()
+build() {  # NAME SOURCES-AND-LIBS... (arguments that start with - are passed to the link)
+  local name=$1 arg
   shift
-  "$cxx" "${flags[@]}" "$@" -o "$work/$name" >"$work/$name.build.log" 2>&1 &
-  pids+=("$!:$name")
+  local -n link=link_$name
+  link=()
+  for arg in "$@"; do
+    if [[ $arg == -* ]]; then
+      link+=("$arg")
+      continue
+    fi
+    if [ -z "${object_of[$arg]+set}" ]; then
+      local rel=${arg#"$root"/}
+      object_of[$arg]="$work/obj/${rel//\//_}.o"
+      sources+=("$arg")
+    fi
+    link=("${object_of[$arg]}" "${link[@]}")
+  done
+  target_names+=("$name")
 }
 wants tokenizer && build tokenizer "$here/tokenizer_fuzz.cpp" \
   "$root"/llm/src/{tokenizer,added_tokens,bpe_vocab,chat_template}.cpp "${gguf[@]}" \
@@ -60,18 +79,39 @@ wants config && build config "$here/config_fuzz.cpp" \
 wants cost_table && build cost_table "$here/cost_table_fuzz.cpp" \
   "$root"/core/src/{cost_table,toml_text,error,text_file,graph,node_abi,tensor}.cpp -lfmt
 wants model && build model "$here/model_fuzz.cpp" "${gguf[@]}" \
-  -DSWITCHYARD_PLUGIN_RELATIVE_DIR='"lib/switchyard"' \
   "$root"/llm/models/{deepseek2_load,deepseek2,deepseek2_cache}.cpp \
   "$root"/llm/src/{kv_cache,fused_ops,gguf_writer,tokenizer,added_tokens,bpe_vocab}.cpp \
   "$root"/llm/src/{synthetic_model,chat_template,tensor_types,file_type,interleaved_tensors}.cpp \
   "$root"/sdk/quants/src/*.cpp "$root"/core/src/{error,tensor,graph,graph_ops,plugin_host}.cpp \
   -licuuc -lfmt -ldl
-for entry in "${pids[@]}"; do
-  if ! wait "${entry%%:*}"; then
-    echo "${entry#*:}: the build FAILED; its log:"
-    tail -n 40 "$work/${entry#*:}.build.log"
+cores=$(nproc)
+compile_failed=""
+declare -A compiling=()
+finish_one() {  # waits for one compile; remembers a failure
+  local pid
+  wait -n -p pid || compile_failed=${compiling[$pid]}
+  unset "compiling[$pid]"
+}
+for src in "${sources[@]}"; do
+  [ -n "$compile_failed" ] && break
+  "$cxx" "${flags[@]}" -c "$src" -o "${object_of[$src]}" >"${object_of[$src]}.log" 2>&1 &
+  compiling[$!]=$src
+  [ "${#compiling[@]}" -lt "$cores" ] || finish_one
+done
+while [ "${#compiling[@]}" -gt 0 ]; do finish_one; done
+if [ -n "$compile_failed" ]; then
+  echo "$compile_failed: the build FAILED; its log:"
+  tail -n 40 "${object_of[$compile_failed]}.log"
+  exit 1
+fi
+for name in "${target_names[@]}"; do
+  declare -n link=link_$name
+  if ! "$cxx" "${flags[@]}" "${link[@]}" -o "$work/$name" >"$work/$name.build.log" 2>&1; then
+    echo "$name: the link FAILED; its log:"
+    tail -n 40 "$work/$name.build.log"
     exit 1
   fi
+  unset -n link
 done
 
 failed=0
