@@ -99,6 +99,14 @@ void quantize_act_q8_K_row(const float* x, void* y, int64_t n);
 // Q4_K super-block's 64 bytes qs[64 h, 64 h + 64) meet qs[128 h, 128 h + 64) and their high
 // nibbles qs[128 h + 64, 128 h + 128). bsums stay in the natural order.
 void quantize_act_q8_K_nibbles(const float* x, void* y, int64_t n);
+// n (a multiple of 256) floats into n / 256 sy_block_q8_K in Q2_K's plane order: 32-value chunk
+// 2 g + h of a block holds its natural chunk 4 h + g, so that bit plane g of a 64-byte Q2_K (or
+// IQ2_K) qs meets one 64-byte load. bsums stay in the natural order.
+void quantize_act_q8_K_q2k(const float* x, void* y, int64_t n);
+// n (a multiple of 256) floats into n / 256 sy_block_q8_K in IQ4_K's quarter order: in each half k
+// of 128 values, qs[128 k + 64 h + 16 j + i] = value 128 k + 32 j + 16 h + i, so that the low
+// (h = 0) and high nibbles of 64 bytes of IQ4_K's qs meet one 64-byte load each. bsums natural.
+void quantize_act_q8_K_quarters(const float* x, void* y, int64_t n);
 // n (a multiple of 32) floats into ceil(n / 256) ActQ8G8, natural or nibble order.
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);
 void quantize_act_g8_nibbles(const float* x, void* y, int64_t n);
@@ -116,6 +124,9 @@ QuantKernel group_kernel(int32_t weight_type);
 // The AVX-512 Q4_K / Q6_K kernels on Q8_K activations (Q4_K's in nibble order), or
 // {nullptr, ...} where the variant has none (vec_dot_kquants512.cpp).
 QuantKernel wide_kquant_kernel(int32_t weight_type);
+// The AVX-512 VBMI IQ2_K ... IQ6_K, IQ2_KS, IQ3_KS kernels on Q8_K activations in their own element
+// order, or {nullptr, ...} where the variant has none (vec_dot_ikquants512.cpp).
+QuantKernel wide_ikquant_kernel(int32_t weight_type);
 // The AVX-512 VBMI IQ2_XXS / IQ3_XXS kernels that decode the codebook in registers, on Q8_K
 // activations in their own element order, or {nullptr, ...} where the variant has none
 // (vec_dot_codebooks512.cpp).

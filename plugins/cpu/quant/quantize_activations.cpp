@@ -67,6 +67,32 @@ void quantize_act_q8_K_nibbles(const float* x, void* y, int64_t n) {
         }
 }
 
+void quantize_act_q8_K_q2k(const float* x, void* y, int64_t n) {
+    auto* out = static_cast<sy_block_q8_K*>(y);
+    quantize_act_q8_K(x, out, n);
+    for (int64_t b = 0; b < n / SY_QK_K; ++b) {
+        int8_t natural[SY_QK_K];
+        std::memcpy(natural, out[b].qs, sizeof natural);
+        for (int g = 0; g < 4; ++g)
+            for (int h = 0; h < 2; ++h)
+                std::memcpy(out[b].qs + 32 * (2 * g + h), natural + 32 * (4 * h + g), 32);
+    }
+}
+
+void quantize_act_q8_K_quarters(const float* x, void* y, int64_t n) {
+    auto* out = static_cast<sy_block_q8_K*>(y);
+    quantize_act_q8_K(x, out, n);
+    for (int64_t b = 0; b < n / SY_QK_K; ++b)
+        for (int k = 0; k < 2; ++k) {
+            int8_t natural[128];
+            int8_t* q = out[b].qs + 128 * k;
+            std::memcpy(natural, q, sizeof natural);
+            for (int j = 0; j < 4; ++j)
+                for (int h = 0; h < 2; ++h)
+                    std::memcpy(q + 64 * h + 16 * j, natural + 32 * j + 16 * h, 16);
+        }
+}
+
 namespace {
 
 // The group layouts of ActQ8G8: block b's 32 values quantized as in quantize_act_q8x32, then
@@ -125,8 +151,9 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
     constexpr int64_t a32 = sizeof(ActQ8x32), a256 = sizeof(sy_block_q8_K);
     // The variant's wide AVX-512 kernels first, each with its own activation layout.
     if (K >= 256 || K == 128)
-        for (const QuantKernel& wide : {group_kernel(weight_type), wide_kquant_kernel(weight_type),
-                                        codebook_kernel(weight_type)})
+        for (const QuantKernel& wide :
+             {group_kernel(weight_type), wide_kquant_kernel(weight_type),
+              wide_ikquant_kernel(weight_type), codebook_kernel(weight_type)})
             if (wide.dot) return wide;
     const QuantizeActFn q32 = quantize_act_q8x32_row, q256 = quantize_act_q8_K_row;
     switch (weight_type) {

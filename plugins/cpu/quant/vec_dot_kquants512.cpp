@@ -231,19 +231,6 @@ void q2_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
     sums.store(1.0f, out);
 }
 
-// Q8_K activations in Q2_K's register order: 32-value chunk 2 g + h <- chunk 4 h + g.
-void quantize_act_q8_K_q2k(const float* x, void* y, int64_t n) {
-    auto* out = static_cast<sy_block_q8_K*>(y);
-    quantize_act_q8_K(x, out, n);
-    for (int64_t b = 0; b < n / SY_QK_K; ++b) {
-        int8_t natural[SY_QK_K];
-        std::memcpy(natural, out[b].qs, sizeof natural);
-        for (int g = 0; g < 4; ++g)
-            for (int h = 0; h < 2; ++h)
-                std::memcpy(out[b].qs + 32 * (2 * g + h), natural + 32 * (4 * h + g), 32);
-    }
-}
-
 SY_CPU_DEFINE_VEC_DOT(q2_K_wide)
 SY_CPU_DEFINE_VEC_DOT(q4_K_wide)
 SY_CPU_DEFINE_VEC_DOT(q6_K_wide)

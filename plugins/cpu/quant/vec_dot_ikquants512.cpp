@@ -1,0 +1,353 @@
+// AVX-512 (BW, VBMI, VNNI) dot products of ik_llama.cpp's IQ2_K ... IQ6_K, IQ2_KS and IQ3_KS
+// against Q8_K: one 256-value super-block per step in four 512-bit registers, decoded into bytes
+// laid out like the activations, so that every product is a plain 64-byte load of a.qs. Three
+// register layouts, each with its activation order (quantize_activations.cpp):
+//   planes (IQ2_K, IQ3_K, IQ2_KS, IQ3_KS; Q2_K's order, quantize_act_q8_K_q2k): the 2-bit
+//     planes of qs[0, 64): register g = bits 2g..2g+1, bytes l < 32 are value 32 g + l, bytes
+//     32 + l value 128 + 32 g + l; the third bit of IQ3_K is bit g (4 + g) of qh[l].
+//   nibbles (IQ5_K, IQ6_K; Q4_K's order, quantize_act_q8_K_nibbles): register 2k + h = the low
+//     (h = 0) or high nibbles of qs[64 k, 64 k + 64), i.e. the 32-value chunks 4k + h (bytes
+//     0-31) and 4k + 2 + h (bytes 32-63).
+//   quarters (IQ4_K; quantize_act_q8_K_quarters): register 2k + h = the low or high nibbles of
+//     qs[64 k, 64 k + 64), 16-byte lane j = values 128 k + 32 j + 16 h + [0, 16).
+// Each 16-value sub-block covers 8 int16 lanes of the pair sums, so its scale is picked per lane
+// with vpermw from the 16 scales (ik_block_traits.hpp decodes them into bytes).
+//
+// Values: IQ2_K's and IQ3_K's base halves plus an offset are unsigned and small (<= 110), so
+// vpmaddubsw takes them as they are (pairs below 2^15). The IQ4_K ... IQ6_K tables span -127 ..
+// 123: their absolute values are looked up (vpshufb, or vpermb for the 32- and 64-entry tables)
+// and the activations negated where the value is negative (the tables are sorted, so that is an
+// index below a type's constant). Shifted halves and offsets come in through the block sums, as
+// in the 256-bit kernels. The pair sums go into two accumulators (registers 0, 2 and 1, 3), so
+// that a step's four vpdpwssd are two chains of two.
+#include "quant/quant_kernels.hpp"
+
+#if defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) && \
+    defined(__AVX512F__) && defined(__F16C__)
+#include <immintrin.h>
+
+#include "quant/column_sums512.hpp"
+#include "quant/ik_block_traits.hpp"
+
+#define SY_CPU_WIDE_IKQUANTS 1
+#endif
+
+namespace sy::cpu {
+inline namespace SY_CPU_SIMD_ISA {
+
+#if defined(SY_CPU_WIDE_IKQUANTS)
+namespace {
+
+// Constant tables built at compile time (no AVX-512 static initializers; see
+// vec_dot_groups.cpp).
+struct alignas(64) Words32 {
+    int16_t w[32];
+};
+struct alignas(64) Bytes64 {
+    int8_t b[64];
+};
+
+// The sub-block (0-15) of int16 pair-sum lane l of register t, per layout.
+constexpr Words32 plane_lanes(int g) {
+    Words32 t{};
+    for (int l = 0; l < 32; ++l) t.w[l] = int16_t(8 * (l / 16) + 2 * g + l % 16 / 8);
+    return t;
+}
+constexpr Words32 nibble_lanes(int reg) {
+    Words32 t{};
+    for (int l = 0; l < 32; ++l) {
+        const int chunk = 4 * (reg / 2) + reg % 2 + 2 * (l / 16);
+        t.w[l] = int16_t(2 * chunk + l % 16 / 8);
+    }
+    return t;
+}
+constexpr Words32 quarter_lanes(int reg) {
+    Words32 t{};
+    for (int l = 0; l < 32; ++l) t.w[l] = int16_t(8 * (reg / 2) + 2 * (l / 8) + reg % 2);
+    return t;
+}
+// Bytes 0-31 = `low`, bytes 32-63 = `high`.
+constexpr Bytes64 byte_halves(int low, int high) {
+    Bytes64 t{};
+    for (int l = 0; l < 64; ++l) t.b[l] = int8_t(l < 32 ? low : high);
+    return t;
+}
+constexpr Words32 word_halves(int low, int high) {
+    Words32 t{};
+    for (int l = 0; l < 32; ++l) t.w[l] = int16_t(l < 16 ? low : high);
+    return t;
+}
+// |table[i % n]| for the 64 bytes of a vpshufb (n = 16: each 16-byte lane) or vpermb table.
+constexpr Bytes64 abs_table(const int8_t* table, int n) {
+    Bytes64 t{};
+    for (int l = 0; l < 64; ++l) {
+        const int v = table[l % n];
+        t.b[l] = int8_t(v < 0 ? -v : v);
+    }
+    return t;
+}
+constexpr Bytes64 repeat16(const int8_t* table) {
+    Bytes64 t{};
+    for (int l = 0; l < 64; ++l) t.b[l] = table[l % 16];
+    return t;
+}
+// The value tables (base half first) as constants the tables below can be built from.
+constexpr int8_t kIq4KValues[32] = SY_IQ4K_VALUES_INIT;
+constexpr int8_t kIq5KValues[64] = SY_IQ5NL_VALUES_INIT;
+constexpr int8_t kIq6KValues[128] = SY_IQ6NL_VALUES_INIT;
+// The first index of each table whose value is >= 0 (the tables are sorted).
+constexpr int first_nonnegative(const int8_t* table, int n) {
+    int i = 0;
+    while (i < n && table[i] < 0) ++i;
+    return i;
+}
+
+constexpr Bytes64 kIq2Table = repeat16(kIq2Base), kIq3Table = repeat16(kIq3Base);
+constexpr Bytes64 kIq4Abs = abs_table(kIq4KValues, 16), kIq5Abs = abs_table(kIq5KValues, 32),
+                  kIq6Abs = abs_table(kIq6KValues, 64);
+constexpr Words32 kPlaneLanes[4] = {plane_lanes(0), plane_lanes(1), plane_lanes(2), plane_lanes(3)};
+constexpr Words32 kNibbleLanes[4] = {nibble_lanes(0), nibble_lanes(1), nibble_lanes(2),
+                                     nibble_lanes(3)};
+constexpr Words32 kQuarterLanes[4] = {quarter_lanes(0), quarter_lanes(1), quarter_lanes(2),
+                                      quarter_lanes(3)};
+// IQ3_K's third index bit of register g: bit g of qh (bytes 0-31), bit 4 + g (bytes 32-63).
+constexpr Bytes64 kPlaneBit[4] = {byte_halves(1, 16), byte_halves(2, 32), byte_halves(4, 64),
+                                  byte_halves(8, -128)};
+// IQ5_K's fifth index bit of register 2k + h: bit 4k + h of qh (bytes 0-31), 4k + 2 + h (32-63).
+constexpr Bytes64 kNibbleBit[4] = {byte_halves(1, 4), byte_halves(2, 8), byte_halves(16, 64),
+                                   byte_halves(32, -128)};
+// IQ6_K's bits 4-5 of register 2k + h: qh[32 k + l % 32] >> (2 h) (bytes 0-31), >> (4 + 2 h).
+constexpr Words32 kIq6Shift[2] = {word_halves(0, 4), word_halves(2, 6)};
+
+inline __m512i load(const Words32& t) {
+    return _mm512_load_si512(t.w);
+}
+inline __m512i load(const Bytes64& t) {
+    return _mm512_load_si512(t.b);
+}
+inline __m512i broadcast32(const uint8_t* p) {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// One super-block decoded: u the four registers of (absolute) values in the activations' order,
+// neg where the value is negative (signed types only).
+struct Decoded {
+    __m512i u[4];
+    __mmask64 neg[4];
+};
+
+// Per type: its traits T (ik_block_traits.hpp), whether its values are signed, the activation
+// order, the sub-block of each lane, and the decoder (constants loaded once per row).
+template <typename T>
+struct Planes2 {  // IQ2_K, IQ2_KS
+    static constexpr bool kSigned = false;
+    static constexpr const Words32* kLanes = kPlaneLanes;
+    const __m512i table = load(kIq2Table), low2 = _mm512_set1_epi8(3);
+    void decode(const typename T::Block& b, Decoded& d) const {
+        const __m512i q = _mm512_loadu_si512(b.qs);
+        for (int g = 0; g < 4; ++g)
+            d.u[g] =
+                _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 2 * g), low2));
+    }
+};
+template <typename T>
+struct Planes3 {  // IQ3_K, IQ3_KS
+    static constexpr bool kSigned = false;
+    static constexpr const Words32* kLanes = kPlaneLanes;
+    const __m512i table = load(kIq3Table), low2 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    void decode(const typename T::Block& b, Decoded& d) const {
+        const __m512i q = _mm512_loadu_si512(b.qs);
+        const __m512i qh = broadcast32(b.qh);
+        for (int g = 0; g < 4; ++g) {
+            const __m512i low = _mm512_and_si512(_mm512_srli_epi16(q, 2 * g), low2);
+            const __mmask64 high = _mm512_test_epi8_mask(qh, load(kPlaneBit[g]));
+            d.u[g] = _mm512_shuffle_epi8(table, _mm512_mask_add_epi8(low, high, low, four));
+        }
+    }
+};
+struct Iq4Wide {
+    static constexpr bool kSigned = true;
+    static constexpr const Words32* kLanes = kQuarterLanes;
+    const __m512i table = load(kIq4Abs), low4 = _mm512_set1_epi8(0x0F), sign = _mm512_set1_epi8(8);
+    void decode(const sy_block_iq4_k& b, Decoded& d) const {
+        for (int k = 0; k < 2; ++k) {
+            const __m512i q = _mm512_loadu_si512(b.qs + 64 * k);
+            const __m512i idx[2] = {_mm512_and_si512(q, low4),
+                                    _mm512_and_si512(_mm512_srli_epi16(q, 4), low4)};
+            for (int h = 0; h < 2; ++h) {
+                d.u[2 * k + h] = _mm512_shuffle_epi8(table, idx[h]);
+                d.neg[2 * k + h] = _mm512_testn_epi8_mask(idx[h], sign);  // indices 0-7 < 0
+            }
+        }
+    }
+};
+struct Iq5Wide {
+    static constexpr bool kSigned = true;
+    static constexpr const Words32* kLanes = kNibbleLanes;
+    const __m512i table = load(kIq5Abs), low4 = _mm512_set1_epi8(0x0F),
+                  sixteen = _mm512_set1_epi8(16),
+                  first_pos = _mm512_set1_epi8(char(first_nonnegative(kIq5KValues, 32)));
+    void decode(const sy_block_iq5_k& b, Decoded& d) const {
+        const __m512i qh = broadcast32(b.qh);
+        for (int k = 0; k < 2; ++k) {
+            const __m512i q = _mm512_loadu_si512(b.qs + 64 * k);
+            const __m512i low[2] = {_mm512_and_si512(q, low4),
+                                    _mm512_and_si512(_mm512_srli_epi16(q, 4), low4)};
+            for (int h = 0; h < 2; ++h) {
+                const int r = 2 * k + h;
+                const __mmask64 high = _mm512_test_epi8_mask(qh, load(kNibbleBit[r]));
+                const __m512i idx = _mm512_mask_add_epi8(low[h], high, low[h], sixteen);
+                d.u[r] = _mm512_permutexvar_epi8(idx, table);
+                d.neg[r] = _mm512_cmplt_epu8_mask(idx, first_pos);
+            }
+        }
+    }
+};
+struct Iq6Wide {
+    static constexpr bool kSigned = true;
+    static constexpr const Words32* kLanes = kNibbleLanes;
+    const __m512i table = load(kIq6Abs), low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(3),
+                  first_pos = _mm512_set1_epi8(char(first_nonnegative(kIq6KValues, 64)));
+    void decode(const sy_block_iq6_k& b, Decoded& d) const {
+        for (int k = 0; k < 2; ++k) {
+            const __m512i q = _mm512_loadu_si512(b.qs + 64 * k);
+            const __m512i qh = broadcast32(b.qh + 32 * k);
+            const __m512i low[2] = {_mm512_and_si512(q, low4),
+                                    _mm512_and_si512(_mm512_srli_epi16(q, 4), low4)};
+            for (int h = 0; h < 2; ++h) {
+                const int r = 2 * k + h;
+                // Bits 4-5: (qh >> shift) & 3, then << 4 (no carry: the values are below 4).
+                const __m512i high =
+                    _mm512_and_si512(_mm512_srlv_epi16(qh, load(kIq6Shift[h])), low2);
+                const __m512i idx = _mm512_or_si512(low[h], _mm512_slli_epi16(high, 4));
+                d.u[r] = _mm512_permutexvar_epi8(idx, table);
+                d.neg[r] = _mm512_cmplt_epu8_mask(idx, first_pos);
+            }
+        }
+    }
+};
+
+// out[c] = sum over the row of weight x activation c, for T's traits and W's decoder.
+template <typename T, typename W, int C>
+void ik_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const auto* x =
+        reinterpret_cast<const typename T::Block*>(static_cast<const uint8_t*>(w) + T::kMeta);
+    const sy_block_q8_K* a[C];
+    for (int c = 0; c < C; ++c) a[c] = static_cast<const sy_block_q8_K*>(act[c]);
+    ColumnSums<C> sums;
+    const W decoder;
+    const __m512i lanes[4] = {load(W::kLanes[0]), load(W::kLanes[1]), load(W::kLanes[2]),
+                              load(W::kLanes[3])};
+    const __m256i pow2 = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
+                                           8192, 16384, short(0x8000));
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t i = 0; i < blocks; ++i) {
+        const typename T::Block& b = x[i];
+        i8::prefetch_ahead(&b, sizeof b);
+        Decoded d;
+        decoder.decode(b, d);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(T::scales(b));
+        const __m512i sc512 = _mm512_castsi256_si512(sc16);
+        __m512i sc[4];
+        for (int t = 0; t < 4; ++t) sc[t] = _mm512_permutexvar_epi16(lanes[t], sc512);
+        // l_s * (shift e_s - offset) per sub-block (|.| <= 63 * 63), times its block sum.
+        const unsigned extra = T::extra16(b);
+        const bool corrected = T::kOffset != 0 || extra != 0;
+        __m256i corr = _mm256_setzero_si256();
+        if (corrected) {
+            const __m256i on =
+                _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(short(extra)), pow2), pow2);
+            const __m256i per = _mm256_sub_epi16(_mm256_and_si256(on, _mm256_set1_epi16(T::kShift)),
+                                                 _mm256_set1_epi16(T::kOffset));
+            corr = _mm256_mullo_epi16(sc16, per);
+        }
+        const float scale = T::block_scale(b);
+        for (int c = 0; c < C; ++c) {
+            const sy_block_q8_K& ac = a[c][i];
+            __m512i s[2] = {zero, zero};
+            for (int t = 0; t < 4; ++t) {
+                __m512i q = _mm512_loadu_si512(ac.qs + 64 * t);
+                if constexpr (W::kSigned) q = _mm512_mask_sub_epi8(q, d.neg[t], zero, q);
+                s[t % 2] = _mm512_dpwssd_epi32(s[t % 2], _mm512_maddubs_epi16(d.u[t], q), sc[t]);
+            }
+            __m512i sum = _mm512_add_epi32(s[0], s[1]);
+            if (corrected) {
+                const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ac.bsums));
+                sum = _mm512_add_epi32(sum, _mm512_zextsi256_si512(_mm256_madd_epi16(corr, bs)));
+            }
+            sums.acc[c] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(scale * ac.d), sums.acc[c]);
+        }
+    }
+    sums.store(1.0f, out);
+    if constexpr (T::kMeta != 0) {
+        const float row = T::row_scale(w);
+        for (int c = 0; c < C; ++c) out[c] *= row;
+    }
+}
+
+template <int C>
+void iq2_k_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq2K, Planes2<Iq2K>, C>(blocks, w, act, out);
+}
+template <int C>
+void iq3_k_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq3K, Planes3<Iq3K>, C>(blocks, w, act, out);
+}
+template <int C>
+void iq4_k_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq4K, Iq4Wide, C>(blocks, w, act, out);
+}
+template <int C>
+void iq5_k_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq5K, Iq5Wide, C>(blocks, w, act, out);
+}
+template <int C>
+void iq6_k_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq6K, Iq6Wide, C>(blocks, w, act, out);
+}
+template <int C>
+void iq2_ks_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq2Ks, Planes2<Iq2Ks>, C>(blocks, w, act, out);
+}
+template <int C>
+void iq3_ks_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq3Ks, Planes3<Iq3Ks>, C>(blocks, w, act, out);
+}
+
+SY_CPU_DEFINE_VEC_DOT(iq2_k_wide)
+SY_CPU_DEFINE_VEC_DOT(iq3_k_wide)
+SY_CPU_DEFINE_VEC_DOT(iq4_k_wide)
+SY_CPU_DEFINE_VEC_DOT(iq5_k_wide)
+SY_CPU_DEFINE_VEC_DOT(iq6_k_wide)
+SY_CPU_DEFINE_VEC_DOT(iq2_ks_wide)
+SY_CPU_DEFINE_VEC_DOT(iq3_ks_wide)
+
+}  // namespace
+
+QuantKernel wide_ikquant_kernel(int32_t weight_type) {
+    constexpr int64_t q8_K = sizeof(sy_block_q8_K);
+    const QuantizeActFn planes = quantize_act_q8_K_q2k, nibbles = quantize_act_q8_K_nibbles,
+                        quarters = quantize_act_q8_K_quarters;
+    switch (weight_type) {
+        case SY_TYPE_IQ2_K: return {vec_dot_iq2_k_wide, planes, 256, 256, q8_K};
+        case SY_TYPE_IQ3_K: return {vec_dot_iq3_k_wide, planes, 256, 256, q8_K};
+        case SY_TYPE_IQ4_K: return {vec_dot_iq4_k_wide, quarters, 256, 256, q8_K};
+        case SY_TYPE_IQ5_K: return {vec_dot_iq5_k_wide, nibbles, 256, 256, q8_K};
+        case SY_TYPE_IQ6_K: return {vec_dot_iq6_k_wide, nibbles, 256, 256, q8_K};
+        case SY_TYPE_IQ2_KS: return {vec_dot_iq2_ks_wide, planes, 256, 256, q8_K};
+        case SY_TYPE_IQ3_KS: return {vec_dot_iq3_ks_wide, planes, 256, 256, q8_K};
+        default: return {nullptr, nullptr, 0, 0, 0};
+    }
+}
+
+#else
+
+QuantKernel wide_ikquant_kernel(int32_t) {
+    return {nullptr, nullptr, 0, 0, 0};
+}
+
+#endif
+
+}  // namespace SY_CPU_SIMD_ISA
+}  // namespace sy::cpu
