@@ -169,16 +169,34 @@ struct Iq4Wide {
     static constexpr bool kSigned = true;
     static constexpr const Words32* kLanes = kQuarterLanes;
     const __m512i table = load(kIq4Abs), low4 = _mm512_set1_epi8(0x0F), sign = _mm512_set1_epi8(8);
-    void decode(const sy_block_iq4_k& b, Decoded& d) const {
+    // q: the block's 128 bytes of 4-bit indices (IQ4_K's, IQ4_KS's layout).
+    void decode_qs(const __m512i (&q)[2], Decoded& d) const {
         for (int k = 0; k < 2; ++k) {
-            const __m512i q = _mm512_loadu_si512(b.qs + 64 * k);
-            const __m512i idx[2] = {_mm512_and_si512(q, low4),
-                                    _mm512_and_si512(_mm512_srli_epi16(q, 4), low4)};
+            const __m512i idx[2] = {_mm512_and_si512(q[k], low4),
+                                    _mm512_and_si512(_mm512_srli_epi16(q[k], 4), low4)};
             for (int h = 0; h < 2; ++h) {
                 d.u[2 * k + h] = _mm512_shuffle_epi8(table, idx[h]);
                 d.neg[2 * k + h] = _mm512_testn_epi8_mask(idx[h], sign);  // indices 0-7 < 0
             }
         }
+    }
+    template <typename Block>
+    void decode(const Block& b, Decoded& d) const {
+        const __m512i q[2] = {_mm512_loadu_si512(b.qs), _mm512_loadu_si512(b.qs + 64)};
+        decode_qs(q, d);
+    }
+};
+// IQ4_KSS: each 16-bit word w of qs becomes a ^ (a >> 1), a = w & ~1, which are IQ4_KS's bytes
+// in place (ik_block_traits.hpp's note on Iq4Kss).
+struct Iq4KssWide : Iq4Wide {
+    const __m512i not_bit0 = _mm512_set1_epi16(short(0xFFFE));
+    void decode(const sy_block_iq4_kss& b, Decoded& d) const {
+        __m512i q[2];
+        for (int k = 0; k < 2; ++k) {
+            const __m512i a = _mm512_and_si512(_mm512_loadu_si512(b.qs + 64 * k), not_bit0);
+            q[k] = _mm512_xor_si512(a, _mm512_srli_epi16(a, 1));
+        }
+        decode_qs(q, d);
     }
 };
 struct Iq5Wide {
@@ -187,7 +205,8 @@ struct Iq5Wide {
     const __m512i table = load(kIq5Abs), low4 = _mm512_set1_epi8(0x0F),
                   sixteen = _mm512_set1_epi8(16),
                   first_pos = _mm512_set1_epi8(char(first_nonnegative(kIq5KValues, 32)));
-    void decode(const sy_block_iq5_k& b, Decoded& d) const {
+    template <typename Block>  // IQ5_K, IQ5_KS
+    void decode(const Block& b, Decoded& d) const {
         const __m512i qh = broadcast32(b.qh);
         for (int k = 0; k < 2; ++k) {
             const __m512i q = _mm512_loadu_si512(b.qs + 64 * k);
@@ -225,6 +244,134 @@ struct Iq6Wide {
             }
         }
     }
+};
+
+// IQ2_KL (natural order): register m = the 16 pairs of chunk 2m (bytes 0-31) and of 2m + 1, each
+// pair's 5-bit code looked up as one word of the pair table (vpermw). The table's values (-63 ..
+// 47) plus 63 are unsigned, as IQ2_K's.
+constexpr int kIq2KlOffset = 63;
+struct alignas(64) KlPairs {
+    uint16_t w[32];
+};
+constexpr KlPairs kl_pairs() {
+    constexpr uint16_t pairs[32] = SY_IQ2KL_VALUES_INIT;
+    KlPairs t{};
+    for (int e = 0; e < 32; ++e) {
+        const int lo = int8_t(pairs[e] & 0xFF) + kIq2KlOffset,
+                  hi = int8_t(pairs[e] >> 8) + kIq2KlOffset;
+        t.w[e] = uint16_t(lo | hi << 8);
+    }
+    return t;
+}
+constexpr KlPairs kKlPairs = kl_pairs();
+constexpr Words32 natural_lanes(int reg) {
+    Words32 t{};
+    for (int l = 0; l < 32; ++l) t.w[l] = int16_t(4 * reg + l / 8);
+    return t;
+}
+constexpr Words32 kNaturalLanes[4] = {natural_lanes(0), natural_lanes(1), natural_lanes(2),
+                                      natural_lanes(3)};
+// Chunk 2m's code bits come from the low nibbles of qs[16 m + p] and bit 2m of qh[p], chunk
+// 2m + 1's from the high nibbles and bit 2m + 1: per-word shifts for the two halves.
+constexpr Words32 kKlNibbleShift = word_halves(0, 4);
+constexpr Words32 kKlHighShift[4] = {word_halves(0, 1), word_halves(2, 3), word_halves(4, 5),
+                                     word_halves(6, 7)};
+struct Iq2KlWide {
+    static constexpr bool kSigned = false;
+    static constexpr const Words32* kLanes = kNaturalLanes;
+    const __m512i table = _mm512_load_si512(kKlPairs.w), nibble_shift = load(kKlNibbleShift),
+                  low4 = _mm512_set1_epi16(0x0F), one = _mm512_set1_epi16(1);
+    static __m512i words16(const uint8_t* p) {  // 16 bytes, zero-extended, twice
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        return _mm512_cvtepu8_epi16(_mm256_broadcastsi128_si256(x));
+    }
+    void decode(const sy_block_iq2_kl& b, Decoded& d) const {
+        const __m512i qh = words16(b.qh);
+        for (int m = 0; m < 4; ++m) {
+            const __m512i low =
+                _mm512_and_si512(_mm512_srlv_epi16(words16(b.qs + 16 * m), nibble_shift), low4);
+            const __m512i high =
+                _mm512_and_si512(_mm512_srlv_epi16(qh, load(kKlHighShift[m])), one);
+            d.u[m] =
+                _mm512_permutexvar_epi16(_mm512_or_si512(low, _mm512_slli_epi16(high, 4)), table);
+        }
+    }
+};
+
+// The row-scaled types whose 32-value sub-blocks each have one scale and one table half
+// (ik_block_traits.hpp has IQ2_KS and IQ3_KS): scales(b) gives the 16-value sub-blocks' scales as
+// bytes, extra16 their table halves.
+struct RowScaledF32 {
+    static constexpr int kMeta = 4;
+    static float row_scale(const void* w) {
+        float d;
+        std::memcpy(&d, w, 4);
+        return d;
+    }
+    template <typename Block>
+    static float block_scale(const Block&) {
+        return 1.0f;
+    }
+    // 8 bytes s_c (sub-block c's byte: bit 0 the half, scale (s & 254) - 127): the scales of the
+    // 16 sub-blocks of 16 values, and the halves as the 8 bits of byte c's bit 0.
+    static __m128i scales_of(__m128i s8) {
+        const __m128i l =
+            _mm_sub_epi8(_mm_and_si128(s8, _mm_set1_epi8(char(254))), _mm_set1_epi8(127));
+        return _mm_unpacklo_epi8(l, l);
+    }
+    static unsigned halves_of(__m128i s8) {
+        return unsigned(_mm_movemask_epi8(_mm_slli_epi16(s8, 7))) & 0xFF;
+    }
+};
+struct Iq4KsT : RowScaledF32 {
+    using Block = sy_block_iq4_ks;
+    static constexpr int kShift = SY_IQ4K_SHIFT, kOffset = 0;
+    static __m128i bytes(const Block& b) {
+        return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales));
+    }
+    static __m128i scales(const Block& b) { return scales_of(bytes(b)); }
+    static unsigned extra16(const Block& b) { return RowScaledF16::doubled(halves_of(bytes(b))); }
+};
+struct Iq5KsT : RowScaledF32 {
+    using Block = sy_block_iq5_ks;
+    static constexpr int kShift = SY_IQ5NL_SHIFT, kOffset = 0;
+    static __m128i bytes(const Block& b) {
+        return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales));
+    }
+    static __m128i scales(const Block& b) { return scales_of(bytes(b)); }
+    static unsigned extra16(const Block& b) { return RowScaledF16::doubled(halves_of(bytes(b))); }
+};
+struct Iq4KssT : RowScaledF32 {
+    using Block = sy_block_iq4_kss;
+    static constexpr int kShift = SY_IQ4K_SHIFT, kOffset = 0;
+    // Sub-block c's byte: bit 0 of its 8 words (one 32-bit mask per 64 bytes).
+    static __m128i bytes(const Block& b) {
+        const __m512i bit0 = _mm512_set1_epi16(1);
+        const uint64_t lo = _mm512_test_epi16_mask(_mm512_loadu_si512(b.qs), bit0);
+        const uint64_t hi = _mm512_test_epi16_mask(_mm512_loadu_si512(b.qs + 64), bit0);
+        return _mm_cvtsi64_si128(int64_t(lo | hi << 32));
+    }
+    static __m128i scales(const Block& b) { return scales_of(bytes(b)); }
+    static unsigned extra16(const Block& b) { return RowScaledF16::doubled(halves_of(bytes(b))); }
+};
+struct Iq2KlT : RowScaledF16 {
+    using Block = sy_block_iq2_kl;
+    static constexpr int kShift = 0, kOffset = kIq2KlOffset;
+    static __m128i scales(const Block& b) {
+        // Chunk c: the nibble c / 4 of scales_l[c % 4], and bits 2c .. 2c + 1 of scales_h.
+        uint32_t w;
+        std::memcpy(&w, b.scales_l, 4);
+        const __m128i x = _mm_cvtsi32_si128(int(w));
+        const __m128i m = _mm_set1_epi8(0x0F);
+        const __m128i low4 =
+            _mm_unpacklo_epi32(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+        const __m128i l = _mm_sub_epi8(
+            _mm_or_si128(low4,
+                         _mm_slli_epi16(fields2(reinterpret_cast<const uint8_t*>(&b.scales_h)), 4)),
+            _mm_set1_epi8(32));
+        return _mm_unpacklo_epi8(l, l);
+    }
+    static unsigned extra16(const Block&) { return 0; }
 };
 
 // out[c] = sum over the row of weight x activation c, for T's traits and W's decoder.
@@ -315,6 +462,23 @@ void iq3_ks_wide_cols(int64_t blocks, const void* w, const void* const* act, flo
     ik_wide_cols<Iq3Ks, Planes3<Iq3Ks>, C>(blocks, w, act, out);
 }
 
+template <int C>
+void iq4_ks_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq4KsT, Iq4Wide, C>(blocks, w, act, out);
+}
+template <int C>
+void iq5_ks_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq5KsT, Iq5Wide, C>(blocks, w, act, out);
+}
+template <int C>
+void iq4_kss_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq4KssT, Iq4KssWide, C>(blocks, w, act, out);
+}
+template <int C>
+void iq2_kl_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq2KlT, Iq2KlWide, C>(blocks, w, act, out);
+}
+
 SY_CPU_DEFINE_VEC_DOT(iq2_k_wide)
 SY_CPU_DEFINE_VEC_DOT(iq3_k_wide)
 SY_CPU_DEFINE_VEC_DOT(iq4_k_wide)
@@ -322,6 +486,10 @@ SY_CPU_DEFINE_VEC_DOT(iq5_k_wide)
 SY_CPU_DEFINE_VEC_DOT(iq6_k_wide)
 SY_CPU_DEFINE_VEC_DOT(iq2_ks_wide)
 SY_CPU_DEFINE_VEC_DOT(iq3_ks_wide)
+SY_CPU_DEFINE_VEC_DOT(iq4_ks_wide)
+SY_CPU_DEFINE_VEC_DOT(iq5_ks_wide)
+SY_CPU_DEFINE_VEC_DOT(iq4_kss_wide)
+SY_CPU_DEFINE_VEC_DOT(iq2_kl_wide)
 
 }  // namespace
 
@@ -337,6 +505,10 @@ QuantKernel wide_ikquant_kernel(int32_t weight_type) {
         case SY_TYPE_IQ6_K: return {vec_dot_iq6_k_wide, nibbles, 256, 256, q8_K};
         case SY_TYPE_IQ2_KS: return {vec_dot_iq2_ks_wide, planes, 256, 256, q8_K};
         case SY_TYPE_IQ3_KS: return {vec_dot_iq3_ks_wide, planes, 256, 256, q8_K};
+        case SY_TYPE_IQ4_KS: return {vec_dot_iq4_ks_wide, quarters, 256, 256, q8_K};
+        case SY_TYPE_IQ5_KS: return {vec_dot_iq5_ks_wide, nibbles, 256, 256, q8_K};
+        case SY_TYPE_IQ4_KSS: return {vec_dot_iq4_kss_wide, quarters, 256, 256, q8_K};
+        case SY_TYPE_IQ2_KL: return {vec_dot_iq2_kl_wide, quantize_act_q8_K_row, 256, 256, q8_K};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
