@@ -153,7 +153,8 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
     if (K >= 256 || K == 128)
         for (const QuantKernel& wide :
              {group_kernel(weight_type), wide_kquant_kernel(weight_type),
-              wide_ikquant_kernel(weight_type), codebook_kernel(weight_type)})
+              wide_ikquant_kernel(weight_type), wide_trellis_kernel(weight_type),
+              codebook_kernel(weight_type)})
             if (wide.dot) return wide;
     const QuantizeActFn q32 = quantize_act_q8x32_row, q256 = quantize_act_q8_K_row;
     switch (weight_type) {
