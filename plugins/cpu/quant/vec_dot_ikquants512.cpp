@@ -271,29 +271,47 @@ constexpr Words32 natural_lanes(int reg) {
 }
 constexpr Words32 kNaturalLanes[4] = {natural_lanes(0), natural_lanes(1), natural_lanes(2),
                                       natural_lanes(3)};
-// Chunk 2m's code bits come from the low nibbles of qs[16 m + p] and bit 2m of qh[p], chunk
-// 2m + 1's from the high nibbles and bit 2m + 1: per-word shifts for the two halves.
-constexpr Words32 kKlNibbleShift = word_halves(0, 4);
-constexpr Words32 kKlHighShift[4] = {word_halves(0, 1), word_halves(2, 3), word_halves(4, 5),
-                                     word_halves(6, 7)};
+// Byte l: bit 2 (l / 16) + odd, the qh bit of chunk 2m + odd for 16-byte lane m.
+constexpr Bytes64 kl_high_bits(int odd) {
+    Bytes64 t{};
+    for (int l = 0; l < 64; ++l) t.b[l] = int8_t(1 << (2 * (l / 16) + odd));
+    return t;
+}
+constexpr Bytes64 kKlEvenBit = kl_high_bits(0), kKlOddBit = kl_high_bits(1);
+struct alignas(64) Qwords8 {
+    int64_t q[8];
+};
+// Registers 2j, 2j + 1 as qwords of [even | odd]: lanes j' = 2j, 2j + 1 of each, interleaved.
+constexpr Qwords8 kl_lanes(int j) {
+    Qwords8 t{};
+    for (int k = 0; k < 8; ++k) t.q[k] = 8 * ((k / 2) % 2) + 2 * (2 * j + k / 4) + k % 2;
+    return t;
+}
+constexpr Qwords8 kKlLanes[2] = {kl_lanes(0), kl_lanes(1)};
 struct Iq2KlWide {
     static constexpr bool kSigned = false;
     static constexpr const Words32* kLanes = kNaturalLanes;
-    const __m512i table = _mm512_load_si512(kKlPairs.w), nibble_shift = load(kKlNibbleShift),
-                  low4 = _mm512_set1_epi16(0x0F), one = _mm512_set1_epi16(1);
-    static __m512i words16(const uint8_t* p) {  // 16 bytes, zero-extended, twice
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        return _mm512_cvtepu8_epi16(_mm256_broadcastsi128_si256(x));
-    }
+    const __m512i table = _mm512_load_si512(kKlPairs.w), low4 = _mm512_set1_epi8(0x0F),
+                  sixteen = _mm512_set1_epi8(16);
+    // The 5-bit codes as bytes, 16-byte lane m of `even` holding chunk 2m's (the low nibbles of
+    // qs[16 m, 16 m + 16) and bit 2m of qh), of `odd` chunk 2m + 1's (high nibbles, bit 2m + 1);
+    // then each register's 32 codes widened to words and looked up as pairs.
     void decode(const sy_block_iq2_kl& b, Decoded& d) const {
-        const __m512i qh = words16(b.qh);
-        for (int m = 0; m < 4; ++m) {
-            const __m512i low =
-                _mm512_and_si512(_mm512_srlv_epi16(words16(b.qs + 16 * m), nibble_shift), low4);
-            const __m512i high =
-                _mm512_and_si512(_mm512_srlv_epi16(qh, load(kKlHighShift[m])), one);
-            d.u[m] =
-                _mm512_permutexvar_epi16(_mm512_or_si512(low, _mm512_slli_epi16(high, 4)), table);
+        const __m512i q = _mm512_loadu_si512(b.qs);
+        const __m512i qh =
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh)));
+        __m512i even = _mm512_and_si512(q, low4);
+        __m512i odd = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+        even =
+            _mm512_mask_add_epi8(even, _mm512_test_epi8_mask(qh, load(kKlEvenBit)), even, sixteen);
+        odd = _mm512_mask_add_epi8(odd, _mm512_test_epi8_mask(qh, load(kKlOddBit)), odd, sixteen);
+        for (int j = 0; j < 2; ++j) {
+            const __m512i pair = _mm512_permutex2var_epi64(even, _mm512_load_si512(kKlLanes[j].q),
+                                                           odd);  // [even 2j | odd 2j | ...]
+            d.u[2 * j] =
+                _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(pair)), table);
+            d.u[2 * j + 1] = _mm512_permutexvar_epi16(
+                _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(pair, 1)), table);
         }
     }
 };
