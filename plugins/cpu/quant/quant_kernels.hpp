@@ -127,7 +127,8 @@ QuantKernel wide_kquant_kernel(int32_t weight_type);
 // The AVX-512 VBMI IQ2_K ... IQ6_K, IQ2_KS, IQ3_KS kernels on Q8_K activations in their own element
 // order, or {nullptr, ...} where the variant has none (vec_dot_ikquants512.cpp).
 QuantKernel wide_ikquant_kernel(int32_t weight_type);
-// The AVX-512 VNNI IQ1_KT / IQ2_KT / IQ4_KT kernels on activations stored four times each, or
+// The AVX-512 VNNI IQ1_KT ... IQ4_KT kernels on activations stored four times each (IQ3_KT: as
+// 32-bit lanes), or
 // {nullptr, ...} where the variant has none (vec_dot_trellis512.cpp).
 QuantKernel wide_trellis_kernel(int32_t weight_type);
 // The AVX-512 VBMI IQ2_XXS / IQ3_XXS kernels that decode the codebook in registers, on Q8_K

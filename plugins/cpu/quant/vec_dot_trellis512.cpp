@@ -12,8 +12,10 @@
 // (8 states each; IQ4_KT: codes 4r .. 4r + 3, 4 states each). Each lane's start x0 = code +
 // offset is picked from the block's codes with vpermd, and x = x0 * a^(1 + lane % G).
 //
-// IQ3_KT (|v| with a sign bit per value) is not linear in the states' bytes and keeps the
-// 256-bit kernel.
+// IQ3_KT's weights are |v| with a sign bit per value, which is not linear in the states' bytes:
+// its values are formed in the 32-bit lanes (vpdpbusd of the state with ones from -126, abs,
+// negated under the sign mask) and multiplied with activations stored as 32-bit lanes whose high
+// half is zero (ActQ16x2), so that vpdpwssd takes a lane's whole product.
 #include "quant/quant_kernels.hpp"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
@@ -48,6 +50,25 @@ void quantize_act_q8x4(const float* x, void* y, int64_t n) {
         quantize_act_q8_K(x + SY_QK_K * b, &q, SY_QK_K);
         for (int k = 0; k < SY_QK_K; ++k) std::memset(out[b].qs + 4 * k, q.qs[k], 4);
         std::memcpy(out[b].bsums, q.bsums, sizeof q.bsums);
+        out[b].d = q.d;
+    }
+}
+
+// 256 activations as 32-bit lanes: the low 16 bits the int8 value, the high 16 zero.
+struct ActQ16x2 {
+    int16_t qs[2 * SY_QK_K];
+    float d;
+};
+
+void quantize_act_q16x2(const float* x, void* y, int64_t n) {
+    auto* out = static_cast<ActQ16x2*>(y);
+    for (int64_t b = 0; b < n / SY_QK_K; ++b) {
+        sy_block_q8_K q;
+        quantize_act_q8_K(x + SY_QK_K * b, &q, SY_QK_K);
+        for (int k = 0; k < SY_QK_K; ++k) {
+            out[b].qs[2 * k] = q.qs[k];
+            out[b].qs[2 * k + 1] = 0;
+        }
         out[b].d = q.d;
     }
 }
@@ -251,6 +272,61 @@ void kt_wide_cols(int64_t blocks, const void* w, const void* const* act, float* 
     for (int c = 0; c < C; ++c) out[c] *= row;
 }
 
+// IQ3_KT: as IQ2_KT's codes (and row scale 1.01), unsigned scale nibbles, and the sign of value
+// 32 c + j in bit c of qh[j].
+template <int C>
+void iq3_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const auto* x = reinterpret_cast<const sy_block_iq3_kt*>(static_cast<const uint8_t*>(w) + 4);
+    const ActQ16x2* a[C];
+    for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ16x2*>(act[c]);
+    ColumnSums<C> sums;
+    const __m512i mult = load(kMult8), mask = _mm512_set1_epi32(0x3F3F3F3F),
+                  ones = _mm512_set1_epi8(1), minus126 = _mm512_set1_epi32(-126),
+                  offset = _mm512_set1_epi32(int(SY_KT_OFFSET)), zero = _mm512_setzero_si512();
+    for (int64_t i = 0; i < blocks; ++i) {
+        const sy_block_iq3_kt& b = x[i];
+        i8::prefetch_ahead(&b, sizeof b);
+        __m512i codes[2];
+        for (int k = 0; k < 2; ++k)
+            codes[k] = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+                                            reinterpret_cast<const __m256i*>(b.ql + 32 * k))),
+                                        offset);
+        const __m512i qh[2] = {bytes_to_dwords(b.qh), bytes_to_dwords(b.qh + 16)};
+        uint32_t sw;
+        std::memcpy(&sw, b.scales, 4);
+        const __m128i sx = _mm_cvtsi32_si128(int(sw)), m4 = _mm_set1_epi8(0x0F);
+        const __m512 lf = _mm512_castps256_ps512(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+            _mm_unpacklo_epi32(_mm_and_si128(sx, m4), _mm_and_si128(_mm_srli_epi16(sx, 4), m4)))));
+        __m512 block[C][2];
+        for (int c = 0; c < C; ++c) block[c][0] = block[c][1] = _mm512_setzero_ps();
+        for (int chunk = 0; chunk < 8; ++chunk) {
+            const __m512i bit = _mm512_set1_epi32(1 << chunk);
+            __m512i v[2];
+            for (int h = 0; h < 2; ++h) {
+                const int r = 2 * chunk + h;
+                const __m512i x0 = _mm512_permutexvar_epi32(load(kLanes8[r % 8]), codes[r / 8]);
+                const __m512i st = _mm512_and_si512(_mm512_mullo_epi32(x0, mult), mask);
+                const __m512i mag = _mm512_abs_epi32(_mm512_dpbusd_epi32(minus126, st, ones));
+                v[h] = _mm512_mask_sub_epi32(mag, _mm512_test_epi32_mask(qh[h], bit), zero, mag);
+            }
+            const __m512 lc = _mm512_permutexvar_ps(_mm512_set1_epi32(chunk), lf);
+            for (int c = 0; c < C; ++c) {
+                const int16_t* q = a[c][i].qs + 64 * chunk;
+                __m512i sum = _mm512_dpwssd_epi32(zero, v[0], _mm512_loadu_si512(q));
+                sum = _mm512_dpwssd_epi32(sum, v[1], _mm512_loadu_si512(q + 32));
+                block[c][chunk % 2] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), lc, block[c][chunk % 2]);
+            }
+        }
+        for (int c = 0; c < C; ++c)
+            sums.acc[c] = _mm512_fmadd_ps(_mm512_add_ps(block[c][0], block[c][1]),
+                                          _mm512_set1_ps(a[c][i].d), sums.acc[c]);
+    }
+    sums.store(0.0f, out);
+    const float row = row_scale_f32(w) * 1.01f;
+    for (int c = 0; c < C; ++c) out[c] *= row;
+}
+
 template <int C>
 void iq1_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     kt_wide_cols<Iq1KtWide, C>(blocks, w, act, out);
@@ -266,6 +342,7 @@ void iq4_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, flo
 
 SY_CPU_DEFINE_VEC_DOT(iq1_kt_wide)
 SY_CPU_DEFINE_VEC_DOT(iq2_kt_wide)
+SY_CPU_DEFINE_VEC_DOT(iq3_kt_wide)
 SY_CPU_DEFINE_VEC_DOT(iq4_kt_wide)
 
 }  // namespace
@@ -275,6 +352,8 @@ QuantKernel wide_trellis_kernel(int32_t weight_type) {
     switch (weight_type) {
         case SY_TYPE_IQ1_KT: return {vec_dot_iq1_kt_wide, quantize_act_q8x4, 256, 256, bytes};
         case SY_TYPE_IQ2_KT: return {vec_dot_iq2_kt_wide, quantize_act_q8x4, 256, 256, bytes};
+        case SY_TYPE_IQ3_KT:
+            return {vec_dot_iq3_kt_wide, quantize_act_q16x2, 256, 256, sizeof(ActQ16x2)};
         case SY_TYPE_IQ4_KT: return {vec_dot_iq4_kt_wide, quantize_act_q8x4, 256, 256, bytes};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
