@@ -240,12 +240,7 @@ struct Iq3Ks : RowScaledF16 {
 #if defined(SY_CPU_INT8_AVX2)
     static __m128i scales(const Block& b) {
         // Chunks 0-3: the low nibbles of scales[0..3], chunks 4-7 their high nibbles.
-        uint32_t w;
-        std::memcpy(&w, b.scales, 4);
-        const __m128i x = _mm_cvtsi32_si128(int(w));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        const __m128i low4 =
-            _mm_unpacklo_epi32(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+        const __m128i low4 = nibbles_low_high(b.scales);
         return spread(_mm_or_si128(low4, bit4_of(b.extra)));
     }
 #endif

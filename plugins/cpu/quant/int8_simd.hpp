@@ -122,6 +122,15 @@ inline I8x32 gather_u32x8(const uint32_t* table, const uint8_t* idx, unsigned hi
     const __m256i index = _mm256_or_si256(lo, _mm256_slli_epi32(bit, 8));
     return {_mm256_i32gather_epi32(reinterpret_cast<const int*>(table), index, 4)};
 }
+// 8 4-bit fields of the 4 bytes at p, low nibbles first: field c in byte c (c < 4: the low
+// nibble of p[c], c >= 4: the high nibble of p[c - 4]; the sub-block scales of IQ3_KS, IQ2_KL,
+// IQ2_KT and IQ3_KT).
+inline __m128i nibbles_low_high(const uint8_t* p) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    const __m128i x = _mm_cvtsi32_si128(int(w)), m = _mm_set1_epi8(0x0F);
+    return _mm_unpacklo_epi32(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+}
 // table: 16 signed bytes; idx bytes in [0, 16).
 inline I8x32 lut16(const int8_t* table, I8x32 idx) {
     const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));

@@ -377,12 +377,7 @@ struct Iq2KlT : RowScaledF16 {
     static constexpr int kShift = 0, kOffset = kIq2KlOffset;
     static __m128i scales(const Block& b) {
         // Chunk c: the nibble c / 4 of scales_l[c % 4], and bits 2c .. 2c + 1 of scales_h.
-        uint32_t w;
-        std::memcpy(&w, b.scales_l, 4);
-        const __m128i x = _mm_cvtsi32_si128(int(w));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        const __m128i low4 =
-            _mm_unpacklo_epi32(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+        const __m128i low4 = i8::nibbles_low_high(b.scales_l);
         const __m128i l = _mm_sub_epi8(
             _mm_or_si128(low4,
                          _mm_slli_epi16(fields2(reinterpret_cast<const uint8_t*>(&b.scales_h)), 4)),

@@ -43,15 +43,23 @@ struct ActQ8x4 {
     float d;
 };
 
-void quantize_act_q8x4(const float* x, void* y, int64_t n) {
-    auto* out = static_cast<ActQ8x4*>(y);
+// Each 256 values quantized as Q8_K, then handed to store(q, out) to be laid out.
+template <typename Act, typename Store>
+void quantize_expanded(const float* x, void* y, int64_t n, Store store) {
+    auto* out = static_cast<Act*>(y);
     for (int64_t b = 0; b < n / SY_QK_K; ++b) {
         sy_block_q8_K q;
         quantize_act_q8_K(x + SY_QK_K * b, &q, SY_QK_K);
-        for (int k = 0; k < SY_QK_K; ++k) std::memset(out[b].qs + 4 * k, q.qs[k], 4);
-        std::memcpy(out[b].bsums, q.bsums, sizeof q.bsums);
+        store(q, out[b]);
         out[b].d = q.d;
     }
+}
+
+void quantize_act_q8x4(const float* x, void* y, int64_t n) {
+    quantize_expanded<ActQ8x4>(x, y, n, [](const sy_block_q8_K& q, ActQ8x4& a) {
+        for (int k = 0; k < SY_QK_K; ++k) std::memset(a.qs + 4 * k, q.qs[k], 4);
+        std::memcpy(a.bsums, q.bsums, sizeof q.bsums);
+    });
 }
 
 // 256 activations as 32-bit lanes: the low 16 bits the int8 value, the high 16 zero.
@@ -61,16 +69,12 @@ struct ActQ16x2 {
 };
 
 void quantize_act_q16x2(const float* x, void* y, int64_t n) {
-    auto* out = static_cast<ActQ16x2*>(y);
-    for (int64_t b = 0; b < n / SY_QK_K; ++b) {
-        sy_block_q8_K q;
-        quantize_act_q8_K(x + SY_QK_K * b, &q, SY_QK_K);
+    quantize_expanded<ActQ16x2>(x, y, n, [](const sy_block_q8_K& q, ActQ16x2& a) {
         for (int k = 0; k < SY_QK_K; ++k) {
-            out[b].qs[2 * k] = q.qs[k];
-            out[b].qs[2 * k + 1] = 0;
+            a.qs[2 * k] = q.qs[k];
+            a.qs[2 * k + 1] = 0;
         }
-        out[b].d = q.d;
-    }
+    });
 }
 
 struct alignas(64) Dwords16 {
@@ -143,11 +147,7 @@ struct Iq2KtWide {
     }
     // Sub-block c: entry (nibble c / 4 of scales[c % 4]) of the first 16 IQ4_K values.
     static __m256i scales(const Block& b) {
-        uint32_t w;
-        std::memcpy(&w, b.scales, 4);
-        const __m128i x = _mm_cvtsi32_si128(int(w)), m = _mm_set1_epi8(0x0F);
-        const __m128i idx =
-            _mm_unpacklo_epi32(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+        const __m128i idx = i8::nibbles_low_high(b.scales);
         return _mm256_cvtepi8_epi32(_mm_shuffle_epi8(iq4k_table(), idx));
     }
 };
@@ -292,11 +292,8 @@ void iq3_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, flo
                                             reinterpret_cast<const __m256i*>(b.ql + 32 * k))),
                                         offset);
         const __m512i qh[2] = {bytes_to_dwords(b.qh), bytes_to_dwords(b.qh + 16)};
-        uint32_t sw;
-        std::memcpy(&sw, b.scales, 4);
-        const __m128i sx = _mm_cvtsi32_si128(int(sw)), m4 = _mm_set1_epi8(0x0F);
-        const __m512 lf = _mm512_castps256_ps512(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-            _mm_unpacklo_epi32(_mm_and_si128(sx, m4), _mm_and_si128(_mm_srli_epi16(sx, 4), m4)))));
+        const __m512 lf = _mm512_castps256_ps512(
+            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(i8::nibbles_low_high(b.scales))));
         __m512 block[C][2];
         for (int c = 0; c < C; ++c) block[c][0] = block[c][1] = _mm512_setzero_ps();
         for (int chunk = 0; chunk < 8; ++chunk) {
