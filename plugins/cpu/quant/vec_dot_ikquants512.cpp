@@ -1,15 +1,18 @@
-// AVX-512 (BW, VBMI, VNNI) dot products of ik_llama.cpp's IQ2_K ... IQ6_K, IQ2_KS and IQ3_KS
-// against Q8_K: one 256-value super-block per step in four 512-bit registers, decoded into bytes
-// laid out like the activations, so that every product is a plain 64-byte load of a.qs. Three
-// register layouts, each with its activation order (quantize_activations.cpp):
+// AVX-512 (BW, VBMI, VNNI) dot products of ik_llama.cpp's IQ2_K ... IQ6_K, IQ2_KS ... IQ5_KS,
+// IQ4_KSS and IQ2_KL (and mainline IQ4_XS, whose table is IQ4_K's base half) against Q8_K: one
+// 256-value super-block per step in four 512-bit registers, decoded into bytes laid out like the
+// activations, so that every product is a plain 64-byte load of a.qs. Four register layouts,
+// each with its activation order (quantize_activations.cpp):
 //   planes (IQ2_K, IQ3_K, IQ2_KS, IQ3_KS; Q2_K's order, quantize_act_q8_K_q2k): the 2-bit
 //     planes of qs[0, 64): register g = bits 2g..2g+1, bytes l < 32 are value 32 g + l, bytes
 //     32 + l value 128 + 32 g + l; the third bit of IQ3_K is bit g (4 + g) of qh[l].
-//   nibbles (IQ5_K, IQ6_K; Q4_K's order, quantize_act_q8_K_nibbles): register 2k + h = the low
-//     (h = 0) or high nibbles of qs[64 k, 64 k + 64), i.e. the 32-value chunks 4k + h (bytes
-//     0-31) and 4k + 2 + h (bytes 32-63).
-//   quarters (IQ4_K; quantize_act_q8_K_quarters): register 2k + h = the low or high nibbles of
-//     qs[64 k, 64 k + 64), 16-byte lane j = values 128 k + 32 j + 16 h + [0, 16).
+//   nibbles (IQ5_K, IQ6_K, IQ5_KS; Q4_K's order, quantize_act_q8_K_nibbles): register 2k + h =
+//     the low (h = 0) or high nibbles of qs[64 k, 64 k + 64), i.e. the 32-value chunks 4k + h
+//     (bytes 0-31) and 4k + 2 + h (bytes 32-63).
+//   quarters (IQ4_K, IQ4_KS, IQ4_KSS, IQ4_XS; quantize_act_q8_K_quarters): register 2k + h = the
+//     low or high nibbles of qs[64 k, 64 k + 64), 16-byte lane j = values 128 k + 32 j + 16 h +
+//     [0, 16).
+//   natural (IQ2_KL): register m = values 64 m .. 64 m + 63.
 // Each 16-value sub-block covers 8 int16 lanes of the pair sums, so its scale is picked per lane
 // with vpermw from the 16 scales (ik_block_traits.hpp decodes them into bytes).
 //
@@ -372,6 +375,18 @@ struct Iq4KssT : RowScaledF32 {
     static __m128i scales(const Block& b) { return scales_of(bytes(b)); }
     static unsigned extra16(const Block& b) { return RowScaledF16::doubled(halves_of(bytes(b))); }
 };
+// Mainline IQ4_XS: IQ4_K's indices and base table with a 6-bit scale per 32 values (its fields
+// as IQ4_K's per 16) and no table halves.
+struct Iq4XsT : BlockScaled {
+    using Block = sy_block_iq4_xs;
+    static constexpr int kShift = 0, kOffset = 0;
+    static float block_scale(const Block& b) { return h2f(b.d); }
+    static unsigned extra16(const Block&) { return 0; }
+    static __m128i scales(const Block& b) {
+        const __m128i l = scales6(reinterpret_cast<const uint8_t*>(&b.scales_h), b.scales_l);
+        return _mm_unpacklo_epi8(l, l);
+    }
+};
 struct Iq2KlT : RowScaledF16 {
     using Block = sy_block_iq2_kl;
     static constexpr int kShift = 0, kOffset = kIq2KlOffset;
@@ -488,6 +503,10 @@ void iq4_kss_wide_cols(int64_t blocks, const void* w, const void* const* act, fl
     ik_wide_cols<Iq4KssT, Iq4KssWide, C>(blocks, w, act, out);
 }
 template <int C>
+void iq4_xs_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Iq4XsT, Iq4Wide, C>(blocks, w, act, out);
+}
+template <int C>
 void iq2_kl_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     ik_wide_cols<Iq2KlT, Iq2KlWide, C>(blocks, w, act, out);
 }
@@ -503,6 +522,7 @@ SY_CPU_DEFINE_VEC_DOT(iq4_ks_wide)
 SY_CPU_DEFINE_VEC_DOT(iq5_ks_wide)
 SY_CPU_DEFINE_VEC_DOT(iq4_kss_wide)
 SY_CPU_DEFINE_VEC_DOT(iq2_kl_wide)
+SY_CPU_DEFINE_VEC_DOT(iq4_xs_wide)
 
 }  // namespace
 
@@ -520,6 +540,7 @@ QuantKernel wide_ikquant_kernel(int32_t weight_type) {
         case SY_TYPE_IQ3_KS: return {vec_dot_iq3_ks_wide, planes, 256, 256, q8_K};
         case SY_TYPE_IQ4_KS: return {vec_dot_iq4_ks_wide, quarters, 256, 256, q8_K};
         case SY_TYPE_IQ5_KS: return {vec_dot_iq5_ks_wide, nibbles, 256, 256, q8_K};
+        case SY_TYPE_IQ4_XS: return {vec_dot_iq4_xs_wide, quarters, 256, 256, q8_K};
         case SY_TYPE_IQ4_KSS: return {vec_dot_iq4_kss_wide, quarters, 256, 256, q8_K};
         case SY_TYPE_IQ2_KL: return {vec_dot_iq2_kl_wide, quantize_act_q8_K_row, 256, 256, q8_K};
         default: return {nullptr, nullptr, 0, 0, 0};
