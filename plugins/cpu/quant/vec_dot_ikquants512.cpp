@@ -1,9 +1,10 @@
 // AVX-512 (BW, VBMI, VNNI) dot products of ik_llama.cpp's IQ2_K ... IQ6_K, IQ2_KS ... IQ5_KS,
-// IQ4_KSS and IQ2_KL (and mainline IQ4_XS, whose table is IQ4_K's base half) against Q8_K: one
-// 256-value super-block per step in four 512-bit registers, decoded into bytes laid out like the
+// IQ4_KSS and IQ2_KL (and mainline IQ4_XS, whose table is IQ4_K's base half, and Q3_K, IQ3_K's
+// planes without a table) against Q8_K: one 256-value super-block per step in four 512-bit
+// registers, decoded into bytes laid out like the
 // activations, so that every product is a plain 64-byte load of a.qs. Four register layouts,
 // each with its activation order (quantize_activations.cpp):
-//   planes (IQ2_K, IQ3_K, IQ2_KS, IQ3_KS; Q2_K's order, quantize_act_q8_K_q2k): the 2-bit
+//   planes (IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, Q3_K; Q2_K's order, quantize_act_q8_K_q2k): the 2-bit
 //     planes of qs[0, 64): register g = bits 2g..2g+1, bytes l < 32 are value 32 g + l, bytes
 //     32 + l value 128 + 32 g + l; the third bit of IQ3_K is bit g (4 + g) of qh[l].
 //   nibbles (IQ5_K, IQ6_K, IQ5_KS; Q4_K's order, quantize_act_q8_K_nibbles): register 2k + h =
@@ -153,18 +154,30 @@ struct Planes2 {  // IQ2_K, IQ2_KS
                 _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 2 * g), low2));
     }
 };
-template <typename T>
-struct Planes3 {  // IQ3_K, IQ3_KS
+// The third index bit's plane: IQ3_K's qh, Q3_K's hmask (the same layout).
+inline const uint8_t* plane3(const sy_block_iq3_k& b) {
+    return b.qh;
+}
+inline const uint8_t* plane3(const sy_block_iq3_ks& b) {
+    return b.qh;
+}
+inline const uint8_t* plane3(const sy_block_q3_K& b) {
+    return b.hmask;
+}
+// kLookup: through IQ3_K's table; else the 3-bit index is the value (Q3_K's, plus 4).
+template <typename T, bool kLookup = true>
+struct Planes3 {  // IQ3_K, IQ3_KS, Q3_K
     static constexpr bool kSigned = false;
     static constexpr const Words32* kLanes = kPlaneLanes;
     const __m512i table = load(kIq3Table), low2 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     void decode(const typename T::Block& b, Decoded& d) const {
         const __m512i q = _mm512_loadu_si512(b.qs);
-        const __m512i qh = broadcast32(b.qh);
+        const __m512i qh = broadcast32(plane3(b));
         for (int g = 0; g < 4; ++g) {
             const __m512i low = _mm512_and_si512(_mm512_srli_epi16(q, 2 * g), low2);
             const __mmask64 high = _mm512_test_epi8_mask(qh, load(kPlaneBit[g]));
-            d.u[g] = _mm512_shuffle_epi8(table, _mm512_mask_add_epi8(low, high, low, four));
+            const __m512i idx = _mm512_mask_add_epi8(low, high, low, four);
+            d.u[g] = kLookup ? _mm512_shuffle_epi8(table, idx) : idx;
         }
     }
 };
@@ -387,6 +400,29 @@ struct Iq4XsT : BlockScaled {
         return _mm_unpacklo_epi8(l, l);
     }
 };
+// Mainline Q3_K: IQ3_K's planes (hmask for qh) whose 3-bit index minus 4 is the value, 16 6-bit
+// scales minus 32 packed in 12 bytes, no halves.
+struct Q3KT : BlockScaled {
+    using Block = sy_block_q3_K;
+    static constexpr int kShift = 0, kOffset = 4;
+    static float block_scale(const Block& b) { return h2f(b.d); }
+    static unsigned extra16(const Block&) { return 0; }
+    // Scale j: low 4 bits the low (j < 8) or high nibble of byte j % 8; high 2 bits at bit
+    // 2 (j / 4) of byte 8 + j % 4.
+    static __m128i scales(const Block& b) {
+        alignas(16) uint8_t bytes[16] = {};
+        std::memcpy(bytes, b.scales, 12);
+        const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes));
+        const __m128i m4 = _mm_set1_epi8(0x0F);
+        const __m128i low =
+            _mm_unpacklo_epi64(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+        const __m128i top = _mm_shuffle_epi8(
+            x, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+        const __m128i high = _mm_and_si128(
+            _mm_srlv_epi16(top, _mm_setr_epi16(0, 0, 2, 2, 4, 4, 6, 6)), _mm_set1_epi8(3));
+        return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+    }
+};
 struct Iq2KlT : RowScaledF16 {
     using Block = sy_block_iq2_kl;
     static constexpr int kShift = 0, kOffset = kIq2KlOffset;
@@ -503,6 +539,10 @@ void iq4_kss_wide_cols(int64_t blocks, const void* w, const void* const* act, fl
     ik_wide_cols<Iq4KssT, Iq4KssWide, C>(blocks, w, act, out);
 }
 template <int C>
+void q3_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_wide_cols<Q3KT, Planes3<Q3KT, false>, C>(blocks, w, act, out);
+}
+template <int C>
 void iq4_xs_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     ik_wide_cols<Iq4XsT, Iq4Wide, C>(blocks, w, act, out);
 }
@@ -523,6 +563,7 @@ SY_CPU_DEFINE_VEC_DOT(iq5_ks_wide)
 SY_CPU_DEFINE_VEC_DOT(iq4_kss_wide)
 SY_CPU_DEFINE_VEC_DOT(iq2_kl_wide)
 SY_CPU_DEFINE_VEC_DOT(iq4_xs_wide)
+SY_CPU_DEFINE_VEC_DOT(q3_K_wide)
 
 }  // namespace
 
@@ -540,6 +581,7 @@ QuantKernel wide_ikquant_kernel(int32_t weight_type) {
         case SY_TYPE_IQ3_KS: return {vec_dot_iq3_ks_wide, planes, 256, 256, q8_K};
         case SY_TYPE_IQ4_KS: return {vec_dot_iq4_ks_wide, quarters, 256, 256, q8_K};
         case SY_TYPE_IQ5_KS: return {vec_dot_iq5_ks_wide, nibbles, 256, 256, q8_K};
+        case SY_TYPE_Q3_K: return {vec_dot_q3_K_wide, planes, 256, 256, q8_K};
         case SY_TYPE_IQ4_XS: return {vec_dot_iq4_xs_wide, quarters, 256, 256, q8_K};
         case SY_TYPE_IQ4_KSS: return {vec_dot_iq4_kss_wide, quarters, 256, 256, q8_K};
         case SY_TYPE_IQ2_KL: return {vec_dot_iq2_kl_wide, quantize_act_q8_K_row, 256, 256, q8_K};
