@@ -121,11 +121,13 @@ QuantKernel interleaved_kernel(int32_t weight_type);
 // The AVX-512 VBMI kernels on ActQ8G8 activations, or {nullptr, ...} where the variant has none
 // (vec_dot_groups.cpp).
 QuantKernel group_kernel(int32_t weight_type);
-// The AVX-512 Q4_K / Q6_K kernels on Q8_K activations (Q4_K's in nibble order), or
-// {nullptr, ...} where the variant has none (vec_dot_kquants512.cpp).
+// The AVX-512 Q2_K, Q4_K, Q5_K, Q6_K kernels on Q8_K activations (Q4_K's and Q5_K's in nibble
+// order, Q2_K's in plane order), or {nullptr, ...} where the variant has none
+// (vec_dot_kquants512.cpp).
 QuantKernel wide_kquant_kernel(int32_t weight_type);
-// The AVX-512 VBMI IQ2_K ... IQ6_K, IQ2_KS, IQ3_KS kernels on Q8_K activations in their own element
-// order, or {nullptr, ...} where the variant has none (vec_dot_ikquants512.cpp).
+// The AVX-512 VBMI kernels of IQ2_K ... IQ6_K, IQ2_KS ... IQ5_KS, IQ4_KSS, IQ2_KL and of Q3_K and
+// IQ4_XS, on Q8_K activations in their own element order, or {nullptr, ...} where the variant has
+// none (vec_dot_ikquants512.cpp).
 QuantKernel wide_ikquant_kernel(int32_t weight_type);
 // The AVX-512 VNNI IQ1_KT ... IQ4_KT kernels on activations stored four times each (IQ3_KT: as
 // 32-bit lanes), or

@@ -1,11 +1,12 @@
-// AVX-512 (BW + VNNI) dot products of Q2_K, Q4_K and Q6_K with Q8_K activations, one 256-element
-// super-block per step in 512-bit registers. The weights are decoded into unsigned bytes laid out
-// like the activations, so that every product is a plain 64-byte load of a.qs:
+// AVX-512 (BW + VNNI) dot products of Q2_K, Q4_K, Q5_K and Q6_K with Q8_K activations, one
+// 256-element super-block per step in 512-bit registers. The weights are decoded into unsigned
+// bytes laid out like the activations, so that every product is a plain 64-byte load of a.qs:
 //   Q4_K: the low nibbles of a 64-byte load qs[64k, 64k + 64) are sub-blocks 4k and 4k+2, the
 //         high nibbles 4k+1 and 4k+3; the activations come in that order (nibble order,
 //         quantize_act_q8_K_nibbles), so no lanes move. Scales and mins are unpacked from their
 //         12 bytes with two vpshufb (scales_mins_k4_vec), faster than lane shuffles and scalar
 //         unpacking (docs/design-measurements.md#avx512-q4k-scales).
+//   Q5_K: Q4_K's, with the fifth bit of each value added from qh under a byte mask.
 //   Q6_K: per half h, the low nibbles of ql[64h, 64h + 64) are elements 128h + [0, 64) and the
 //         high nibbles 128h + [64, 128); their two high bits come from qh, shifted per 32-byte
 //         half with vpsrlvw.
@@ -22,6 +23,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "quant/column_sums512.hpp"
 #include "quant/int8_simd.hpp"
@@ -73,6 +75,17 @@ constexpr Words32 kQ2KScaleIndex[4] = {q2k_scale_lanes(0), q2k_scale_lanes(1), q
                                        q2k_scale_lanes(3)};
 // Q6_K: per-word shifts of qh for [first 32 bytes | last 32 bytes].
 constexpr Words32 kQ6KShiftLow = halves(0, 2), kQ6KShiftHigh = halves(4, 6);
+
+// Q5_K's fifth bit of register t = 2k + h: bit 4k + h of qh (bytes 0-31), 4k + 2 + h (32-63).
+struct alignas(64) Bytes64 {
+    int8_t b[64];
+};
+constexpr Bytes64 q5k_bit(int t) {
+    Bytes64 m{};
+    for (int l = 0; l < 64; ++l) m.b[l] = int8_t(1 << (4 * (t / 2) + t % 2 + (l < 32 ? 0 : 2)));
+    return m;
+}
+constexpr Bytes64 kQ5KBit[4] = {q5k_bit(0), q5k_bit(1), q5k_bit(2), q5k_bit(3)};
 
 inline __m512i load(const Words32& t) {
     return _mm512_load_si512(t.w);
@@ -126,18 +139,22 @@ inline void accumulate_with_mins(const __m512i (&u)[4], const __m512i (&s)[4], _
     }
 }
 
-template <int C>
-void q4_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    const sy_block_q4_K* x = static_cast<const sy_block_q4_K*>(w);
+// Q4_K, and Q5_K: Q4_K's nibbles and scales with a fifth bit per value in qh (value n: bit n / 32
+// of qh[n % 32]), i.e. for register 2k + h (chunks 4k + h and 4k + 2 + h) bit 4k + h of
+// qh[l] for bytes l < 32 and bit 4k + 2 + h for bytes 32 + l.
+template <typename Block, int C>
+void k4_k5_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    constexpr bool kFifthBit = std::is_same_v<Block, sy_block_q5_K>;
+    const Block* x = static_cast<const Block*>(w);
     const sy_block_q8_K* a[C];
     for (int c = 0; c < C; ++c) a[c] = static_cast<const sy_block_q8_K*>(act[c]);
     ColumnSums<C> sums;  // off: the mins' share
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
     const __m512i scale_index[4] = {load(kQ4KScaleIndex[0]), load(kQ4KScaleIndex[1]),
                                     load(kQ4KScaleIndex[2]), load(kQ4KScaleIndex[3])};
     const __m256i min_index = _mm512_castsi512_si256(load(kQ4KMinIndex));
     for (int64_t i = 0; i < blocks; ++i) {
-        const sy_block_q4_K& b = x[i];
+        const Block& b = x[i];
         i8::prefetch_ahead(&b, sizeof b);
         // Words [sc0..sc7 | mn0..mn7].
         const __m256i sm16 = _mm256_cvtepu8_epi16(scales_mins_k4_vec(b.scales));
@@ -148,12 +165,29 @@ void q4_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
             u[2 * k] = _mm512_and_si512(q, low4);
             u[2 * k + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
         }
+        if constexpr (kFifthBit) {
+            const __m512i qh =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
+            for (int t = 0; t < 4; ++t)
+                u[t] = _mm512_mask_add_epi8(
+                    u[t], _mm512_test_epi8_mask(qh, _mm512_load_si512(kQ5KBit[t].b)), u[t],
+                    sixteen);
+        }
         for (int t = 0; t < 4; ++t) s[t] = _mm512_permutexvar_epi16(scale_index[t], sm);
         // The mins once per 16 activations: m_j for block sums 2j and 2j + 1.
         const __m256i mn16 = _mm256_permutexvar_epi16(min_index, sm16);
         accumulate_with_mins(u, s, mn16, &b.d, a, i, sums);
     }
     sums.store(1.0f, out);
+}
+
+template <int C>
+void q4_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    k4_k5_wide_cols<sy_block_q4_K, C>(blocks, w, act, out);
+}
+template <int C>
+void q5_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    k4_k5_wide_cols<sy_block_q5_K, C>(blocks, w, act, out);
 }
 
 template <int C>
@@ -233,6 +267,7 @@ void q2_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
 
 SY_CPU_DEFINE_VEC_DOT(q2_K_wide)
 SY_CPU_DEFINE_VEC_DOT(q4_K_wide)
+SY_CPU_DEFINE_VEC_DOT(q5_K_wide)
 SY_CPU_DEFINE_VEC_DOT(q6_K_wide)
 
 }  // namespace
@@ -242,6 +277,7 @@ QuantKernel wide_kquant_kernel(int32_t weight_type) {
     switch (weight_type) {
         case SY_TYPE_Q2_K: return {vec_dot_q2_K_wide, quantize_act_q8_K_q2k, 256, 256, q8_K};
         case SY_TYPE_Q4_K: return {vec_dot_q4_K_wide, quantize_act_q8_K_nibbles, 256, 256, q8_K};
+        case SY_TYPE_Q5_K: return {vec_dot_q5_K_wide, quantize_act_q8_K_nibbles, 256, 256, q8_K};
         case SY_TYPE_Q6_K: return {vec_dot_q6_K_wide, quantize_act_q8_K_row, 256, 256, q8_K};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
