@@ -410,9 +410,11 @@ struct Q3KT : BlockScaled {
     // Scale j: low 4 bits the low (j < 8) or high nibble of byte j % 8; high 2 bits at bit
     // 2 (j / 4) of byte 8 + j % 4.
     static __m128i scales(const Block& b) {
-        alignas(16) uint8_t bytes[16] = {};
-        std::memcpy(bytes, b.scales, 12);
-        const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes));
+        // The 16 bytes that end with the scales (the last 4 of qs first), moved down by 4: no
+        // read past the block, and no copy through memory (a store of 12 bytes cannot be
+        // forwarded to a 16-byte load).
+        const __m128i x =
+            _mm_srli_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales - 4)), 4);
         const __m128i m4 = _mm_set1_epi8(0x0F);
         const __m128i low =
             _mm_unpacklo_epi64(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
@@ -464,28 +466,29 @@ void ik_wide_cols(int64_t blocks, const void* w, const void* const* act, float* 
         // l_s * (shift e_s - offset) per sub-block (|.| <= 63 * 63), times its block sum.
         const unsigned extra = T::extra16(b);
         const bool corrected = T::kOffset != 0 || extra != 0;
-        __m256i corr = _mm256_setzero_si256();
+        __m512i corr = zero;
         if (corrected) {
             const __m256i on =
                 _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(short(extra)), pow2), pow2);
             const __m256i per = _mm256_sub_epi16(_mm256_and_si256(on, _mm256_set1_epi16(T::kShift)),
                                                  _mm256_set1_epi16(T::kOffset));
-            corr = _mm256_mullo_epi16(sc16, per);
+            corr = _mm512_zextsi256_si512(_mm256_mullo_epi16(sc16, per));
         }
         const float scale = T::block_scale(b);
         for (int c = 0; c < C; ++c) {
             const sy_block_q8_K& ac = a[c][i];
+            // The correction starts the second chain (the block sums in the low 256 bits).
             __m512i s[2] = {zero, zero};
+            if (corrected) {
+                const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ac.bsums));
+                s[1] = _mm512_madd_epi16(corr, _mm512_zextsi256_si512(bs));
+            }
             for (int t = 0; t < 4; ++t) {
                 __m512i q = _mm512_loadu_si512(ac.qs + 64 * t);
                 if constexpr (W::kSigned) q = _mm512_mask_sub_epi8(q, d.neg[t], zero, q);
                 s[t % 2] = _mm512_dpwssd_epi32(s[t % 2], _mm512_maddubs_epi16(d.u[t], q), sc[t]);
             }
-            __m512i sum = _mm512_add_epi32(s[0], s[1]);
-            if (corrected) {
-                const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ac.bsums));
-                sum = _mm512_add_epi32(sum, _mm512_zextsi256_si512(_mm256_madd_epi16(corr, bs)));
-            }
+            const __m512i sum = _mm512_add_epi32(s[0], s[1]);
             sums.acc[c] =
                 _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(scale * ac.d), sums.acc[c]);
         }
