@@ -177,6 +177,43 @@ struct Iq6K : BlockScaled {
 #endif
 };
 
+// Mainline Q3_K on the same kernel: IQ3_K's bit planes (hmask for qh) whose 3-bit index minus 4
+// is the value (no table: the 4 is the offset), and 16 6-bit scales minus 32 packed in 12 bytes:
+// scale j's low 4 bits are the low (j < 8) or high nibble of byte j % 8, its high 2 bits are
+// bits 2 (j / 4) of byte 8 + j % 4. As four 32-bit words of four scales each:
+inline void q3_K_scale_words(const uint8_t* packed, uint32_t (&w)[4]) {
+    uint32_t p[3];
+    std::memcpy(p, packed, 12);
+    const uint32_t low2 = 0x03030303, low4 = 0x0F0F0F0F;
+    w[0] = (p[0] & low4) | (p[2] & low2) << 4;
+    w[1] = (p[1] & low4) | ((p[2] >> 2) & low2) << 4;
+    w[2] = ((p[0] >> 4) & low4) | ((p[2] >> 4) & low2) << 4;
+    w[3] = ((p[1] >> 4) & low4) | ((p[2] >> 6) & low2) << 4;
+}
+struct Q3K : BlockScaled {
+    using Block = sy_block_q3_K;
+    static constexpr int kShift = 0, kOffset = 4;
+    static float block_scale(const Block& b) { return h2f(b.d); }
+    static unsigned extra16(const Block&) { return 0; }
+    static int scale(const Block& b, int s) {
+        uint32_t w[4];
+        q3_K_scale_words(b.scales, w);
+        return int((w[s / 4] >> 8 * (s % 4)) & 0xFF) - 32;
+    }
+    static I8x32 chunk(const Block& b, int c) {
+        const I8x32 low = and8(shr8(load32(b.qs + 32 * (c / 4)), 2 * (c % 4)), 3);
+        return or8(low, shl8(plane1(b.hmask, c), 2));
+    }
+#if defined(SY_CPU_INT8_AVX2)
+    static __m128i scales(const Block& b) {
+        uint32_t w[4];
+        q3_K_scale_words(b.scales, w);
+        return _mm_sub_epi8(_mm_setr_epi32(int(w[0]), int(w[1]), int(w[2]), int(w[3])),
+                            _mm_set1_epi8(32));
+    }
+#endif
+};
+
 // IQ2_KS and IQ3_KS: IQ2_K's and IQ3_K's tables and index planes, with one integer scale and one
 // table half per 32 values and an f16 scale per row instead of per block. As 16-value
 // sub-blocks: sub-block s has chunk s / 2's scale and half.

@@ -1,7 +1,7 @@
 // Dot products of ik_llama.cpp's types (docs/ik-quants.md) in 256-bit registers: Q6_0 against
 // ActQ8x32 activations, IQ2_K ... IQ6_K, and IQ2_KS and IQ3_KS (the same tables, scaled per 32
-// values and per row), against Q8_K, one 32-value chunk per step (the types' traits and the
-// shifted-half algebra: ik_block_traits.hpp).
+// values and per row), and mainline Q3_K (IQ3_K's planes without a table), against Q8_K, one
+// 32-value chunk per step (the types' traits and the shifted-half algebra: ik_block_traits.hpp).
 #include "quant/ik_block_traits.hpp"
 
 namespace sy::cpu {
@@ -117,6 +117,10 @@ void iq3_ks_cols(int64_t blocks, const void* w, const void* const* act, float* o
     ik_cols<Iq3Ks, C>(blocks, w, act, out);
 }
 template <int C>
+void q3_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    ik_cols<Q3K, C>(blocks, w, act, out);
+}
+template <int C>
 void iq6_k_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     ik_cols<Iq6K, C>(blocks, w, act, out);
 }
@@ -181,6 +185,7 @@ SY_CPU_DEFINE_VEC_DOT(iq3_k)
 SY_CPU_DEFINE_VEC_DOT(iq4_k)
 SY_CPU_DEFINE_VEC_DOT(iq5_k)
 SY_CPU_DEFINE_VEC_DOT(iq6_k)
+SY_CPU_DEFINE_VEC_DOT(q3_K)
 SY_CPU_DEFINE_VEC_DOT(iq2_ks)
 SY_CPU_DEFINE_VEC_DOT(iq3_ks)
 

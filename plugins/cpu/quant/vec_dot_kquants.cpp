@@ -1,9 +1,10 @@
-// Dot products of the K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (256-element super-blocks) with Q8_K
-// activations. Per super-block the weights are decoded 32 values at a time into unsigned bytes,
-// dot_us gives int32 lanes of 4 products (lanes 0-3: the first 16 values, 4-7: the next 16), the
-// sub-block scales multiply those lanes (dot_us_scaled: pair sums in int16, then a widening
-// multiply-add by the scales), and one float FMA per super-block applies d_w * d_a.
-// The constant parts (mins, and the offsets of Q3_K / Q6_K) come from the activation block sums:
+// Dot products of the K-quants Q2_K, Q4_K, Q5_K, Q6_K (256-element super-blocks) with Q8_K
+// activations (Q3_K runs on IQ3_K's kernel, vec_dot_ikquants.cpp). Per super-block the weights are
+// decoded 32 values at a time into unsigned bytes, dot_us gives int32 lanes of 4 products (lanes
+// 0-3: the first 16 values, 4-7: the next 16), the sub-block scales multiply those lanes
+// (dot_us_scaled: pair sums in int16, then a widening multiply-add by the scales), and one float
+// FMA per super-block applies d_w * d_a. The constant parts (mins, and the offset of Q6_K) come
+// from the activation block sums:
 //   sum_j sc_j * (q_j - o) * a_j = sum_j sc_j * q_j a_j - o * sum_sub sc_sub * bsum_sub.
 #include <type_traits>
 
@@ -124,55 +125,6 @@ void q6_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
     cols.finish(out);
 }
 
-// 16 6-bit scales (biased by 32) unpacked from Q3_K's 12 bytes.
-inline void q3_K_scales(const uint8_t* packed, int* sc) {
-    uint32_t aux[4];
-    std::memcpy(aux, packed, 12);
-    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
-    const uint32_t tmp = aux[2];
-    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
-    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
-    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
-    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
-    uint8_t bytes[16];
-    std::memcpy(bytes, aux, 16);
-    for (int j = 0; j < 16; ++j) sc[j] = int(bytes[j]) - 32;
-}
-
-// x = d * sc * (q - 4), q = 2 bits of qs | the hmask bit << 2; scales per 16 values.
-template <int C>
-void q3_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    const sy_block_q3_K* x = static_cast<const sy_block_q3_K*>(w);
-    Columns<C> cols(act);
-    for (int64_t i = 0; i < blocks; ++i) {
-        prefetch_ahead(&x[i], sizeof x[i]);
-        int sc[16];
-        q3_K_scales(x[i].scales, sc);
-        const I8x32 hm = load32(x[i].hmask);
-        I32x8 sum[C];
-        for (int c = 0; c < C; ++c) sum[c] = zero32();
-        for (int half = 0; half < 2; ++half) {
-            const I8x32 qs = load32(x[i].qs + 32 * half);
-            for (int g = 0; g < 4; ++g) {
-                const int group = 4 * half + g;
-                const I8x32 q = or8(and8(shr8(qs, 2 * g), 3), shl8(and8(shr8(hm, group), 1), 2));
-                const Scale16 s = scales16(int16_t(sc[2 * group]), int16_t(sc[2 * group + 1]));
-                for (int c = 0; c < C; ++c)
-                    sum[c] = dot_us_scaled(sum[c], q, load32(cols.a[c][i].qs + 32 * group), s);
-            }
-        }
-        const float d = h2f(x[i].d);
-        for (int c = 0; c < C; ++c) {
-            const sy_block_q8_K& a = cols.a[c][i];
-            int32_t osum = 0;
-            for (int j = 0; j < 16; ++j) osum += sc[j] * a.bsums[j];
-            cols.acc[c] = fma_i32(sum[c], d * a.d, cols.acc[c]);
-            cols.scalar[c] -= 4.0f * d * a.d * float(osum);
-        }
-    }
-    cols.finish(out);
-}
-
 // x = d * (sc & 15) * q - dmin * (sc >> 4), q 2 bits; scales per 16 values.
 template <int C>
 void q2_K_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
@@ -209,7 +161,6 @@ void q2_K_cols(int64_t blocks, const void* w, const void* const* act, float* out
 }  // namespace
 
 SY_CPU_DEFINE_VEC_DOT(q2_K)
-SY_CPU_DEFINE_VEC_DOT(q3_K)
 SY_CPU_DEFINE_VEC_DOT(q4_K)
 SY_CPU_DEFINE_VEC_DOT(q5_K)
 SY_CPU_DEFINE_VEC_DOT(q6_K)
