@@ -1,4 +1,4 @@
-// AVX-512 (VNNI) dot products of ik_llama.cpp's trellis types IQ1_KT, IQ2_KT and IQ4_KT: their
+// AVX-512 (VNNI, VBMI) dot products of ik_llama.cpp's trellis types IQ1_KT ... IQ4_KT: their
 // weights are generated from the codes (quant_blocks.h), 16 generator states per 512-bit
 // multiply, and never packed to bytes. A state x gives the value v = sum of the bytes of
 // s = x & 0x3F3F3F3F minus 126, so against activations stored four times each (ActQ8x4: byte
@@ -8,9 +8,13 @@
 // 126's share comes off at the end through the block sums. Each 32-value sub-block's sum then
 // takes its integer scale in f32.
 //
-// Registers: r = 0 .. 15 holds the block's values 16 r .. 16 r + 15, i.e. codes 2r and 2r + 1
-// (8 states each; IQ4_KT: codes 4r .. 4r + 3, 4 states each). Each lane's start x0 = code +
-// offset is picked from the block's codes with vpermd, and x = x0 * a^(1 + lane % G).
+// Registers: a block's codes sit one per 32-bit lane, 16 to a register (IQ4_KT's 64 codes in four
+// registers, the others' 32 in two), and register r = G q + k (G = 8 states per code, IQ4_KT's
+// 4) is state k + 1 of codes 16 q .. 16 q + 15: x = (code + offset) * a^(k + 1), one vpmulld
+// with a constant and no lane moves. The activations come in that order (value G c + k of code
+// c in lane c % 16 of register G (c / 16) + k), each lane's sum over the G states is one code's
+// dot product, and the sub-block scales (one per 32 values, i.e. per 32 / G codes) are applied
+// per lane in f32 once per 16 codes.
 //
 // IQ3_KT's weights are |v| with a sign bit per value, which is not linear in the states' bytes:
 // its values are formed in the 32-bit lanes (vpdpbusd of the state with ones from -126, abs,
@@ -18,7 +22,8 @@
 // half is zero (ActQ16x2), so that vpdpwssd takes a lane's whole product.
 #include "quant/quant_kernels.hpp"
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
+#if defined(__AVX512VNNI__) && defined(__AVX512VBMI__) && defined(__AVX512BW__) && \
+    defined(__AVX512F__)
 #include <immintrin.h>
 
 #include <cstring>
@@ -35,8 +40,8 @@ inline namespace SY_CPU_SIMD_ISA {
 #if defined(SY_CPU_WIDE_TRELLIS)
 namespace {
 
-// 256 activations, each byte stored four times (qs[4 k + b] = value k), with Q8_K's scale and
-// 16-value sums.
+// 256 activations, each byte stored four times, in the registers' order (value G c + k at
+// qs[64 (G (c / 16) + k) + 4 (c % 16) + b], b < 4), with Q8_K's scale and 16-value sums.
 struct ActQ8x4 {
     int8_t qs[4 * SY_QK_K];
     int16_t bsums[SY_QK_K / 16];
@@ -55,14 +60,24 @@ void quantize_expanded(const float* x, void* y, int64_t n, Store store) {
     }
 }
 
+// Position of value v = G c + k (code c, state k) in the registers' order: lane c % 16 of register
+// G (c / 16) + k.
+template <int G>
+constexpr int lane_of(int v) {
+    const int c = v / G, k = v % G;
+    return 16 * (G * (c / 16) + k) + c % 16;
+}
+
+template <int G>
 void quantize_act_q8x4(const float* x, void* y, int64_t n) {
     quantize_expanded<ActQ8x4>(x, y, n, [](const sy_block_q8_K& q, ActQ8x4& a) {
-        for (int k = 0; k < SY_QK_K; ++k) std::memset(a.qs + 4 * k, q.qs[k], 4);
+        for (int v = 0; v < SY_QK_K; ++v) std::memset(a.qs + 4 * lane_of<G>(v), q.qs[v], 4);
         std::memcpy(a.bsums, q.bsums, sizeof q.bsums);
     });
 }
 
-// 256 activations as 32-bit lanes: the low 16 bits the int8 value, the high 16 zero.
+// 256 activations as 32-bit lanes: the low 16 bits the int8 value, the high 16 zero; in IQ3_KT's
+// register order (G = 8).
 struct ActQ16x2 {
     int16_t qs[2 * SY_QK_K];
     float d;
@@ -70,9 +85,9 @@ struct ActQ16x2 {
 
 void quantize_act_q16x2(const float* x, void* y, int64_t n) {
     quantize_expanded<ActQ16x2>(x, y, n, [](const sy_block_q8_K& q, ActQ16x2& a) {
-        for (int k = 0; k < SY_QK_K; ++k) {
-            a.qs[2 * k] = q.qs[k];
-            a.qs[2 * k + 1] = 0;
+        for (int v = 0; v < SY_QK_K; ++v) {
+            a.qs[2 * lane_of<8>(v)] = q.qs[v];
+            a.qs[2 * lane_of<8>(v) + 1] = 0;
         }
     });
 }
@@ -85,25 +100,9 @@ constexpr uint32_t kt_power(int k) {
     for (int i = 0; i < k; ++i) p *= SY_KT_MULT;
     return p;
 }
-// Lane l: a^(1 + l % G), the multiplier from a group's start to its (l % G)-th state.
-constexpr Dwords16 kt_multipliers(int group) {
-    Dwords16 t{};
-    for (int l = 0; l < 16; ++l) t.d[l] = kt_power(1 + l % group);
-    return t;
-}
-// Register r's lanes: the index of their code within the 16 codes of one codes register.
-constexpr Dwords16 code_lanes(int r, int group) {
-    Dwords16 t{};
-    const int codes = 16 / group;  // codes per value register
-    for (int l = 0; l < 16; ++l) t.d[l] = uint32_t(codes * (r % group) + l / group);
-    return t;
-}
-constexpr Dwords16 kMult8 = kt_multipliers(8), kMult4 = kt_multipliers(4);
-constexpr Dwords16 kLanes8[8] = {code_lanes(0, 8), code_lanes(1, 8), code_lanes(2, 8),
-                                 code_lanes(3, 8), code_lanes(4, 8), code_lanes(5, 8),
-                                 code_lanes(6, 8), code_lanes(7, 8)};
-constexpr Dwords16 kLanes4[4] = {code_lanes(0, 4), code_lanes(1, 4), code_lanes(2, 4),
-                                 code_lanes(3, 4)};
+// a^1 .. a^8: the multipliers from a code's start to its states.
+constexpr uint32_t kPowers[8] = {kt_power(1), kt_power(2), kt_power(3), kt_power(4),
+                                 kt_power(5), kt_power(6), kt_power(7), kt_power(8)};
 // Dword l = l + base, and = l / 4 (+ base), = 4 + l % 4, and so on: small index vectors.
 constexpr Dwords16 lanes_div(int div, int base) {
     Dwords16 t{};
@@ -219,51 +218,53 @@ struct Iq4KtWide {
     static constexpr Dwords16 kHShift = lanes_mod(8, 8, 3);
 };
 
+// Lane l of code register q: its code's sub-block, (16 q + l) / (32 / G).
+constexpr Dwords16 kScaleLanes8[2] = {lanes_div(4, 0), lanes_div(4, 4)};
+constexpr Dwords16 kScaleLanes4[4] = {lanes_div(8, 0), lanes_div(8, 2), lanes_div(8, 4),
+                                      lanes_div(8, 6)};
+
 template <typename T, int C>
 void kt_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
-    constexpr int G = T::kGroup;
+    constexpr int G = T::kGroup, Q = T::kCodeRegs;  // G * Q = 16 value registers
     const auto* x = reinterpret_cast<const typename T::Block*>(static_cast<const uint8_t*>(w) + 4);
     const ActQ8x4* a[C];
     for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ8x4*>(act[c]);
     ColumnSums<C> sums;  // off: the scaled block sums, for the 126 of every value
-    const __m512i mult = load(G == 8 ? kMult8 : kMult4), mask = _mm512_set1_epi32(0x3F3F3F3F);
+    const __m512i mask = _mm512_set1_epi32(0x3F3F3F3F), zero = _mm512_setzero_si512();
     for (int64_t i = 0; i < blocks; ++i) {
         const typename T::Block& b = x[i];
         i8::prefetch_ahead(&b, sizeof b);
-        __m512i codes[T::kCodeRegs];
+        __m512i codes[Q];
         T::codes(b, codes);
-        // The 8 sub-block scales: as floats, and as int16 pairs for the 16 block sums.
+        // The 8 sub-block scales: per code lane as floats, and as int16 pairs for the block sums.
         const __m256i l32 = T::scales(b);
-        const __m512 lf = _mm512_castps256_ps512(_mm256_cvtepi32_ps(l32));
         const __m256i scale16 = _mm256_or_si256(_mm256_and_si256(l32, _mm256_set1_epi32(0xFFFF)),
                                                 _mm256_slli_epi32(l32, 16));
-        // Two accumulators per column (even and odd sub-blocks), so that the FMAs do not chain.
-        __m512 block[C][2];
-        for (int c = 0; c < C; ++c) block[c][0] = block[c][1] = _mm512_setzero_ps();
-        for (int chunk = 0; chunk < 8; ++chunk) {
-            __m512i s[2];
-            for (int h = 0; h < 2; ++h) {
-                const int r = 2 * chunk + h;
-                const __m512i lanes = load(G == 8 ? kLanes8[r % 8] : kLanes4[r % 4]);
-                const __m512i x0 = _mm512_permutexvar_epi32(lanes, codes[r / G]);
-                s[h] = _mm512_and_si512(_mm512_mullo_epi32(x0, mult), mask);
+        __m512 block[C];
+        for (int c = 0; c < C; ++c) block[c] = _mm512_setzero_ps();
+        for (int q = 0; q < Q; ++q) {
+            const __m512 lq = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(
+                load(G == 8 ? kScaleLanes8[q] : kScaleLanes4[q]), _mm512_castsi256_si512(l32)));
+            // Two accumulators per column (even and odd states), so that the vpdpbusd of a
+            // column do not form one long chain.
+            __m512i sum[C][2];
+            for (int c = 0; c < C; ++c) sum[c][0] = sum[c][1] = zero;
+            for (int k = 0; k < G; ++k) {
+                const __m512i st = _mm512_and_si512(
+                    _mm512_mullo_epi32(codes[q], _mm512_set1_epi32(int(kPowers[k]))), mask);
+                for (int c = 0; c < C; ++c)
+                    sum[c][k % 2] = _mm512_dpbusd_epi32(
+                        sum[c][k % 2], st, _mm512_loadu_si512(a[c][i].qs + 64 * (G * q + k)));
             }
-            const __m512 lc = _mm512_permutexvar_ps(_mm512_set1_epi32(chunk), lf);
-            for (int c = 0; c < C; ++c) {
-                const int8_t* q = a[c][i].qs + 128 * chunk;
-                __m512i sum =
-                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), s[0], _mm512_loadu_si512(q));
-                sum = _mm512_dpbusd_epi32(sum, s[1], _mm512_loadu_si512(q + 64));
-                block[c][chunk % 2] =
-                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), lc, block[c][chunk % 2]);
-            }
+            for (int c = 0; c < C; ++c)
+                block[c] = _mm512_fmadd_ps(
+                    _mm512_cvtepi32_ps(_mm512_add_epi32(sum[c][0], sum[c][1])), lq, block[c]);
         }
         for (int c = 0; c < C; ++c) {
             const ActQ8x4& ac = a[c][i];
             const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ac.bsums));
             const __m256 corr = _mm256_cvtepi32_ps(_mm256_madd_epi16(scale16, bs));
-            sums.acc[c] = _mm512_fmadd_ps(_mm512_add_ps(block[c][0], block[c][1]),
-                                          _mm512_set1_ps(ac.d), sums.acc[c]);
+            sums.acc[c] = _mm512_fmadd_ps(block[c], _mm512_set1_ps(ac.d), sums.acc[c]);
             sums.off[c] = _mm256_fmadd_ps(corr, _mm256_set1_ps(ac.d), sums.off[c]);
         }
     }
@@ -271,6 +272,26 @@ void kt_wide_cols(int64_t blocks, const void* w, const void* const* act, float* 
     const float row = T::row_scale(w);
     for (int c = 0; c < C; ++c) out[c] *= row;
 }
+
+// IQ3_KT's signs for value register 8 q + k: lane l holds value 8 (16 q + l) + k, whose sign is
+// bit 4 q + l / 4 of qh[8 (l % 4) + k]. kSignBytes[k] moves that byte into lane l's low byte
+// (vpermb), kSignBits[q] tests its bit.
+struct alignas(64) Bytes64 {
+    uint8_t b[64];
+};
+constexpr Bytes64 sign_bytes(int k) {
+    Bytes64 t{};
+    for (int i = 0; i < 64; ++i) t.b[i] = uint8_t(8 * (i / 4 % 4) + k);
+    return t;
+}
+constexpr Dwords16 sign_bits(int q) {
+    Dwords16 t{};
+    for (int l = 0; l < 16; ++l) t.d[l] = 1u << (4 * q + l / 4);
+    return t;
+}
+constexpr Bytes64 kSignBytes[8] = {sign_bytes(0), sign_bytes(1), sign_bytes(2), sign_bytes(3),
+                                   sign_bytes(4), sign_bytes(5), sign_bytes(6), sign_bytes(7)};
+constexpr Dwords16 kSignBits[2] = {sign_bits(0), sign_bits(1)};
 
 // IQ3_KT: as IQ2_KT's codes (and row scale 1.01), unsigned scale nibbles, and the sign of value
 // 32 c + j in bit c of qh[j].
@@ -280,9 +301,9 @@ void iq3_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, flo
     const ActQ16x2* a[C];
     for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ16x2*>(act[c]);
     ColumnSums<C> sums;
-    const __m512i mult = load(kMult8), mask = _mm512_set1_epi32(0x3F3F3F3F),
-                  ones = _mm512_set1_epi8(1), minus126 = _mm512_set1_epi32(-126),
-                  offset = _mm512_set1_epi32(int(SY_KT_OFFSET)), zero = _mm512_setzero_si512();
+    const __m512i mask = _mm512_set1_epi32(0x3F3F3F3F), ones = _mm512_set1_epi8(1),
+                  minus126 = _mm512_set1_epi32(-126), offset = _mm512_set1_epi32(int(SY_KT_OFFSET)),
+                  zero = _mm512_setzero_si512();
     for (int64_t i = 0; i < blocks; ++i) {
         const sy_block_iq3_kt& b = x[i];
         i8::prefetch_ahead(&b, sizeof b);
@@ -291,33 +312,35 @@ void iq3_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, flo
             codes[k] = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
                                             reinterpret_cast<const __m256i*>(b.ql + 32 * k))),
                                         offset);
-        const __m512i qh[2] = {bytes_to_dwords(b.qh), bytes_to_dwords(b.qh + 16)};
-        const __m512 lf = _mm512_castps256_ps512(
-            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(i8::nibbles_low_high(b.scales))));
-        __m512 block[C][2];
-        for (int c = 0; c < C; ++c) block[c][0] = block[c][1] = _mm512_setzero_ps();
-        for (int chunk = 0; chunk < 8; ++chunk) {
-            const __m512i bit = _mm512_set1_epi32(1 << chunk);
-            __m512i v[2];
-            for (int h = 0; h < 2; ++h) {
-                const int r = 2 * chunk + h;
-                const __m512i x0 = _mm512_permutexvar_epi32(load(kLanes8[r % 8]), codes[r / 8]);
-                const __m512i st = _mm512_and_si512(_mm512_mullo_epi32(x0, mult), mask);
+        const __m512i qh =
+            _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
+        const __m512i l512 =
+            _mm512_castsi256_si512(_mm256_cvtepu8_epi32(i8::nibbles_low_high(b.scales)));
+        __m512 block[C];
+        for (int c = 0; c < C; ++c) block[c] = _mm512_setzero_ps();
+        for (int q = 0; q < 2; ++q) {
+            const __m512 lq =
+                _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(load(kScaleLanes8[q]), l512));
+            const __m512i bits = load(kSignBits[q]);
+            __m512i sum[C][2];
+            for (int c = 0; c < C; ++c) sum[c][0] = sum[c][1] = zero;
+            for (int k = 0; k < 8; ++k) {
+                const __m512i st = _mm512_and_si512(
+                    _mm512_mullo_epi32(codes[q], _mm512_set1_epi32(int(kPowers[k]))), mask);
                 const __m512i mag = _mm512_abs_epi32(_mm512_dpbusd_epi32(minus126, st, ones));
-                v[h] = _mm512_mask_sub_epi32(mag, _mm512_test_epi32_mask(qh[h], bit), zero, mag);
+                const __mmask16 neg = _mm512_test_epi32_mask(
+                    _mm512_permutexvar_epi8(_mm512_load_si512(kSignBytes[k].b), qh), bits);
+                const __m512i v = _mm512_mask_sub_epi32(mag, neg, zero, mag);
+                for (int c = 0; c < C; ++c)
+                    sum[c][k % 2] = _mm512_dpwssd_epi32(
+                        sum[c][k % 2], v, _mm512_loadu_si512(a[c][i].qs + 32 * (8 * q + k)));
             }
-            const __m512 lc = _mm512_permutexvar_ps(_mm512_set1_epi32(chunk), lf);
-            for (int c = 0; c < C; ++c) {
-                const int16_t* q = a[c][i].qs + 64 * chunk;
-                __m512i sum = _mm512_dpwssd_epi32(zero, v[0], _mm512_loadu_si512(q));
-                sum = _mm512_dpwssd_epi32(sum, v[1], _mm512_loadu_si512(q + 32));
-                block[c][chunk % 2] =
-                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), lc, block[c][chunk % 2]);
-            }
+            for (int c = 0; c < C; ++c)
+                block[c] = _mm512_fmadd_ps(
+                    _mm512_cvtepi32_ps(_mm512_add_epi32(sum[c][0], sum[c][1])), lq, block[c]);
         }
         for (int c = 0; c < C; ++c)
-            sums.acc[c] = _mm512_fmadd_ps(_mm512_add_ps(block[c][0], block[c][1]),
-                                          _mm512_set1_ps(a[c][i].d), sums.acc[c]);
+            sums.acc[c] = _mm512_fmadd_ps(block[c], _mm512_set1_ps(a[c][i].d), sums.acc[c]);
     }
     sums.store(0.0f, out);
     const float row = row_scale_f32(w) * 1.01f;
@@ -347,11 +370,11 @@ SY_CPU_DEFINE_VEC_DOT(iq4_kt_wide)
 QuantKernel wide_trellis_kernel(int32_t weight_type) {
     constexpr int64_t bytes = sizeof(ActQ8x4);
     switch (weight_type) {
-        case SY_TYPE_IQ1_KT: return {vec_dot_iq1_kt_wide, quantize_act_q8x4, 256, 256, bytes};
-        case SY_TYPE_IQ2_KT: return {vec_dot_iq2_kt_wide, quantize_act_q8x4, 256, 256, bytes};
+        case SY_TYPE_IQ1_KT: return {vec_dot_iq1_kt_wide, quantize_act_q8x4<8>, 256, 256, bytes};
+        case SY_TYPE_IQ2_KT: return {vec_dot_iq2_kt_wide, quantize_act_q8x4<8>, 256, 256, bytes};
         case SY_TYPE_IQ3_KT:
             return {vec_dot_iq3_kt_wide, quantize_act_q16x2, 256, 256, sizeof(ActQ16x2)};
-        case SY_TYPE_IQ4_KT: return {vec_dot_iq4_kt_wide, quantize_act_q8x4, 256, 256, bytes};
+        case SY_TYPE_IQ4_KT: return {vec_dot_iq4_kt_wide, quantize_act_q8x4<4>, 256, 256, bytes};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
