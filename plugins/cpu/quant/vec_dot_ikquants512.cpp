@@ -463,7 +463,8 @@ void ik_wide_cols(int64_t blocks, const void* w, const void* const* act, float* 
         const __m512i sc512 = _mm512_castsi256_si512(sc16);
         __m512i sc[4];
         for (int t = 0; t < 4; ++t) sc[t] = _mm512_permutexvar_epi16(lanes[t], sc512);
-        // l_s * (shift e_s - offset) per sub-block (|.| <= 63 * 63), times its block sum.
+        // l_s * (shift e_s - offset) per sub-block (|.| <= 32 * 63, IQ2_KL's, the largest), times
+        // its block sum.
         const unsigned extra = T::extra16(b);
         const bool corrected = T::kOffset != 0 || extra != 0;
         __m512i corr = zero;
