@@ -131,6 +131,12 @@ inline float row_scale_f32(const void* w) {
     return d;
 }
 
+// Lane l of code register q: its code's sub-block, (16 q + l) / (32 / G) (also where IQ1_KT's
+// and IQ4_KT's per-sub-block code bits are read).
+constexpr Dwords16 kScaleLanes8[2] = {lanes_div(4, 0), lanes_div(4, 4)};
+constexpr Dwords16 kScaleLanes4[4] = {lanes_div(8, 0), lanes_div(8, 2), lanes_div(8, 4),
+                                      lanes_div(8, 6)};
+
 // Per type: the block, states per code (G), its codes plus offset as 16-lane registers (32
 // codes in two, IQ4_KT's 64 in four), and the 8 sub-block scales.
 struct Iq2KtWide {
@@ -165,7 +171,8 @@ struct Iq1KtWide {
         for (int k = 0; k < 2; ++k) {
             const __m512i high = _mm512_and_si512(_mm512_srli_epi32(qh, 4 * k), low4);
             const __m512i top = _mm512_and_si512(
-                _mm512_srlv_epi32(_mm512_permutexvar_epi32(load(kShLanes[k]), sh), load(kShShift)),
+                _mm512_srlv_epi32(_mm512_permutexvar_epi32(load(kScaleLanes8[k]), sh),
+                                  load(kShShift)),
                 one);
             x[k] = _mm512_add_epi32(_mm512_or_si512(_mm512_or_si512(bytes_to_dwords(b.ql + 16 * k),
                                                                     _mm512_slli_epi32(high, 8)),
@@ -178,7 +185,6 @@ struct Iq1KtWide {
                                           _mm_set1_epi8(0x0F));
         return _mm256_cvtepi8_epi32(_mm_shuffle_epi8(iq4k_table(), idx));
     }
-    static constexpr Dwords16 kShLanes[2] = {lanes_div(4, 0), lanes_div(4, 4)};
     static constexpr Dwords16 kShShift = lanes_mod(4, 4, 1);
 };
 struct Iq4KtWide {
@@ -195,7 +201,8 @@ struct Iq4KtWide {
                       low4 = _mm512_set1_epi32(0xF), low3 = _mm512_set1_epi32(7),
                       one = _mm512_set1_epi32(1);
         for (int k = 0; k < 4; ++k) {
-            const __m512i hc = _mm512_permutexvar_epi32(load(kHLanes[k]), h);  // c = 2k + l / 8
+            const __m512i hc =
+                _mm512_permutexvar_epi32(load(kScaleLanes4[k]), h);  // c = 2k + l / 8
             const __m512i qh = _mm512_and_si512(
                 _mm512_srli_epi32(bytes_to_dwords(b.qh + 16 * (k % 2)), 4 * (k / 2)), low4);
             const __m512i top = _mm512_and_si512(_mm512_srlv_epi32(hc, load(kHShift)), low3);
@@ -213,15 +220,8 @@ struct Iq4KtWide {
         return _mm256_sub_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 1), _mm256_set1_epi32(127)),
                                 _mm256_set1_epi32(64));
     }
-    static constexpr Dwords16 kHLanes[4] = {lanes_div(8, 0), lanes_div(8, 2), lanes_div(8, 4),
-                                            lanes_div(8, 6)};
     static constexpr Dwords16 kHShift = lanes_mod(8, 8, 3);
 };
-
-// Lane l of code register q: its code's sub-block, (16 q + l) / (32 / G).
-constexpr Dwords16 kScaleLanes8[2] = {lanes_div(4, 0), lanes_div(4, 4)};
-constexpr Dwords16 kScaleLanes4[4] = {lanes_div(8, 0), lanes_div(8, 2), lanes_div(8, 4),
-                                      lanes_div(8, 6)};
 
 template <typename T, int C>
 void kt_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
