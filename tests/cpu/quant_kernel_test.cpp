@@ -286,16 +286,19 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
 // in each 32-value block, so that the scale is 1 and every quantized value the input itself.
 // Then the kernels' integer products are exact, and what is left is float rounding: the result
 // must match the dequantized reference to 1e-5 of the sum of |w x|, where one wrong codebook
-// entry, sign, scale or element order moves it by about 1/K of that sum or more.
+// entry, sign, scale or element order moves it by about 1/K of that sum or more. 5 columns take
+// the per-row kernels, 11 the tile path where a variant has one (8 and 3 columns; 29 rows: a
+// group of 16 and one of 13).
 TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
     ASSERT_FALSE(cpu_plugins().empty());
     std::mt19937 rng(4321);
     std::uniform_int_distribution<int> value(-127, 127);
-    const int64_t N = 29, M = 5;
+    const int64_t N = 29;
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
-            for (int64_t K : row_lengths(type)) {
+            for (int64_t K : row_lengths(type))
+                for (int64_t M : {5, 11}) {
                 const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
                 const std::vector<float> w = dequantize_matrix(type, wq, K, N);
                 std::vector<float> x(size_t(K * M));
@@ -320,9 +323,9 @@ TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
                         }
                         ASSERT_NEAR(out[size_t(m * N + n)], dot, 1e-5 * abs_sum + 1e-6)
                             << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
-                            << " row " << n << " col " << m;
+                            << " M=" << M << " row " << n << " col " << m;
                     }
-            }
+                }
     }
 }
 

@@ -14,6 +14,10 @@
 #include "simd.hpp"
 #include "switchyard/quant_blocks.h"
 
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
+#define SY_CPU_TILE_GEMM 1  // tile_gemm512.cpp's products
+#endif
+
 namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
 
@@ -66,6 +70,29 @@ using VecDotRowsFn = void (*)(int64_t blocks, const void* w, int64_t row_stride,
                               int rows, float* out);
 constexpr int kMaxDotRows = 4;
 
+// Products with many activation columns decode each group of 16 weight rows once into a tile
+// (tile_gemm512.cpp) and run every column over it: per 256-value block, 128 vectors of 16 int32
+// lanes, lane r holding values 2p and 2p + 1 of row r as int16 (the value times its sub-block's
+// integer scale, exact: |.| <= 127 * 127), and 16 float block scales; and one float scale per row.
+// The columns meet it as int16 pairs (ActQ16K), one vpdpwssd per pair and 16 rows.
+struct WeightTile {
+    int32_t* words;     // blocks * 128 * 16
+    float* scales;      // blocks * 16: block b's scale of row r at [16 b + r]
+    float row_scale[16];
+};
+// Decodes rows [0, rows) (rows <= 16, row_stride bytes apart, `blocks` blocks each) into `tile`;
+// rows past `rows` become zeros.
+using TileDecodeFn = void (*)(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                              WeightTile& tile);
+// 256 activations in natural order as int16, x ~ d * qs: the values and scale of quantize_act_q8_K.
+struct ActQ16K {
+    float d;
+    int16_t qs[256];
+};
+// The fewest columns a product takes the tile path for: below, the per-row kernels' decoding
+// costs less than a tile's.
+constexpr int64_t kTileMinColumns = 8;
+
 struct QuantKernel {
     VecDotFn dot;
     QuantizeActFn quantize;
@@ -77,6 +104,9 @@ struct QuantKernel {
     // the blocks of one 16-row group and writes out[16 c + r] for column c, row r; `dot` is then
     // the plain kernel of the same activation format, for reference.
     VecDotFn interleaved = nullptr;
+    // Where the variant has a tile path: the activations hold ActQ16K blocks after the kernel's
+    // own (act_bytes counts both; quantize writes both).
+    TileDecodeFn tile_decode = nullptr;
 
     int64_t act_row_bytes(int64_t K) const { return (K + act_group - 1) / act_group * act_bytes; }
 };
@@ -107,6 +137,29 @@ void quantize_act_q8_K_q2k(const float* x, void* y, int64_t n);
 // of 128 values, qs[128 k + 64 h + 16 j + i] = value 128 k + 32 j + 16 h + i, so that the low
 // (h = 0) and high nibbles of 64 bytes of IQ4_K's qs meet one 64-byte load each. bsums natural.
 void quantize_act_q8_K_quarters(const float* x, void* y, int64_t n);
+// n (a multiple of 256) floats into n / 256 ActQ16K.
+void quantize_act_q16_K(const float* x, ActQ16K* y, int64_t n);
+// F's activation blocks for n (a multiple of 256) floats, then their ActQ16K blocks.
+template <QuantizeActFn F>
+void quantize_act_with_q16(const float* x, void* y, int64_t n) {
+    F(x, y, n);
+    quantize_act_q16_K(x, reinterpret_cast<ActQ16K*>(static_cast<char*>(y) +
+                                                      n / 256 * int64_t(sizeof(sy_block_q8_K))),
+                       n);
+}
+// A kernel on Q8_K activations with its tile decoder: the activations take ActQ16K blocks too.
+inline QuantKernel with_tile(QuantKernel k, QuantizeActFn quantize, TileDecodeFn decode) {
+    k.quantize = quantize;
+    k.act_bytes = int64_t(sizeof(sy_block_q8_K) + sizeof(ActQ16K));
+    k.tile_decode = decode;
+    return k;
+}
+// Weight rows [n0, n1) x `count` columns (act, out, out_row_stride as quant_matmul_block) through
+// 16-row tiles (tile_gemm512.cpp); the kernel has a tile_decode.
+void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_stride, int64_t n0,
+                       int64_t n1, int64_t K, const void* const* act, float* const* out,
+                       int64_t count, int64_t out_row_stride);
+
 // n (a multiple of 32) floats into ceil(n / 256) ActQ8G8, natural or nibble order.
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);
 void quantize_act_g8_nibbles(const float* x, void* y, int64_t n);

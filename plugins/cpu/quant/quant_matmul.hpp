@@ -72,6 +72,11 @@ inline ProductWeights product_weights(ThreadPool& pool, const sy_tensor& w,
 inline void quant_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_stride,
                                int64_t n0, int64_t n1, int64_t K, const void* const* act,
                                float* const* out, int64_t count, int64_t out_row_stride) {
+#if defined(SY_CPU_TILE_GEMM)
+    if (kernel.tile_decode != nullptr && count >= kTileMinColumns)
+        return tile_matmul_block(kernel, a, a_row_stride, n0, n1, K, act, out, count,
+                                 out_row_stride);
+#endif
     const int64_t blocks = K / kernel.weight_block;
     if (kernel.interleaved != nullptr) {  // n0 and n1 are multiples of 16 (rows_per_task)
         for (int64_t n = n0; n < n1; n += kInterleavedRows) {

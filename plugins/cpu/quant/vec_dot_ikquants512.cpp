@@ -32,6 +32,7 @@
 
 #include "quant/column_sums512.hpp"
 #include "quant/ik_block_traits.hpp"
+#include "quant/tile512.hpp"
 
 #define SY_CPU_WIDE_IKQUANTS 1
 #endif
@@ -501,6 +502,72 @@ void ik_wide_cols(int64_t blocks, const void* w, const void* const* act, float* 
     }
 }
 
+// The tile path (tile512.hpp): a block decoded as above, then each register's 16-byte pieces,
+// one 16-value sub-block each (pair lanes 8 j .. 8 j + 7 of the layout's kLanes), widened to
+// int16, times the sub-block's scale plus l_s * (shift e_s - offset), and stored at the
+// sub-block's natural place.
+// Word i of register t's half h (pieces 2 h, 2 h + 1): the sub-block of piece 2 h + i / 16.
+constexpr Words32 piece_scale_index(const Words32& lanes, int h) {
+    Words32 t{};
+    for (int i = 0; i < 32; ++i) t.w[i] = lanes.w[8 * (2 * h + i / 16)];
+    return t;
+}
+template <typename W>
+struct PieceIndex {
+    static constexpr Words32 idx[4][2] = {
+        {piece_scale_index(W::kLanes[0], 0), piece_scale_index(W::kLanes[0], 1)},
+        {piece_scale_index(W::kLanes[1], 0), piece_scale_index(W::kLanes[1], 1)},
+        {piece_scale_index(W::kLanes[2], 0), piece_scale_index(W::kLanes[2], 1)},
+        {piece_scale_index(W::kLanes[3], 0), piece_scale_index(W::kLanes[3], 1)}};
+};
+
+// One row's block into out[256] (natural order); returns the block's float scale.
+template <typename T, typename W>
+float ik_tile_row(const W& decoder, const typename T::Block& b, int16_t* out) {
+    Decoded d;
+    decoder.decode(b, d);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(T::scales(b));
+    const __m256i pow2 = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
+                                           8192, 16384, short(0x8000));
+    const __m256i on =
+        _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(short(T::extra16(b))), pow2), pow2);
+    const __m256i per = _mm256_sub_epi16(_mm256_and_si256(on, _mm256_set1_epi16(T::kShift)),
+                                         _mm256_set1_epi16(T::kOffset));
+    const __m512i sc = _mm512_castsi256_si512(sc16);
+    const __m512i corr = _mm512_castsi256_si512(_mm256_mullo_epi16(sc16, per));
+    const __m512i zero = _mm512_setzero_si512();
+    for (int t = 0; t < 4; ++t) {
+        __m512i v = d.u[t];
+        if constexpr (W::kSigned) v = _mm512_mask_sub_epi8(v, d.neg[t], zero, v);
+        for (int h = 0; h < 2; ++h) {
+            const __m512i x = _mm512_cvtepi8_epi16(h == 0 ? _mm512_castsi512_si256(v)
+                                                          : _mm512_extracti64x4_epi64(v, 1));
+            const __m512i idx = load(PieceIndex<W>::idx[t][h]);
+            // The true value times l_s fits int16 (|.| <= 127 * 127); the two terms wrap to it.
+            const __m512i y =
+                _mm512_add_epi16(_mm512_mullo_epi16(x, _mm512_permutexvar_epi16(idx, sc)),
+                                 _mm512_permutexvar_epi16(idx, corr));
+            const int p0 = W::kLanes[t].w[16 * h], p1 = W::kLanes[t].w[16 * h + 8];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16 * p0),
+                               _mm512_castsi512_si256(y));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16 * p1),
+                               _mm512_extracti64x4_epi64(y, 1));
+        }
+    }
+    return T::block_scale(b);
+}
+
+template <typename T, typename W>
+void ik_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                    WeightTile& tile) {
+    const W decoder;
+    decode_tile<typename T::Block, T::kMeta>(
+        blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
+        [&](const typename T::Block& b, int16_t* out) {
+            return ik_tile_row<T, W>(decoder, b, out);
+        });
+}
+
 template <int C>
 void iq2_k_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     ik_wide_cols<Iq2K, Planes2<Iq2K>, C>(blocks, w, act, out);
@@ -569,26 +636,33 @@ SY_CPU_DEFINE_VEC_DOT(iq2_kl_wide)
 SY_CPU_DEFINE_VEC_DOT(iq4_xs_wide)
 SY_CPU_DEFINE_VEC_DOT(q3_K_wide)
 
+// The kernel `dot` on Q8_K activations in F's order, with the tile path of traits T, decoder W.
+template <typename T, typename W, QuantizeActFn F>
+QuantKernel wide(VecDotFn dot) {
+    return with_tile({dot, F, 256, 256, int64_t(sizeof(sy_block_q8_K))},
+                     quantize_act_with_q16<F>, ik_tile_decode<T, W>);
+}
+
 }  // namespace
 
 QuantKernel wide_ikquant_kernel(int32_t weight_type) {
-    constexpr int64_t q8_K = sizeof(sy_block_q8_K);
-    const QuantizeActFn planes = quantize_act_q8_K_q2k, nibbles = quantize_act_q8_K_nibbles,
-                        quarters = quantize_act_q8_K_quarters;
+    constexpr QuantizeActFn planes = quantize_act_q8_K_q2k, nibbles = quantize_act_q8_K_nibbles,
+                            quarters = quantize_act_q8_K_quarters,
+                            natural = quantize_act_q8_K_row;
     switch (weight_type) {
-        case SY_TYPE_IQ2_K: return {vec_dot_iq2_k_wide, planes, 256, 256, q8_K};
-        case SY_TYPE_IQ3_K: return {vec_dot_iq3_k_wide, planes, 256, 256, q8_K};
-        case SY_TYPE_IQ4_K: return {vec_dot_iq4_k_wide, quarters, 256, 256, q8_K};
-        case SY_TYPE_IQ5_K: return {vec_dot_iq5_k_wide, nibbles, 256, 256, q8_K};
-        case SY_TYPE_IQ6_K: return {vec_dot_iq6_k_wide, nibbles, 256, 256, q8_K};
-        case SY_TYPE_IQ2_KS: return {vec_dot_iq2_ks_wide, planes, 256, 256, q8_K};
-        case SY_TYPE_IQ3_KS: return {vec_dot_iq3_ks_wide, planes, 256, 256, q8_K};
-        case SY_TYPE_IQ4_KS: return {vec_dot_iq4_ks_wide, quarters, 256, 256, q8_K};
-        case SY_TYPE_IQ5_KS: return {vec_dot_iq5_ks_wide, nibbles, 256, 256, q8_K};
-        case SY_TYPE_Q3_K: return {vec_dot_q3_K_wide, planes, 256, 256, q8_K};
-        case SY_TYPE_IQ4_XS: return {vec_dot_iq4_xs_wide, quarters, 256, 256, q8_K};
-        case SY_TYPE_IQ4_KSS: return {vec_dot_iq4_kss_wide, quarters, 256, 256, q8_K};
-        case SY_TYPE_IQ2_KL: return {vec_dot_iq2_kl_wide, quantize_act_q8_K_row, 256, 256, q8_K};
+        case SY_TYPE_IQ2_K: return wide<Iq2K, Planes2<Iq2K>, planes>(vec_dot_iq2_k_wide);
+        case SY_TYPE_IQ3_K: return wide<Iq3K, Planes3<Iq3K>, planes>(vec_dot_iq3_k_wide);
+        case SY_TYPE_IQ4_K: return wide<Iq4K, Iq4Wide, quarters>(vec_dot_iq4_k_wide);
+        case SY_TYPE_IQ5_K: return wide<Iq5K, Iq5Wide, nibbles>(vec_dot_iq5_k_wide);
+        case SY_TYPE_IQ6_K: return wide<Iq6K, Iq6Wide, nibbles>(vec_dot_iq6_k_wide);
+        case SY_TYPE_IQ2_KS: return wide<Iq2Ks, Planes2<Iq2Ks>, planes>(vec_dot_iq2_ks_wide);
+        case SY_TYPE_IQ3_KS: return wide<Iq3Ks, Planes3<Iq3Ks>, planes>(vec_dot_iq3_ks_wide);
+        case SY_TYPE_IQ4_KS: return wide<Iq4KsT, Iq4Wide, quarters>(vec_dot_iq4_ks_wide);
+        case SY_TYPE_IQ5_KS: return wide<Iq5KsT, Iq5Wide, nibbles>(vec_dot_iq5_ks_wide);
+        case SY_TYPE_Q3_K: return wide<Q3KT, Planes3<Q3KT, false>, planes>(vec_dot_q3_K_wide);
+        case SY_TYPE_IQ4_XS: return wide<Iq4XsT, Iq4Wide, quarters>(vec_dot_iq4_xs_wide);
+        case SY_TYPE_IQ4_KSS: return wide<Iq4KssT, Iq4KssWide, quarters>(vec_dot_iq4_kss_wide);
+        case SY_TYPE_IQ2_KL: return wide<Iq2KlT, Iq2KlWide, natural>(vec_dot_iq2_kl_wide);
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
