@@ -71,23 +71,29 @@ using VecDotRowsFn = void (*)(int64_t blocks, const void* w, int64_t row_stride,
 constexpr int kMaxDotRows = 4;
 
 // Products with many activation columns decode each group of 16 weight rows once into a tile
-// (tile_gemm512.cpp) and run every column over it: per 256-value block, 128 vectors of 16 int32
-// lanes, lane r holding values 2p and 2p + 1 of row r as int16 (the value times its sub-block's
-// integer scale, exact: |.| <= 127 * 127), and 16 float block scales; and one float scale per row.
-// The columns meet it as int16 pairs (ActQ16K), one vpdpwssd per pair and 16 rows.
+// (tile_gemm512.cpp) and run every column over it. Per 256-value block: the true values as int8,
+// 4 consecutive values of row r in 32-bit lane r; each 16-value sub-block's integer scale l_j per
+// row; the row's offset term; a float block scale per row; and one float scale per row. A column
+// meets it as unsigned bytes a + 128 (ActU8K), one vpdpbusd per 4 values and 16 rows:
+//   sum_k a_k v_k = sum_j l_j sum_(k in j) (a_k + 128) v_k - 128 sum_j l_j V_j
+// with V_j the sum of sub-block j's values: the second term is the weights' own (offsets).
+// Exact in int32: |sum over a sub-block| <= 16 * 255 * 128, times |l_j| <= 127, 16 sub-blocks.
 struct WeightTile {
-    int32_t* words;     // blocks * 128 * 16
-    float* scales;      // blocks * 16: block b's scale of row r at [16 b + r]
+    int8_t* values;    // blocks * 4096: block b, values 4 p .. 4 p + 3 of row r at 4096 b + 64 p + 4 r
+    int32_t* scales;   // blocks * 256: l_j of row r at 256 b + 16 j + r
+    int32_t* offsets;  // blocks * 16: -128 sum_j l_j V_j of row r at 16 b + r
+    float* d;          // blocks * 16: the float block scale of row r at 16 b + r
     float row_scale[16];
 };
 // Decodes rows [0, rows) (rows <= 16, row_stride bytes apart, `blocks` blocks each) into `tile`;
 // rows past `rows` become zeros.
 using TileDecodeFn = void (*)(int64_t blocks, const void* w, int64_t row_stride, int rows,
                               WeightTile& tile);
-// 256 activations in natural order as int16, x ~ d * qs: the values and scale of quantize_act_q8_K.
-struct ActQ16K {
+// 256 activations in natural order as unsigned bytes, x ~ d * (qs - 128): the values and scale
+// of quantize_act_q8_K plus 128.
+struct ActU8K {
     float d;
-    int16_t qs[256];
+    uint8_t qs[256];
 };
 // The fewest columns a product takes the tile path for: below, the per-row kernels' decoding
 // costs less than a tile's.
@@ -104,7 +110,7 @@ struct QuantKernel {
     // the blocks of one 16-row group and writes out[16 c + r] for column c, row r; `dot` is then
     // the plain kernel of the same activation format, for reference.
     VecDotFn interleaved = nullptr;
-    // Where the variant has a tile path: the activations hold ActQ16K blocks after the kernel's
+    // Where the variant has a tile path: the activations hold ActU8K blocks after the kernel's
     // own (act_bytes counts both; quantize writes both).
     TileDecodeFn tile_decode = nullptr;
 
@@ -137,20 +143,20 @@ void quantize_act_q8_K_q2k(const float* x, void* y, int64_t n);
 // of 128 values, qs[128 k + 64 h + 16 j + i] = value 128 k + 32 j + 16 h + i, so that the low
 // (h = 0) and high nibbles of 64 bytes of IQ4_K's qs meet one 64-byte load each. bsums natural.
 void quantize_act_q8_K_quarters(const float* x, void* y, int64_t n);
-// n (a multiple of 256) floats into n / 256 ActQ16K.
-void quantize_act_q16_K(const float* x, ActQ16K* y, int64_t n);
-// F's activation blocks for n (a multiple of 256) floats, then their ActQ16K blocks.
+// n (a multiple of 256) floats into n / 256 ActU8K.
+void quantize_act_u8_K(const float* x, ActU8K* y, int64_t n);
+// F's activation blocks for n (a multiple of 256) floats, then their ActU8K blocks.
 template <QuantizeActFn F>
-void quantize_act_with_q16(const float* x, void* y, int64_t n) {
+void quantize_act_with_u8(const float* x, void* y, int64_t n) {
     F(x, y, n);
-    quantize_act_q16_K(x, reinterpret_cast<ActQ16K*>(static_cast<char*>(y) +
-                                                      n / 256 * int64_t(sizeof(sy_block_q8_K))),
-                       n);
+    quantize_act_u8_K(x, reinterpret_cast<ActU8K*>(static_cast<char*>(y) +
+                                                    n / 256 * int64_t(sizeof(sy_block_q8_K))),
+                      n);
 }
-// A kernel on Q8_K activations with its tile decoder: the activations take ActQ16K blocks too.
+// A kernel on Q8_K activations with its tile decoder: the activations take ActU8K blocks too.
 inline QuantKernel with_tile(QuantKernel k, QuantizeActFn quantize, TileDecodeFn decode) {
     k.quantize = quantize;
-    k.act_bytes = int64_t(sizeof(sy_block_q8_K) + sizeof(ActQ16K));
+    k.act_bytes = int64_t(sizeof(sy_block_q8_K) + sizeof(ActU8K));
     k.tile_decode = decode;
     return k;
 }

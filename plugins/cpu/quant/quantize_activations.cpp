@@ -128,12 +128,12 @@ void quantize_act_q8_K_row(const float* x, void* y, int64_t n) {
     quantize_act_q8_K(x, static_cast<sy_block_q8_K*>(y), n);
 }
 
-void quantize_act_q16_K(const float* x, ActQ16K* y, int64_t n) {
+void quantize_act_u8_K(const float* x, ActU8K* y, int64_t n) {
     for (int64_t b = 0; b < n / SY_QK_K; ++b) {
         int8_t q[SY_QK_K];
         int32_t sums[SY_QK_K / 16];
         y[b].d = quantize_block(x + SY_QK_K * b, q, SY_QK_K, sums);
-        for (int i = 0; i < SY_QK_K; ++i) y[b].qs[i] = q[i];
+        for (int i = 0; i < SY_QK_K; ++i) y[b].qs[i] = uint8_t(q[i] + 128);
     }
 }
 

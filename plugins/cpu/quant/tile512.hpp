@@ -1,7 +1,8 @@
 // The decoding side of the tile path (quant_kernels.hpp, WeightTile): a type's decoder writes
-// each row's block as 256 int16 in natural order (value times sub-block scale) into a 16-row
-// scratch, which is then transposed into the tile's lane-per-row words. Only for translation
-// units built with AVX-512F.
+// each row's block as 256 int8 true values in natural order and its 16 sub-block scales into a
+// 16-row scratch, which is then transposed into the tile's lane-per-row words, with each row's
+// offset term -128 sum_j l_j V_j (V_j the sum of sub-block j's values). Only for translation
+// units built with AVX-512F and BW.
 #pragma once
 
 #include <immintrin.h>
@@ -13,48 +14,80 @@
 namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
 
-// 16 rows of one block, 256 int16 each (128 int32 pairs).
+// 16 rows of one block: 256 values and 16 sub-block scales each.
 struct alignas(64) TileScratch {
-    int16_t v[16][256];
+    int8_t v[16][256];
+    int32_t l[16][16];
 };
 
-// out[16 p + r] = pair p of scratch row r, for the 128 pairs: eight 16 x 16 transposes of 32-bit
-// words (unpack 32, unpack 64, then two rounds of 128-bit lane shuffles: 64 instructions each).
-inline void transpose_tile_block(const TileScratch& s, int32_t* out) {
-    for (int q = 0; q < 8; ++q) {
-        __m512i r[16], t[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(&s.v[i][32 * q]);
-        for (int i = 0; i < 8; ++i) {
-            t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-            t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-        }
-        // r[4 i + k], 128-bit lane L: word 4 L + k of rows 4 i .. 4 i + 3.
-        for (int i = 0; i < 4; ++i) {
-            r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-            r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-            r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-            r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-        }
-        int32_t* o = out + 256 * q;
-        for (int k = 0; k < 4; ++k) {
-            // Lanes 0, 2 (a, c) and 1, 3 (b, d) of row groups 0, 1 and 2, 3.
-            const __m512i a = _mm512_shuffle_i32x4(r[k], r[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
-            const __m512i b = _mm512_shuffle_i32x4(r[k], r[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
-            const __m512i c = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], _MM_SHUFFLE(2, 0, 2, 0));
-            const __m512i d = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], _MM_SHUFFLE(3, 1, 3, 1));
-            _mm512_store_si512(o + 16 * k, _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0)));
-            _mm512_store_si512(o + 16 * (8 + k),
-                               _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1)));
-            _mm512_store_si512(o + 16 * (4 + k),
-                               _mm512_shuffle_i32x4(b, d, _MM_SHUFFLE(2, 0, 2, 0)));
-            _mm512_store_si512(o + 16 * (12 + k),
-                               _mm512_shuffle_i32x4(b, d, _MM_SHUFFLE(3, 1, 3, 1)));
-        }
+// The 16 x 16 32-bit words at in[i] (rows), transposed: out[16 k + i] = word k of in[i], with
+// out rows `stride` words apart. Unpack 32, unpack 64, then two rounds of 128-bit lane shuffles.
+inline void transpose16x16(__m512i (&r)[16], int32_t* out, int64_t stride) {
+    __m512i t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    // r[4 i + k], 128-bit lane L: word 4 L + k of rows 4 i .. 4 i + 3.
+    for (int i = 0; i < 4; ++i) {
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int k = 0; k < 4; ++k) {
+        // Lanes 0, 2 (a, c) and 1, 3 (b, d) of row groups 0, 1 and 2, 3.
+        const __m512i a = _mm512_shuffle_i32x4(r[k], r[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512i b = _mm512_shuffle_i32x4(r[k], r[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
+        const __m512i c = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512i d = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], _MM_SHUFFLE(3, 1, 3, 1));
+        _mm512_store_si512(out + stride * k, _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm512_store_si512(out + stride * (8 + k),
+                           _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1)));
+        _mm512_store_si512(out + stride * (4 + k),
+                           _mm512_shuffle_i32x4(b, d, _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm512_store_si512(out + stride * (12 + k),
+                           _mm512_shuffle_i32x4(b, d, _MM_SHUFFLE(3, 1, 3, 1)));
     }
 }
 
-// Decodes a tile with `row(block pointer, int16 out[256])`, which returns the block's float
-// scale; Block the type's block, kMeta the bytes in front of each row's blocks, row_scale(row).
+// Block b of the tile from the scratch: values, scales and offsets.
+inline void store_tile_block(const TileScratch& s, const WeightTile& tile, int64_t b) {
+    int32_t* values = reinterpret_cast<int32_t*>(tile.values + 4096 * b);
+    for (int q = 0; q < 4; ++q) {
+        __m512i r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(&s.v[i][64 * q]);
+        transpose16x16(r, values + 256 * q, 16);
+    }
+    // Per row: sum_j l_j V_j = sum_k l_j(k) v_k, by vpdpbusd of v + 128 against the scales spread
+    // to bytes (|l_j| <= 127), less 128 * 16 * sum_j l_j (lane by lane: 2^11 l_j).
+    const __m512i bias = _mm512_set1_epi8(char(0x80));
+    const __m512i lane = _mm512_set_epi32(0x03030303, 0x03030303, 0x03030303, 0x03030303,
+                                          0x02020202, 0x02020202, 0x02020202, 0x02020202,
+                                          0x01010101, 0x01010101, 0x01010101, 0x01010101, 0, 0,
+                                          0, 0);
+    alignas(64) int32_t offset[16];
+    __m512i l[16];
+    for (int i = 0; i < 16; ++i) {
+        l[i] = _mm512_load_si512(s.l[i]);
+        // Each 128-bit lane the 16 scales as bytes; byte k of register h picks sub-block 4 h + L
+        // in lane L.
+        const __m512i l8 = _mm512_broadcast_i32x4(_mm512_cvtepi32_epi8(l[i]));
+        __m512i acc = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(l[i], 11));
+        for (int h = 0; h < 4; ++h) {
+            const __m512i pick = _mm512_add_epi8(lane, _mm512_set1_epi8(char(4 * h)));
+            const __m512i v = _mm512_xor_si512(_mm512_load_si512(&s.v[i][64 * h]), bias);
+            acc = _mm512_dpbusd_epi32(acc, v, _mm512_shuffle_epi8(l8, pick));
+        }
+        offset[i] = -128 * _mm512_reduce_add_epi32(acc);
+    }
+    _mm512_store_si512(tile.offsets + 16 * b, _mm512_load_si512(offset));
+    transpose16x16(l, tile.scales + 256 * b, 16);
+}
+
+// Decodes a tile with `row(block, int8 values[256], int32 scales[16])`, which returns the
+// block's float scale; Block the type's block, kMeta the bytes in front of each row's blocks,
+// row_scale(row start).
 template <typename Block, int kMeta, typename RowScale, typename Row>
 inline void decode_tile(int64_t blocks, const void* w, int64_t row_stride, int rows,
                         WeightTile& tile, RowScale&& row_scale, Row&& row) {
@@ -71,17 +104,17 @@ inline void decode_tile(int64_t blocks, const void* w, int64_t row_stride, int r
         }
     }
     for (int64_t b = 0; b < blocks; ++b) {
-        float* scales = tile.scales + 16 * b;
+        float* d = tile.d + 16 * b;
         for (int r = 0; r < 16; ++r) {
             if (r < rows) {
                 const char* ahead = reinterpret_cast<const char*>(x[r] + b + 4);
                 for (size_t o = 0; o < sizeof(Block); o += 64) __builtin_prefetch(ahead + o, 0, 3);
-                scales[r] = row(x[r][b], s.v[r]);
+                d[r] = row(x[r][b], s.v[r], s.l[r]);
             } else {
-                scales[r] = 0.0f;
+                d[r] = 0.0f;
             }
         }
-        transpose_tile_block(s, tile.words + 2048 * b);
+        store_tile_block(s, tile, b);
     }
 }
 

@@ -503,56 +503,45 @@ void ik_wide_cols(int64_t blocks, const void* w, const void* const* act, float* 
 }
 
 // The tile path (tile512.hpp): a block decoded as above, then each register's 16-byte pieces,
-// one 16-value sub-block each (pair lanes 8 j .. 8 j + 7 of the layout's kLanes), widened to
-// int16, times the sub-block's scale plus l_s * (shift e_s - offset), and stored at the
+// one 16-value sub-block each (pair lanes 8 L .. 8 L + 7 of the layout's kLanes for piece L),
+// made true values (negated where negative, plus shift e_j - offset) and stored at the
 // sub-block's natural place.
-// Word i of register t's half h (pieces 2 h, 2 h + 1): the sub-block of piece 2 h + i / 16.
-constexpr Words32 piece_scale_index(const Words32& lanes, int h) {
-    Words32 t{};
-    for (int i = 0; i < 32; ++i) t.w[i] = lanes.w[8 * (2 * h + i / 16)];
+// Byte k of register t: the sub-block of its piece k / 16.
+constexpr Bytes64 piece_sub_blocks(const Words32& lanes) {
+    Bytes64 t{};
+    for (int k = 0; k < 64; ++k) t.b[k] = int8_t(lanes.w[8 * (k / 16)]);
     return t;
 }
 template <typename W>
-struct PieceIndex {
-    static constexpr Words32 idx[4][2] = {
-        {piece_scale_index(W::kLanes[0], 0), piece_scale_index(W::kLanes[0], 1)},
-        {piece_scale_index(W::kLanes[1], 0), piece_scale_index(W::kLanes[1], 1)},
-        {piece_scale_index(W::kLanes[2], 0), piece_scale_index(W::kLanes[2], 1)},
-        {piece_scale_index(W::kLanes[3], 0), piece_scale_index(W::kLanes[3], 1)}};
+struct PieceSubBlocks {
+    static constexpr Bytes64 idx[4] = {
+        piece_sub_blocks(W::kLanes[0]), piece_sub_blocks(W::kLanes[1]),
+        piece_sub_blocks(W::kLanes[2]), piece_sub_blocks(W::kLanes[3])};
 };
 
-// One row's block into out[256] (natural order); returns the block's float scale.
+// One row's block into v[256] (natural order) and l[16]; returns the block's float scale.
 template <typename T, typename W>
-float ik_tile_row(const W& decoder, const typename T::Block& b, int16_t* out) {
+float ik_tile_row(const W& decoder, const typename T::Block& b, int8_t* v, int32_t* l) {
     Decoded d;
     decoder.decode(b, d);
-    const __m256i sc16 = _mm256_cvtepi8_epi16(T::scales(b));
-    const __m256i pow2 = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
-                                           8192, 16384, short(0x8000));
-    const __m256i on =
-        _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(short(T::extra16(b))), pow2), pow2);
-    const __m256i per = _mm256_sub_epi16(_mm256_and_si256(on, _mm256_set1_epi16(T::kShift)),
-                                         _mm256_set1_epi16(T::kOffset));
-    const __m512i sc = _mm512_castsi256_si512(sc16);
-    const __m512i corr = _mm512_castsi256_si512(_mm256_mullo_epi16(sc16, per));
+    _mm512_store_si512(l, _mm512_cvtepi8_epi32(T::scales(b)));
+    // Byte j: e_j * shift - offset, in every 128-bit lane.
+    const __m128i per = _mm_mask_blend_epi8(__mmask16(T::extra16(b)), _mm_set1_epi8(char(-T::kOffset)),
+                                            _mm_set1_epi8(char(T::kShift - T::kOffset)));
+    const __m512i shift = _mm512_broadcast_i32x4(per);
     const __m512i zero = _mm512_setzero_si512();
     for (int t = 0; t < 4; ++t) {
-        __m512i v = d.u[t];
-        if constexpr (W::kSigned) v = _mm512_mask_sub_epi8(v, d.neg[t], zero, v);
-        for (int h = 0; h < 2; ++h) {
-            const __m512i x = _mm512_cvtepi8_epi16(h == 0 ? _mm512_castsi512_si256(v)
-                                                          : _mm512_extracti64x4_epi64(v, 1));
-            const __m512i idx = load(PieceIndex<W>::idx[t][h]);
-            // The true value times l_s fits int16 (|.| <= 127 * 127); the two terms wrap to it.
-            const __m512i y =
-                _mm512_add_epi16(_mm512_mullo_epi16(x, _mm512_permutexvar_epi16(idx, sc)),
-                                 _mm512_permutexvar_epi16(idx, corr));
-            const int p0 = W::kLanes[t].w[16 * h], p1 = W::kLanes[t].w[16 * h + 8];
-            _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16 * p0),
-                               _mm512_castsi512_si256(y));
-            _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16 * p1),
-                               _mm512_extracti64x4_epi64(y, 1));
-        }
+        __m512i x = d.u[t];
+        if constexpr (W::kSigned) x = _mm512_mask_sub_epi8(x, d.neg[t], zero, x);
+        x = _mm512_add_epi8(x, _mm512_shuffle_epi8(shift, load(PieceSubBlocks<W>::idx[t])));
+        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * W::kLanes[t].w[0]),
+                        _mm512_castsi512_si128(x));
+        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * W::kLanes[t].w[8]),
+                        _mm512_extracti32x4_epi32(x, 1));
+        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * W::kLanes[t].w[16]),
+                        _mm512_extracti32x4_epi32(x, 2));
+        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * W::kLanes[t].w[24]),
+                        _mm512_extracti32x4_epi32(x, 3));
     }
     return T::block_scale(b);
 }
@@ -563,8 +552,8 @@ void ik_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows,
     const W decoder;
     decode_tile<typename T::Block, T::kMeta>(
         blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
-        [&](const typename T::Block& b, int16_t* out) {
-            return ik_tile_row<T, W>(decoder, b, out);
+        [&](const typename T::Block& b, int8_t* v, int32_t* l) {
+            return ik_tile_row<T, W>(decoder, b, v, l);
         });
 }
 
@@ -640,7 +629,7 @@ SY_CPU_DEFINE_VEC_DOT(q3_K_wide)
 template <typename T, typename W, QuantizeActFn F>
 QuantKernel wide(VecDotFn dot) {
     return with_tile({dot, F, 256, 256, int64_t(sizeof(sy_block_q8_K))},
-                     quantize_act_with_q16<F>, ik_tile_decode<T, W>);
+                     quantize_act_with_u8<F>, ik_tile_decode<T, W>);
 }
 
 }  // namespace
