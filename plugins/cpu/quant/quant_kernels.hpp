@@ -145,18 +145,19 @@ void quantize_act_q8_K_q2k(const float* x, void* y, int64_t n);
 void quantize_act_q8_K_quarters(const float* x, void* y, int64_t n);
 // n (a multiple of 256) floats into n / 256 ActU8K.
 void quantize_act_u8_K(const float* x, ActU8K* y, int64_t n);
-// F's activation blocks for n (a multiple of 256) floats, then their ActU8K blocks.
-template <QuantizeActFn F>
+// F's activation blocks for n (a multiple of 256) floats (kOwnBytes per 256 values), then their
+// ActU8K blocks.
+template <QuantizeActFn F, int64_t kOwnBytes = int64_t(sizeof(sy_block_q8_K))>
 void quantize_act_with_u8(const float* x, void* y, int64_t n) {
     F(x, y, n);
-    quantize_act_u8_K(x, reinterpret_cast<ActU8K*>(static_cast<char*>(y) +
-                                                    n / 256 * int64_t(sizeof(sy_block_q8_K))),
+    quantize_act_u8_K(x, reinterpret_cast<ActU8K*>(static_cast<char*>(y) + n / 256 * kOwnBytes),
                       n);
 }
-// A kernel on Q8_K activations with its tile decoder: the activations take ActU8K blocks too.
+// A kernel with its tile decoder: the activations take ActU8K blocks after the kernel's own
+// (`quantize` writes both: quantize_act_with_u8 of the kernel's).
 inline QuantKernel with_tile(QuantKernel k, QuantizeActFn quantize, TileDecodeFn decode) {
     k.quantize = quantize;
-    k.act_bytes = int64_t(sizeof(sy_block_q8_K) + sizeof(ActU8K));
+    k.act_bytes += int64_t(sizeof(ActU8K));
     k.tile_decode = decode;
     return k;
 }

@@ -27,9 +27,11 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "quant/column_sums512.hpp"
 #include "quant/int8_simd.hpp"
+#include "quant/tile512.hpp"
 
 #define SY_CPU_WIDE_TRELLIS 1
 #endif
@@ -347,6 +349,101 @@ void iq3_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, flo
     for (int c = 0; c < C; ++c) out[c] *= row;
 }
 
+// The tile path (tile512.hpp): values v = bytesum - 126 formed in 32-bit lanes (vpdpbusd from
+// -126 with ones; IQ3_KT's then |.| and negated under its sign bits), narrowed to bytes per state
+// (vpmovdb) and put in natural order with one byte permute per 64 values: value G c + k of code
+// c = 16 q + l is byte l of state k's 16.
+// Natural byte 4 l + k of codes 16 q .. 16 q + 15 (G = 4) from [state 0 | 1 | 2 | 3] (16 bytes
+// each); for G = 8, natural byte 64 h + j from [states 0-3] and [states 4-7] (vpermt2b).
+constexpr Bytes64 natural_of_states4() {
+    Bytes64 t{};
+    for (int n = 0; n < 64; ++n) t.b[n] = uint8_t(16 * (n % 4) + n / 4);
+    return t;
+}
+constexpr Bytes64 natural_of_states8(int h) {
+    Bytes64 t{};
+    for (int j = 0; j < 64; ++j) {
+        const int n = 64 * h + j, l = n / 8, k = n % 8;
+        t.b[j] = uint8_t(k < 4 ? 16 * k + l : 64 + 16 * (k - 4) + l);
+    }
+    return t;
+}
+constexpr Bytes64 kNatural4 = natural_of_states4();
+constexpr Bytes64 kNatural8[2] = {natural_of_states8(0), natural_of_states8(1)};
+// Sub-block j of 16 values: the scale of sub-block j / 2 of 32.
+constexpr Dwords16 kHalves = lanes_div(2, 0);
+
+struct Iq3KtWide {
+    using Block = sy_block_iq3_kt;
+    static constexpr int kGroup = 8, kCodeRegs = 2;
+    static float row_scale(const void* w) { return row_scale_f32(w) * 1.01f; }
+    static void codes(const Block& b, __m512i (&x)[kCodeRegs]) {
+        const __m512i offset = _mm512_set1_epi32(int(SY_KT_OFFSET));
+        for (int k = 0; k < 2; ++k)
+            x[k] = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+                                        reinterpret_cast<const __m256i*>(b.ql + 32 * k))),
+                                    offset);
+    }
+    static __m256i scales(const Block& b) {
+        return _mm256_cvtepu8_epi32(i8::nibbles_low_high(b.scales));
+    }
+};
+
+template <typename T>
+float kt_tile_row(const typename T::Block& b, int8_t* v, int32_t* l) {
+    constexpr int G = T::kGroup, Q = T::kCodeRegs;
+    constexpr bool kSigns = std::is_same_v<T, Iq3KtWide>;
+    __m512i codes[Q];
+    T::codes(b, codes);
+    _mm512_store_si512(l, _mm512_permutexvar_epi32(load(kHalves),
+                                                   _mm512_castsi256_si512(T::scales(b))));
+    const __m512i mask = _mm512_set1_epi32(0x3F3F3F3F), ones = _mm512_set1_epi8(1),
+                  minus126 = _mm512_set1_epi32(-126), zero = _mm512_setzero_si512();
+    __m512i qh = zero;
+    if constexpr (kSigns)
+        qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
+    for (int q = 0; q < Q; ++q) {
+        __m128i bytes[G];
+        for (int k = 0; k < G; ++k) {
+            const __m512i st = _mm512_and_si512(
+                _mm512_mullo_epi32(codes[q], _mm512_set1_epi32(int(kPowers[k]))), mask);
+            __m512i val = _mm512_dpbusd_epi32(minus126, st, ones);
+            if constexpr (kSigns) {
+                const __m512i mag = _mm512_abs_epi32(val);
+                const __mmask16 neg = _mm512_test_epi32_mask(
+                    _mm512_permutexvar_epi8(_mm512_load_si512(kSignBytes[k].b), qh),
+                    load(kSignBits[q]));
+                val = _mm512_mask_sub_epi32(mag, neg, zero, mag);
+            }
+            bytes[k] = _mm512_cvtepi32_epi8(val);
+        }
+        const __m512i z0 = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_set_m128i(bytes[1], bytes[0])),
+            _mm256_set_m128i(bytes[3], bytes[2]), 1);
+        if constexpr (G == 4) {
+            _mm512_store_si512(v + 64 * q,
+                               _mm512_permutexvar_epi8(_mm512_load_si512(kNatural4.b), z0));
+        } else {
+            const __m512i z1 = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_set_m128i(bytes[5], bytes[4])),
+                _mm256_set_m128i(bytes[7], bytes[6]), 1);
+            for (int h = 0; h < 2; ++h)
+                _mm512_store_si512(
+                    v + 128 * q + 64 * h,
+                    _mm512_permutex2var_epi8(z0, _mm512_load_si512(kNatural8[h].b), z1));
+        }
+    }
+    return 1.0f;
+}
+
+template <typename T>
+void kt_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                    WeightTile& tile) {
+    decode_tile<typename T::Block, 4>(
+        blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
+        [](const typename T::Block& b, int8_t* v, int32_t* l) { return kt_tile_row<T>(b, v, l); });
+}
+
 template <int C>
 void iq1_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     kt_wide_cols<Iq1KtWide, C>(blocks, w, act, out);
@@ -370,11 +467,23 @@ SY_CPU_DEFINE_VEC_DOT(iq4_kt_wide)
 QuantKernel wide_trellis_kernel(int32_t weight_type) {
     constexpr int64_t bytes = sizeof(ActQ8x4);
     switch (weight_type) {
-        case SY_TYPE_IQ1_KT: return {vec_dot_iq1_kt_wide, quantize_act_q8x4<8>, 256, 256, bytes};
-        case SY_TYPE_IQ2_KT: return {vec_dot_iq2_kt_wide, quantize_act_q8x4<8>, 256, 256, bytes};
+        case SY_TYPE_IQ1_KT:
+            return with_tile({vec_dot_iq1_kt_wide, quantize_act_q8x4<8>, 256, 256, bytes},
+                             quantize_act_with_u8<quantize_act_q8x4<8>, bytes>,
+                             kt_tile_decode<Iq1KtWide>);
+        case SY_TYPE_IQ2_KT:
+            return with_tile({vec_dot_iq2_kt_wide, quantize_act_q8x4<8>, 256, 256, bytes},
+                             quantize_act_with_u8<quantize_act_q8x4<8>, bytes>,
+                             kt_tile_decode<Iq2KtWide>);
         case SY_TYPE_IQ3_KT:
-            return {vec_dot_iq3_kt_wide, quantize_act_q16x2, 256, 256, sizeof(ActQ16x2)};
-        case SY_TYPE_IQ4_KT: return {vec_dot_iq4_kt_wide, quantize_act_q8x4<4>, 256, 256, bytes};
+            return with_tile(
+                {vec_dot_iq3_kt_wide, quantize_act_q16x2, 256, 256, sizeof(ActQ16x2)},
+                quantize_act_with_u8<quantize_act_q16x2, sizeof(ActQ16x2)>,
+                kt_tile_decode<Iq3KtWide>);
+        case SY_TYPE_IQ4_KT:
+            return with_tile({vec_dot_iq4_kt_wide, quantize_act_q8x4<4>, 256, 256, bytes},
+                             quantize_act_with_u8<quantize_act_q8x4<4>, bytes>,
+                             kt_tile_decode<Iq4KtWide>);
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
