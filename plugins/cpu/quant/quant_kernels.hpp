@@ -77,12 +77,17 @@ constexpr int kMaxDotRows = 4;
 // meets it as unsigned bytes a + 128 (ActU8K), one vpdpbusd per 4 values and 16 rows:
 //   sum_k a_k v_k = sum_j l_j sum_(k in j) (a_k + 128) v_k - 128 sum_j l_j V_j
 // with V_j the sum of sub-block j's values: the second term is the weights' own (offsets).
-// Exact in int32: |sum over a sub-block| <= 16 * 255 * 128, times |l_j| <= 127, 16 sub-blocks.
+// Exact in int32: |sum over a sub-block| <= 16 * 255 * 128, times |l_j| <= 128, 16 sub-blocks.
+// Types with mins (Q2_K, Q4_K, Q5_K: x = d l_j q - dmin m_j) add -dmin sum_j m_j B_j, B_j the
+// column's sum over sub-block j (ActU8K's bsums), as one vpdpwssd per two sub-blocks.
 struct WeightTile {
     int8_t* values;    // blocks * 4096: block b, values 4 p .. 4 p + 3 of row r at 4096 b + 64 p + 4 r
     int32_t* scales;   // blocks * 256: l_j of row r at 256 b + 16 j + r
     int32_t* offsets;  // blocks * 16: -128 sum_j l_j V_j of row r at 16 b + r
     float* d;          // blocks * 16: the float block scale of row r at 16 b + r
+    int32_t* mins;     // blocks * 256: m_2i, m_2i+1 (int16) of row r at 256 b + 16 i + r, i < 8
+    float* dmin;       // blocks * 16: dmin of row r at 16 b + r
+    bool has_mins;     // whether mins and dmin are set (by the type's decoder)
     float row_scale[16];
 };
 // Decodes rows [0, rows) (rows <= 16, row_stride bytes apart, `blocks` blocks each) into `tile`;
@@ -90,9 +95,10 @@ struct WeightTile {
 using TileDecodeFn = void (*)(int64_t blocks, const void* w, int64_t row_stride, int rows,
                               WeightTile& tile);
 // 256 activations in natural order as unsigned bytes, x ~ d * (qs - 128): the values and scale
-// of quantize_act_q8_K plus 128.
+// of quantize_act_q8_K plus 128, and the sums of its 16-value sub-blocks (without the 128).
 struct ActU8K {
     float d;
+    int16_t bsums[16];
     uint8_t qs[256];
 };
 // The fewest columns a product takes the tile path for: below, the per-row kernels' decoding

@@ -134,6 +134,7 @@ void quantize_act_u8_K(const float* x, ActU8K* y, int64_t n) {
         int32_t sums[SY_QK_K / 16];
         y[b].d = quantize_block(x + SY_QK_K * b, q, SY_QK_K, sums);
         for (int i = 0; i < SY_QK_K; ++i) y[b].qs[i] = uint8_t(q[i] + 128);
+        for (int j = 0; j < SY_QK_K / 16; ++j) y[b].bsums[j] = int16_t(sums[j]);
     }
 }
 

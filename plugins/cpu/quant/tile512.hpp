@@ -18,6 +18,8 @@ inline namespace SY_CPU_SIMD_ISA {
 struct alignas(64) TileScratch {
     int8_t v[16][256];
     int32_t l[16][16];
+    int16_t m[16][32];  // the 16 mins (types with mins), then zeros
+    float dmin[16];
 };
 
 // The 16 x 16 32-bit words at in[i] (rows), transposed: out[16 k + i] = word k of in[i], with
@@ -83,16 +85,23 @@ inline void store_tile_block(const TileScratch& s, const WeightTile& tile, int64
     }
     _mm512_store_si512(tile.offsets + 16 * b, _mm512_load_si512(offset));
     transpose16x16(l, tile.scales + 256 * b, 16);
+    if (tile.has_mins) {
+        __m512i m[16];
+        for (int i = 0; i < 16; ++i) m[i] = _mm512_load_si512(s.m[i]);
+        transpose16x16(m, tile.mins + 256 * b, 16);
+        _mm512_store_ps(tile.dmin + 16 * b, _mm512_load_ps(s.dmin));
+    }
 }
 
 // Decodes a tile with `row(block, int8 values[256], int32 scales[16])`, which returns the
 // block's float scale; Block the type's block, kMeta the bytes in front of each row's blocks,
-// row_scale(row start).
-template <typename Block, int kMeta, typename RowScale, typename Row>
+// row_scale(row start). With kMins, `row(block, values, scales, int16 mins[16], float& dmin)`.
+template <typename Block, int kMeta, bool kMins = false, typename RowScale, typename Row>
 inline void decode_tile(int64_t blocks, const void* w, int64_t row_stride, int rows,
                         WeightTile& tile, RowScale&& row_scale, Row&& row) {
     TileScratch s;
     std::memset(&s, 0, sizeof s);
+    tile.has_mins = kMins;
     const Block* x[16];
     for (int r = 0; r < 16; ++r) {
         if (r < rows) {
@@ -109,7 +118,10 @@ inline void decode_tile(int64_t blocks, const void* w, int64_t row_stride, int r
             if (r < rows) {
                 const char* ahead = reinterpret_cast<const char*>(x[r] + b + 4);
                 for (size_t o = 0; o < sizeof(Block); o += 64) __builtin_prefetch(ahead + o, 0, 3);
-                d[r] = row(x[r][b], s.v[r], s.l[r]);
+                if constexpr (kMins)
+                    d[r] = row(x[r][b], s.v[r], s.l[r], s.m[r], s.dmin[r]);
+                else
+                    d[r] = row(x[r][b], s.v[r], s.l[r]);
             } else {
                 d[r] = 0.0f;
             }

@@ -31,7 +31,7 @@ inline __m512i quad_of(const ActU8K& a, int p) {
 
 // out[16 c + r] = row r of the tile times column c, for C columns whose ActU8K blocks are at
 // act[c].
-template <int C>
+template <int C, bool kMins>
 void tile_columns(int64_t blocks, const WeightTile& tile, const ActU8K* const* act, float* out) {
     __m512 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
@@ -57,6 +57,23 @@ void tile_columns(int64_t blocks, const WeightTile& tile, const ActU8K* const* a
         for (int c = 0; c < C; ++c)
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[c]),
                                      _mm512_mul_ps(dw, _mm512_set1_ps(act[c][b].d)), acc[c]);
+        if constexpr (kMins) {
+            const int32_t* mins = tile.mins + 256 * b;
+            for (int c = 0; c < C; ++c) s[c] = _mm512_setzero_si512();
+            for (int i = 0; i < 8; ++i) {
+                const __m512i m = _mm512_load_si512(mins + 16 * i);
+                for (int c = 0; c < C; ++c) {
+                    int32_t pair;
+                    std::memcpy(&pair, act[c][b].bsums + 2 * i, 4);
+                    s[c] = _mm512_dpwssd_epi32(s[c], m, _mm512_set1_epi32(pair));
+                }
+            }
+            const __m512 dmin = _mm512_load_ps(tile.dmin + 16 * b);
+            for (int c = 0; c < C; ++c)
+                acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s[c]),
+                                          _mm512_mul_ps(dmin, _mm512_set1_ps(act[c][b].d)),
+                                          acc[c]);
+        }
     }
     const __m512 rs = _mm512_loadu_ps(tile.row_scale);
     for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(acc[c], rs));
@@ -64,9 +81,13 @@ void tile_columns(int64_t blocks, const WeightTile& tile, const ActU8K* const* a
 
 constexpr int kTileColumns = 8;
 using TileColumnsFn = void (*)(int64_t, const WeightTile&, const ActU8K* const*, float*);
-constexpr TileColumnsFn kTileColumnsFns[kTileColumns] = {
-    tile_columns<1>, tile_columns<2>, tile_columns<3>, tile_columns<4>,
-    tile_columns<5>, tile_columns<6>, tile_columns<7>, tile_columns<8>};
+constexpr TileColumnsFn kTileColumnsFns[2][kTileColumns] = {
+    {tile_columns<1, false>, tile_columns<2, false>, tile_columns<3, false>,
+     tile_columns<4, false>, tile_columns<5, false>, tile_columns<6, false>,
+     tile_columns<7, false>, tile_columns<8, false>},
+    {tile_columns<1, true>, tile_columns<2, true>, tile_columns<3, true>, tile_columns<4, true>,
+     tile_columns<5, true>, tile_columns<6, true>, tile_columns<7, true>,
+     tile_columns<8, true>}};
 
 // The calling thread's tile, grown to the largest row it has decoded.
 struct alignas(64) Line {
@@ -77,13 +98,19 @@ struct alignas(64) Line {
 struct TileBuffer {
     std::vector<Line> lines;
     WeightTile tile(int64_t blocks) {
-        // Per block: 4096 bytes of values, 1024 of scales, 64 of offsets, 64 of d.
-        constexpr int64_t kLines = (4096 + 1024 + 64 + 64) / 64;
+        // Per block: 4096 bytes of values, 1024 of scales, 64 of offsets, 64 of d, 1024 of
+        // mins, 64 of dmin.
+        constexpr int64_t kLines = (4096 + 1024 + 64 + 64 + 1024 + 64) / 64;
         if (int64_t(lines.size()) < kLines * blocks) lines.resize(size_t(kLines * blocks));
         int8_t* p = lines.data()->b;
-        return WeightTile{p, reinterpret_cast<int32_t*>(p + 4096 * blocks),
+        return WeightTile{p,
+                          reinterpret_cast<int32_t*>(p + 4096 * blocks),
                           reinterpret_cast<int32_t*>(p + 5120 * blocks),
-                          reinterpret_cast<float*>(p + 5184 * blocks), {}};
+                          reinterpret_cast<float*>(p + 5184 * blocks),
+                          reinterpret_cast<int32_t*>(p + 5248 * blocks),
+                          reinterpret_cast<float*>(p + 6272 * blocks),
+                          false,
+                          {}};
     }
 };
 
@@ -106,7 +133,7 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
                 cols_act[j] = reinterpret_cast<const ActU8K*>(
                     static_cast<const char*>(act[c + j]) + u8_offset);
             alignas(64) float r[16 * kTileColumns];
-            kTileColumnsFns[cols - 1](blocks, tile, cols_act, r);
+            kTileColumnsFns[tile.has_mins][cols - 1](blocks, tile, cols_act, r);
             for (int j = 0; j < cols; ++j)
                 for (int i = 0; i < rows; ++i)
                     std::memcpy(reinterpret_cast<char*>(out[c + j]) + (n + i) * out_row_stride,

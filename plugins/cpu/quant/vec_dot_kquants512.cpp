@@ -27,6 +27,7 @@
 
 #include "quant/column_sums512.hpp"
 #include "quant/int8_simd.hpp"
+#include "quant/tile512.hpp"
 
 #define SY_CPU_WIDE_KQUANTS 1
 #endif
@@ -265,6 +266,105 @@ void q2_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
     sums.store(1.0f, out);
 }
 
+// The tile path (tile512.hpp): each block's values in natural order as int8 (Q6_K's minus 32),
+// its 16-value sub-blocks' scales and mins (Q4_K's and Q5_K's per 32 values, twice each).
+inline void store32(int8_t* p, __m256i x) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(p), x);
+}
+inline void store_halves(int8_t* v, int lo, int hi, __m512i x) {
+    store32(v + lo, _mm512_castsi512_si256(x));
+    store32(v + hi, _mm512_extracti64x4_epi64(x, 1));
+}
+inline float h2f(uint16_t h) {
+    return _cvtsh_ss(h);
+}
+
+// Q4_K, Q5_K: the low nibbles of qs[64 h, 64 h + 64) are values 128 h + [0, 32) (bytes 0-31)
+// and 128 h + [64, 96) (bytes 32-63), the high nibbles 128 h + [32, 64) and 128 h + [96, 128);
+// Q5_K's fifth bit of value 32 c + i is bit c of qh[i].
+template <typename Block>
+float k4_k5_tile_row(const Block& b, int8_t* v, int32_t* l, int16_t* m, float& dmin) {
+    const __m128i sm = scales_mins_k4_vec(b.scales);  // [sc0..sc7 | mn0..mn7]
+    const __m128i twice = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    _mm512_store_si512(l, _mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm, twice)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(m),
+                       _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+                           sm, _mm_add_epi8(twice, _mm_set1_epi8(8)))));
+    const __m512i low4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    __m512i qh = _mm512_setzero_si512();
+    if constexpr (std::is_same_v<Block, sy_block_q5_K>)
+        qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
+    for (int h = 0; h < 2; ++h) {
+        const __m512i q = _mm512_loadu_si512(b.qs + 64 * h);
+        __m512i lo = _mm512_and_si512(q, low4);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+        if constexpr (std::is_same_v<Block, sy_block_q5_K>) {
+            // Chunks 4 h (bytes 0-31 of lo), 4 h + 2 (32-63); 4 h + 1, 4 h + 3 (hi): the kernel's
+            // registers 2 h and 2 h + 1.
+            lo = _mm512_mask_add_epi8(
+                lo, _mm512_test_epi8_mask(qh, _mm512_load_si512(kQ5KBit[2 * h].b)), lo, sixteen);
+            hi = _mm512_mask_add_epi8(
+                hi, _mm512_test_epi8_mask(qh, _mm512_load_si512(kQ5KBit[2 * h + 1].b)), hi,
+                sixteen);
+        }
+        store_halves(v, 128 * h, 128 * h + 64, lo);
+        store_halves(v, 128 * h + 32, 128 * h + 96, hi);
+    }
+    dmin = h2f(b.dmin);
+    return h2f(b.d);
+}
+
+// Q6_K: per half h, the low nibbles of ql[64 h, 64 h + 64) with qh's bits are values 128 h +
+// [0, 64), the high nibbles 128 h + [64, 128); minus 32.
+float q6_K_tile_row(const sy_block_q6_K& b, int8_t* v, int32_t* l) {
+    _mm512_store_si512(
+        l, _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales))));
+    const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03),
+                  thirty_two = _mm512_set1_epi8(32);
+    const __m512i shift_low = load(kQ6KShiftLow), shift_high = load(kQ6KShiftHigh);
+    for (int h = 0; h < 2; ++h) {
+        const __m512i q = _mm512_loadu_si512(b.ql + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+        const __m512i h_low =
+            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_low), low2), 4);
+        const __m512i h_high =
+            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_high), low2), 4);
+        const __m512i lo = _mm512_or_si512(_mm512_and_si512(q, low4), h_low);
+        const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), low4), h_high);
+        _mm512_store_si512(v + 128 * h, _mm512_sub_epi8(lo, thirty_two));
+        _mm512_store_si512(v + 128 * h + 64, _mm512_sub_epi8(hi, thirty_two));
+    }
+    return h2f(b.d);
+}
+
+// Q2_K: field g of qs byte i < 32 is value 32 g + i, of byte 32 + i value 128 + 32 g + i; scale
+// and min of sub-block j in the low and high nibble of scales[j].
+float q2_K_tile_row(const sy_block_q2_K& b, int8_t* v, int32_t* l, int16_t* m, float& dmin) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    _mm512_store_si512(l, _mm512_cvtepu8_epi32(_mm_and_si128(packed, low4)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(m),
+                       _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4)));
+    const __m512i q = _mm512_loadu_si512(b.qs), low2 = _mm512_set1_epi8(0x03);
+    for (int g = 0; g < 4; ++g)
+        store_halves(v, 32 * g, 128 + 32 * g, _mm512_and_si512(_mm512_srli_epi16(q, 2 * g), low2));
+    dmin = h2f(b.dmin);
+    return h2f(b.d);
+}
+
+template <typename Block>
+void k_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows, WeightTile& tile) {
+    auto one = [](const uint8_t*) { return 1.0f; };
+    if constexpr (std::is_same_v<Block, sy_block_q6_K>)
+        decode_tile<Block, 0>(blocks, w, row_stride, rows, tile, one, q6_K_tile_row);
+    else if constexpr (std::is_same_v<Block, sy_block_q2_K>)
+        decode_tile<Block, 0, true>(blocks, w, row_stride, rows, tile, one, q2_K_tile_row);
+    else
+        decode_tile<Block, 0, true>(blocks, w, row_stride, rows, tile, one,
+                                    k4_k5_tile_row<Block>);
+}
+
 SY_CPU_DEFINE_VEC_DOT(q2_K_wide)
 SY_CPU_DEFINE_VEC_DOT(q4_K_wide)
 SY_CPU_DEFINE_VEC_DOT(q5_K_wide)
@@ -274,11 +374,21 @@ SY_CPU_DEFINE_VEC_DOT(q6_K_wide)
 
 QuantKernel wide_kquant_kernel(int32_t weight_type) {
     constexpr int64_t q8_K = sizeof(sy_block_q8_K);
+    constexpr QuantizeActFn planes = quantize_act_q8_K_q2k, nibbles = quantize_act_q8_K_nibbles,
+                            natural = quantize_act_q8_K_row;
     switch (weight_type) {
-        case SY_TYPE_Q2_K: return {vec_dot_q2_K_wide, quantize_act_q8_K_q2k, 256, 256, q8_K};
-        case SY_TYPE_Q4_K: return {vec_dot_q4_K_wide, quantize_act_q8_K_nibbles, 256, 256, q8_K};
-        case SY_TYPE_Q5_K: return {vec_dot_q5_K_wide, quantize_act_q8_K_nibbles, 256, 256, q8_K};
-        case SY_TYPE_Q6_K: return {vec_dot_q6_K_wide, quantize_act_q8_K_row, 256, 256, q8_K};
+        case SY_TYPE_Q2_K:
+            return with_tile({vec_dot_q2_K_wide, planes, 256, 256, q8_K},
+                             quantize_act_with_u8<planes>, k_tile_decode<sy_block_q2_K>);
+        case SY_TYPE_Q4_K:
+            return with_tile({vec_dot_q4_K_wide, nibbles, 256, 256, q8_K},
+                             quantize_act_with_u8<nibbles>, k_tile_decode<sy_block_q4_K>);
+        case SY_TYPE_Q5_K:
+            return with_tile({vec_dot_q5_K_wide, nibbles, 256, 256, q8_K},
+                             quantize_act_with_u8<nibbles>, k_tile_decode<sy_block_q5_K>);
+        case SY_TYPE_Q6_K:
+            return with_tile({vec_dot_q6_K_wide, natural, 256, 256, q8_K},
+                             quantize_act_with_u8<natural>, k_tile_decode<sy_block_q6_K>);
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
