@@ -12,14 +12,15 @@
 namespace sy::cpu {
 namespace {
 
+// Q4_0 and IQ4_NL share their block (an f16 scale and 16 bytes of nibbles).
 int64_t block_bytes(int32_t type) {
-    return type == SY_TYPE_Q4_0 ? int64_t(sizeof(sy_block_q4_0)) : int64_t(sizeof(sy_block_q8_0));
+    return type == SY_TYPE_Q8_0 ? int64_t(sizeof(sy_block_q8_0)) : int64_t(sizeof(sy_block_q4_0));
 }
 
 }  // namespace
 
 bool InterleavedWeights::eligible(const sy_tensor& w) {
-    if (w.type != SY_TYPE_Q4_0 && w.type != SY_TYPE_Q8_0) return false;
+    if (w.type != SY_TYPE_Q4_0 && w.type != SY_TYPE_Q8_0 && w.type != SY_TYPE_IQ4_NL) return false;
     const bool has_id = w.struct_size >= offsetof(sy_tensor, constant_id) + sizeof w.constant_id;
     if (!has_id || w.constant_id == 0 || w.data == nullptr) return false;
     if (w.ne[0] < 32 || w.ne[0] % 32 != 0 || w.ne[1] % kInterleavedRows != 0) return false;
@@ -31,7 +32,7 @@ bool InterleavedWeights::eligible(const sy_tensor& w) {
 void interleave_row_group(int32_t type, const uint8_t* rows, int64_t row_bytes, int64_t K,
                           uint8_t* dst) {
     const int64_t bb = block_bytes(type);
-    const int64_t chunks = (bb - 2) / 4;  // 4 (Q4_0) or 8 (Q8_0)
+    const int64_t chunks = (bb - 2) / 4;  // 4 (Q4_0, IQ4_NL) or 8 (Q8_0)
     const uint32_t flip = type == SY_TYPE_Q8_0 ? 0x80808080u : 0u;  // Q8_0's q + 128 per byte
     for (int64_t b = 0; b < K / 32; ++b, dst += kInterleavedRows * bb) {
         for (int64_t r = 0; r < kInterleavedRows; ++r) {
