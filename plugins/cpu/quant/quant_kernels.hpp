@@ -88,6 +88,7 @@ struct WeightTile {
     int32_t* mins;     // blocks * 256: m_2i, m_2i+1 (int16) of row r at 256 b + 16 i + r, i < 8
     float* dmin;       // blocks * 16: dmin of row r at 16 b + r
     bool has_mins;     // whether mins and dmin are set (by the type's decoder)
+    bool scales32;     // whether l_2i = l_2i+1 throughout (a scale per 32 values; one vpmulld each)
     float row_scale[16];
 };
 // Decodes rows [0, rows) (rows <= 16, row_stride bytes apart, `blocks` blocks each) into `tile`;

@@ -13,6 +13,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstring>
 #include <vector>
 #endif
@@ -31,8 +33,9 @@ inline __m512i quad_of(const ActU8K& a, int p) {
 
 // out[16 c + r] = row r of the tile times column c, for C columns whose ActU8K blocks are at
 // act[c].
-template <int C, bool kMins>
+template <int C, bool kMins, bool kScales32>
 void tile_columns(int64_t blocks, const WeightTile& tile, const ActU8K* const* act, float* out) {
+    constexpr int kGroup = kScales32 ? 2 : 1;  // sub-blocks of 16 per scale
     __m512 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
@@ -41,14 +44,15 @@ void tile_columns(int64_t blocks, const WeightTile& tile, const ActU8K* const* a
         const __m512i offsets = _mm512_load_si512(tile.offsets + 16 * b);
         __m512i s[C];
         for (int c = 0; c < C; ++c) s[c] = offsets;
-        for (int j = 0; j < 16; ++j) {
+        for (int j = 0; j < 16; j += kGroup) {
             const __m512i l = _mm512_load_si512(scales + 16 * j);
-            __m512i w[4];
-            for (int k = 0; k < 4; ++k) w[k] = _mm512_load_si512(values + 64 * (4 * j + k));
+            __m512i w[4 * kGroup];
+            for (int k = 0; k < 4 * kGroup; ++k)
+                w[k] = _mm512_load_si512(values + 64 * (4 * j + k));
             for (int c = 0; c < C; ++c) {
                 __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), quad_of(act[c][b], 4 * j),
                                                 w[0]);
-                for (int k = 1; k < 4; ++k)
+                for (int k = 1; k < 4 * kGroup; ++k)
                     t = _mm512_dpbusd_epi32(t, quad_of(act[c][b], 4 * j + k), w[k]);
                 s[c] = _mm512_add_epi32(s[c], _mm512_mullo_epi32(t, l));
             }
@@ -81,15 +85,18 @@ void tile_columns(int64_t blocks, const WeightTile& tile, const ActU8K* const* a
 
 constexpr int kTileColumns = 8;
 using TileColumnsFn = void (*)(int64_t, const WeightTile&, const ActU8K* const*, float*);
-constexpr TileColumnsFn kTileColumnsFns[2][kTileColumns] = {
-    {tile_columns<1, false>, tile_columns<2, false>, tile_columns<3, false>,
-     tile_columns<4, false>, tile_columns<5, false>, tile_columns<6, false>,
-     tile_columns<7, false>, tile_columns<8, false>},
-    {tile_columns<1, true>, tile_columns<2, true>, tile_columns<3, true>, tile_columns<4, true>,
-     tile_columns<5, true>, tile_columns<6, true>, tile_columns<7, true>,
-     tile_columns<8, true>}};
+// [has_mins][scales32][columns - 1]
+template <bool kMins, bool kScales32, int... I>
+constexpr std::array<TileColumnsFn, sizeof...(I)> tile_columns_fns(
+    std::integer_sequence<int, I...>) {
+    return {tile_columns<I + 1, kMins, kScales32>...};
+}
+constexpr std::array<TileColumnsFn, kTileColumns> kTileColumnsFns[2][2] = {
+    {tile_columns_fns<false, false>(std::make_integer_sequence<int, kTileColumns>()),
+     tile_columns_fns<false, true>(std::make_integer_sequence<int, kTileColumns>())},
+    {tile_columns_fns<true, false>(std::make_integer_sequence<int, kTileColumns>()),
+     tile_columns_fns<true, true>(std::make_integer_sequence<int, kTileColumns>())}};
 
-// The calling thread's tile, grown to the largest row it has decoded.
 struct alignas(64) Line {
     int8_t b[64];
 };
@@ -109,6 +116,7 @@ struct TileBuffer {
                           reinterpret_cast<float*>(p + 5184 * blocks),
                           reinterpret_cast<int32_t*>(p + 5248 * blocks),
                           reinterpret_cast<float*>(p + 6272 * blocks),
+                          false,
                           false,
                           {}};
     }
@@ -133,7 +141,8 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
                 cols_act[j] = reinterpret_cast<const ActU8K*>(
                     static_cast<const char*>(act[c + j]) + u8_offset);
             alignas(64) float r[16 * kTileColumns];
-            kTileColumnsFns[tile.has_mins][cols - 1](blocks, tile, cols_act, r);
+            kTileColumnsFns[tile.has_mins][tile.scales32][size_t(cols - 1)](blocks, tile,
+                                                                            cols_act, r);
             for (int j = 0; j < cols; ++j)
                 for (int i = 0; i < rows; ++i)
                     std::memcpy(reinterpret_cast<char*>(out[c + j]) + (n + i) * out_row_stride,

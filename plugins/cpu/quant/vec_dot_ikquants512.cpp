@@ -30,6 +30,8 @@
     defined(__AVX512F__) && defined(__F16C__)
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "quant/column_sums512.hpp"
 #include "quant/ik_block_traits.hpp"
 #include "quant/tile512.hpp"
@@ -546,11 +548,16 @@ float ik_tile_row(const W& decoder, const typename T::Block& b, int8_t* v, int32
     return T::block_scale(b);
 }
 
+// The types with a scale per 32 values (each written twice).
+template <typename T>
+constexpr bool kScalesPer32 = std::is_base_of_v<RowScaledF16, T> ||
+                              std::is_base_of_v<RowScaledF32, T> || std::is_same_v<T, Iq4XsT>;
+
 template <typename T, typename W>
 void ik_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows,
                     WeightTile& tile) {
     const W decoder;
-    decode_tile<typename T::Block, T::kMeta>(
+    decode_tile<typename T::Block, T::kMeta, kScalesPer32<T>>(
         blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
         [&](const typename T::Block& b, int8_t* v, int32_t* l) {
             return ik_tile_row<T, W>(decoder, b, v, l);

@@ -357,12 +357,12 @@ template <typename Block>
 void k_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows, WeightTile& tile) {
     auto one = [](const uint8_t*) { return 1.0f; };
     if constexpr (std::is_same_v<Block, sy_block_q6_K>)
-        decode_tile<Block, 0>(blocks, w, row_stride, rows, tile, one, q6_K_tile_row);
+        decode_tile<Block, 0, false>(blocks, w, row_stride, rows, tile, one, q6_K_tile_row);
     else if constexpr (std::is_same_v<Block, sy_block_q2_K>)
-        decode_tile<Block, 0, true>(blocks, w, row_stride, rows, tile, one, q2_K_tile_row);
+        decode_tile<Block, 0, false, true>(blocks, w, row_stride, rows, tile, one, q2_K_tile_row);
     else
-        decode_tile<Block, 0, true>(blocks, w, row_stride, rows, tile, one,
-                                    k4_k5_tile_row<Block>);
+        decode_tile<Block, 0, true, true>(blocks, w, row_stride, rows, tile, one,
+                                          k4_k5_tile_row<Block>);
 }
 
 SY_CPU_DEFINE_VEC_DOT(q2_K_wide)

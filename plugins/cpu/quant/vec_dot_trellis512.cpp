@@ -439,7 +439,7 @@ float kt_tile_row(const typename T::Block& b, int8_t* v, int32_t* l) {
 template <typename T>
 void kt_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows,
                     WeightTile& tile) {
-    decode_tile<typename T::Block, 4>(
+    decode_tile<typename T::Block, 4, true>(
         blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
         [](const typename T::Block& b, int8_t* v, int32_t* l) { return kt_tile_row<T>(b, v, l); });
 }
