@@ -32,7 +32,7 @@ bool InterleavedWeights::eligible(const sy_tensor& w) {
 void interleave_row_group(int32_t type, const uint8_t* rows, int64_t row_bytes, int64_t K,
                           uint8_t* dst) {
     const int64_t bb = block_bytes(type);
-    const int64_t chunks = (bb - 2) / 4;  // 4 (Q4_0, IQ4_NL) or 8 (Q8_0)
+    const int64_t chunks = (bb - 2) / 4;                            // 4 (Q4_0, IQ4_NL) or 8 (Q8_0)
     const uint32_t flip = type == SY_TYPE_Q8_0 ? 0x80808080u : 0u;  // Q8_0's q + 128 per byte
     for (int64_t b = 0; b < K / 32; ++b, dst += kInterleavedRows * bb) {
         for (int64_t r = 0; r < kInterleavedRows; ++r) {

@@ -1,14 +1,14 @@
-// Row-interleaved copies of a model's Q4_0 and Q8_0 weights (the cpu plugin's option `repack`,
-// the command line's -rtr): 16 weight rows packed block by block, so that one 512-bit vpdpbusd
-// computes a 4-byte piece of 16 rows against one broadcast piece of the activation. The block's
-// bytes need no shuffling and its 16 scales load as one vector, which halves the vector work per
-// weight byte of the plain kernels (vec_dot_groups.cpp: 3 vpermt2b, 2 scale permutes per 8
+// Row-interleaved copies of a model's Q4_0, IQ4_NL and Q8_0 weights (the cpu plugin's option
+// `repack`, the command line's -rtr): 16 weight rows packed block by block, so that one 512-bit
+// vpdpbusd computes a 4-byte piece of 16 rows against one broadcast piece of the activation. The
+// block's bytes need no shuffling and its 16 scales load as one vector, which halves the vector
+// work per weight byte of the plain kernels (vec_dot_groups.cpp: 3 vpermt2b, 2 scale permutes per 8
 // blocks), so a core keeps up with more memory bandwidth.
 //
 // Layout, per matrix, per group of 16 rows (g), per block index b (32 weights per row):
-//   Q4_0: f16 d[16] (row r's scale), then 4 chunks of 64 bytes: chunk c holds qs[4c, 4c + 4)
-//         of row r at bytes [4r, 4r + 4) — low nibbles elements 4c..4c+3, high 16+4c..16+4c+3;
-//         288 bytes = 16 blocks of 18.
+//   Q4_0, IQ4_NL (the same block): f16 d[16] (row r's scale), then 4 chunks of 64 bytes:
+//         chunk c holds qs[4c, 4c + 4) of row r at bytes [4r, 4r + 4) — low nibbles elements
+//         4c..4c+3, high 16+4c..16+4c+3; 288 bytes = 16 blocks of 18.
 //   Q8_0: f16 d[16], then 8 chunks of 64 bytes: chunk c holds qs[4c, 4c + 4) of row r, plus 128
 //         (as unsigned bytes), at [4r, 4r + 4); 544 bytes = 16 blocks of 34.
 // A group takes the bytes its 16 rows take in the original, so a row group's offset (and an
@@ -41,8 +41,8 @@ constexpr int64_t kInterleavedRows = 16;
 
 class InterleavedWeights {
   public:
-    // Whether a copy can be made of w: Q4_0 or Q8_0, a model weight (constant_id), rows of a
-    // multiple of 32 values, a multiple of 16 rows, and contiguous.
+    // Whether a copy can be made of w: Q4_0, IQ4_NL or Q8_0, a model weight (constant_id), rows of
+    // a multiple of 32 values, a multiple of 16 rows, and contiguous.
     static bool eligible(const sy_tensor& w);
 
     // The interleaved copy of w, made now if there is none yet; nullptr where w is not eligible

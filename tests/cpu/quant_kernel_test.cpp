@@ -299,32 +299,33 @@ TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
         for (int32_t type : kTypes)
             for (int64_t K : row_lengths(type))
                 for (int64_t M : {5, 11}) {
-                const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
-                const std::vector<float> w = dequantize_matrix(type, wq, K, N);
-                std::vector<float> x(size_t(K * M));
-                for (size_t i = 0; i < x.size(); ++i)
-                    x[i] = i % 32 == size_t(rng() % 32) ? (rng() & 1 ? 127.0f : -127.0f)
-                                                        : float(value(rng));
-                for (size_t b = 0; b < x.size(); b += 32) x[b + rng() % 32] = 127.0f;
-                std::vector<float> out(size_t(N * M), NAN);
-                sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, (void*)wq.data(), "w");
-                sy_tensor xb = sy::sdk::make_tensor(SY_TYPE_F32, K, M, 1, 1, x.data(), "x");
-                sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, N, M, 1, 1, out.data(), "y");
-                const sy_node node = make_node(SY_OP_MUL_MAT, &d, {&a, &xb});
-                const sy_status st = run(api, node);
-                ASSERT_EQ(st.code, SY_OK) << (st.message ? st.message : "");
-                for (int64_t m = 0; m < M; ++m)
-                    for (int64_t n = 0; n < N; ++n) {
-                        double dot = 0, abs_sum = 0;
-                        for (int64_t k = 0; k < K; ++k) {
-                            const double p = double(w[size_t(n * K + k)]) * x[size_t(m * K + k)];
-                            dot += p;
-                            abs_sum += std::fabs(p);
+                    const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
+                    const std::vector<float> w = dequantize_matrix(type, wq, K, N);
+                    std::vector<float> x(size_t(K * M));
+                    for (size_t i = 0; i < x.size(); ++i)
+                        x[i] = i % 32 == size_t(rng() % 32) ? (rng() & 1 ? 127.0f : -127.0f)
+                                                            : float(value(rng));
+                    for (size_t b = 0; b < x.size(); b += 32) x[b + rng() % 32] = 127.0f;
+                    std::vector<float> out(size_t(N * M), NAN);
+                    sy_tensor a = sy::sdk::make_tensor(type, K, N, 1, 1, (void*)wq.data(), "w");
+                    sy_tensor xb = sy::sdk::make_tensor(SY_TYPE_F32, K, M, 1, 1, x.data(), "x");
+                    sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, N, M, 1, 1, out.data(), "y");
+                    const sy_node node = make_node(SY_OP_MUL_MAT, &d, {&a, &xb});
+                    const sy_status st = run(api, node);
+                    ASSERT_EQ(st.code, SY_OK) << (st.message ? st.message : "");
+                    for (int64_t m = 0; m < M; ++m)
+                        for (int64_t n = 0; n < N; ++n) {
+                            double dot = 0, abs_sum = 0;
+                            for (int64_t k = 0; k < K; ++k) {
+                                const double p =
+                                    double(w[size_t(n * K + k)]) * x[size_t(m * K + k)];
+                                dot += p;
+                                abs_sum += std::fabs(p);
+                            }
+                            ASSERT_NEAR(out[size_t(m * N + n)], dot, 1e-5 * abs_sum + 1e-6)
+                                << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
+                                << " M=" << M << " row " << n << " col " << m;
                         }
-                        ASSERT_NEAR(out[size_t(m * N + n)], dot, 1e-5 * abs_sum + 1e-6)
-                            << cpu.variant << " " << sy_dtype_info(type).name << " K=" << K
-                            << " M=" << M << " row " << n << " col " << m;
-                    }
                 }
     }
 }
@@ -412,38 +413,40 @@ TEST(QuantKernels, MulMatBroadcastAndStridedActivations) {
     }
 }
 
+// 5 tokens give each expert about 4 slots (the per-row kernels), 40 about 30 (the tile path).
 TEST(QuantKernels, MulMatIdWithQuantizedExperts) {
     std::mt19937 rng(77);
-    const int64_t K = 256, N = 19, E = 4, U = 3, T = 5;
+    const int64_t K = 256, N = 19, E = 4, U = 3;
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
-        for (int32_t type : kTypes) {
-            const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng, K);
-            const std::vector<float> w = dequantize_matrix(type, wq, K, N * E);
-            for (int64_t U1 : {int64_t(1), U}) {
-                const std::vector<float> x = random_floats(K * U1 * T, rng);
-                std::vector<int32_t> ids(size_t(U * T));
-                for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(rng() % E);
-                std::vector<float> out(size_t(N * U * T), NAN);
-                sy_tensor tw = sy::sdk::make_tensor(type, K, N, E, 1, (void*)wq.data());
-                sy_tensor tx = sy::sdk::make_tensor(SY_TYPE_F32, K, U1, T, 1, (void*)x.data());
-                sy_tensor ti = sy::sdk::make_tensor(SY_TYPE_I32, U, T, 1, 1, ids.data());
-                sy_tensor td = sy::sdk::make_tensor(SY_TYPE_F32, N, U, T, 1, out.data());
-                const sy_node node = make_node(SY_OP_MUL_MAT_ID, &td, {&tw, &tx, &ti});
-                const sy_status st = run(api, node);
-                ASSERT_EQ(st.code, SY_OK) << (st.message ? st.message : "");
-                for (int64_t t = 0; t < T; ++t)
-                    for (int64_t u = 0; u < U; ++u)
-                        for (int64_t n = 0; n < N; ++n) {
-                            const int32_t e = ids[size_t(t * U + u)];
-                            const Expected ex = reference_dot(&w[size_t((e * N + n) * K)],
-                                                              &x[size_t((t * U1 + u % U1) * K)], K,
-                                                              act_block(type));
-                            ASSERT_NEAR(out[size_t((t * U + u) * N + n)], ex.value, ex.bound)
-                                << cpu.variant << " " << sy_dtype_info(type).name;
-                        }
+        for (int32_t type : kTypes)
+            for (int64_t T : {5, 40}) {
+                const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng, K);
+                const std::vector<float> w = dequantize_matrix(type, wq, K, N * E);
+                for (int64_t U1 : {int64_t(1), U}) {
+                    const std::vector<float> x = random_floats(K * U1 * T, rng);
+                    std::vector<int32_t> ids(size_t(U * T));
+                    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(rng() % E);
+                    std::vector<float> out(size_t(N * U * T), NAN);
+                    sy_tensor tw = sy::sdk::make_tensor(type, K, N, E, 1, (void*)wq.data());
+                    sy_tensor tx = sy::sdk::make_tensor(SY_TYPE_F32, K, U1, T, 1, (void*)x.data());
+                    sy_tensor ti = sy::sdk::make_tensor(SY_TYPE_I32, U, T, 1, 1, ids.data());
+                    sy_tensor td = sy::sdk::make_tensor(SY_TYPE_F32, N, U, T, 1, out.data());
+                    const sy_node node = make_node(SY_OP_MUL_MAT_ID, &td, {&tw, &tx, &ti});
+                    const sy_status st = run(api, node);
+                    ASSERT_EQ(st.code, SY_OK) << (st.message ? st.message : "");
+                    for (int64_t t = 0; t < T; ++t)
+                        for (int64_t u = 0; u < U; ++u)
+                            for (int64_t n = 0; n < N; ++n) {
+                                const int32_t e = ids[size_t(t * U + u)];
+                                const Expected ex = reference_dot(&w[size_t((e * N + n) * K)],
+                                                                  &x[size_t((t * U1 + u % U1) * K)],
+                                                                  K, act_block(type));
+                                ASSERT_NEAR(out[size_t((t * U + u) * N + n)], ex.value, ex.bound)
+                                    << cpu.variant << " " << sy_dtype_info(type).name;
+                            }
+                }
             }
-        }
     }
 }
 
@@ -513,9 +516,9 @@ double extra_memory(const sy_plugin_api& api) {
     return -1;
 }
 
-// The option repack (on here; auto at the end): Q4_0, IQ4_NL and Q8_0 weights with a constant_id are
-// read from row-interleaved copies (interleaved_weights.hpp; the avx512 variant). Products of 1 to
-// 17 columns (the interleaved kernel takes up to 4 at a time) match the double reference on the
+// The option repack (on here; auto at the end): Q4_0, IQ4_NL and Q8_0 weights with a constant_id
+// are read from row-interleaved copies (interleaved_weights.hpp; the avx512 variant). Products of 1
+// to 17 columns (the interleaved kernel takes up to 4 at a time) match the double reference on the
 // dequantized weights for row lengths of 1, 3, 44 (DeepSeek's expert width) and 64 blocks and 16 to
 // 48 rows; a column's results do not depend on the columns beside it (a GEMV gives the bits of the
 // same row in a 5-column product); the experts of MUL_MAT_ID and weights without a constant_id

@@ -81,7 +81,8 @@ constexpr int kMaxDotRows = 4;
 // Types with mins (Q2_K, Q4_K, Q5_K: x = d l_j q - dmin m_j) add -dmin sum_j m_j B_j, B_j the
 // column's sum over sub-block j (ActU8K's bsums), as one vpdpwssd per two sub-blocks.
 struct WeightTile {
-    int8_t* values;    // blocks * 4096: block b, values 4 p .. 4 p + 3 of row r at 4096 b + 64 p + 4 r
+    int8_t*
+        values;  // blocks * 4096: block b, values 4 p .. 4 p + 3 of row r at 4096 b + 64 p + 4 r
     int32_t* scales;   // blocks * 256: l_j of row r at 256 b + 16 j + r
     int32_t* offsets;  // blocks * 16: -128 sum_j l_j V_j of row r at 16 b + r
     float* d;          // blocks * 16: the float block scale of row r at 16 b + r
@@ -157,8 +158,7 @@ void quantize_act_u8_K(const float* x, ActU8K* y, int64_t n);
 template <QuantizeActFn F, int64_t kOwnBytes = int64_t(sizeof(sy_block_q8_K))>
 void quantize_act_with_u8(const float* x, void* y, int64_t n) {
     F(x, y, n);
-    quantize_act_u8_K(x, reinterpret_cast<ActU8K*>(static_cast<char*>(y) + n / 256 * kOwnBytes),
-                      n);
+    quantize_act_u8_K(x, reinterpret_cast<ActU8K*>(static_cast<char*>(y) + n / 256 * kOwnBytes), n);
 }
 // A kernel with its tile decoder: the activations take ActU8K blocks after the kernel's own
 // (`quantize` writes both: quantize_act_with_u8 of the kernel's).

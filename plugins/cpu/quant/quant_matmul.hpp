@@ -22,15 +22,15 @@ class QuantizedActivations {
         const ActivationRows rows(pool, t);
         data_.resize(size_t(sdk::nrows(t) * row_bytes_));
         const int64_t ne0 = t.ne[0];
-        pool.parallel_ranges(
-            sdk::nrows(t), 8192 / (ne0 > 0 ? ne0 : 1) + 1, [&](int64_t r0, int64_t r1) {
-                for (int64_t r = r0; r < r1; ++r) {
-                    const RowIndex i = row_index(t, r);
-                    const float* x = rows.row(i.i1, i.i2, i.i3);
-                    void* y = data_.data() + r * row_bytes_;
-                    kernel.quantize(x, y, ne0);
-                }
-            });
+        pool.parallel_ranges(sdk::nrows(t), 8192 / (ne0 > 0 ? ne0 : 1) + 1,
+                             [&](int64_t r0, int64_t r1) {
+                                 for (int64_t r = r0; r < r1; ++r) {
+                                     const RowIndex i = row_index(t, r);
+                                     const float* x = rows.row(i.i1, i.i2, i.i3);
+                                     void* y = data_.data() + r * row_bytes_;
+                                     kernel.quantize(x, y, ne0);
+                                 }
+                             });
     }
 
     const void* row(int64_t i1, int64_t i2, int64_t i3) const {

@@ -64,10 +64,9 @@ inline void store_tile_block(const TileScratch& s, const WeightTile& tile, int64
     // Per row: sum_j l_j V_j = sum_k l_j(k) v_k, by vpdpbusd of v + 128 against the scales spread
     // to bytes (|l_j| <= 127), less 128 * 16 * sum_j l_j (lane by lane: 2^11 l_j).
     const __m512i bias = _mm512_set1_epi8(char(0x80));
-    const __m512i lane = _mm512_set_epi32(0x03030303, 0x03030303, 0x03030303, 0x03030303,
-                                          0x02020202, 0x02020202, 0x02020202, 0x02020202,
-                                          0x01010101, 0x01010101, 0x01010101, 0x01010101, 0, 0,
-                                          0, 0);
+    const __m512i lane = _mm512_set_epi32(
+        0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x02020202, 0x02020202, 0x02020202,
+        0x02020202, 0x01010101, 0x01010101, 0x01010101, 0x01010101, 0, 0, 0, 0);
     alignas(64) int32_t offset[16];
     __m512i l[16];
     for (int i = 0; i < 16; ++i) {

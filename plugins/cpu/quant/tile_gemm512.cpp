@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <cstring>
+#include <utility>
 #include <vector>
 #endif
 
@@ -50,8 +50,8 @@ void tile_columns(int64_t blocks, const WeightTile& tile, const ActU8K* const* a
             for (int k = 0; k < 4 * kGroup; ++k)
                 w[k] = _mm512_load_si512(values + 64 * (4 * j + k));
             for (int c = 0; c < C; ++c) {
-                __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), quad_of(act[c][b], 4 * j),
-                                                w[0]);
+                __m512i t =
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), quad_of(act[c][b], 4 * j), w[0]);
                 for (int k = 1; k < 4 * kGroup; ++k)
                     t = _mm512_dpbusd_epi32(t, quad_of(act[c][b], 4 * j + k), w[k]);
                 s[c] = _mm512_add_epi32(s[c], _mm512_mullo_epi32(t, l));
@@ -75,8 +75,7 @@ void tile_columns(int64_t blocks, const WeightTile& tile, const ActU8K* const* a
             const __m512 dmin = _mm512_load_ps(tile.dmin + 16 * b);
             for (int c = 0; c < C; ++c)
                 acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s[c]),
-                                          _mm512_mul_ps(dmin, _mm512_set1_ps(act[c][b].d)),
-                                          acc[c]);
+                                          _mm512_mul_ps(dmin, _mm512_set1_ps(act[c][b].d)), acc[c]);
         }
     }
     const __m512 rs = _mm512_loadu_ps(tile.row_scale);
@@ -138,11 +137,11 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
             const int cols = int(std::min<int64_t>(kTileColumns, count - c));
             const ActU8K* cols_act[kTileColumns];
             for (int j = 0; j < cols; ++j)
-                cols_act[j] = reinterpret_cast<const ActU8K*>(
-                    static_cast<const char*>(act[c + j]) + u8_offset);
+                cols_act[j] = reinterpret_cast<const ActU8K*>(static_cast<const char*>(act[c + j]) +
+                                                              u8_offset);
             alignas(64) float r[16 * kTileColumns];
-            kTileColumnsFns[tile.has_mins][tile.scales32][size_t(cols - 1)](blocks, tile,
-                                                                            cols_act, r);
+            kTileColumnsFns[tile.has_mins][tile.scales32][size_t(cols - 1)](blocks, tile, cols_act,
+                                                                            r);
             for (int j = 0; j < cols; ++j)
                 for (int i = 0; i < rows; ++i)
                     std::memcpy(reinterpret_cast<char*>(out[c + j]) + (n + i) * out_row_stride,

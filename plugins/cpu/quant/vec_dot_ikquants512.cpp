@@ -528,8 +528,9 @@ float ik_tile_row(const W& decoder, const typename T::Block& b, int8_t* v, int32
     decoder.decode(b, d);
     _mm512_store_si512(l, _mm512_cvtepi8_epi32(T::scales(b)));
     // Byte j: e_j * shift - offset, in every 128-bit lane.
-    const __m128i per = _mm_mask_blend_epi8(__mmask16(T::extra16(b)), _mm_set1_epi8(char(-T::kOffset)),
-                                            _mm_set1_epi8(char(T::kShift - T::kOffset)));
+    const __m128i per =
+        _mm_mask_blend_epi8(__mmask16(T::extra16(b)), _mm_set1_epi8(char(-T::kOffset)),
+                            _mm_set1_epi8(char(T::kShift - T::kOffset)));
     const __m512i shift = _mm512_broadcast_i32x4(per);
     const __m512i zero = _mm512_setzero_si512();
     for (int t = 0; t < 4; ++t) {
@@ -554,8 +555,7 @@ constexpr bool kScalesPer32 = std::is_base_of_v<RowScaledF16, T> ||
                               std::is_base_of_v<RowScaledF32, T> || std::is_same_v<T, Iq4XsT>;
 
 template <typename T, typename W>
-void ik_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows,
-                    WeightTile& tile) {
+void ik_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows, WeightTile& tile) {
     const W decoder;
     decode_tile<typename T::Block, T::kMeta, kScalesPer32<T>>(
         blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
@@ -635,16 +635,15 @@ SY_CPU_DEFINE_VEC_DOT(q3_K_wide)
 // The kernel `dot` on Q8_K activations in F's order, with the tile path of traits T, decoder W.
 template <typename T, typename W, QuantizeActFn F>
 QuantKernel wide(VecDotFn dot) {
-    return with_tile({dot, F, 256, 256, int64_t(sizeof(sy_block_q8_K))},
-                     quantize_act_with_u8<F>, ik_tile_decode<T, W>);
+    return with_tile({dot, F, 256, 256, int64_t(sizeof(sy_block_q8_K))}, quantize_act_with_u8<F>,
+                     ik_tile_decode<T, W>);
 }
 
 }  // namespace
 
 QuantKernel wide_ikquant_kernel(int32_t weight_type) {
     constexpr QuantizeActFn planes = quantize_act_q8_K_q2k, nibbles = quantize_act_q8_K_nibbles,
-                            quarters = quantize_act_q8_K_quarters,
-                            natural = quantize_act_q8_K_row;
+                            quarters = quantize_act_q8_K_quarters, natural = quantize_act_q8_K_row;
     switch (weight_type) {
         case SY_TYPE_IQ2_K: return wide<Iq2K, Planes2<Iq2K>, planes>(vec_dot_iq2_k_wide);
         case SY_TYPE_IQ3_K: return wide<Iq3K, Planes3<Iq3K>, planes>(vec_dot_iq3_k_wide);

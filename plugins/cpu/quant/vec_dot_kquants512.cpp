@@ -287,9 +287,9 @@ float k4_k5_tile_row(const Block& b, int8_t* v, int32_t* l, int16_t* m, float& d
     const __m128i sm = scales_mins_k4_vec(b.scales);  // [sc0..sc7 | mn0..mn7]
     const __m128i twice = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     _mm512_store_si512(l, _mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm, twice)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(m),
-                       _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
-                           sm, _mm_add_epi8(twice, _mm_set1_epi8(8)))));
+    _mm256_store_si256(
+        reinterpret_cast<__m256i*>(m),
+        _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_add_epi8(twice, _mm_set1_epi8(8)))));
     const __m512i low4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
     __m512i qh = _mm512_setzero_si512();
     if constexpr (std::is_same_v<Block, sy_block_q5_K>)

@@ -395,8 +395,8 @@ float kt_tile_row(const typename T::Block& b, int8_t* v, int32_t* l) {
     constexpr bool kSigns = std::is_same_v<T, Iq3KtWide>;
     __m512i codes[Q];
     T::codes(b, codes);
-    _mm512_store_si512(l, _mm512_permutexvar_epi32(load(kHalves),
-                                                   _mm512_castsi256_si512(T::scales(b))));
+    _mm512_store_si512(
+        l, _mm512_permutexvar_epi32(load(kHalves), _mm512_castsi256_si512(T::scales(b))));
     const __m512i mask = _mm512_set1_epi32(0x3F3F3F3F), ones = _mm512_set1_epi8(1),
                   minus126 = _mm512_set1_epi32(-126), zero = _mm512_setzero_si512();
     __m512i qh = zero;
@@ -417,16 +417,16 @@ float kt_tile_row(const typename T::Block& b, int8_t* v, int32_t* l) {
             }
             bytes[k] = _mm512_cvtepi32_epi8(val);
         }
-        const __m512i z0 = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_set_m128i(bytes[1], bytes[0])),
-            _mm256_set_m128i(bytes[3], bytes[2]), 1);
+        const __m512i z0 =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(bytes[1], bytes[0])),
+                               _mm256_set_m128i(bytes[3], bytes[2]), 1);
         if constexpr (G == 4) {
             _mm512_store_si512(v + 64 * q,
                                _mm512_permutexvar_epi8(_mm512_load_si512(kNatural4.b), z0));
         } else {
-            const __m512i z1 = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_set_m128i(bytes[5], bytes[4])),
-                _mm256_set_m128i(bytes[7], bytes[6]), 1);
+            const __m512i z1 =
+                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(bytes[5], bytes[4])),
+                                   _mm256_set_m128i(bytes[7], bytes[6]), 1);
             for (int h = 0; h < 2; ++h)
                 _mm512_store_si512(
                     v + 128 * q + 64 * h,
@@ -437,8 +437,7 @@ float kt_tile_row(const typename T::Block& b, int8_t* v, int32_t* l) {
 }
 
 template <typename T>
-void kt_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows,
-                    WeightTile& tile) {
+void kt_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows, WeightTile& tile) {
     decode_tile<typename T::Block, 4, true>(
         blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
         [](const typename T::Block& b, int8_t* v, int32_t* l) { return kt_tile_row<T>(b, v, l); });
@@ -476,10 +475,9 @@ QuantKernel wide_trellis_kernel(int32_t weight_type) {
                              quantize_act_with_u8<quantize_act_q8x4<8>, bytes>,
                              kt_tile_decode<Iq2KtWide>);
         case SY_TYPE_IQ3_KT:
-            return with_tile(
-                {vec_dot_iq3_kt_wide, quantize_act_q16x2, 256, 256, sizeof(ActQ16x2)},
-                quantize_act_with_u8<quantize_act_q16x2, sizeof(ActQ16x2)>,
-                kt_tile_decode<Iq3KtWide>);
+            return with_tile({vec_dot_iq3_kt_wide, quantize_act_q16x2, 256, 256, sizeof(ActQ16x2)},
+                             quantize_act_with_u8<quantize_act_q16x2, sizeof(ActQ16x2)>,
+                             kt_tile_decode<Iq3KtWide>);
         case SY_TYPE_IQ4_KT:
             return with_tile({vec_dot_iq4_kt_wide, quantize_act_q8x4<4>, 256, 256, bytes},
                              quantize_act_with_u8<quantize_act_q8x4<4>, bytes>,
