@@ -287,8 +287,8 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
 // Then the kernels' integer products are exact, and what is left is float rounding: the result
 // must match the dequantized reference to 1e-5 of the sum of |w x|, where one wrong codebook
 // entry, sign, scale or element order moves it by about 1/K of that sum or more. 5 columns take
-// the per-row kernels, 11 the tile path where a variant has one (8 and 3 columns; 29 rows: a
-// group of 16 and one of 13).
+// the per-row kernels (the trellis types: the tile path), 19 the tile path where a variant has
+// one (8, 8 and 3 columns; 29 rows: a group of 16 and one of 13).
 TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
     ASSERT_FALSE(cpu_plugins().empty());
     std::mt19937 rng(4321);
@@ -298,7 +298,7 @@ TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
             for (int64_t K : row_lengths(type))
-                for (int64_t M : {5, 11}) {
+                for (int64_t M : {3, 5, 19}) {
                     const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
                     const std::vector<float> w = dequantize_matrix(type, wq, K, N);
                     std::vector<float> x(size_t(K * M));

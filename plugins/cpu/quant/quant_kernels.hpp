@@ -103,9 +103,10 @@ struct ActU8K {
     int16_t bsums[16];
     uint8_t qs[256];
 };
-// The fewest columns a product takes the tile path for: below, the per-row kernels' decoding
-// costs less than a tile's.
-constexpr int64_t kTileMinColumns = 8;
+// The fewest columns a product takes the tile path for, by default: below, the per-row kernels'
+// decoding costs less than a tile's (about 70 cycles per row and block, where a column then costs
+// about 7 and a column of the per-row kernels about 15; docs/design-measurements.md#tile-columns).
+constexpr int64_t kTileMinColumns = 12;
 
 struct QuantKernel {
     VecDotFn dot;
@@ -121,6 +122,7 @@ struct QuantKernel {
     // Where the variant has a tile path: the activations hold ActU8K blocks after the kernel's
     // own (act_bytes counts both; quantize writes both).
     TileDecodeFn tile_decode = nullptr;
+    int64_t tile_min_columns = kTileMinColumns;
 
     int64_t act_row_bytes(int64_t K) const { return (K + act_group - 1) / act_group * act_bytes; }
 };
@@ -160,12 +162,15 @@ void quantize_act_with_u8(const float* x, void* y, int64_t n) {
     F(x, y, n);
     quantize_act_u8_K(x, reinterpret_cast<ActU8K*>(static_cast<char*>(y) + n / 256 * kOwnBytes), n);
 }
-// A kernel with its tile decoder: the activations take ActU8K blocks after the kernel's own
-// (`quantize` writes both: quantize_act_with_u8 of the kernel's).
-inline QuantKernel with_tile(QuantKernel k, QuantizeActFn quantize, TileDecodeFn decode) {
+// A kernel with its tile decoder, taken from `min_columns` columns on: the activations take
+// ActU8K blocks after the kernel's own (`quantize` writes both: quantize_act_with_u8 of the
+// kernel's).
+inline QuantKernel with_tile(QuantKernel k, QuantizeActFn quantize, TileDecodeFn decode,
+                             int64_t min_columns = kTileMinColumns) {
     k.quantize = quantize;
     k.act_bytes += int64_t(sizeof(ActU8K));
     k.tile_decode = decode;
+    k.tile_min_columns = min_columns;
     return k;
 }
 // Weight rows [n0, n1) x `count` columns (act, out, out_row_stride as quant_matmul_block) through

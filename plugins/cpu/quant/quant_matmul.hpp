@@ -73,7 +73,7 @@ inline void quant_matmul_block(const QuantKernel& kernel, const char* a, int64_t
                                int64_t n0, int64_t n1, int64_t K, const void* const* act,
                                float* const* out, int64_t count, int64_t out_row_stride) {
 #if defined(SY_CPU_TILE_GEMM)
-    if (kernel.tile_decode != nullptr && count >= kTileMinColumns)
+    if (kernel.tile_decode != nullptr && count >= kernel.tile_min_columns)
         return tile_matmul_block(kernel, a, a_row_stride, n0, n1, K, act, out, count,
                                  out_row_stride);
 #endif

@@ -372,6 +372,9 @@ SY_CPU_DEFINE_VEC_DOT(q6_K_wide)
 
 }  // namespace
 
+// The types with mins add 8 vpdpwssd per block and column and a second transpose per tile.
+constexpr int64_t kMinsTileColumns = 16;
+
 QuantKernel wide_kquant_kernel(int32_t weight_type) {
     constexpr int64_t q8_K = sizeof(sy_block_q8_K);
     constexpr QuantizeActFn planes = quantize_act_q8_K_q2k, nibbles = quantize_act_q8_K_nibbles,
@@ -379,13 +382,16 @@ QuantKernel wide_kquant_kernel(int32_t weight_type) {
     switch (weight_type) {
         case SY_TYPE_Q2_K:
             return with_tile({vec_dot_q2_K_wide, planes, 256, 256, q8_K},
-                             quantize_act_with_u8<planes>, k_tile_decode<sy_block_q2_K>);
+                             quantize_act_with_u8<planes>, k_tile_decode<sy_block_q2_K>,
+                             kMinsTileColumns);
         case SY_TYPE_Q4_K:
             return with_tile({vec_dot_q4_K_wide, nibbles, 256, 256, q8_K},
-                             quantize_act_with_u8<nibbles>, k_tile_decode<sy_block_q4_K>);
+                             quantize_act_with_u8<nibbles>, k_tile_decode<sy_block_q4_K>,
+                             kMinsTileColumns);
         case SY_TYPE_Q5_K:
             return with_tile({vec_dot_q5_K_wide, nibbles, 256, 256, q8_K},
-                             quantize_act_with_u8<nibbles>, k_tile_decode<sy_block_q5_K>);
+                             quantize_act_with_u8<nibbles>, k_tile_decode<sy_block_q5_K>,
+                             kMinsTileColumns);
         case SY_TYPE_Q6_K:
             return with_tile({vec_dot_q6_K_wide, natural, 256, 256, q8_K},
                              quantize_act_with_u8<natural>, k_tile_decode<sy_block_q6_K>);

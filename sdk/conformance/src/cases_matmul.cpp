@@ -115,7 +115,7 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
             add({bs, 12, 5, 3, 4, 3}, a + " transposed X, padded ids", 3, act);
             add({bs, 16, 4, 3, 3, 3}, a + " dropped ids", 4, act);
             // About 24 slots per expert: backends that batch an expert's tokens (the cpu's
-            // tile path from 8) take that path; N = 20 leaves a partial group of rows.
+            // tile path from 4 to 16) take that path; N = 20 leaves a partial group of rows.
             add({bs, 20, 2, 6, 8, 1}, a + " many slots per expert", 0, act);
             continue;
         }
