@@ -2,7 +2,7 @@
 // each row's block as 256 int8 true values in natural order and its 16 sub-block scales into a
 // 16-row scratch, which is then transposed into the tile's lane-per-row words, with each row's
 // offset term -128 sum_j l_j V_j (V_j the sum of sub-block j's values). Only for translation
-// units built with AVX-512F and BW.
+// units built with AVX-512F, BW and VNNI.
 #pragma once
 
 #include <immintrin.h>
@@ -61,29 +61,22 @@ inline void store_tile_block(const TileScratch& s, const WeightTile& tile, int64
         for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(&s.v[i][64 * q]);
         transpose16x16(r, values + 256 * q, 16);
     }
-    // Per row: sum_j l_j V_j = sum_k l_j(k) v_k, by vpdpbusd of v + 128 against the scales spread
-    // to bytes (|l_j| <= 127), less 128 * 16 * sum_j l_j (lane by lane: 2^11 l_j).
-    const __m512i bias = _mm512_set1_epi8(char(0x80));
-    const __m512i lane = _mm512_set_epi32(
-        0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x02020202, 0x02020202, 0x02020202,
-        0x02020202, 0x01010101, 0x01010101, 0x01010101, 0x01010101, 0, 0, 0, 0);
-    alignas(64) int32_t offset[16];
     __m512i l[16];
-    for (int i = 0; i < 16; ++i) {
-        l[i] = _mm512_load_si512(s.l[i]);
-        // Each 128-bit lane the 16 scales as bytes; byte k of register h picks sub-block 4 h + L
-        // in lane L.
-        const __m512i l8 = _mm512_broadcast_i32x4(_mm512_cvtepi32_epi8(l[i]));
-        __m512i acc = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(l[i], 11));
-        for (int h = 0; h < 4; ++h) {
-            const __m512i pick = _mm512_add_epi8(lane, _mm512_set1_epi8(char(4 * h)));
-            const __m512i v = _mm512_xor_si512(_mm512_load_si512(&s.v[i][64 * h]), bias);
-            acc = _mm512_dpbusd_epi32(acc, v, _mm512_shuffle_epi8(l8, pick));
-        }
-        offset[i] = -128 * _mm512_reduce_add_epi32(acc);
+    for (int i = 0; i < 16; ++i) l[i] = _mm512_load_si512(s.l[i]);
+    int32_t* scales = tile.scales + 256 * b;
+    transpose16x16(l, scales, 16);
+    // The offsets -128 sum_j l_j V_j of the 16 rows at once, from the transposed tile: the
+    // product with a column of ones (vpdpbusd of ones against the values, per sub-block, times
+    // l_j), as tile_gemm512.cpp computes a column.
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i acc = _mm512_setzero_si512();
+    for (int j = 0; j < 16; ++j) {
+        __m512i t = _mm512_setzero_si512();
+        for (int k = 0; k < 4; ++k)
+            t = _mm512_dpbusd_epi32(t, ones, _mm512_load_si512(values + 16 * (4 * j + k)));
+        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(t, _mm512_load_si512(scales + 16 * j)));
     }
-    _mm512_store_si512(tile.offsets + 16 * b, _mm512_load_si512(offset));
-    transpose16x16(l, tile.scales + 256 * b, 16);
+    _mm512_store_si512(tile.offsets + 16 * b, _mm512_mullo_epi32(acc, _mm512_set1_epi32(-128)));
     if (tile.has_mins) {
         __m512i m[16];
         for (int i = 0; i < 16; ++i) m[i] = _mm512_load_si512(s.m[i]);
