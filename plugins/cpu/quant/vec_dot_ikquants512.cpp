@@ -521,6 +521,26 @@ struct PieceSubBlocks {
         piece_sub_blocks(W::kLanes[2]), piece_sub_blocks(W::kLanes[3])};
 };
 
+// Register t's four 16-byte pieces at their natural places (piece L at 16 kLanes[t].w[8 L]),
+// as one store where they are consecutive, else two or four.
+template <typename W, int t>
+inline void store_pieces(int8_t* v, __m512i x) {
+    constexpr int p0 = W::kLanes[t].w[0], p1 = W::kLanes[t].w[8], p2 = W::kLanes[t].w[16],
+                  p3 = W::kLanes[t].w[24];
+    if constexpr (p1 == p0 + 1 && p2 == p0 + 2 && p3 == p0 + 3) {
+        _mm512_storeu_si512(v + 16 * p0, x);
+    } else if constexpr (p1 == p0 + 1 && p3 == p2 + 1) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 16 * p0), _mm512_castsi512_si256(x));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 16 * p2),
+                            _mm512_extracti64x4_epi64(x, 1));
+    } else {
+        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * p0), _mm512_castsi512_si128(x));
+        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * p1), _mm512_extracti32x4_epi32(x, 1));
+        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * p2), _mm512_extracti32x4_epi32(x, 2));
+        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * p3), _mm512_extracti32x4_epi32(x, 3));
+    }
+}
+
 // One row's block into v[256] (natural order) and l[16]; returns the block's float scale.
 template <typename T, typename W>
 float ik_tile_row(const W& decoder, const typename T::Block& b, int8_t* v, int32_t* l) {
@@ -533,19 +553,16 @@ float ik_tile_row(const W& decoder, const typename T::Block& b, int8_t* v, int32
                             _mm_set1_epi8(char(T::kShift - T::kOffset)));
     const __m512i shift = _mm512_broadcast_i32x4(per);
     const __m512i zero = _mm512_setzero_si512();
+    __m512i x[4];
     for (int t = 0; t < 4; ++t) {
-        __m512i x = d.u[t];
-        if constexpr (W::kSigned) x = _mm512_mask_sub_epi8(x, d.neg[t], zero, x);
-        x = _mm512_add_epi8(x, _mm512_shuffle_epi8(shift, load(PieceSubBlocks<W>::idx[t])));
-        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * W::kLanes[t].w[0]),
-                        _mm512_castsi512_si128(x));
-        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * W::kLanes[t].w[8]),
-                        _mm512_extracti32x4_epi32(x, 1));
-        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * W::kLanes[t].w[16]),
-                        _mm512_extracti32x4_epi32(x, 2));
-        _mm_store_si128(reinterpret_cast<__m128i*>(v + 16 * W::kLanes[t].w[24]),
-                        _mm512_extracti32x4_epi32(x, 3));
+        x[t] = d.u[t];
+        if constexpr (W::kSigned) x[t] = _mm512_mask_sub_epi8(x[t], d.neg[t], zero, x[t]);
+        x[t] = _mm512_add_epi8(x[t], _mm512_shuffle_epi8(shift, load(PieceSubBlocks<W>::idx[t])));
     }
+    store_pieces<W, 0>(v, x[0]);
+    store_pieces<W, 1>(v, x[1]);
+    store_pieces<W, 2>(v, x[2]);
+    store_pieces<W, 3>(v, x[3]);
     return T::block_scale(b);
 }
 
