@@ -191,14 +191,33 @@ void q5_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
     k4_k5_wide_cols<sy_block_q5_K, C>(blocks, w, act, out);
 }
 
+// Q6_K's values plus 32 (unsigned, 6 bits): per half h, the low nibbles of ql[64 h, 64 h + 64)
+// are elements 128 h + [0, 64) (u[2 h]), the high nibbles 128 h + [64, 128) (u[2 h + 1]), each
+// with its two bits of qh.
+inline void q6_K_unsigned(const sy_block_q6_K& b, __m512i (&u)[4]) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
+    const __m512i shift_low = load(kQ6KShiftLow), shift_high = load(kQ6KShiftHigh);
+    for (int h = 0; h < 2; ++h) {
+        const __m512i l = _mm512_loadu_si512(b.ql + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+        // Two bits per byte shifted to bits 4-5: (qh >> shift) & 3, then << 4 (no carry across
+        // bytes: the values are below 4).
+        const __m512i h_low =
+            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_low), low2), 4);
+        const __m512i h_high =
+            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_high), low2), 4);
+        u[2 * h] = _mm512_or_si512(_mm512_and_si512(l, low4), h_low);
+        u[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4), h_high);
+    }
+}
+
 template <int C>
 void q6_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const sy_block_q6_K* x = static_cast<const sy_block_q6_K*>(w);
     const sy_block_q8_K* a[C];
     for (int c = 0; c < C; ++c) a[c] = static_cast<const sy_block_q8_K*>(act[c]);
     ColumnSums<C> sums;  // off: the offset 32's share
-    const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
-    const __m512i shift_low = load(kQ6KShiftLow), shift_high = load(kQ6KShiftHigh);
     const __m512i scale_index[4] = {load(kQ6KScaleIndex[0]), load(kQ6KScaleIndex[1]),
                                     load(kQ6KScaleIndex[2]), load(kQ6KScaleIndex[3])};
     for (int64_t i = 0; i < blocks; ++i) {
@@ -208,19 +227,7 @@ void q6_K_wide_cols(int64_t blocks, const void* w, const void* const* act, float
             _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
         const __m512i sc16 = _mm512_castsi256_si512(scales);
         __m512i u[4], s[4];
-        for (int h = 0; h < 2; ++h) {
-            const __m512i l = _mm512_loadu_si512(b.ql + 64 * h);
-            const __m512i qh = _mm512_broadcast_i64x4(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
-            // Two bits per byte shifted to bits 4-5: (qh >> shift) & 3, then << 4 (no carry
-            // across bytes: the values are below 4).
-            const __m512i h_low =
-                _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_low), low2), 4);
-            const __m512i h_high =
-                _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_high), low2), 4);
-            u[2 * h] = _mm512_or_si512(_mm512_and_si512(l, low4), h_low);
-            u[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4), h_high);
-        }
+        q6_K_unsigned(b, u);
         for (int t = 0; t < 4; ++t) s[t] = _mm512_permutexvar_epi16(scale_index[t], sc16);
         const float d = _cvtsh_ss(b.d);
         for (int c = 0; c < C; ++c) {
@@ -319,22 +326,10 @@ float k4_k5_tile_row(const Block& b, int8_t* v, int32_t* l, int16_t* m, float& d
 float q6_K_tile_row(const sy_block_q6_K& b, int8_t* v, int32_t* l) {
     _mm512_store_si512(
         l, _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales))));
-    const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03),
-                  thirty_two = _mm512_set1_epi8(32);
-    const __m512i shift_low = load(kQ6KShiftLow), shift_high = load(kQ6KShiftHigh);
-    for (int h = 0; h < 2; ++h) {
-        const __m512i q = _mm512_loadu_si512(b.ql + 64 * h);
-        const __m512i qh = _mm512_broadcast_i64x4(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
-        const __m512i h_low =
-            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_low), low2), 4);
-        const __m512i h_high =
-            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_high), low2), 4);
-        const __m512i lo = _mm512_or_si512(_mm512_and_si512(q, low4), h_low);
-        const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), low4), h_high);
-        _mm512_store_si512(v + 128 * h, _mm512_sub_epi8(lo, thirty_two));
-        _mm512_store_si512(v + 128 * h + 64, _mm512_sub_epi8(hi, thirty_two));
-    }
+    __m512i u[4];
+    q6_K_unsigned(b, u);
+    for (int t = 0; t < 4; ++t)
+        _mm512_store_si512(v + 64 * t, _mm512_sub_epi8(u[t], _mm512_set1_epi8(32)));
     return h2f(b.d);
 }
 

@@ -139,19 +139,23 @@ constexpr Dwords16 kScaleLanes8[2] = {lanes_div(4, 0), lanes_div(4, 4)};
 constexpr Dwords16 kScaleLanes4[4] = {lanes_div(8, 0), lanes_div(8, 2), lanes_div(8, 4),
                                       lanes_div(8, 6)};
 
+// IQ2_KT's and IQ3_KT's 32 codes (16-bit words ql) plus the offset, 16 to a register.
+template <typename Block>
+inline void word_codes(const Block& b, __m512i (&x)[2]) {
+    const __m512i offset = _mm512_set1_epi32(int(SY_KT_OFFSET));
+    for (int k = 0; k < 2; ++k)
+        x[k] = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+                                    reinterpret_cast<const __m256i*>(b.ql + 32 * k))),
+                                offset);
+}
+
 // Per type: the block, states per code (G), its codes plus offset as 16-lane registers (32
 // codes in two, IQ4_KT's 64 in four), and the 8 sub-block scales.
 struct Iq2KtWide {
     using Block = sy_block_iq2_kt;
     static constexpr int kGroup = 8, kCodeRegs = 2;
     static float row_scale(const void* w) { return row_scale_f32(w) * 1.05f; }
-    static void codes(const Block& b, __m512i (&x)[kCodeRegs]) {
-        const __m512i offset = _mm512_set1_epi32(int(SY_KT_OFFSET));
-        for (int k = 0; k < 2; ++k)
-            x[k] = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
-                                        reinterpret_cast<const __m256i*>(b.ql + 32 * k))),
-                                    offset);
-    }
+    static void codes(const Block& b, __m512i (&x)[kCodeRegs]) { word_codes(b, x); }
     // Sub-block c: entry (nibble c / 4 of scales[c % 4]) of the first 16 IQ4_K values.
     static __m256i scales(const Block& b) {
         const __m128i idx = i8::nibbles_low_high(b.scales);
@@ -304,16 +308,12 @@ void iq3_kt_wide_cols(int64_t blocks, const void* w, const void* const* act, flo
     for (int c = 0; c < C; ++c) a[c] = static_cast<const ActQ16x2*>(act[c]);
     ColumnSums<C> sums;
     const __m512i mask = _mm512_set1_epi32(0x3F3F3F3F), ones = _mm512_set1_epi8(1),
-                  minus126 = _mm512_set1_epi32(-126), offset = _mm512_set1_epi32(int(SY_KT_OFFSET)),
-                  zero = _mm512_setzero_si512();
+                  minus126 = _mm512_set1_epi32(-126), zero = _mm512_setzero_si512();
     for (int64_t i = 0; i < blocks; ++i) {
         const sy_block_iq3_kt& b = x[i];
         i8::prefetch_ahead(&b, sizeof b);
         __m512i codes[2];
-        for (int k = 0; k < 2; ++k)
-            codes[k] = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
-                                            reinterpret_cast<const __m256i*>(b.ql + 32 * k))),
-                                        offset);
+        word_codes(b, codes);
         const __m512i qh =
             _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
         const __m512i l512 =
@@ -377,13 +377,7 @@ struct Iq3KtWide {
     using Block = sy_block_iq3_kt;
     static constexpr int kGroup = 8, kCodeRegs = 2;
     static float row_scale(const void* w) { return row_scale_f32(w) * 1.01f; }
-    static void codes(const Block& b, __m512i (&x)[kCodeRegs]) {
-        const __m512i offset = _mm512_set1_epi32(int(SY_KT_OFFSET));
-        for (int k = 0; k < 2; ++k)
-            x[k] = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
-                                        reinterpret_cast<const __m256i*>(b.ql + 32 * k))),
-                                    offset);
-    }
+    static void codes(const Block& b, __m512i (&x)[kCodeRegs]) { word_codes(b, x); }
     static __m256i scales(const Block& b) {
         return _mm256_cvtepu8_epi32(i8::nibbles_low_high(b.scales));
     }
