@@ -68,7 +68,7 @@ void for_each_tile(ThreadPool& pool, const sy_tensor& a, const Rows& b, const sy
 void mul_mat_quantized(ThreadPool& pool, const sy_node& node, const sy_tensor& a,
                        const QuantKernel& qk) {
     const sy_tensor& dst = *node.dst;
-    const QuantizedActivations b(pool, *node.src[1], qk);
+    const QuantizedActivations b(pool, *node.src[1], qk, sdk::nrows(*node.src[1]));
     for_each_tile(pool, a, b, dst,
                   [&](const char* weights, const void* const* b_rows, float* const* out,
                       int64_t count, int64_t n0, int64_t n1) {

@@ -88,12 +88,13 @@ void zero_dropped(const sy_tensor& dst, const std::vector<Slot>& dropped) {
 // Rows [n0, n1) of one expert's product for the block's slots, written through `out` (element
 // of row n0 per slot, rows out_stride bytes apart). Activations: quantized rows when the weight
 // type has a quant kernel, packed F32 rows otherwise; any weights of the type it was made for.
+// An expert's product has at most all the slots of the op (ids' U x T) for columns.
 class ExpertProduct {
   public:
-    ExpertProduct(ThreadPool& pool, const QuantKernel& qk, const sy_tensor& x)
+    ExpertProduct(ThreadPool& pool, const QuantKernel& qk, const sy_tensor& x, const sy_tensor& ids)
         : qk_(qk), U1_(x.ne[1]) {
         if (qk_.dot != nullptr)
-            xq_.emplace(pool, x, qk_);
+            xq_.emplace(pool, x, qk_, ids.ne[0] * ids.ne[1]);
         else
             xr_.emplace(pool, x);
     }
@@ -135,7 +136,7 @@ void compute_mul_mat_id(ThreadPool& pool, const sy_node& node, InterleavedWeight
     if (w.ne[0] == 0) return fill_with_zeros(dst);
     const ExpertSchedule plan(ids, w.ne[2], w.ne[1], pool.size());
     zero_dropped(dst, plan.dropped);
-    const ExpertProduct product(pool, pw.kernel, x);
+    const ExpertProduct product(pool, pw.kernel, x, ids);
     pool.parallel_for(int64_t(plan.blocks.size()), [&](int64_t task) {
         const ExpertBlock& blk = plan.blocks[size_t(task)];
         const Slot* slots = plan.slots.data() + blk.first_slot;
@@ -168,7 +169,7 @@ void compute_moe_fused_up_gate(ThreadPool& pool, const sy_node& node,
     if (up.ne[0] == 0) return fill_with_zeros(dst);  // act(0) * 0
     const ExpertSchedule plan(ids, up.ne[2], up.ne[1], pool.size());
     zero_dropped(dst, plan.dropped);
-    const ExpertProduct product(pool, up_w.kernel, x);
+    const ExpertProduct product(pool, up_w.kernel, x, ids);
     const int64_t rows = plan.block_rows;
     pool.parallel_for(int64_t(plan.blocks.size()), [&](int64_t task) {
         const ExpertBlock& blk = plan.blocks[size_t(task)];

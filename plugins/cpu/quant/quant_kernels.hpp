@@ -119,12 +119,15 @@ struct QuantKernel {
     // the blocks of one 16-row group and writes out[16 c + r] for column c, row r; `dot` is then
     // the plain kernel of the same activation format, for reference.
     VecDotFn interleaved = nullptr;
-    // Where the variant has a tile path: the activations hold ActU8K blocks after the kernel's
-    // own (act_bytes counts both; quantize writes both).
+    // Where the variant has a tile path (with_tile): its decoder, and the fewest columns it takes.
     TileDecodeFn tile_decode = nullptr;
     int64_t tile_min_columns = kTileMinColumns;
 
     int64_t act_row_bytes(int64_t K) const { return (K + act_group - 1) / act_group * act_bytes; }
+    // Where a row of K activations keeps its ActU8K blocks (kernels with a tile_decode).
+    int64_t tile_act_offset(int64_t K) const {
+        return K / 256 * (act_bytes - int64_t(sizeof(ActU8K)));
+    }
 };
 
 // The kernel for a weight type and rows of K values, or {nullptr, ...} for a type without one.
@@ -155,19 +158,11 @@ void quantize_act_q8_K_q2k(const float* x, void* y, int64_t n);
 void quantize_act_q8_K_quarters(const float* x, void* y, int64_t n);
 // n (a multiple of 256) floats into n / 256 ActU8K.
 void quantize_act_u8_K(const float* x, ActU8K* y, int64_t n);
-// F's activation blocks for n (a multiple of 256) floats (kOwnBytes per 256 values), then their
-// ActU8K blocks.
-template <QuantizeActFn F, int64_t kOwnBytes = int64_t(sizeof(sy_block_q8_K))>
-void quantize_act_with_u8(const float* x, void* y, int64_t n) {
-    F(x, y, n);
-    quantize_act_u8_K(x, reinterpret_cast<ActU8K*>(static_cast<char*>(y) + n / 256 * kOwnBytes), n);
-}
-// A kernel with its tile decoder, taken from `min_columns` columns on: the activations take
-// ActU8K blocks after the kernel's own (`quantize` writes both: quantize_act_with_u8 of the
-// kernel's).
-inline QuantKernel with_tile(QuantKernel k, QuantizeActFn quantize, TileDecodeFn decode,
+// A kernel with its tile decoder, taken from `min_columns` columns on: a product that may take
+// that many has ActU8K blocks after the kernel's own in each activation row (act_bytes counts
+// both; QuantizedActivations writes them).
+inline QuantKernel with_tile(QuantKernel k, TileDecodeFn decode,
                              int64_t min_columns = kTileMinColumns) {
-    k.quantize = quantize;
     k.act_bytes += int64_t(sizeof(ActU8K));
     k.tile_decode = decode;
     k.tile_min_columns = min_columns;

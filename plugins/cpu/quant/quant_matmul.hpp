@@ -14,23 +14,29 @@ namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
 
 // Every row of an F32 tensor, quantized to the kernel's activation format; rows in the flat
-// order (i1 fastest), each kernel.act_row_bytes(K) bytes.
+// order (i1 fastest), each kernel.act_row_bytes(K) bytes. With the kernel's tile path, also as
+// ActU8K where a product may take as many columns as the path needs (max_columns: the most
+// columns one product of the op can have).
 class QuantizedActivations {
   public:
-    QuantizedActivations(ThreadPool& pool, const sy_tensor& t, const QuantKernel& kernel)
+    QuantizedActivations(ThreadPool& pool, const sy_tensor& t, const QuantKernel& kernel,
+                         int64_t max_columns)
         : t_(t), row_bytes_(kernel.act_row_bytes(t.ne[0])) {
         const ActivationRows rows(pool, t);
         data_.resize(size_t(sdk::nrows(t) * row_bytes_));
         const int64_t ne0 = t.ne[0];
-        pool.parallel_ranges(sdk::nrows(t), 8192 / (ne0 > 0 ? ne0 : 1) + 1,
-                             [&](int64_t r0, int64_t r1) {
-                                 for (int64_t r = r0; r < r1; ++r) {
-                                     const RowIndex i = row_index(t, r);
-                                     const float* x = rows.row(i.i1, i.i2, i.i3);
-                                     void* y = data_.data() + r * row_bytes_;
-                                     kernel.quantize(x, y, ne0);
-                                 }
-                             });
+        const bool tile = kernel.tile_decode != nullptr && max_columns >= kernel.tile_min_columns;
+        const int64_t tile_offset = tile ? kernel.tile_act_offset(ne0) : 0;
+        pool.parallel_ranges(
+            sdk::nrows(t), 8192 / (ne0 > 0 ? ne0 : 1) + 1, [&](int64_t r0, int64_t r1) {
+                for (int64_t r = r0; r < r1; ++r) {
+                    const RowIndex i = row_index(t, r);
+                    const float* x = rows.row(i.i1, i.i2, i.i3);
+                    char* y = data_.data() + r * row_bytes_;
+                    kernel.quantize(x, y, ne0);
+                    if (tile) quantize_act_u8_K(x, reinterpret_cast<ActU8K*>(y + tile_offset), ne0);
+                }
+            });
     }
 
     const void* row(int64_t i1, int64_t i2, int64_t i3) const {

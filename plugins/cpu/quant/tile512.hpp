@@ -111,8 +111,11 @@ inline void decode_tile(int64_t blocks, const void* w, int64_t row_stride, int r
         float* d = tile.d + 16 * b;
         for (int r = 0; r < 16; ++r) {
             if (r < rows) {
-                const char* ahead = reinterpret_cast<const char*>(x[r] + b + 4);
-                for (size_t o = 0; o < sizeof(Block); o += 64) __builtin_prefetch(ahead + o, 0, 3);
+                if (b + 4 < blocks) {
+                    const char* ahead = reinterpret_cast<const char*>(x[r] + b + 4);
+                    for (size_t o = 0; o < sizeof(Block); o += 64)
+                        __builtin_prefetch(ahead + o, 0, 3);
+                }
                 if constexpr (kMins)
                     d[r] = row(x[r][b], s.v[r], s.l[r], s.m[r], s.dmin[r]);
                 else

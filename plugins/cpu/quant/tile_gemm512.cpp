@@ -127,7 +127,7 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
                        int64_t n1, int64_t K, const void* const* act, float* const* out,
                        int64_t count, int64_t out_row_stride) {
     const int64_t blocks = K / 256;
-    const int64_t u8_offset = blocks * (kernel.act_bytes - int64_t(sizeof(ActU8K)));
+    const int64_t u8_offset = kernel.tile_act_offset(K);
     thread_local TileBuffer buffer;
     WeightTile tile = buffer.tile(blocks);
     for (int64_t n = n0; n < n1; n += 16) {

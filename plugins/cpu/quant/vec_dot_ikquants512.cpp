@@ -652,8 +652,7 @@ SY_CPU_DEFINE_VEC_DOT(q3_K_wide)
 // The kernel `dot` on Q8_K activations in F's order, with the tile path of traits T, decoder W.
 template <typename T, typename W, QuantizeActFn F>
 QuantKernel wide(VecDotFn dot) {
-    return with_tile({dot, F, 256, 256, int64_t(sizeof(sy_block_q8_K))}, quantize_act_with_u8<F>,
-                     ik_tile_decode<T, W>);
+    return with_tile({dot, F, 256, 256, int64_t(sizeof(sy_block_q8_K))}, ik_tile_decode<T, W>);
 }
 
 }  // namespace

@@ -377,19 +377,16 @@ QuantKernel wide_kquant_kernel(int32_t weight_type) {
     switch (weight_type) {
         case SY_TYPE_Q2_K:
             return with_tile({vec_dot_q2_K_wide, planes, 256, 256, q8_K},
-                             quantize_act_with_u8<planes>, k_tile_decode<sy_block_q2_K>,
-                             kMinsTileColumns);
+                             k_tile_decode<sy_block_q2_K>, kMinsTileColumns);
         case SY_TYPE_Q4_K:
             return with_tile({vec_dot_q4_K_wide, nibbles, 256, 256, q8_K},
-                             quantize_act_with_u8<nibbles>, k_tile_decode<sy_block_q4_K>,
-                             kMinsTileColumns);
+                             k_tile_decode<sy_block_q4_K>, kMinsTileColumns);
         case SY_TYPE_Q5_K:
             return with_tile({vec_dot_q5_K_wide, nibbles, 256, 256, q8_K},
-                             quantize_act_with_u8<nibbles>, k_tile_decode<sy_block_q5_K>,
-                             kMinsTileColumns);
+                             k_tile_decode<sy_block_q5_K>, kMinsTileColumns);
         case SY_TYPE_Q6_K:
             return with_tile({vec_dot_q6_K_wide, natural, 256, 256, q8_K},
-                             quantize_act_with_u8<natural>, k_tile_decode<sy_block_q6_K>);
+                             k_tile_decode<sy_block_q6_K>);
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }

@@ -466,19 +466,15 @@ QuantKernel wide_trellis_kernel(int32_t weight_type) {
     switch (weight_type) {
         case SY_TYPE_IQ1_KT:
             return with_tile({vec_dot_iq1_kt_wide, quantize_act_q8x4<8>, 256, 256, bytes},
-                             quantize_act_with_u8<quantize_act_q8x4<8>, bytes>,
                              kt_tile_decode<Iq1KtWide>, kTrellisTileColumns);
         case SY_TYPE_IQ2_KT:
             return with_tile({vec_dot_iq2_kt_wide, quantize_act_q8x4<8>, 256, 256, bytes},
-                             quantize_act_with_u8<quantize_act_q8x4<8>, bytes>,
                              kt_tile_decode<Iq2KtWide>, kTrellisTileColumns);
         case SY_TYPE_IQ3_KT:
             return with_tile({vec_dot_iq3_kt_wide, quantize_act_q16x2, 256, 256, sizeof(ActQ16x2)},
-                             quantize_act_with_u8<quantize_act_q16x2, sizeof(ActQ16x2)>,
                              kt_tile_decode<Iq3KtWide>, kTrellisTileColumns);
         case SY_TYPE_IQ4_KT:
             return with_tile({vec_dot_iq4_kt_wide, quantize_act_q8x4<4>, 256, 256, bytes},
-                             quantize_act_with_u8<quantize_act_q8x4<4>, bytes>,
                              kt_tile_decode<Iq4KtWide>, kTrellisTileColumns);
         default: return {nullptr, nullptr, 0, 0, 0};
     }
