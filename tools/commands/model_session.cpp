@@ -104,7 +104,7 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
         ->check(CLI::IsMember({"distribute", "isolate", "numactl"}));
     app.add_flag_callback(
         "--run-time-repack", [this] { repack = 1; },
-        "The cpu plugin reads every Q4_0 and Q8_0 weight from row-interleaved copies "
+        "The cpu plugin reads every Q4_0, IQ4_NL and Q8_0 weight from row-interleaved copies "
         "made at first use (as much host memory again as those weights; by default "
         "(repack = \"auto\") up to half of the available memory)");
     app.add_option("--override-tensor", override_tensor,
