@@ -282,9 +282,6 @@ inline void store_halves(int8_t* v, int lo, int hi, __m512i x) {
     store32(v + lo, _mm512_castsi512_si256(x));
     store32(v + hi, _mm512_extracti64x4_epi64(x, 1));
 }
-inline float h2f(uint16_t h) {
-    return _cvtsh_ss(h);
-}
 
 // Q4_K, Q5_K: the low nibbles of qs[64 h, 64 h + 64) are values 128 h + [0, 32) (bytes 0-31)
 // and 128 h + [64, 96) (bytes 32-63), the high nibbles 128 h + [32, 64) and 128 h + [96, 128);
@@ -317,8 +314,8 @@ float k4_k5_tile_row(const Block& b, int8_t* v, int32_t* l, int16_t* m, float& d
         store_halves(v, 128 * h, 128 * h + 64, lo);
         store_halves(v, 128 * h + 32, 128 * h + 96, hi);
     }
-    dmin = h2f(b.dmin);
-    return h2f(b.d);
+    dmin = i8::h2f(b.dmin);
+    return i8::h2f(b.d);
 }
 
 // Q6_K: per half h, the low nibbles of ql[64 h, 64 h + 64) with qh's bits are values 128 h +
@@ -330,7 +327,7 @@ float q6_K_tile_row(const sy_block_q6_K& b, int8_t* v, int32_t* l) {
     q6_K_unsigned(b, u);
     for (int t = 0; t < 4; ++t)
         _mm512_store_si512(v + 64 * t, _mm512_sub_epi8(u[t], _mm512_set1_epi8(32)));
-    return h2f(b.d);
+    return i8::h2f(b.d);
 }
 
 // Q2_K: field g of qs byte i < 32 is value 32 g + i, of byte 32 + i value 128 + 32 g + i; scale
@@ -344,8 +341,8 @@ float q2_K_tile_row(const sy_block_q2_K& b, int8_t* v, int32_t* l, int16_t* m, f
     const __m512i q = _mm512_loadu_si512(b.qs), low2 = _mm512_set1_epi8(0x03);
     for (int g = 0; g < 4; ++g)
         store_halves(v, 32 * g, 128 + 32 * g, _mm512_and_si512(_mm512_srli_epi16(q, 2 * g), low2));
-    dmin = h2f(b.dmin);
-    return h2f(b.d);
+    dmin = i8::h2f(b.dmin);
+    return i8::h2f(b.d);
 }
 
 template <typename Block>
