@@ -120,6 +120,8 @@ class GraphBuilder {
 
     // {D, H, T} -> {D, T, H}: the per-head batch layout of mul_mat.
     Tensor* heads_as_batch(Tensor* t) { return g_.permute(t, {0, 2, 1, 3}); }
+    // A K cache with one scale per row (q8_KV): read as whole rows, never as their parts.
+    bool row_scaled_cache() const { return sy_dtype_info(o_.cache_type_k).row_meta_size > 0; }
 
     Tensor* narrow(Tensor* t, int d, int64_t from, int64_t n) {
         return llm::narrow(g_, t, d, from, n);
@@ -208,8 +210,10 @@ class GraphBuilder {
         h.q_rope = heads_as_batch(q_pe);
         h.q_lat = g_.mul_mat(w(l.k_b), heads_as_batch(q_nope));  // {kvl, T, H}
         h.rows = kv_.latent_rows(il, seq_, n_kv_);
-        h.c = kv_.latents(il, seq_, n_kv_);
-        h.k_pe = kv_.latent_k_pe(il, seq_, n_kv_);
+        if (!row_scaled_cache()) {
+            h.c = kv_.latents(il, seq_, n_kv_);
+            h.k_pe = kv_.latent_k_pe(il, seq_, n_kv_);
+        }
         if (o_.mla == 1) h.c_t = kv_.latents_transposed(il, seq_, n_kv_);
         return g_.mul_mat(w(l.v_b),
                           fused_.latent_attention(h, attention_params(il)));  // {vh, T, H}
@@ -221,12 +225,22 @@ class GraphBuilder {
                                    Tensor* q_pe, Tensor* c, Tensor* k_pe) {
         const int64_t H = hp_.n_head, nope = hp_.qk_nope, vh = hp_.v_head, f = sizeof(float);
         kv_.write_latents(il, seq_, n_past_, c, k_pe);
-        Tensor* c_all = kv_.latents(il, seq_, n_kv_);
-        if (o_.cache_type_k != SY_TYPE_F32) c_all = g_.cpy(c_all, SY_TYPE_F32);
+        Tensor* c_all = nullptr;
+        Tensor* k_pe_rows = nullptr;  // shared by the heads
+        if (row_scaled_cache()) {
+            // q8_KV rows decoded whole, then viewed as their two parts.
+            Tensor* rows = g_.cpy(kv_.latent_rows(il, seq_, n_kv_), SY_TYPE_F32);
+            c_all = g_.view(rows, {hp_.kv_lora_rank, n_kv_}, rows->strides(),
+                            uint64_t(hp_.qk_rope * f));
+            k_pe_rows = g_.view(rows, {hp_.qk_rope, n_kv_}, rows->strides(), 0);
+        } else {
+            c_all = kv_.latents(il, seq_, n_kv_);
+            if (o_.cache_type_k != SY_TYPE_F32) c_all = g_.cpy(c_all, SY_TYPE_F32);
+            k_pe_rows = kv_.latent_k_pe(il, seq_, n_kv_);
+        }
         Tensor* kv_b = w(l.kv_b);  // {kvl, H*(nope+vh)}: per head nope rows, then vh rows
         Tensor* qn = heads_as_batch(q_nope);
         Tensor* qr = heads_as_batch(q_pe);
-        Tensor* k_pe_rows = kv_.latent_k_pe(il, seq_, n_kv_);  // shared by the heads
         // The compute buffer of one head: its decompressed K and V, and what attention adds.
         const int64_t per_head =
             n_kv_ * f * (nope + vh) +

@@ -114,9 +114,18 @@ void Deepseek2Cache::Views::write_latents(uint32_t il, int64_t seq, int64_t n_pa
     const int64_t T = c->ne(1), nb0 = sy_dtype_info(cache_.type_k_).type_size;
     Tensor* kc = k_input(il);
     const uint64_t at = k_row_at(seq, n_past);
-    g_.cpy(k_pe, g_.view(kc, {rope, 1, T}, strides_of(nb0, kb(lat), kb(lat), kb(lat) * T), at));
-    g_.cpy(c, g_.view(kc, {kvl, T}, strides_of(nb0, kb(lat), kb(lat) * T, kb(lat) * T),
-                      at + uint64_t(kb(rope))));
+    if (sy_dtype_info(cache_.type_k_).row_meta_size > 0) {
+        // q8_KV: one scale per row, so each row is quantized whole from [k_pe | c].
+        Tensor* pe =
+            g_.view(k_pe, {rope, T},
+                    strides_of(k_pe->nb(0), k_pe->nb(2), k_pe->nb(2) * T, k_pe->nb(2) * T), 0);
+        g_.cpy(g_.concat(pe, c, 0),
+               g_.view(kc, {lat, T}, strides_of(nb0, kb(lat), kb(lat) * T, kb(lat) * T), at));
+    } else {
+        g_.cpy(k_pe, g_.view(kc, {rope, 1, T}, strides_of(nb0, kb(lat), kb(lat), kb(lat) * T), at));
+        g_.cpy(c, g_.view(kc, {kvl, T}, strides_of(nb0, kb(lat), kb(lat) * T, kb(lat) * T),
+                          at + uint64_t(kb(rope))));
+    }
     if (cache_.mla_ == 1) {
         const int64_t sv = sy_dtype_info(cache_.type_v_).type_size, n_ctx = cache_.n_ctx();
         Tensor* dst = g_.view(v_input(il), {T, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl),

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "switchyard/core/error.hpp"
@@ -295,10 +296,22 @@ void validate(const ContextOptions& o, const Deepseek2HParams& hp) {
         throw Error("-amb: the attention step limit is negative (" +
                     std::to_string(o.attn_max_bytes) + " bytes); expected 0 (no limit) or more");
     for (auto [flag, type] : {std::pair{"-ctk", o.cache_type_k}, {"-ctv", o.cache_type_v}}) {
-        if (!sdk::is_float_type(type) && type != SY_TYPE_Q8_0)
+        if (!sdk::is_float_type(type) && type != SY_TYPE_Q8_0 &&
+            !(type == SY_TYPE_Q8_KV && flag == std::string_view("-ctk")))
             throw Error(std::string(flag) + " " + sy_dtype_info(type).name +
-                        ": the KV cache holds f32, f16, bf16 or q8_0");
+                        ": the KV cache holds f32, f16, bf16 or q8_0" +
+                        (type == SY_TYPE_Q8_KV ? " (q8_KV is a K cache type, as in ik_llama.cpp)"
+                                               : " (and q8_KV for -ctk)"));
     }
+    // q8_KV: one scale per cache row, so a row is written whole; here the rows are the latent
+    // cache's [k_rope | c_kv], which --mla 0 (per-head K rows) does not have.
+    if (o.cache_type_k == SY_TYPE_Q8_KV && o.mla == 0)
+        throw Error(
+            "-ctk q8_KV: a row-scaled cache of the latents, for --mla 1, 2 or 3; with --mla 0 "
+            "use -ctk q8_0");
+    if (o.cache_type_k == SY_TYPE_Q8_KV && hp.latent_width() % SY_QK8_0 != 0)
+        throw Error("-ctk q8_KV: the model's latent rows (kv_lora_rank + qk_rope_head_dim = " +
+                    std::to_string(hp.latent_width()) + ") are not a multiple of 32");
     // A q8_0 cache stores each part of a row (per head nope | rope, or rope | latent) in whole
     // blocks of 32; the V cache of -mla 1 is transposed (one element per row per token).
     const auto check_blocks = [&](const char* flag,

@@ -122,18 +122,28 @@ Tensor* FusedOps::latent_attention(const LatentHeads& h, const AttentionParams& 
     }
     // c transposed {n_kv, L}: memory's copy, or made from the rows now (decoded first when they
     // are blocks, which cannot be transposed).
+    const int64_t n_kv = h.rows->ne(1), Dr = h.q_rope->ne(0), f = sizeof(float);
     Tensor* c_t = h.c_t;
     if (c_t == nullptr) {
         Tensor* c = h.c;
-        if (sy_dtype_info(c->type()).block_size > 1) c = g_.cpy(c, SY_TYPE_F32);
+        if (c == nullptr) {  // row-scaled rows: decoded whole, then their latent part
+            Tensor* rows = g_.cpy(h.rows, SY_TYPE_F32);
+            c = g_.view(rows, {L, n_kv}, rows->strides(), uint64_t(Dr * f));
+        } else if (sy_dtype_info(c->type()).block_size > 1) {
+            c = g_.cpy(c, SY_TYPE_F32);
+        }
         c_t = g_.cont(g_.transpose(c));
     }
+    // Scores against the parts of the rows, or (q8_KV, one scale per row) the whole rows against
+    // the queries in the rows' order.
+    Tensor* q_rows = h.c == nullptr ? g_.concat(h.q_rope, h.q_lat, 0) : nullptr;
     const std::string l = std::to_string(p.layer);
-    const int64_t n_kv = h.c->ne(1), f = sizeof(float);
     return by_head_groups(H, 3 * n_kv * T * f, p.max_bytes, [&](int64_t h0, int64_t n) {
         Tensor* kq =
-            g_.add(g_.mul_mat(h.c, heads(h.q_lat, h0, n, H))->set_name("kq-" + l),
-                   g_.mul_mat(h.k_pe, heads(h.q_rope, h0, n, H))->set_name("kq_rope-" + l));
+            q_rows != nullptr
+                ? g_.mul_mat(h.rows, heads(q_rows, h0, n, H))->set_name("kq-" + l)
+                : g_.add(g_.mul_mat(h.c, heads(h.q_lat, h0, n, H))->set_name("kq-" + l),
+                         g_.mul_mat(h.k_pe, heads(h.q_rope, h0, n, H))->set_name("kq_rope-" + l));
         return g_.mul_mat(c_t, softmax_scores(kq, p))->set_name("kqv-" + l);  // {L, T, n}
     });
 }

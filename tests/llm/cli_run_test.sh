@@ -370,6 +370,11 @@ grep -q -- "-ctk" "$tmp/e" || fail "bad -ctk not named: $(cat "$tmp/e")"
 # tiny's 16 rope dimensions are not a whole q8_0 block: refused, naming the width.
 "$sy" run -m "$tmp/tiny.gguf" -p hi -ctk q8_0 >"$tmp/o" 2>"$tmp/e" && fail "q8_0 cache on rope 16 accepted"
 grep -q "qk_rope_head_dim (16)" "$tmp/e" || fail "q8_0 cache width message: $(cat "$tmp/e")"
+# ik_llama.cpp's q8_KV, typed as its guides do: a K cache of whole latent rows (tiny's are 48).
+"$sy" run -m "$tmp/tiny.gguf" -p hi -ctk q8_KV >"$tmp/o" 2>"$tmp/e" && fail "q8_KV cache on 48-wide rows accepted"
+grep -q "kv_lora_rank + qk_rope_head_dim = 48" "$tmp/e" || fail "q8_KV width message: $(cat "$tmp/e")"
+"$sy" run -m "$tmp/tiny.gguf" -p hi -ctv q8_KV >"$tmp/o" 2>"$tmp/e" && fail "-ctv q8_KV accepted"
+grep -q "q8_KV is a K cache type" "$tmp/e" || fail "-ctv q8_KV message: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 4 >"$tmp/o" 2>"$tmp/e" && fail "prompt longer than -c accepted"
 grep -q "raise -c" "$tmp/e" || fail "context overflow message: $(cat "$tmp/e")"
 "$sy" run -m "$tmp/tiny.gguf" -p "$prompt" -c 40 -n 100 --ignore-eos >"$tmp/o" 2>"$tmp/e" || fail "full context aborted: $(cat "$tmp/e")"

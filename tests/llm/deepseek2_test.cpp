@@ -252,6 +252,22 @@ INSTANTIATE_TEST_SUITE_P(
                       q8_cache(3, 130, SY_TYPE_Q8_0, 0)),
     case_name);
 
+// ik_llama.cpp's q8_KV K cache (-ctk q8_KV, --mla 1-3): one f32 scale per latent row, so each
+// row [k_pe | c] is quantized whole (CONCAT, then CPY f32 -> q8_KV), read whole by attn.mla
+// (V from element R of the same rows) and, without it, by the scores' mul_mat against
+// [q_rope | q_lat]; decoded whole to F32 for mla 3's decompression and the transposed latents.
+Case q8kv_cache(int mla, size_t tokens, int flash = -1) {
+    Case c = q8_cache(mla, tokens, SY_TYPE_F16, flash);
+    c.cache = SY_TYPE_Q8_KV;
+    return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(CacheQ8KV, Deepseek2Reference,
+                         ::testing::Values(q8kv_cache(1, 9), q8kv_cache(2, 9), q8kv_cache(3, 9),
+                                           q8kv_cache(3, 130), q8kv_cache(1, 9, 0),
+                                           q8kv_cache(2, 9, 0), q8kv_cache(3, 130, 0)),
+                         case_name);
+
 INSTANTIATE_TEST_SUITE_P(
     NoFlash, Deepseek2Reference,
     ::testing::Values(no_flash(Case{0, spec(SY_TYPE_F32)}), no_flash(Case{1, spec(SY_TYPE_F32)}),
@@ -888,6 +904,10 @@ TEST(Deepseek2Runtime, KvBytesPerTokenFollowTheFormulas) {
     EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * 612);
     o.mla = 0;
     EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * 128 * (192 + 128) / 32 * 34);
+    // q8_KV (K only): an f32 scale and an int32 sum in front of each row of 576 int8.
+    o.mla = 3;
+    o.cache_type_k = SY_TYPE_Q8_KV;
+    EXPECT_EQ(Deepseek2Cache::bytes_per_token(hp, o), 61u * (8 + 576));
 }
 
 // -ctk / -ctv q8_0 where blocks cannot hold the cache: each refused, naming the flag and why.
@@ -923,6 +943,35 @@ TEST(Deepseek2Runtime, Q8CacheIsRefusedWhereBlocksDoNotFit) {
     expect_error<Error>([&] { Session session(no_block_copy, plain_plugin()); },
                         "does not support node");
     expect_error<Error>([&] { Session session(no_block_copy, plain_plugin()); }, "q8_0");
+}
+
+// -ctk q8_KV: a latent-row cache (mla 1-3) of rows whose width is a multiple of 32; as -ctv,
+// with --mla 0, or on latent rows of 48 values, refused naming what is wrong.
+TEST(Deepseek2Runtime, Q8KVCacheIsRefusedWhereItsRowsDoNotExist) {
+    ScratchDir dir;
+    const auto rope16 = make_model(dir, spec(SY_TYPE_F32));  // latent rows 32 + 16
+    ContextOptions o;
+    o.n_ctx = 16;
+    o.mla = 2;
+    o.cache_type_k = SY_TYPE_Q8_KV;
+    expect_error<Error>([&] { Deepseek2Model m(gguf::Reader::open(rope16), o); },
+                        "kv_lora_rank + qk_rope_head_dim = 48");
+    ModelSpec s = spec(SY_TYPE_F32);
+    s.name = "rope32";
+    s.rope = 32;
+    const auto rope32 = make_model(dir, s);
+    o.mla = 0;
+    expect_error<Error>([&] { Deepseek2Model m(gguf::Reader::open(rope32), o); },
+                        "with --mla 0 use -ctk q8_0");
+    o.mla = 1;
+    o.cache_type_v = SY_TYPE_Q8_KV;
+    expect_error<Error>([&] { Deepseek2Model m(gguf::Reader::open(rope32), o); },
+                        "-ctv q8_kv: the KV cache holds");
+    o.cache_type_v = SY_TYPE_F16;
+    Deepseek2Model ok(gguf::Reader::open(rope32), o);
+    // 8 bytes of scale and sum per latent row of 64 values, plus the f16 transposed latents.
+    EXPECT_EQ(Deepseek2Cache::bytes_per_token(ok.hparams(), o),
+              uint64_t(ok.hparams().n_layer) * (8 + 64 + 32 * 2));
 }
 
 TEST(Deepseek2Runtime, ContextOverflowAndBadTokensAreErrorsThatKeepTheCache) {

@@ -21,7 +21,8 @@ namespace {
 
 int32_t cache_type(const std::string& flag, const std::string& name) {
     const auto t = llm::parse_type_name(name);
-    if (!t) throw Error(flag + " '" + name + "': unknown type (f32, f16, bf16, q8_0)");
+    if (!t)
+        throw Error(flag + " '" + name + "': unknown type (f32, f16, bf16, q8_0; q8_KV for -ctk)");
     return *t;
 }
 
@@ -77,7 +78,8 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
         "--no-flash-attn", [this] { flash_attn = "off"; }, "Never flash attention (-fa off)");
     app.add_flag_callback(
         "--no-fused-moe", [this] { fused_moe = 0; }, "Never the fused MoE op (-fmoe 0)");
-    app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, bf16, q8_0");
+    app.add_option("--cache-type-k", cache_type_k,
+                   "K cache type: f32, f16, bf16, q8_0, q8_KV (--mla 1-3)");
     app.add_option("--cache-type-v", cache_type_v,
                    "V cache type: f32, f16, bf16, q8_0 (q8_0: --mla 0 with flash attention)");
     app.add_option("--attention-max-batch", attn_max_mib,

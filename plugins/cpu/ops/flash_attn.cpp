@@ -82,6 +82,25 @@ struct Elems<SY_TYPE_Q8_0> {
     }
 };
 
+// Q8_KV rows (ik_llama.cpp's K cache type): f32 d and an int32 sum, then one int8 per element;
+// every element of the row is d * q.
+template <>
+struct Elems<SY_TYPE_Q8_KV> {
+    static constexpr int64_t kMeta = 8;
+    static float scale(const char* row) {
+        float d;
+        std::memcpy(&d, row, sizeof d);
+        return d;
+    }
+    static simd::F32x load(const char* row, int64_t i) {
+        return simd::mul(simd::splat(scale(row)),
+                         simd::load_i8(reinterpret_cast<const int8_t*>(row + kMeta + i)));
+    }
+    static float at(const char* row, int64_t i) {
+        return scale(row) * float(*reinterpret_cast<const int8_t*>(row + kMeta + i));
+    }
+};
+
 template <typename E>
 float dot(const float* q, const char* k, int64_t n) {
     simd::F32x acc = simd::zero();
@@ -93,14 +112,15 @@ float dot(const float* q, const char* k, int64_t n) {
     return s;
 }
 
-// acc = acc * c + p * v over n values.
+// acc = acc * c + p * v over n values, v's elements first .. first + n - 1 of its row.
 template <typename E>
-void scale_add(float* acc, float c, float p, const char* v, int64_t n) {
+void scale_add(float* acc, float c, float p, const char* v, int64_t first, int64_t n) {
     const simd::F32x vc = simd::splat(c), vp = simd::splat(p);
     int64_t i = 0;
     for (; i + simd::kLanes <= n; i += simd::kLanes)
-        simd::store(acc + i, simd::fma(vp, E::load(v, i), simd::mul(vc, simd::load(acc + i))));
-    for (; i < n; ++i) acc[i] = acc[i] * c + p * E::at(v, i);
+        simd::store(acc + i,
+                    simd::fma(vp, E::load(v, first + i), simd::mul(vc, simd::load(acc + i))));
+    for (; i < n; ++i) acc[i] = acc[i] * c + p * E::at(v, first + i);
 }
 
 struct Attention {
@@ -111,6 +131,7 @@ struct Attention {
     float scale;
     bool causal;
     int64_t offset;
+    int64_t v_first;  // V's element i is element v_first + i of its row (attn.mla: R)
 };
 
 // Running state of one query row over some keys.
@@ -119,12 +140,12 @@ struct RowState {
     float* acc;  // Dv values
 };
 
-// n values of a K or V row as F32 at out.
+// Elements first .. first + n - 1 of a K or V row as F32 at out.
 template <typename E>
-void widen_row(const char* row, int64_t n, float* out) {
+void widen_row(const char* row, int64_t first, int64_t n, float* out) {
     int64_t i = 0;
-    for (; i + simd::kLanes <= n; i += simd::kLanes) simd::store(out + i, E::load(row, i));
-    for (; i < n; ++i) out[i] = E::at(row, i);
+    for (; i + simd::kLanes <= n; i += simd::kLanes) simd::store(out + i, E::load(row, first + i));
+    for (; i < n; ++i) out[i] = E::at(row, first + i);
 }
 
 // Query rows of kv head hk: pointers to their Q rows, and how many keys each may see.
@@ -170,7 +191,7 @@ void attend_row(const Attention& a, const ActivationRows& q_rows, int64_t hk, in
         for (int64_t j = 0; j < n; ++j) {
             const float p = std::exp(scores[j] - new_max);
             s.sum += p;
-            scale_add<EV>(s.acc, c, p, row_at(a.v, j0 + j, hk, 0), Dv);
+            scale_add<EV>(s.acc, c, p, row_at(a.v, j0 + j, hk, 0), a.v_first, Dv);
             c = 1.0f;
         }
         s.max = new_max;
@@ -245,15 +266,15 @@ struct F32Rows {
     int64_t stride;
 };
 
-// Rows [j0, j0 + n) of t (kv head hk): widened into `scratch` (kKeyBlock rows of t.ne[0]), or
-// the F32 rows in place.
+// Rows [j0, j0 + n) of t (kv head hk), t.ne[0] elements from element `first` of each: widened
+// into `scratch` (kKeyBlock rows of t.ne[0]), or the F32 rows in place.
 template <typename E>
-F32Rows block_as_f32(const sy_tensor& t, int64_t j0, int64_t n, int64_t hk, bool widen,
-                     std::vector<float>& scratch) {
-    if (!widen) return {reinterpret_cast<const float*>(row_at(t, j0, hk, 0)), t.nb[1] / 4};
+F32Rows block_as_f32(const sy_tensor& t, int64_t first, int64_t j0, int64_t n, int64_t hk,
+                     bool widen, std::vector<float>& scratch) {
+    if (!widen) return {reinterpret_cast<const float*>(row_at(t, j0, hk, 0)) + first, t.nb[1] / 4};
     const int64_t width = t.ne[0];
     for (int64_t j = 0; j < n; ++j)
-        widen_row<E>(row_at(t, j0 + j, hk, 0), width, scratch.data() + j * width);
+        widen_row<E>(row_at(t, j0 + j, hk, 0), first, width, scratch.data() + j * width);
     return {scratch.data(), width};
 }
 
@@ -270,13 +291,15 @@ void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, i
     constexpr float kNoKey = -std::numeric_limits<float>::infinity();
     const int64_t D = a.q.ne[0], Dv = a.v.ne[0];
     const ChunkRows chunk(a, q_rows, hk, row0, rows, key0, key1);
-    // V inside each K row (same rows, same type): its offset in elements (whole blocks).
+    // V inside each K row (same rows, same type): its offset in elements (whole blocks, then
+    // v_first elements).
     const auto k0 = reinterpret_cast<uintptr_t>(row_at(a.k, 0, hk, 0));
     const auto v0 = reinterpret_cast<uintptr_t>(row_at(a.v, 0, hk, 0));
     const sy_dtype_traits info = sy_dtype_info(a.k.type);
-    const int64_t v_offset = v0 >= k0 && (v0 - k0) % uint64_t(info.type_size) == 0
-                                 ? int64_t((v0 - k0) / uint64_t(info.type_size)) * info.block_size
-                                 : -1;
+    const int64_t v_offset =
+        v0 >= k0 && (v0 - k0) % uint64_t(info.type_size) == 0
+            ? int64_t((v0 - k0) / uint64_t(info.type_size)) * info.block_size + a.v_first
+            : -1;
     const bool v_in_k = std::is_same_v<EK, EV> && a.k.type == a.v.type && a.k.nb[1] == a.v.nb[1] &&
                         v_offset >= 0 && v_offset + Dv <= D;
     // F32 rows are used in place when their stride is whole floats.
@@ -293,9 +316,9 @@ void attend_rows(const Attention& a, const ActivationRows& q_rows, int64_t hk, i
     for (int64_t j0 = key0; j0 < chunk.last; j0 += kKeyBlock) {
         const int64_t n = std::min(kKeyBlock, chunk.last - j0);
         // The block's K and V rows as F32.
-        const F32Rows kb = block_as_f32<EK>(a.k, j0, n, hk, widen_k, k_scratch);
+        const F32Rows kb = block_as_f32<EK>(a.k, 0, j0, n, hk, widen_k, k_scratch);
         const F32Rows vb = v_in_k ? F32Rows{kb.data + v_offset, kb.stride}
-                                  : block_as_f32<EV>(a.v, j0, n, hk, widen_v, v_scratch);
+                                  : block_as_f32<EV>(a.v, a.v_first, j0, n, hk, widen_v, v_scratch);
         const float* k = kb.data;
         const float* v = vb.data;
         const int64_t k_stride = kb.stride, v_stride = vb.stride;
@@ -375,6 +398,7 @@ AttendFn attend_for_v(int32_t v_type) {
         case SY_TYPE_F16: return attend<EK, Elems<SY_TYPE_F16>>;
         case SY_TYPE_BF16: return attend<EK, Elems<SY_TYPE_BF16>>;
         case SY_TYPE_Q8_0: return attend<EK, Elems<SY_TYPE_Q8_0>>;
+        case SY_TYPE_Q8_KV: return attend<EK, Elems<SY_TYPE_Q8_KV>>;  // attn.mla's latents
         default: return attend<EK, Elems<SY_TYPE_F32>>;
     }
 }
@@ -384,6 +408,7 @@ AttendFn attend_for(int32_t k_type, int32_t v_type) {
         case SY_TYPE_F16: return attend_for_v<Elems<SY_TYPE_F16>>(v_type);
         case SY_TYPE_BF16: return attend_for_v<Elems<SY_TYPE_BF16>>(v_type);
         case SY_TYPE_Q8_0: return attend_for_v<Elems<SY_TYPE_Q8_0>>(v_type);
+        case SY_TYPE_Q8_KV: return attend_for_v<Elems<SY_TYPE_Q8_KV>>(v_type);
         default: return attend_for_v<Elems<SY_TYPE_F32>>(v_type);
     }
 }
@@ -468,7 +493,7 @@ void flash_attention(ThreadPool& pool, const Attention& a) {
                 const float c = std::exp(s[0] - m);
                 sum += s[1] * c;
                 scale_add<Elems<SY_TYPE_F32>>(out.data(), 1.0f, c,
-                                              reinterpret_cast<const char*>(s + 2), Dv);
+                                              reinterpret_cast<const char*>(s + 2), 0, Dv);
             }
         }
         store_row(a.dst, row % T, hk * (H / Hk) + row / T, out.data(), sum);
@@ -494,13 +519,11 @@ void compute_attention(ThreadPool& pool, const sy_node& node) {
     const bool mla = std::strcmp(node.named_op, SY_NAMED_ATTN_MLA) == 0;
     const sy_tensor& q = *node.src[0];
     const sy_tensor& k = *node.src[1];
-    // attn.mla: the values are the last L elements of each cache row (R whole blocks in).
+    // attn.mla: the values are the last L elements of each cache row, read from the rows
+    // themselves (a Q8_KV row's scale is at its start).
     sy_tensor latent = sdk::copy_tensor(k);
-    if (mla) {
-        const int64_t R = node.iparams[2];
-        latent.ne[0] = k.ne[0] - R;
-        latent.data = static_cast<char*>(k.data) + R / sy_dtype_info(k.type).block_size * k.nb[0];
-    }
+    const int64_t v_first = mla ? node.iparams[2] : 0;
+    if (mla) latent.ne[0] = k.ne[0] - v_first;
     const sy_tensor& v = mla ? latent : *node.src[2];
     // Elements not adjacent (a transposed view of a float type; blocks always are): packed F32
     // copies, read in place.
@@ -513,7 +536,7 @@ void compute_attention(ThreadPool& pool, const sy_node& node) {
     const sy_tensor kf = k_rows ? packed_f32(k, *k_rows) : k;
     const sy_tensor vf = v_rows ? packed_f32(v, *v_rows) : v;
     flash_attention(pool, Attention{q, kf, vf, *node.dst, node.fparams[0], node.iparams[0] != 0,
-                                    node.iparams[1]});
+                                    node.iparams[1], v_first});
 }
 
 }  // namespace sy::cpu

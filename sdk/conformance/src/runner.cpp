@@ -239,6 +239,8 @@ CaseResult compare_block_rows(const HostTensor& out, const HostTensor& src, cons
 CaseResult compare(const Case& c, HostTensor& out, const std::vector<double>& ref,
                    double tolerance) {
     const int64_t esize = sy_dtype_info(out.t.type).type_size;
+    // A row-scaled type's rows start with their scale: blocks follow it.
+    const int64_t meta = sy_dtype_info(out.t.type).row_meta_size;
     // Bytes that belong to dst's elements; everything else must still be poison. An I32
     // SY_ID_NONE (-1) is all poison bytes, so such an element is checked by value only.
     std::vector<bool> owned(out.bytes.size(), false);
@@ -246,8 +248,11 @@ CaseResult compare(const Case& c, HostTensor& out, const std::vector<double>& re
     int64_t n_unwritten = 0;
     for_each_element(
         out.t, [&](int64_t, int64_t i0, int64_t i1, int64_t i2, int64_t i3, int64_t offset) {
+            if (i0 == 0)
+                for (int64_t b = 0; b < meta; ++b)
+                    owned[size_t(out.data_offset + offset + b)] = true;
             bool all_poison = true;
-            for (int64_t b = 0; b < esize; ++b) {
+            for (int64_t b = meta; b < meta + esize; ++b) {
                 owned[size_t(out.data_offset + offset + b)] = true;
                 all_poison = all_poison && out.bytes[size_t(out.data_offset + offset + b)] ==
                                                poison_of(out.t.type);

@@ -22,9 +22,9 @@
 
 /* attn.flash, schema 1: attention with an online softmax, the K.Q matrix never materialized.
      src0 Q {D, T, H} (F32), src1 K {D, N, Hk}, src2 V {Dv, N, Hk} (K and V each F32, F16,
-     BF16 or Q8_0, as the backend's capability rows list them), dst {Dv, T, H} (F32), H a
-     multiple of Hk: query head h reads kv head
-     h / (H / Hk) (Hk = 1: every head shares one K and V, as latent attention does).
+     BF16 or Q8_0, K also Q8_KV, as the backend's capability rows list them), dst {Dv, T, H}
+     (F32), H a multiple of Hk: query head h reads kv head h / (H / Hk) (Hk = 1: every head
+     shares one K and V, as latent attention does).
      fparams[0] = scale; iparams[0] = 1: causal, query t sees keys j <= iparams[1] + t only.
      dst[:, t, h] = sum_j p_j V[:, j, hk], p = softmax over the visible j of
      scale * (Q[:, t, h] . K[:, j, hk]); a query that sees no key gets zeros.
@@ -35,8 +35,9 @@
 /* attn.mla, schema 1: one layer's latent attention (DeepSeek MLA, absorbed form) for a ubatch
    against the latent cache.
      src0 Q {R + L, T, H} (F32): per head [q_rope (R) | W_UK^T q_nope (L)], in the order of the
-     cache rows; src1 cache {R + L, N} (F32, F16, BF16 or Q8_0; with blocks, R is a whole
-     number of them): per token [k_rope | c_kv];
+     cache rows; src1 cache {R + L, N} (F32, F16, BF16, Q8_0 or Q8_KV; with Q8_0 blocks, R is a
+     whole number of them; a Q8_KV row's one scale covers both parts): per token
+     [k_rope | c_kv];
      dst {L, T, H} (F32); iparams[2] = R; fparams[0], iparams[0], iparams[1] as attn.flash.
    It is attn.flash with K = the cache rows and V = their last L elements (Hk = 1): the latent
    output, which the model multiplies by W_UV. */

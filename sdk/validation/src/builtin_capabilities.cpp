@@ -78,6 +78,9 @@ constexpr TableBuilder build_table() {
     // The KV cache's block type: quantized on the way in, decoded on the way out.
     t.add(SY_OP_CPY, SY_TYPE_Q8_0, SY_TYPE_F32);
     t.add(SY_OP_CPY, SY_TYPE_F32, SY_TYPE_Q8_0);
+    // ik_llama.cpp's K cache type (-ctk q8_KV): one scale per whole row, written a row at a time.
+    t.add(SY_OP_CPY, SY_TYPE_Q8_KV, SY_TYPE_F32);
+    t.add(SY_OP_CPY, SY_TYPE_F32, SY_TYPE_Q8_KV);
     for (int32_t w : kComputeBlockTypes) {
         t.add(SY_OP_MUL_MAT, SY_TYPE_F32, w, SY_TYPE_F32);
         t.add(SY_OP_MUL_MAT_ID, SY_TYPE_F32, w, SY_TYPE_F32, SY_TYPE_I32);
@@ -94,13 +97,15 @@ static_assert(kTable.count <= kMaxRows);
 
 // The named ops of named_ops.h: moe.fused_up_gate v1 with up and gate of one type (every
 // MUL_MAT_ID weight type), X F32, ids I32; attn.flash v1 with K and V each a KV cache type;
-// attn.mla v1 on a cache of one of them. Queries and results are F32.
+// attn.mla v1 on a cache of one of them. Queries and results are F32. Q8_KV (ik_llama.cpp's
+// row-scaled type) is a K cache type only: attn.flash's K with any V above, attn.mla's cache.
 constexpr std::array<int32_t, 4> kCacheTypes = {SY_TYPE_F32, SY_TYPE_F16, SY_TYPE_BF16,
                                                 SY_TYPE_Q8_0};
 
 constexpr auto build_named_table() {
     std::array<sy_capability, kFloatTypes.size() + kComputeBlockTypes.size() +
-                                  kCacheTypes.size() * (kCacheTypes.size() + 1)>
+                                  kCacheTypes.size() * (kCacheTypes.size() + 1) +
+                                  kCacheTypes.size() + 1>
         rows{};
     size_t i = 0;
     auto add = [&](const char* name, uint32_t version, int32_t s0, int32_t s1, int32_t s2,
@@ -119,6 +124,9 @@ constexpr auto build_named_table() {
             add(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, SY_TYPE_F32, k, v, kNone);
         add(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, SY_TYPE_F32, k, kNone, kNone);
     }
+    for (int32_t v : kCacheTypes)
+        add(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, SY_TYPE_F32, SY_TYPE_Q8_KV, v, kNone);
+    add(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, SY_TYPE_F32, SY_TYPE_Q8_KV, kNone, kNone);
     if (i != rows.size()) throw "named capability table: rows filled differ from its size";
     return rows;
 }

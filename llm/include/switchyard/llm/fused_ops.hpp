@@ -54,9 +54,10 @@ struct LatentHeads {
     Tensor* q_rope = nullptr;  // {Dr, T, H}
     Tensor* q_lat = nullptr;   // {L, T, H}
     Tensor* rows = nullptr;    // [k_pe | c] {Dr + L, n_kv}
-    Tensor* c = nullptr;       // {L, n_kv}
-    Tensor* k_pe = nullptr;    // {Dr, n_kv}
-    Tensor* c_t = nullptr;     // {n_kv, L} where memory holds c transposed, else null
+    // Views of the rows' parts; null for a row-scaled cache (q8_KV), whose parts are no rows.
+    Tensor* c = nullptr;     // {L, n_kv}
+    Tensor* k_pe = nullptr;  // {Dr, n_kv}
+    Tensor* c_t = nullptr;   // {n_kv, L} where memory holds c transposed, else null
 };
 
 class FusedOps {

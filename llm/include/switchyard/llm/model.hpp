@@ -33,7 +33,7 @@ struct ContextOptions {
     int mla = 3;          // --mla 0|1|2|3
     int fused_moe = -1;   // --fused-moe: -1 when a backend provides it, 0 never, 1 required
     int flash_attn = -1;  // --flash-attn (attn.flash + attn.mla): as fused_moe
-    int32_t cache_type_k = SY_TYPE_F16;  // -ctk: f32, f16, bf16, q8_0
+    int32_t cache_type_k = SY_TYPE_F16;  // -ctk: f32, f16, bf16, q8_0, q8_kv
     int32_t cache_type_v = SY_TYPE_F16;  // -ctv (modes 0 and 1; q8_0: mode 0 with flash)
     int64_t n_ctx = 0;                   // cache length in tokens; 0: min(4096, trained)
     int64_t n_ubatch = 512;              // tokens per graph
