@@ -13,6 +13,7 @@ packages=(
   libcairo2-dev libfontconfig-dev fonts-dejavu-core # cairo: sweep charts (SVG, PNG)
   libdnnl-dev libopenblas-dev # the blas plugin's engines: oneDNN (default) and OpenBLAS
   libgtest-dev googletest # GoogleTest
+  libopenmpi-dev openmpi-bin # the mpi plugin, and mpirun for its tests
   python3-jinja2          # test-time only: chat templates compared with Python's jinja2
   tmux                    # test-time only: run -cnv in a real terminal
   clang libclang-rt-14-dev # libFuzzer for tests/gguf/fuzz

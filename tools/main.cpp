@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     sy::tools::Command calibrate = sy::tools::add_calibrate_command(app);
     sy::tools::Command tokenize = sy::tools::add_tokenize_command(app);
     sy::tools::Command serve = sy::tools::add_serve_command(app);
+    sy::tools::Command worker = sy::tools::add_worker_command(app);
 
     sy::tools::show_llama_spellings(app);
     try {
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("calibrate")) return calibrate();
         if (app.got_subcommand("tokenize")) return tokenize();
         if (app.got_subcommand("serve")) return serve();
+        if (app.got_subcommand("worker")) return worker();
     } catch (const sy::Error& e) {
         std::fprintf(stderr, "switchyard: error: %s\n", e.what());
         return 1;

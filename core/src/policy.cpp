@@ -65,7 +65,12 @@ BackendRef parse_backend_name(std::string_view name) {
         !std::all_of(index.begin(), index.end(), is_digit) ||
         (cut == digits && !std::isalpha(static_cast<unsigned char>(name[cut - 1]))))
         return {std::string(name), 0};
-    return {std::string(name.substr(0, cut)), static_cast<int32_t>(std::stoi(std::string(index)))};
+    const auto device = static_cast<int32_t>(std::stoi(std::string(index)));
+    // "rank2": MPI rank 2, device 1 of the mpi plugin (whose devices are ranks 1, 2 ...); rank 0
+    // is this process, whose own backend is the cpu.
+    if (name.substr(0, cut) == "rank")
+        return device == 0 ? BackendRef{"cpu", 0} : BackendRef{"mpi", device - 1};
+    return {std::string(name.substr(0, cut)), device};
 }
 
 PlacementRule parse_override_tensor(std::string_view text, std::string where) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "switchyard/core/cost_table.hpp"
@@ -84,6 +85,13 @@ PlacementSetup placement_setup(const PlacementFlags& f, Config config) {
         config.plugins.load.push_back(out.backend_ref.plugin);
         if ((out.several || f.ngl > 0) && out.backend != "cpu")
             config.plugins.load.push_back("cpu");
+        // And every backend a placement rule names (-ot exps=rank1 loads mpi).
+        for (const PlacementRule& rule : config.placement.rules) {
+            const std::string plugin = parse_backend_name(rule.backend).plugin;
+            if (std::find(config.plugins.load.begin(), config.plugins.load.end(), plugin) ==
+                config.plugins.load.end())
+                config.plugins.load.push_back(plugin);
+        }
     }
     if (f.repack >= 0)
         config.plugins.options.push_back({"cpu", "repack", f.repack > 0 ? "on" : "off", "-rtr"});

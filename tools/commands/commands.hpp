@@ -41,5 +41,6 @@ Command add_batched_bench_command(CLI::App& app);
 Command add_calibrate_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_worker_command(CLI::App& app);
 
 }  // namespace sy::tools

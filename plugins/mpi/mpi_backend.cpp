@@ -1,0 +1,438 @@
+// The mpi backend, on rank 0: its devices are the other ranks of MPI_COMM_WORLD, each running
+// `switchyard worker` (worker.cpp), which computes with its own backends. A device's buffers
+// live in its worker's memory (not host visible: the host reaches them through buffer_set and
+// buffer_get, as for a GPU), compute() sends the nodes and returns, synchronize() waits for the
+// worker's answer. The worker's device properties, capability rows and named ops are this
+// device's; the link (latency and bandwidth to the rank) is measured at load by ping-pong, so
+// placement prices the network like any other link.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "switchyard/plugin.h"
+#include "switchyard/sdk.hpp"
+#include "switchyard/validation.hpp"
+#include "wire.hpp"
+
+namespace sy::mpi {
+namespace {
+
+// Seconds a request may wait for its answer (SWITCHYARD_MPI_TIMEOUT overrides): long enough for
+// a worker's largest compute, short enough that a dead or stuck rank is an error, not a hang.
+double timeout_seconds() {
+    const char* v = std::getenv("SWITCHYARD_MPI_TIMEOUT");
+    if (v && *v) {
+        char* end = nullptr;
+        const double s = std::strtod(v, &end);
+        if (end != v && *end == '\0' && s > 0 && std::isfinite(s)) return s;
+    }
+    return 600.0;
+}
+
+struct Rank {
+    int rank = 0;
+    std::string version;
+    sy_device_props props{};
+    std::vector<sy_capability> rows;
+    std::vector<std::unique_ptr<std::string>> names;  // the rows' and named ops' strings
+    std::vector<sy_named_op_info> named;
+    double latency_ns = 0, bandwidth = 0;
+    std::string pending;  // a failure that the next synchronize reports
+};
+
+struct RemoteBuffer {
+    int device;
+    uint64_t handle;
+};
+
+struct State {
+    std::vector<Rank> ranks;
+    std::vector<sy_named_op_info> named;  // the first worker's (every worker runs one build)
+    bool we_initialized_mpi = false;
+    uint64_t next_base = 0;
+    double timeout = 600.0;
+};
+State* g = nullptr;
+
+sy_status fail(int32_t code, const std::string& what) {
+    return sy::sdk::error(code, "mpi: %s", what.c_str());
+}
+
+sy_status rank_failed(const Rank& r, const std::string& what, const std::string& why) {
+    return fail(SY_ERR_BACKEND, "rank " + std::to_string(r.rank) + ": " + what + ": " + why);
+}
+
+sy_status no_device(int32_t device) {
+    if (g && device >= 0 && device < int32_t(g->ranks.size())) return sy::sdk::ok();
+    return fail(SY_ERR_INVALID_ARGUMENT, "no device " + std::to_string(device));
+}
+
+// Sends a request header (and extra bytes) to a rank.
+std::string request(const Rank& r, int tag, Header h, const std::vector<char>& extra = {}) {
+    std::vector<char> bytes(sizeof h + extra.size());
+    std::memcpy(bytes.data(), &h, sizeof h);
+    if (!extra.empty()) std::memcpy(bytes.data() + sizeof h, extra.data(), extra.size());
+    return send(bytes.data(), bytes.size(), r.rank, tag, g->timeout);
+}
+
+// An answer: its header and the bytes after it.
+std::string answer(const Rank& r, Header& h, std::vector<char>& rest) {
+    std::vector<char> bytes;
+    if (std::string e = receive(bytes, r.rank, kReply, g->timeout); !e.empty()) return e;
+    if (bytes.size() < sizeof h) return "a short answer";
+    std::memcpy(&h, bytes.data(), sizeof h);
+    rest.assign(bytes.begin() + sizeof h, bytes.end());
+    return {};
+}
+
+// An answer that is a status: its code in a, its message after the header.
+sy_status status_answer(const Rank& r, const char* what, Header* out = nullptr) {
+    Header h;
+    std::vector<char> rest;
+    if (std::string e = answer(r, h, rest); !e.empty()) return rank_failed(r, what, e);
+    if (out) *out = h;
+    if (h.a != SY_OK)
+        return sy::sdk::error(int32_t(h.a), "mpi: rank %d: %s: %.*s", r.rank, what,
+                              int(rest.size()), rest.data());
+    return sy::sdk::ok();
+}
+
+// HELLO: versions both ways, then the worker's description.
+std::string hello(Rank& r, const char* host_version) {
+    Writer w;
+    w.put(kProtocol);
+    w.put_string(host_version ? host_version : "");
+    if (std::string e = request(r, kHello, {}, w.bytes); !e.empty()) return e;
+    Header h;
+    std::vector<char> rest;
+    if (std::string e = answer(r, h, rest); !e.empty()) return e;
+    Reader in(rest.data(), rest.size());
+    if (h.a != SY_OK) {
+        std::string message;
+        in.get_string(message);
+        return message;
+    }
+    uint32_t props_size = 0, rows = 0, named = 0;
+    if (!in.get_string(r.version) || !in.get(props_size) || props_size > sizeof r.props ||
+        in.left() < props_size)
+        return "a malformed description";
+    std::memcpy(&r.props, in.at(), props_size);
+    in = Reader(in.at() + props_size, in.left() - props_size);
+    if (!in.get(rows)) return "a malformed capability table";
+    for (uint32_t i = 0; i < rows; ++i) {
+        sy_capability c{};
+        c.struct_size = sizeof c;
+        std::string name;
+        if (!in.get(c.op) || !in.get_string(name) || !in.get(c.named_op_version) ||
+            !in.get(c.dst_type) || !in.get(c.src_type))
+            return "a malformed capability row";
+        if (!name.empty()) {
+            r.names.push_back(std::make_unique<std::string>(name));
+            c.named_op = r.names.back()->c_str();
+        }
+        r.rows.push_back(c);
+    }
+    if (!in.get(named)) return "a malformed named-op list";
+    for (uint32_t i = 0; i < named; ++i) {
+        std::string name, summary;
+        sy_named_op_info info{};
+        info.struct_size = sizeof info;
+        if (!in.get_string(name) || !in.get(info.schema_version) || !in.get_string(summary))
+            return "a malformed named op";
+        r.names.push_back(std::make_unique<std::string>(name));
+        info.name = r.names.back()->c_str();
+        r.names.push_back(std::make_unique<std::string>(summary));
+        info.summary = r.names.back()->c_str();
+        r.named.push_back(info);
+    }
+    return {};
+}
+
+// One-way latency from round trips of 8 bytes, and bandwidth from round trips of 4 MiB.
+std::string measure_link(Rank& r) {
+    const auto round_trip = [&](uint64_t size, double& seconds) -> std::string {
+        std::vector<char> out(size, 1), back;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (std::string e = request(r, kPing, {size}, out); !e.empty()) return e;
+        Header h;
+        if (std::string e = answer(r, h, back); !e.empty()) return e;
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return back.size() == size ? std::string() : "a ping came back with other bytes";
+    };
+    std::vector<double> small, large;
+    for (int i = 0; i < 23; ++i) {
+        double s = 0;
+        if (std::string e = round_trip(8, s); !e.empty()) return e;
+        if (i >= 3) small.push_back(s);
+    }
+    for (int i = 0; i < 4; ++i) {
+        double s = 0;
+        if (std::string e = round_trip(uint64_t(4) << 20, s); !e.empty()) return e;
+        if (i >= 1) large.push_back(s);
+    }
+    std::sort(small.begin(), small.end());
+    std::sort(large.begin(), large.end());
+    const double rtt = small[small.size() / 2];
+    r.latency_ns = rtt / 2 * 1e9;
+    const double transfer = std::max(large.front() - rtt, 1e-9);
+    r.bandwidth = 2.0 * double(uint64_t(4) << 20) / transfer;
+    return {};
+}
+
+// --- the function table ----------------------------------------------------------------------
+
+sy_status device_count(void*, int32_t* count) {
+    *count = int32_t(g->ranks.size());
+    return sy::sdk::ok();
+}
+
+sy_status device_props(void*, int32_t device, sy_device_props* props) {
+    if (sy_status s = no_device(device); s.code) return s;
+    const Rank& r = g->ranks[size_t(device)];
+    const uint32_t size = std::min<uint32_t>(props->struct_size, sizeof(sy_device_props));
+    sy_device_props p = r.props;
+    std::snprintf(p.name, sizeof p.name, "rank %d: %.110s", r.rank, r.props.name);
+    std::snprintf(p.description, sizeof p.description,
+                  "MPI rank %d (switchyard %s); link %.1f us, %.2f GB/s (measured at load)", r.rank,
+                  r.version.c_str(), r.latency_ns / 1e3, r.bandwidth / 1e9);
+    p.host_memory = 0;
+    p.link_bandwidth = r.bandwidth;
+    p.link_latency_ns = r.latency_ns;
+    p.struct_size = size;
+    std::memcpy(props, &p, size);
+    return sy::sdk::ok();
+}
+
+sy_status capabilities(void*, const sy_capability** rows, size_t* count) {
+    *rows = g->ranks[0].rows.data();
+    *count = g->ranks[0].rows.size();
+    return sy::sdk::ok();
+}
+
+// The worker's capability rows, judged here (descriptors only: the data is on the rank).
+sy_status supports(void*, int32_t device, const sy_node* node, int32_t* supported) {
+    if (sy_status s = no_device(device); s.code) return s;
+    const Rank& r = g->ranks[size_t(device)];
+    const validation::Backend rules{"mpi", r.rows.data(), r.rows.size(), false};
+    *supported =
+        validation::validate_node(node, validation::DataChecks::kDescriptorsOnly, rules).code ==
+                SY_OK
+            ? 1
+            : 0;
+    return sy::sdk::ok();
+}
+
+sy_status named_ops(void*, const sy_named_op_info** ops, size_t* count) {
+    *ops = g->ranks[0].named.data();
+    *count = g->ranks[0].named.size();
+    return sy::sdk::ok();
+}
+
+sy_status buffer_alloc(void*, int32_t device, uint64_t size, sy_buffer* buffer) {
+    if (sy_status s = no_device(device); s.code) return s;
+    const Rank& r = g->ranks[size_t(device)];
+    if (std::string e = request(r, kAlloc, {size}); !e.empty())
+        return rank_failed(r, "allocating " + std::to_string(size) + " bytes", e);
+    Header h;
+    if (sy_status s = status_answer(r, "allocating a buffer", &h); s.code) return s;
+    // An address of our own for the buffer's byte 0 (never dereferenced: not host visible),
+    // 1 TiB apart, so that tensor offsets inside it are what the host computes.
+    buffer->device = device;
+    buffer->handle = new RemoteBuffer{device, h.b};
+    buffer->base = reinterpret_cast<void*>((uint64_t(1) << 44) + (g->next_base++ << 40));
+    buffer->size = size;
+    buffer->host_visible = 0;
+    return sy::sdk::ok();
+}
+
+sy_status buffer_free(void*, sy_buffer* buffer) {
+    auto* b = static_cast<RemoteBuffer*>(buffer->handle);
+    const Rank& r = g->ranks[size_t(b->device)];
+    const std::string e = request(r, kFree, {b->handle});
+    delete b;
+    return e.empty() ? sy::sdk::ok() : rank_failed(r, "freeing a buffer", e);
+}
+
+sy_status buffer_set(void*, const sy_buffer* buffer, uint64_t offset, const void* src, uint64_t n) {
+    const auto* b = static_cast<const RemoteBuffer*>(buffer->handle);
+    const Rank& r = g->ranks[size_t(b->device)];
+    if (offset > buffer->size || n > buffer->size - offset)
+        return fail(SY_ERR_INVALID_ARGUMENT, "buffer_set past the buffer's end");
+    if (std::string e = request(r, kSet, {b->handle, offset, n}); !e.empty())
+        return rank_failed(r, "sending bytes", e);
+    if (std::string e = send_data(static_cast<const char*>(src), n, r.rank, g->timeout); !e.empty())
+        return rank_failed(r, "sending bytes", e);
+    return sy::sdk::ok();
+}
+
+sy_status buffer_get(void*, const sy_buffer* buffer, uint64_t offset, void* dst, uint64_t n) {
+    const auto* b = static_cast<const RemoteBuffer*>(buffer->handle);
+    const Rank& r = g->ranks[size_t(b->device)];
+    if (offset > buffer->size || n > buffer->size - offset)
+        return fail(SY_ERR_INVALID_ARGUMENT, "buffer_get past the buffer's end");
+    if (std::string e = request(r, kGet, {b->handle, offset, n}); !e.empty())
+        return rank_failed(r, "reading bytes", e);
+    if (sy_status s = status_answer(r, "reading bytes"); s.code) return s;
+    if (std::string e = receive_data(static_cast<char*>(dst), n, r.rank, g->timeout); !e.empty())
+        return rank_failed(r, "reading bytes", e);
+    return sy::sdk::ok();
+}
+
+sy_status copy_tensors(void*, const sy_copy*, size_t) {
+    return fail(SY_ERR_UNSUPPORTED,
+                "copy_tensors is not implemented (set and get carry the bytes)");
+}
+
+// A tensor of this device's buffers as the worker rebuilds it.
+bool wire_tensor(const sy_tensor* t, int32_t device, WireTensor& w) {
+    w = WireTensor{};
+    if (t == nullptr) return true;
+    if (t->buffer == nullptr || t->buffer->device != device) return false;
+    const auto* b = static_cast<const RemoteBuffer*>(t->buffer->handle);
+    w.present = 1;
+    w.type = t->type;
+    std::memcpy(w.ne, t->ne, sizeof w.ne);
+    std::memcpy(w.nb, t->nb, sizeof w.nb);
+    w.handle = b->handle;
+    w.offset =
+        uint64_t(static_cast<const char*>(t->data) - static_cast<const char*>(t->buffer->base));
+    w.constant_id = SY_HAS_FIELD(t, constant_id) ? t->constant_id : 0;
+    return true;
+}
+
+sy_status compute(void*, int32_t device, const sy_node* const* nodes, size_t count) {
+    if (sy_status s = no_device(device); s.code) return s;
+    const Rank& r = g->ranks[size_t(device)];
+    Writer w;
+    for (size_t i = 0; i < count; ++i) {
+        const sy_node& n = *nodes[i];
+        WireNode wn{};
+        wn.op = n.op;
+        wn.n_src = n.n_src;
+        wn.named_op_version = n.named_op_version;
+        const std::string name = n.named_op ? n.named_op : "";
+        wn.named_op_length = int32_t(name.size());
+        std::memcpy(wn.iparams, n.iparams, sizeof wn.iparams);
+        std::memcpy(wn.fparams, n.fparams, sizeof wn.fparams);
+        if (!wire_tensor(n.dst, device, wn.dst))
+            return fail(SY_ERR_INVALID_ARGUMENT,
+                        "dst of node " + std::to_string(i) + " (" + sy::sdk::op_name(n.op) +
+                            ") is not in a buffer of rank " + std::to_string(r.rank));
+        for (int32_t s = 0; s < n.n_src && s < SY_MAX_SRC; ++s)
+            if (!wire_tensor(n.src[s], device, wn.src[s]))
+                return fail(SY_ERR_INVALID_ARGUMENT,
+                            "src" + std::to_string(s) + " of node " + std::to_string(i) + " (" +
+                                sy::sdk::op_name(n.op) + ") is not in a buffer of rank " +
+                                std::to_string(r.rank));
+        w.put(wn);
+        w.bytes.insert(w.bytes.end(), name.begin(), name.end());
+    }
+    if (std::string e = request(r, kCompute, {count}, w.bytes); !e.empty())
+        return rank_failed(r, "sending nodes", e);
+    return sy::sdk::ok();
+}
+
+sy_status synchronize(void*, int32_t device) {
+    if (sy_status s = no_device(device); s.code) return s;
+    const Rank& r = g->ranks[size_t(device)];
+    if (std::string e = request(r, kSync, {}); !e.empty()) return rank_failed(r, "synchronize", e);
+    return status_answer(r, "computing");
+}
+
+sy_status set_option(void*, const char* key, const char* value) {
+    // Every rank's backends take it ("threads"); the first refusal is the answer.
+    std::vector<char> kv(key, key + std::strlen(key) + 1);
+    kv.insert(kv.end(), value, value + std::strlen(value) + 1);
+    sy_status result = sy::sdk::ok();
+    for (const Rank& r : g->ranks) {
+        if (std::string e = request(r, kOption, {}, kv); !e.empty())
+            return rank_failed(r, std::string("option ") + key, e);
+        if (sy_status s = status_answer(r, key); s.code && result.code == SY_OK) result = s;
+    }
+    return result;
+}
+
+void shutdown(void*) {
+    for (const Rank& r : g->ranks) request(r, kBye, {});
+    if (g->we_initialized_mpi) MPI_Finalize();
+    delete g;
+    g = nullptr;
+}
+
+}  // namespace
+}  // namespace sy::mpi
+
+extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
+    using namespace sy::mpi;
+    if (sy_status s = sy::sdk::check_host(host, api, "mpi"); s.code) return s;
+    if (g != nullptr) return fail(SY_ERR_BACKEND, "one instance at a time");
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    auto state = std::make_unique<State>();
+    state->timeout = timeout_seconds();
+    if (!initialized) {
+        int provided = 0;
+        if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+            return fail(SY_ERR_REFUSED, "MPI_Init_thread failed");
+        state->we_initialized_mpi = true;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const auto refuse = [&](const std::string& why) {
+        if (state->we_initialized_mpi) MPI_Finalize();
+        return fail(SY_ERR_REFUSED, why);
+    };
+    if (rank != 0)
+        return refuse("this process is rank " + std::to_string(rank) +
+                      "; only rank 0 runs the model (start `switchyard worker` on the others)");
+    if (size < 2)
+        return refuse(
+            "no worker ranks: start under mpirun, e.g. `mpirun -np 1 switchyard run ... : -np 1 "
+            "switchyard worker -m MODEL`");
+    g = state.release();
+    for (int r = 1; r < size; ++r) {
+        Rank rk;
+        rk.rank = r;
+        g->ranks.push_back(std::move(rk));
+    }
+    for (Rank& r : g->ranks) {
+        std::string e = hello(r, host->host_version);
+        if (e.empty()) e = measure_link(r);
+        if (!e.empty()) {
+            const std::string why = "rank " + std::to_string(r.rank) + ": " + e;
+            for (const Rank& o : g->ranks) request(o, kBye, {});
+            if (g->we_initialized_mpi) MPI_Finalize();
+            delete g;
+            g = nullptr;
+            return fail(SY_ERR_REFUSED, why);
+        }
+    }
+    sy_plugin_api table{};
+    table.struct_size = sizeof table;
+    table.name = "mpi";
+    table.version = "0.1.0";
+    table.build_info = "MPI ranks as devices (each runs switchyard worker)";
+    table.device_count = device_count;
+    table.device_props = device_props;
+    table.capabilities = capabilities;
+    table.supports = supports;
+    table.buffer_alloc = buffer_alloc;
+    table.buffer_free = buffer_free;
+    table.buffer_set = buffer_set;
+    table.buffer_get = buffer_get;
+    table.copy_tensors = copy_tensors;
+    table.compute = compute;
+    table.synchronize = synchronize;
+    table.named_ops = named_ops;
+    table.set_option = set_option;
+    table.shutdown = shutdown;
+    sy::sdk::publish_api(table, api);
+    return sy::sdk::ok();
+}

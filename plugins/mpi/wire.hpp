@@ -1,0 +1,186 @@
+// The mpi plugin's messages between rank 0 (the backend, mpi_backend.cpp) and a worker rank
+// (worker.cpp), over MPI_COMM_WORLD point to point. Every request is one message whose tag is
+// its opcode and whose bytes start with a Header; bulk bytes follow as kData messages of at most
+// kChunk bytes. A worker handles requests in order, so a GET or SYNC answer comes after every
+// earlier request's work; SET, FREE and COMPUTE are not answered, and their first failure is the
+// answer of the next SYNC. Waits poll MPI_Test against a deadline, so a peer that stopped
+// answering is an error naming its rank, not a hang.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "switchyard/plugin.h"
+
+namespace sy::mpi {
+
+// Bumped whenever a message changes; both sides refuse another.
+constexpr uint32_t kProtocol = 1;
+
+enum Tag : int {
+    kHello = 101,    // rank 0 -> worker: protocol, version string; answer: Info
+    kPing = 102,     // answered with the same bytes (link measurement)
+    kAlloc = 103,    // a = size; answer: status, a = handle
+    kFree = 104,     // a = handle
+    kSet = 105,      // a = handle, b = offset, c = size; then the bytes as kData
+    kGet = 106,      // a = handle, b = offset, c = size; answer: the bytes as kData
+    kCompute = 107,  // a = node count; then serialized nodes
+    kSync = 108,     // answer: status (the first failure since the last SYNC)
+    kOption = 109,   // key \0 value; answer: status
+    kBye = 110,      // the worker leaves its loop
+    kReply = 120,    // answers
+    kData = 121,     // bulk bytes
+};
+
+constexpr uint64_t kChunk = uint64_t(1) << 28;  // 256 MiB per data message
+
+struct Header {
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+};
+
+// A tensor as the other side rebuilds it: its buffer's handle and the offset of element 0.
+struct WireTensor {
+    int32_t type;
+    int32_t present;
+    int64_t ne[SY_MAX_DIMS];
+    int64_t nb[SY_MAX_DIMS];
+    uint64_t handle;
+    uint64_t offset;
+    uint64_t constant_id;
+};
+
+struct WireNode {
+    int32_t op;
+    int32_t n_src;
+    uint32_t named_op_version;
+    int32_t named_op_length;  // bytes of the name that follow the tensors (0: none)
+    int32_t iparams[SY_MAX_PARAMS];
+    float fparams[SY_MAX_PARAMS];
+    WireTensor dst;
+    WireTensor src[SY_MAX_SRC];
+};
+
+// Appends and reads plain bytes.
+class Writer {
+  public:
+    template <class T>
+    void put(const T& v) {
+        const auto* p = reinterpret_cast<const char*>(&v);
+        bytes.insert(bytes.end(), p, p + sizeof v);
+    }
+    void put_string(const std::string& s) {
+        put(uint32_t(s.size()));
+        bytes.insert(bytes.end(), s.begin(), s.end());
+    }
+    std::vector<char> bytes;
+};
+
+class Reader {
+  public:
+    Reader(const char* p, size_t n) : p_(p), end_(p + n) {}
+    template <class T>
+    bool get(T& v) {
+        if (size_t(end_ - p_) < sizeof v) return false;
+        std::memcpy(&v, p_, sizeof v);
+        p_ += sizeof v;
+        return true;
+    }
+    bool get_string(std::string& s) {
+        uint32_t n = 0;
+        if (!get(n) || size_t(end_ - p_) < n) return false;
+        s.assign(p_, n);
+        p_ += n;
+        return true;
+    }
+    const char* at() const { return p_; }
+    size_t left() const { return size_t(end_ - p_); }
+
+  private:
+    const char* p_;
+    const char* end_;
+};
+
+// Waits for a request to finish, polling until the deadline. Returns an empty string, or what
+// went wrong.
+inline std::string wait(MPI_Request& request, double seconds, MPI_Status* status = nullptr) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    int done = 0;
+    int spins = 0;
+    while (true) {
+        MPI_Status st;
+        if (MPI_Test(&request, &done, &st) != MPI_SUCCESS) return "MPI_Test failed";
+        if (done) {
+            if (status) *status = st;
+            return {};
+        }
+        if (std::chrono::steady_clock::now() > deadline) {
+            MPI_Cancel(&request);
+            return "no answer within " + std::to_string(int(seconds)) + " s";
+        }
+        // Spin briefly (a loopback or fabric answer comes in microseconds), then yield.
+        if (++spins > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+// Sends bytes with a tag (blocking until the buffer may be reused, within the deadline).
+inline std::string send(const void* data, uint64_t size, int rank, int tag, double seconds) {
+    MPI_Request r;
+    if (MPI_Isend(data, int(size), MPI_BYTE, rank, tag, MPI_COMM_WORLD, &r) != MPI_SUCCESS)
+        return "MPI_Isend failed";
+    return wait(r, seconds);
+}
+
+// Receives one message of any size with a tag from a rank into `out`.
+inline std::string receive(std::vector<char>& out, int rank, int tag, double seconds,
+                           int* source = nullptr, int* got_tag = nullptr) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    int flag = 0, spins = 0;
+    MPI_Status st;
+    while (true) {
+        if (MPI_Iprobe(rank, tag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS)
+            return "MPI_Iprobe failed";
+        if (flag) break;
+        if (std::chrono::steady_clock::now() > deadline)
+            return "no message within " + std::to_string(int(seconds)) + " s";
+        if (++spins > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    out.resize(size_t(count));
+    if (MPI_Recv(out.data(), count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return "MPI_Recv failed";
+    if (source) *source = st.MPI_SOURCE;
+    if (got_tag) *got_tag = st.MPI_TAG;
+    return {};
+}
+
+// Bulk bytes as kData chunks, and their receipt into memory.
+inline std::string send_data(const char* p, uint64_t size, int rank, double seconds) {
+    for (uint64_t done = 0; done < size || size == 0; done += kChunk) {
+        const uint64_t n = std::min(kChunk, size - done);
+        if (std::string e = send(p + done, n, rank, kData, seconds); !e.empty()) return e;
+        if (size == 0) break;
+    }
+    return {};
+}
+
+inline std::string receive_data(char* p, uint64_t size, int rank, double seconds) {
+    for (uint64_t done = 0; done < size || size == 0; done += kChunk) {
+        const uint64_t n = std::min(kChunk, size - done);
+        MPI_Request r;
+        if (MPI_Irecv(p + done, int(n), MPI_BYTE, rank, kData, MPI_COMM_WORLD, &r) != MPI_SUCCESS)
+            return "MPI_Irecv failed";
+        if (std::string e = wait(r, seconds); !e.empty()) return e;
+        if (size == 0) break;
+    }
+    return {};
+}
+
+}  // namespace sy::mpi

@@ -1,0 +1,322 @@
+// The worker side of the mpi plugin (a rank other than 0): `switchyard worker` loads its own
+// backend plugin and calls sy_mpi_worker with that plugin's function table; this loop then
+// answers rank 0's requests (wire.hpp) with it, in order, until rank 0 says goodbye: buffers in
+// the local backend's memory, the bytes rank 0 sends, nodes computed there.
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "switchyard/plugin.h"
+#include "switchyard/sdk.hpp"
+#include "wire.hpp"
+
+namespace sy::mpi {
+namespace {
+
+struct Worker {
+    const sy_plugin_api* local;
+    int32_t device = 0;
+    std::map<uint64_t, sy_buffer> buffers;
+    uint64_t next = 1;
+    std::string failure;  // the first failure since the last SYNC
+    double timeout = 600.0;
+
+    void failed(const std::string& what) {
+        if (failure.empty()) failure = what;
+    }
+    std::string status_text(const sy_status& s, const char* what) {
+        return std::string(what) + ": " + (s.message ? s.message : "failed");
+    }
+};
+
+std::string reply(const Worker& w, Header h, const std::string& text = {}) {
+    std::vector<char> bytes(sizeof h + text.size());
+    std::memcpy(bytes.data(), &h, sizeof h);
+    std::memcpy(bytes.data() + sizeof h, text.data(), text.size());
+    return send(bytes.data(), bytes.size(), 0, kReply, w.timeout);
+}
+
+// The description rank 0 plans with: version, device properties, capability rows, named ops.
+std::vector<char> describe(const Worker& w, const char* version) {
+    Writer out;
+    out.put(Header{SY_OK});
+    out.put_string(version);
+    sy_device_props props{};
+    props.struct_size = sizeof props;
+    w.local->device_props(w.local->ctx, w.device, &props);
+    out.put(uint32_t(sizeof props));
+    out.put(props);
+    const sy_capability* rows = nullptr;
+    size_t count = 0;
+    if (w.local->capabilities(w.local->ctx, &rows, &count).code != SY_OK) count = 0;
+    out.put(uint32_t(count));
+    for (size_t i = 0; i < count; ++i) {
+        out.put(rows[i].op);
+        out.put_string(rows[i].named_op ? rows[i].named_op : "");
+        out.put(rows[i].named_op_version);
+        out.put(rows[i].dst_type);
+        out.put(rows[i].src_type);
+    }
+    const sy_named_op_info* ops = nullptr;
+    size_t n_ops = 0;
+    if (w.local->named_ops == nullptr || w.local->named_ops(w.local->ctx, &ops, &n_ops).code)
+        n_ops = 0;
+    out.put(uint32_t(n_ops));
+    for (size_t i = 0; i < n_ops; ++i) {
+        out.put_string(ops[i].name);
+        out.put(ops[i].schema_version);
+        out.put_string(ops[i].summary ? ops[i].summary : "");
+    }
+    return out.bytes;
+}
+
+// Nodes as rank 0 serialized them, on this rank's buffers.
+void compute(Worker& w, const char* p, size_t n, uint64_t count) {
+    std::vector<sy_node> nodes(count);
+    std::vector<sy_tensor> tensors(count * (SY_MAX_SRC + 1));
+    std::vector<std::string> names(count);
+    std::vector<const sy_node*> pointers(count);
+    Reader in(p, n);
+    const auto tensor = [&](const WireTensor& t, size_t slot, std::string& why) -> sy_tensor* {
+        if (!t.present) return nullptr;
+        const auto it = w.buffers.find(t.handle);
+        if (it == w.buffers.end()) {
+            why = "a tensor in buffer " + std::to_string(t.handle) +
+                  ", which this rank does not hold";
+            return nullptr;
+        }
+        sy_tensor& out = tensors[slot];
+        out = sy_tensor{};
+        out.struct_size = sizeof out;
+        out.type = t.type;
+        std::memcpy(out.ne, t.ne, sizeof out.ne);
+        std::memcpy(out.nb, t.nb, sizeof out.nb);
+        out.buffer = &it->second;
+        out.data = static_cast<char*>(it->second.base) + t.offset;
+        out.constant_id = t.constant_id;
+        return &out;
+    };
+    for (uint64_t i = 0; i < count; ++i) {
+        WireNode wn;
+        if (!in.get(wn) || in.left() < size_t(std::max(0, wn.named_op_length)))
+            return w.failed("compute: a malformed node list");
+        names[i].assign(in.at(), size_t(std::max(0, wn.named_op_length)));
+        in = Reader(in.at() + std::max(0, wn.named_op_length),
+                    in.left() - size_t(std::max(0, wn.named_op_length)));
+        sy_node& node = nodes[i];
+        node = sy_node{};
+        node.struct_size = sizeof node;
+        node.op = wn.op;
+        node.n_src = std::min<int32_t>(wn.n_src, SY_MAX_SRC);
+        node.named_op = names[i].empty() ? nullptr : names[i].c_str();
+        node.named_op_version = wn.named_op_version;
+        std::memcpy(node.iparams, wn.iparams, sizeof node.iparams);
+        std::memcpy(node.fparams, wn.fparams, sizeof node.fparams);
+        std::string why;
+        node.dst = tensor(wn.dst, i * (SY_MAX_SRC + 1), why);
+        if (!why.empty() || node.dst == nullptr)
+            return w.failed("compute: node " + std::to_string(i) + ": dst is " +
+                            (why.empty() ? "missing" : why));
+        for (int32_t s = 0; s < node.n_src; ++s) {
+            node.src[s] = tensor(wn.src[s], i * (SY_MAX_SRC + 1) + 1 + size_t(s), why);
+            if (!why.empty())
+                return w.failed("compute: node " + std::to_string(i) + ": src" + std::to_string(s) +
+                                " is " + why);
+        }
+        pointers[i] = &node;
+    }
+    sy_status s = w.local->compute(w.local->ctx, w.device, pointers.data(), count);
+    if (s.code == SY_OK && w.local->synchronize) s = w.local->synchronize(w.local->ctx, w.device);
+    if (s.code != SY_OK) w.failed(w.status_text(s, "compute"));
+}
+
+// One request; false when the loop ends (BYE, or rank 0 cannot be answered).
+bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& error) {
+    Header h;
+    if (bytes.size() < sizeof h) {
+        error = "a request shorter than its header (tag " + std::to_string(tag) + ")";
+        return false;
+    }
+    std::memcpy(&h, bytes.data(), sizeof h);
+    const char* rest = bytes.data() + sizeof h;
+    const size_t rest_size = bytes.size() - sizeof h;
+    std::string e;
+    switch (tag) {
+        case kPing: {
+            std::vector<char> echo(sizeof h + rest_size);
+            std::memcpy(echo.data(), bytes.data(), echo.size());
+            e = send(echo.data(), echo.size(), 0, kReply, w.timeout);
+            break;
+        }
+        case kAlloc: {
+            sy_buffer b{};
+            b.struct_size = sizeof b;
+            const sy_status s = w.local->buffer_alloc(w.local->ctx, w.device, h.a, &b);
+            if (s.code != SY_OK) {
+                e = reply(w, {uint64_t(s.code)}, w.status_text(s, "buffer_alloc"));
+                break;
+            }
+            const uint64_t id = w.next++;
+            w.buffers[id] = b;
+            e = reply(w, {SY_OK, id});
+            break;
+        }
+        case kFree: {
+            const auto it = w.buffers.find(h.a);
+            if (it == w.buffers.end()) {
+                w.failed("free: no buffer " + std::to_string(h.a));
+                break;
+            }
+            w.local->buffer_free(w.local->ctx, &it->second);
+            w.buffers.erase(it);
+            break;
+        }
+        case kSet:
+        case kGet: {
+            const auto it = w.buffers.find(h.a);
+            const bool bad =
+                it == w.buffers.end() || h.b > it->second.size || h.c > it->second.size - h.b;
+            std::vector<char> staging;
+            char* at = nullptr;
+            if (!bad && it->second.host_visible) at = static_cast<char*>(it->second.base) + h.b;
+            if (!bad && at == nullptr) {
+                staging.resize(h.c);
+                at = staging.data();
+            }
+            if (tag == kSet) {
+                // The bytes come whether or not they can be kept.
+                if (bad) staging.resize(h.c), at = staging.data();
+                e = receive_data(at, h.c, 0, w.timeout);
+                if (bad) {
+                    w.failed("set: bytes past buffer " + std::to_string(h.a) + "'s end");
+                } else if (!it->second.host_visible) {
+                    const sy_status s =
+                        w.local->buffer_set(w.local->ctx, &it->second, h.b, at, h.c);
+                    if (s.code) w.failed(w.status_text(s, "buffer_set"));
+                }
+                break;
+            }
+            if (bad) {
+                e = reply(w, {SY_ERR_INVALID_ARGUMENT}, "get: bytes past the buffer's end");
+                break;
+            }
+            if (!it->second.host_visible) {
+                const sy_status s = w.local->buffer_get(w.local->ctx, &it->second, h.b, at, h.c);
+                if (s.code) {
+                    e = reply(w, {uint64_t(s.code)}, w.status_text(s, "buffer_get"));
+                    break;
+                }
+            }
+            e = reply(w, {SY_OK});
+            if (e.empty()) e = send_data(at, h.c, 0, w.timeout);
+            break;
+        }
+        case kCompute:
+            if (w.failure.empty()) compute(w, rest, rest_size, h.a);
+            break;
+        case kSync: {
+            const std::string f = w.failure;
+            w.failure.clear();
+            e = f.empty() ? reply(w, {SY_OK}) : reply(w, {SY_ERR_BACKEND}, f);
+            break;
+        }
+        case kOption: {
+            const std::string key(rest, strnlen(rest, rest_size));
+            const std::string value =
+                key.size() + 1 < rest_size
+                    ? std::string(rest + key.size() + 1,
+                                  strnlen(rest + key.size() + 1, rest_size - key.size() - 1))
+                    : std::string();
+            const sy_status s = w.local->set_option
+                                    ? w.local->set_option(w.local->ctx, key.c_str(), value.c_str())
+                                    : sy::sdk::error(SY_ERR_UNSUPPORTED, "no options");
+            e = reply(w, {uint64_t(s.code)}, s.code ? w.status_text(s, "option") : std::string());
+            break;
+        }
+        case kBye: return false;
+        default: error = "an unknown request (tag " + std::to_string(tag) + ")"; return false;
+    }
+    if (!e.empty()) {
+        error = "answering rank 0: " + e;
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+}  // namespace sy::mpi
+
+// Serves rank 0 with `local` (device `device`) until it says goodbye. Returns 0, or 1 with
+// `error` filled: not under mpirun, this is rank 0, no rank 0 contacted us within wait_seconds,
+// rank 0 runs another version, or a transfer failed.
+extern "C" SY_EXPORT int32_t sy_mpi_worker(const sy_plugin_api* local, int32_t device,
+                                           const char* version, double wait_seconds, char* error,
+                                           size_t error_size) {
+    using namespace sy::mpi;
+    const auto out = [&](const std::string& message) {
+        std::snprintf(error, error_size, "%s", message.c_str());
+        return 1;
+    };
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        int provided = 0;
+        if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+            return out("MPI_Init_thread failed");
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const auto finish = [&](int code, const std::string& message) {
+        MPI_Finalize();
+        return code == 0 ? 0 : out(message);
+    };
+    if (size < 2 || rank == 0)
+        return finish(1, size < 2 ? "not started by mpirun with a rank 0 (this is the only rank)"
+                                  : "this is rank 0, which runs the model (run, serve, bench ...)"
+                                    ", not a worker");
+    Worker w;
+    w.local = local;
+    w.device = device;
+    // The first request must be rank 0's HELLO.
+    std::vector<char> bytes;
+    int tag = 0;
+    if (std::string e = receive(bytes, 0, kHello, wait_seconds, nullptr, &tag); !e.empty())
+        return finish(
+            1, "rank " + std::to_string(rank) + ": rank 0 did not contact this worker (" + e + ")");
+    Reader in(bytes.data() + std::min(bytes.size(), sizeof(Header)),
+              bytes.size() - std::min(bytes.size(), sizeof(Header)));
+    uint32_t protocol = 0;
+    std::string theirs;
+    if (!in.get(protocol) || !in.get_string(theirs)) return finish(1, "a malformed HELLO");
+    const std::string ours = version ? version : "";
+    if (protocol != kProtocol || theirs != ours) {
+        Writer no;
+        no.put(Header{SY_ERR_ABI});
+        no.put_string("it runs switchyard " + ours + " (mpi protocol " + std::to_string(kProtocol) +
+                      "), rank 0 runs " + theirs + " (protocol " + std::to_string(protocol) + ")");
+        send(no.bytes.data(), no.bytes.size(), 0, kReply, w.timeout);
+        return finish(1, "rank " + std::to_string(rank) + ": rank 0 runs switchyard " + theirs +
+                             " (mpi protocol " + std::to_string(protocol) + "), this rank " + ours +
+                             " (protocol " + std::to_string(kProtocol) + ")");
+    }
+    const std::vector<char> description = describe(w, ours.c_str());
+    if (std::string e = send(description.data(), description.size(), 0, kReply, w.timeout);
+        !e.empty())
+        return finish(1, "answering rank 0: " + e);
+    std::string error_text;
+    while (true) {
+        int got = 0;
+        // Idle while rank 0 works or waits for its user: no deadline here.
+        if (std::string e = receive(bytes, 0, MPI_ANY_TAG, 1e9, nullptr, &got); !e.empty()) {
+            error_text = "waiting for rank 0: " + e;
+            break;
+        }
+        if (!handle(w, got, bytes, error_text)) break;
+    }
+    for (auto& [id, b] : w.buffers) local->buffer_free(local->ctx, &b);
+    return finish(error_text.empty() ? 0 : 1, "rank " + std::to_string(rank) + ": " + error_text);
+}
