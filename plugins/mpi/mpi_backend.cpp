@@ -373,6 +373,14 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     if (g != nullptr) return fail(SY_ERR_BACKEND, "one instance at a time");
     int initialized = 0;
     MPI_Initialized(&initialized);
+    // Not started by a launcher (mpirun, srun): there are no other ranks, so MPI is not even
+    // initialized (a singleton start costs a second and serves nothing).
+    const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
+                          std::getenv("PMIX_RANK") || std::getenv("MPI_LOCALNRANKS");
+    if (!initialized && !launched)
+        return fail(SY_ERR_REFUSED,
+                    "not started by mpirun: start rank 0 and the workers together, e.g. `mpirun "
+                    "-np 1 switchyard run ... : -np 1 switchyard worker -m MODEL`");
     auto state = std::make_unique<State>();
     state->timeout = timeout_seconds();
     if (!initialized) {

@@ -275,9 +275,11 @@ extern "C" SY_EXPORT int32_t sy_mpi_worker(const sy_plugin_api* local, int32_t d
         return code == 0 ? 0 : out(message);
     };
     if (size < 2 || rank == 0)
-        return finish(1, size < 2 ? "not started by mpirun with a rank 0 (this is the only rank)"
-                                  : "this is rank 0, which runs the model (run, serve, bench ...)"
-                                    ", not a worker");
+        return finish(
+            1, size < 2 ? "the only rank of its job (not started by mpirun beside a rank 0: mpirun "
+                          "-np 1 switchyard run ... : -np N switchyard worker)"
+                        : "this is rank 0, which runs the model (run, serve, bench ...)"
+                          ", not a worker");
     Worker w;
     w.local = local;
     w.device = device;

@@ -218,6 +218,18 @@ LoadedModel load_model(const ModelOptions& o) {
             why += "\n  " + f.file + ": " + f.reason;
         throw Error("backend '" + backend + "' is not loaded" + why);
     }
+    // A backend a placement rule names (-ot exps=rank1: mpi) that did not load: the rule cannot
+    // be followed, so its reason is the error.
+    for (const PlacementRule& rule : config.placement.rules) {
+        const std::string plugin = parse_backend_name(rule.backend).plugin;
+        if (out.host->find(plugin) != nullptr) continue;
+        for (const PluginFailure& f : out.host->failures())
+            if (std::filesystem::path(f.file).filename().string().find("switchyard-" + plugin) !=
+                    std::string::npos ||
+                f.file == plugin)
+                throw Error("placement rule '" + rule.match + "=" + rule.backend + "' (" +
+                            rule.where + "): backend '" + plugin + "' did not load: " + f.reason);
+    }
 
     // Several backends computing on host memory (a config that loads cpu and blas, or --plugin
     // blas): the scheduler places each op, even without a placement or offload setting. A device

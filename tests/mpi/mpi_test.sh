@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The mpi plugin on this machine's loopback: rank 0 runs the model, `switchyard worker` ranks
+# compute the routed experts placed on them (-ot ...=rankN). Greedy tokens and perplexity are the
+# single process's exactly (the workers compute with the same cpu plugin); a worker of another
+# version, a worker without rank 0, rank 0 without workers and a worker killed mid-run are each a
+# clear error and a non-zero exit, never a hang.
+set -u
+sy=$1
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Loopback only, and as many ranks as asked on two cores.
+mpi=(mpirun --oversubscribe --mca btl self,vader -x SWITCHYARD_MPI_TIMEOUT=60)
+export SWITCHYARD_MPI_TIMEOUT=60
+worker=(-np 1 "$sy" worker -m "$tmp/tiny.gguf")
+
+"$sy" make-model --preset tiny --type q8_0 -o "$tmp/tiny.gguf" >/dev/null 2>&1 || fail "make-model"
+text="The quick brown fox jumps over the lazy dog. $(printf 'Tokens for a perplexity run %s. ' $(seq 1 60))"
+printf '%s' "$text" >"$tmp/text.txt"
+gen=(-m "$tmp/tiny.gguf" -p "The quick brown fox" -n 24 --temp 0 --tokens)
+
+# Single process.
+"$sy" run "${gen[@]}" >"$tmp/one.out" 2>"$tmp/one.err" || fail "single run: $(cat "$tmp/one.err")"
+grep -o '\[[0-9]*\]' "$tmp/one.out" >"$tmp/one.tok"
+[ "$(wc -l <"$tmp/one.tok")" -eq 24 ] || fail "single run: not 24 tokens"
+
+# Two ranks: every layer's routed experts on rank 1.
+timeout 120 "${mpi[@]}" -np 1 "$sy" run "${gen[@]}" -ot exps=rank1 : "${worker[@]}" \
+    >"$tmp/two.out" 2>"$tmp/two.err" || fail "2 ranks: $(tail -5 "$tmp/two.err")"
+grep -q "mpi 3.19 MiB" "$tmp/two.err" || fail "2 ranks: experts not on rank 1: $(grep weights "$tmp/two.err")"
+grep -o '\[[0-9]*\]' "$tmp/two.out" | cmp -s - "$tmp/one.tok" || fail "2 ranks: other tokens"
+
+# Three ranks: layer 1's experts on rank 1, layer 2's on rank 2 (-ot as llama.cpp lists rules).
+timeout 120 "${mpi[@]}" -np 1 "$sy" run "${gen[@]}" -ot 'blk\.1\..*exps=rank1,blk\.2\..*exps=rank2' \
+    : "${worker[@]}" : "${worker[@]}" >"$tmp/three.out" 2>"$tmp/three.err" ||
+    fail "3 ranks: $(tail -5 "$tmp/three.err")"
+grep -q "mpi 1.59 MiB (3 tensors), mpi:1 1.59 MiB (3 tensors)" "$tmp/three.err" || fail "3 ranks: $(grep weights "$tmp/three.err")"
+grep -o '\[[0-9]*\]' "$tmp/three.out" | cmp -s - "$tmp/one.tok" || fail "3 ranks: other tokens"
+
+# Logits of a prompt (batches through the workers) and perplexity: the same bytes and figures.
+# The cpu plugin's interleaved weight copies (repack) are off on every rank: whether a rank makes
+# them for a tensor depends on what else it holds, and they sum in another order.
+printf '[plugins.cpu]\nrepack = "off"\n' >"$tmp/exact.toml"
+exact=(--config "$tmp/exact.toml")
+wexact=(-np 1 "$sy" worker -m "$tmp/tiny.gguf" "${exact[@]}")
+"$sy" run -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -n 1 --temp 0 "${exact[@]}" \
+    --logits-out "$tmp/l1.npy" >/dev/null 2>"$tmp/l1.err" || fail "logits: $(tail -3 "$tmp/l1.err")"
+timeout 120 "${mpi[@]}" -np 1 "$sy" run -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -n 1 --temp 0 \
+    "${exact[@]}" --logits-out "$tmp/l2.npy" -ot exps=rank1 : "${wexact[@]}" >/dev/null \
+    2>"$tmp/l2.err" || fail "logits on 2 ranks: $(tail -5 "$tmp/l2.err")"
+[ "$(stat -c %s "$tmp/l1.npy")" -gt 100000 ] || fail "logits: a short file"
+cmp -s "$tmp/l1.npy" "$tmp/l2.npy" || fail "logits on 2 ranks differ from one process's"
+ppl=(perplexity -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -c 128 "${exact[@]}")
+"$sy" "${ppl[@]}" >"$tmp/ppl1" 2>&1 || fail "perplexity: $(tail -3 "$tmp/ppl1")"
+timeout 180 "${mpi[@]}" -np 1 "$sy" "${ppl[@]}" -ot exps=rank1 : "${wexact[@]}" >"$tmp/ppl2" 2>&1 ||
+    fail "perplexity on 2 ranks: $(tail -5 "$tmp/ppl2")"
+a=$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/ppl1"); b=$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/ppl2")
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "perplexity: '$a' alone, '$b' on 2 ranks"
+
+# The device and its measured link, as `plugins` shows them.
+timeout 60 "${mpi[@]}" -np 1 "$sy" plugins --plugin mpi : -np 1 "$sy" worker >"$tmp/plugins" 2>&1 ||
+    fail "plugins on 2 ranks: $(tail -5 "$tmp/plugins")"
+grep -q "device 0: rank 1: " "$tmp/plugins" || fail "no rank 1 device: $(grep -A2 '^mpi' "$tmp/plugins")"
+grep -E -q "link [0-9.]+ GB/s \+ [0-9]+ ns" "$tmp/plugins" || fail "no measured link"
+
+# A worker of another version: refused at load, naming the rank and both versions.
+timeout 60 "${mpi[@]}" -np 1 "$sy" run "${gen[@]}" -ot exps=rank1 : \
+    -np 1 -x SWITCHYARD_WORKER_VERSION_FOR_TESTS=9.9.9 "$sy" worker -m "$tmp/tiny.gguf" \
+    >"$tmp/v.out" 2>"$tmp/v.err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "version mismatch: exit $rc"
+grep -q "rank 1: it runs switchyard 9.9.9" "$tmp/v.err" || fail "version message: $(cat "$tmp/v.err")"
+
+# A worker without rank 0, and rank 0 without workers.
+timeout 30 "$sy" worker -m "$tmp/tiny.gguf" >"$tmp/w.out" 2>"$tmp/w.err" && fail "lone worker started"
+grep -q "the only rank of its job" "$tmp/w.err" || fail "lone worker message: $(cat "$tmp/w.err")"
+# Two workers and no rank 0: rank 0 refuses to be a worker, rank 1 stops waiting after --wait.
+timeout 60 "${mpi[@]}" -np 2 "$sy" worker --wait 2 >"$tmp/w0.out" 2>"$tmp/w0.err" && fail "workers alone started"
+grep -q "this is rank 0" "$tmp/w0.err" || fail "worker as rank 0: $(cat "$tmp/w0.err")"
+timeout 30 "$sy" run "${gen[@]}" -ot exps=rank1 >"$tmp/r.out" 2>"$tmp/r.err" && fail "rank 0 without workers ran"
+grep -q "backend 'mpi' did not load: .*not started by mpirun" "$tmp/r.err" || fail "rank 0 alone: $(cat "$tmp/r.err")"
+
+# A worker killed mid-run: the job ends with an error naming rank 1, well before any timeout.
+( timeout 120 "${mpi[@]}" -np 1 "$sy" run -m "$tmp/tiny.gguf" -p hi -n 100000 -c 32768 --ignore-eos \
+    -ot exps=rank1 : "${worker[@]}" >"$tmp/k.out" 2>"$tmp/k.err"; echo $? >"$tmp/k.rc" ) &
+job=$!
+# Once rank 0 generates (its output grows), the worker goes.
+for _ in $(seq 1 150); do [ -s "$tmp/k.out" ] && break; sleep 0.2; done
+sleep 1
+pkill -9 -f "^$sy worker -m $tmp/tiny.gguf" || fail "no worker to kill"
+wait $job
+rc=$(cat "$tmp/k.rc")
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "killed worker: exit $rc"
+grep -q "rank 1.*exited on signal 9" "$tmp/k.err" || fail "killed worker message: $(tail -8 "$tmp/k.err")"
+echo "mpi: ok"
