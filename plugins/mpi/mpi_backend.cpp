@@ -59,6 +59,10 @@ struct State {
 };
 State* g = nullptr;
 
+constexpr const char* kNotLaunched =
+    "MPI ranks as devices; none: not started by mpirun (start rank 0 and the workers together: "
+    "mpirun -np 1 switchyard run ... : -np 1 switchyard worker -m MODEL)";
+
 sy_status fail(int32_t code, const std::string& what) {
     return sy::sdk::error(code, "mpi: %s", what.c_str());
 }
@@ -209,8 +213,8 @@ sy_status device_props(void*, int32_t device, sy_device_props* props) {
 }
 
 sy_status capabilities(void*, const sy_capability** rows, size_t* count) {
-    *rows = g->ranks[0].rows.data();
-    *count = g->ranks[0].rows.size();
+    *rows = g->ranks.empty() ? nullptr : g->ranks[0].rows.data();
+    *count = g->ranks.empty() ? 0 : g->ranks[0].rows.size();
     return sy::sdk::ok();
 }
 
@@ -228,8 +232,8 @@ sy_status supports(void*, int32_t device, const sy_node* node, int32_t* supporte
 }
 
 sy_status named_ops(void*, const sy_named_op_info** ops, size_t* count) {
-    *ops = g->ranks[0].named.data();
-    *count = g->ranks[0].named.size();
+    *ops = g->ranks.empty() ? nullptr : g->ranks[0].named.data();
+    *count = g->ranks.empty() ? 0 : g->ranks[0].named.size();
     return sy::sdk::ok();
 }
 
@@ -374,13 +378,37 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     int initialized = 0;
     MPI_Initialized(&initialized);
     // Not started by a launcher (mpirun, srun): there are no other ranks, so MPI is not even
-    // initialized (a singleton start costs a second and serves nothing).
+    // initialized (a singleton start costs a second and serves nothing): the backend loads with
+    // no devices, as the cuda plugin does on a machine without a GPU, and says why.
     const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
                           std::getenv("PMIX_RANK") || std::getenv("MPI_LOCALNRANKS");
-    if (!initialized && !launched)
-        return fail(SY_ERR_REFUSED,
-                    "not started by mpirun: start rank 0 and the workers together, e.g. `mpirun "
-                    "-np 1 switchyard run ... : -np 1 switchyard worker -m MODEL`");
+    const auto publish = [&](const char* build_info) {
+        sy_plugin_api table{};
+        table.struct_size = sizeof table;
+        table.name = "mpi";
+        table.version = "0.1.0";
+        table.build_info = build_info;
+        table.device_count = device_count;
+        table.device_props = device_props;
+        table.capabilities = capabilities;
+        table.supports = supports;
+        table.buffer_alloc = buffer_alloc;
+        table.buffer_free = buffer_free;
+        table.buffer_set = buffer_set;
+        table.buffer_get = buffer_get;
+        table.copy_tensors = copy_tensors;
+        table.compute = compute;
+        table.synchronize = synchronize;
+        table.named_ops = named_ops;
+        table.set_option = set_option;
+        table.shutdown = shutdown;
+        sy::sdk::publish_api(table, api);
+        return sy::sdk::ok();
+    };
+    if (!initialized && !launched) {
+        g = new State{};
+        return publish(kNotLaunched);
+    }
     auto state = std::make_unique<State>();
     state->timeout = timeout_seconds();
     if (!initialized) {
@@ -422,25 +450,5 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
             return fail(SY_ERR_REFUSED, why);
         }
     }
-    sy_plugin_api table{};
-    table.struct_size = sizeof table;
-    table.name = "mpi";
-    table.version = "0.1.0";
-    table.build_info = "MPI ranks as devices (each runs switchyard worker)";
-    table.device_count = device_count;
-    table.device_props = device_props;
-    table.capabilities = capabilities;
-    table.supports = supports;
-    table.buffer_alloc = buffer_alloc;
-    table.buffer_free = buffer_free;
-    table.buffer_set = buffer_set;
-    table.buffer_get = buffer_get;
-    table.copy_tensors = copy_tensors;
-    table.compute = compute;
-    table.synchronize = synchronize;
-    table.named_ops = named_ops;
-    table.set_option = set_option;
-    table.shutdown = shutdown;
-    sy::sdk::publish_api(table, api);
-    return sy::sdk::ok();
+    return publish("MPI ranks as devices (each runs switchyard worker)");
 }

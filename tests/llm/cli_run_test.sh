@@ -287,7 +287,7 @@ PY
 fi
 "$sy" run -m "$tmp/tiny.gguf" -p hi -n 1 -ot 'exps=nowhere' >"$tmp/o" 2>"$tmp/e" \
     && fail "a rule naming an unloaded backend ran"
-grep -q "placement rule 1 (-ot #1): backend 'nowhere' is not loaded" "$tmp/e" \
+grep -q "placement rule 'exps=nowhere' (-ot #1): backend 'nowhere' did not load: plugin 'nowhere' not found" "$tmp/e" \
     || fail "no message for the rule: $(cat "$tmp/e")"
 # Gate and up of the dense FFN and the shared experts in different types: the fused MoE op
 # (one type for both) is used for the routed experts only, and the file runs.

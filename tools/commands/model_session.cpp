@@ -221,8 +221,16 @@ LoadedModel load_model(const ModelOptions& o) {
     // A backend a placement rule names (-ot exps=rank1: mpi) that did not load: the rule cannot
     // be followed, so its reason is the error.
     for (const PlacementRule& rule : config.placement.rules) {
-        const std::string plugin = parse_backend_name(rule.backend).plugin;
-        if (out.host->find(plugin) != nullptr) continue;
+        const BackendRef ref = parse_backend_name(rule.backend);
+        const std::string& plugin = ref.plugin;
+        if (const Plugin* p = out.host->find(plugin)) {
+            if (ref.device >= p->device_count())
+                throw Error("placement rule '" + rule.match + "=" + rule.backend + "' (" +
+                            rule.where + "): backend '" + plugin + "' has " +
+                            std::to_string(p->device_count()) + " device(s) (" + p->build_info() +
+                            ")");
+            continue;
+        }
         for (const PluginFailure& f : out.host->failures())
             if (std::filesystem::path(f.file).filename().string().find("switchyard-" + plugin) !=
                     std::string::npos ||
