@@ -416,10 +416,13 @@ void Executor::bind(std::span<const void* const> import_host) {
             bound_[id].buffer = compute_.get();
             bound_buffer_[id] = &compute_;
         }
-        // A weight's constant id describes its own bytes only: a device copy (another session
-        // may put another weight of the model at that address), a staged copy (other plans put
-        // other bytes there) or an imported copy carries none.
-        if (bound_[id].data != root->host_data()) bound_[id].constant_id = 0;
+        // A weight's constant id describes its own bytes only: a staged copy (other plans put
+        // other bytes there) or an imported copy carries none. Its resident copy on a device
+        // keeps it: those bytes are the weight's for the buffer's life, and a plugin keys what it
+        // derives by id and address (a remote rank's cpu plugin builds its interleaved copies).
+        const bool resident = root->device_buffer() != nullptr &&
+                              bound_buffer_[id] == root->device_buffer();
+        if (bound_[id].data != root->host_data() && !resident) bound_[id].constant_id = 0;
     }
     for (const Tensor* t : touched) {
         const auto id = static_cast<size_t>(t->id());

@@ -124,7 +124,7 @@ inline std::string wait(MPI_Request& request, double seconds, MPI_Status* status
             return "no answer within " + std::to_string(int(seconds)) + " s";
         }
         // Spin briefly (a loopback or fabric answer comes in microseconds), then yield.
-        if (++spins > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (++spins > 200) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 }
 
@@ -148,7 +148,7 @@ inline std::string receive(std::vector<char>& out, int rank, int tag, double sec
         if (flag) break;
         if (std::chrono::steady_clock::now() > deadline)
             return "no message within " + std::to_string(int(seconds)) + " s";
-        if (++spins > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (++spins > 200) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     int count = 0;
     MPI_Get_count(&st, MPI_BYTE, &count);
