@@ -144,7 +144,8 @@ struct Reader::Impl {
     std::vector<TensorInfo> tensors;
     std::unordered_map<std::string, size_t> tensor_index;
     std::unordered_map<std::string, size_t> key_index;
-    std::string name;  // for messages: the first file
+    std::string name;       // for messages: the first file
+    bool modified = false;  // writable() was called: some bytes differ from the file's
 
     // Adds one parsed shard's tensors, refusing a name another shard already has.
     void add_shard(detail::ParsedFile&& f, const std::string& file) {
@@ -267,6 +268,10 @@ const std::vector<std::filesystem::path>& Reader::files() const {
 uint64_t Reader::file_size() const {
     return impl_->file_size;
 }
+std::span<const uint8_t> Reader::shard_bytes(size_t i) const {
+    if (i >= impl_->maps.size() || !impl_->maps[i]) return {};
+    return impl_->maps[i]->bytes();
+}
 
 const Value* Reader::find(std::string_view key) const {
     auto it = impl_->key_index.find(std::string(key));
@@ -275,8 +280,14 @@ const Value* Reader::find(std::string_view key) const {
 
 uint8_t* Reader::writable(const TensorInfo& t) const {
     if (t.shard >= impl_->maps.size())
-        throw FormatError("tensor " + t.name + ": a GGUF image in memory cannot be converted in place");
+        throw FormatError("tensor " + t.name +
+                          ": a GGUF image in memory cannot be converted in place");
+    impl_->modified = true;
     return impl_->maps[t.shard]->writable(t.data, t.nbytes);
+}
+
+bool Reader::modified() const {
+    return impl_->modified;
 }
 
 const TensorInfo* Reader::tensor(std::string_view name) const {

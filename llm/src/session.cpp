@@ -8,6 +8,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "switchyard/core/error.hpp"
@@ -220,8 +221,30 @@ uint64_t Session::largest_weight_elements() const {
 }
 
 void Session::allocate() {
-    for (DeviceWeights& w : weights_)
-        if (!w.uploaded()) w.upload();
+    std::vector<const Plugin*> told;
+    for (DeviceWeights& w : weights_) {
+        if (w.uploaded()) continue;
+        // The model file's mappings, so that a backend that can read the same file where it
+        // computes (an MPI worker with its own copy) loads the weights from there instead of
+        // being sent them: option "file_mapping" = "SHARD:BASE:SIZE" (BASE in hex), once per
+        // shard. A backend without the option ignores it.
+        if (w.plugin() && std::find(told.begin(), told.end(), w.plugin()) == told.end()) {
+            told.push_back(w.plugin());
+            const gguf::Reader& file = model_.file();
+            // Tensors converted in place (interleaved rows) are no longer the file's bytes.
+            for (size_t i = 0; !file.modified() && i < file.files().size(); ++i) {
+                const std::span<const uint8_t> bytes = file.shard_bytes(i);
+                if (bytes.empty()) continue;
+                char value[96];
+                std::snprintf(
+                    value, sizeof value, "%zu:%llx:%zu", i,
+                    static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(bytes.data())),
+                    bytes.size());
+                w.plugin()->set_option("file_mapping", value);
+            }
+        }
+        w.upload();
+    }
     cache_->allocate();
 }
 

@@ -34,8 +34,16 @@ double timeout_seconds() {
     return 600.0;
 }
 
+// A shard of the model file as rank 0 maps it.
+struct Mapping {
+    uint32_t shard;
+    const char* base;
+    uint64_t size;
+};
+
 struct Rank {
     int rank = 0;
+    std::vector<uint32_t> files;  // shards this rank reads from its own copy
     std::string version;
     sy_device_props props{};
     std::vector<sy_capability> rows;
@@ -52,6 +60,7 @@ struct RemoteBuffer {
 
 struct State {
     std::vector<Rank> ranks;
+    std::vector<Mapping> mappings;
     std::vector<sy_named_op_info> named;  // the first worker's (every worker runs one build)
     bool we_initialized_mpi = false;
     uint64_t next_base = 0;
@@ -267,6 +276,19 @@ sy_status buffer_set(void*, const sy_buffer* buffer, uint64_t offset, const void
     const Rank& r = g->ranks[size_t(b->device)];
     if (offset > buffer->size || n > buffer->size - offset)
         return fail(SY_ERR_INVALID_ARGUMENT, "buffer_set past the buffer's end");
+    // Bytes of the model file that the rank holds too: it reads them from its own copy.
+    const char* p = static_cast<const char*>(src);
+    for (const Mapping& m : g->mappings) {
+        if (p < m.base || p + n > m.base + m.size) continue;
+        if (std::find(r.files.begin(), r.files.end(), m.shard) == r.files.end()) break;
+        Writer w;
+        w.put(m.shard);
+        if (std::string e =
+                request(r, kSetFile, {b->handle, offset, n, uint64_t(p - m.base)}, w.bytes);
+            !e.empty())
+            return rank_failed(r, "loading weights", e);
+        return sy::sdk::ok();
+    }
     if (std::string e = request(r, kSet, {b->handle, offset, n}); !e.empty())
         return rank_failed(r, "sending bytes", e);
     if (std::string e = send_data(static_cast<const char*>(src), n, r.rank, g->timeout); !e.empty())
@@ -348,7 +370,38 @@ sy_status synchronize(void*, int32_t device) {
     return status_answer(r, "computing");
 }
 
+// "file_mapping" = "SHARD:BASE:SIZE": shard SHARD of the model file is mapped at BASE (hex) on
+// this rank. Each rank is asked whether its own copy (worker -m) is the same file (size and
+// fingerprint); those that have it load weights from it (buffer_set sends the file offset),
+// the others are sent the bytes. A rank with another file is an error naming it.
+sy_status file_mapping(const char* value) {
+    unsigned shard = 0;
+    unsigned long long base = 0, size = 0;
+    if (std::sscanf(value, "%u:%llx:%llu", &shard, &base, &size) != 3 || base == 0 || size == 0)
+        return fail(SY_ERR_INVALID_ARGUMENT,
+                    std::string("file_mapping '") + value + "': expected SHARD:BASE:SIZE");
+    const auto* bytes = reinterpret_cast<const unsigned char*>(uintptr_t(base));
+    const uint64_t head = std::min<uint64_t>(size, kFingerprintBytes);
+    const uint64_t print = fingerprint(bytes, head, bytes + size - head, head, size);
+    g->mappings.push_back({shard, reinterpret_cast<const char*>(bytes), size});
+    for (Rank& r : g->ranks) {
+        if (std::string e = request(r, kFile, {shard, size, print}); !e.empty())
+            return rank_failed(r, "model file", e);
+        Header h;
+        std::vector<char> rest;
+        if (std::string e = answer(r, h, rest); !e.empty()) return rank_failed(r, "model file", e);
+        if (h.a == SY_OK) {
+            r.files.push_back(shard);
+        } else if (h.a != SY_ERR_UNSUPPORTED) {
+            return sy::sdk::error(int32_t(h.a), "mpi: rank %d: %.*s", r.rank, int(rest.size()),
+                                  rest.data());
+        }
+    }
+    return sy::sdk::ok();
+}
+
 sy_status set_option(void*, const char* key, const char* value) {
+    if (std::strcmp(key, "file_mapping") == 0) return file_mapping(value);
     // Every rank's backends take it ("threads"); the first refusal is the answer.
     std::vector<char> kv(key, key + std::strlen(key) + 1);
     kv.insert(kv.end(), value, value + std::strlen(value) + 1);

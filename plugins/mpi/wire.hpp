@@ -34,6 +34,8 @@ enum Tag : int {
     kSync = 108,     // answer: status (the first failure since the last SYNC)
     kOption = 109,   // key \0 value; answer: status
     kBye = 110,      // the worker leaves its loop
+    kFile = 111,     // a = shard, b = size, c = fingerprint; answer: status (the worker's copy)
+    kSetFile = 112,  // a = handle, b = offset, c = size, d = file offset; then u32 shard
     kReply = 120,    // answers
     kData = 121,     // bulk bytes
 };
@@ -43,6 +45,21 @@ constexpr uint64_t kChunk = uint64_t(1) << 28;  // 256 MiB per data message
 struct Header {
     uint64_t a = 0, b = 0, c = 0, d = 0;
 };
+
+// A model file's fingerprint: FNV-1a over its first and last MiB (the header names every tensor
+// and its offset; the end holds the last tensors' bytes) and its size.
+inline uint64_t fingerprint(const unsigned char* first, size_t n_first, const unsigned char* last,
+                            size_t n_last, uint64_t size) {
+    uint64_t h = 1469598103934665603ull;
+    const auto mix = [&](const unsigned char* p, size_t n) {
+        for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    };
+    mix(first, n_first);
+    mix(last, n_last);
+    mix(reinterpret_cast<const unsigned char*>(&size), sizeof size);
+    return h;
+}
+constexpr uint64_t kFingerprintBytes = uint64_t(1) << 20;
 
 // A tensor as the other side rebuilds it: its buffer's handle and the offset of element 0.
 struct WireTensor {

@@ -2,6 +2,10 @@
 // backend plugin and calls sy_mpi_worker with that plugin's function table; this loop then
 // answers rank 0's requests (wire.hpp) with it, in order, until rank 0 says goodbye: buffers in
 // the local backend's memory, the bytes rank 0 sends, nodes computed there.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -17,6 +21,8 @@ namespace {
 
 struct Worker {
     const sy_plugin_api* local;
+    std::vector<std::string> files;  // this rank's copy of the model, by shard
+    std::vector<int> fds;
     int32_t device = 0;
     std::map<uint64_t, sy_buffer> buffers;
     uint64_t next = 1;
@@ -213,6 +219,60 @@ bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& err
             if (e.empty()) e = send_data(at, h.c, 0, w.timeout);
             break;
         }
+        case kFile: {
+            // Is this rank's shard the same file as rank 0's (size, fingerprint)?
+            if (h.a >= w.files.size()) {
+                e = reply(w, {SY_ERR_UNSUPPORTED}, "no model file given to this worker (-m)");
+                break;
+            }
+            const std::string& path = w.files[h.a];
+            const int fd = w.fds[h.a];
+            struct stat st {};
+            if (fd < 0 || ::fstat(fd, &st) != 0) {
+                e = reply(w, {SY_ERR_INVALID_ARGUMENT}, "cannot read its model file " + path);
+                break;
+            }
+            const uint64_t size = uint64_t(st.st_size), n = std::min(size, kFingerprintBytes);
+            std::vector<unsigned char> first(n), last(n);
+            const bool read = ::pread(fd, first.data(), n, 0) == ssize_t(n) &&
+                              ::pread(fd, last.data(), n, off_t(size - n)) == ssize_t(n);
+            if (!read || size != h.b || fingerprint(first.data(), n, last.data(), n, size) != h.c) {
+                e = reply(w, {SY_ERR_INVALID_ARGUMENT},
+                          "its model file " + path + " (" + std::to_string(size) +
+                              " bytes) is not rank 0's (" + std::to_string(h.b) + " bytes" +
+                              (size == h.b ? ", other contents" : "") + ")");
+                break;
+            }
+            e = reply(w, {SY_OK});
+            break;
+        }
+        case kSetFile: {
+            uint32_t shard = 0;
+            Reader extra(rest, rest_size);
+            const auto it = w.buffers.find(h.a);
+            if (!extra.get(shard) || shard >= w.fds.size() || it == w.buffers.end() ||
+                h.b > it->second.size || h.c > it->second.size - h.b) {
+                w.failed("loading weights: a bad request");
+                break;
+            }
+            std::vector<char> staging;
+            if (!it->second.host_visible) staging.resize(h.c);
+            char* at = it->second.host_visible ? static_cast<char*>(it->second.base) + h.b
+                                               : staging.data();
+            for (uint64_t done = 0; done < h.c;) {
+                const ssize_t got = ::pread(w.fds[shard], at + done, h.c - done, off_t(h.d + done));
+                if (got <= 0) {
+                    w.failed("loading weights from " + w.files[shard] + ": a short read");
+                    break;
+                }
+                done += uint64_t(got);
+            }
+            if (!it->second.host_visible && w.failure.empty()) {
+                const sy_status s = w.local->buffer_set(w.local->ctx, &it->second, h.b, at, h.c);
+                if (s.code) w.failed(w.status_text(s, "buffer_set"));
+            }
+            break;
+        }
         case kCompute:
             if (w.failure.empty()) compute(w, rest, rest_size, h.a);
             break;
@@ -248,11 +308,13 @@ bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& err
 }  // namespace
 }  // namespace sy::mpi
 
-// Serves rank 0 with `local` (device `device`) until it says goodbye. Returns 0, or 1 with
-// `error` filled: not under mpirun, this is rank 0, no rank 0 contacted us within wait_seconds,
-// rank 0 runs another version, or a transfer failed.
+// Serves rank 0 with `local` (device `device`) until it says goodbye; `files` are this rank's
+// copy of the model (its shards in order), from which it loads the weights rank 0 places here.
+// Returns 0, or 1 with `error` filled: not under mpirun, this is rank 0, no rank 0 contacted us
+// within wait_seconds, rank 0 runs another version, or a transfer failed.
 extern "C" SY_EXPORT int32_t sy_mpi_worker(const sy_plugin_api* local, int32_t device,
-                                           const char* version, double wait_seconds, char* error,
+                                           const char* version, const char* const* files,
+                                           size_t n_files, double wait_seconds, char* error,
                                            size_t error_size) {
     using namespace sy::mpi;
     const auto out = [&](const std::string& message) {
@@ -283,6 +345,10 @@ extern "C" SY_EXPORT int32_t sy_mpi_worker(const sy_plugin_api* local, int32_t d
     Worker w;
     w.local = local;
     w.device = device;
+    for (size_t i = 0; i < n_files; ++i) {
+        w.files.emplace_back(files[i]);
+        w.fds.push_back(::open(files[i], O_RDONLY | O_CLOEXEC));
+    }
     // The first request must be rank 0's HELLO.
     std::vector<char> bytes;
     int tag = 0;
@@ -320,5 +386,7 @@ extern "C" SY_EXPORT int32_t sy_mpi_worker(const sy_plugin_api* local, int32_t d
         if (!handle(w, got, bytes, error_text)) break;
     }
     for (auto& [id, b] : w.buffers) local->buffer_free(local->ctx, &b);
+    for (int fd : w.fds)
+        if (fd >= 0) ::close(fd);
     return finish(error_text.empty() ? 0 : 1, "rank " + std::to_string(rank) + ": " + error_text);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The mpi plugin on this machine's loopback: rank 0 runs the model, `switchyard worker` ranks
-# compute the routed experts placed on them (-ot ...=rankN). Greedy tokens and perplexity are the
+# compute the routed experts placed on them (-ot ...=rankN), reading those weights from their own
+# copy of the model file (checked to be rank 0's). Greedy tokens and perplexity are the
 # single process's exactly (the workers compute with the same cpu plugin); a worker of another
 # version, a worker without rank 0, rank 0 without workers and a worker killed mid-run are each a
 # clear error and a non-zero exit, never a hang.
@@ -70,6 +71,13 @@ timeout 60 "${mpi[@]}" -np 1 "$sy" run "${gen[@]}" -ot exps=rank1 : \
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "version mismatch: exit $rc"
 grep -q "rank 1: it runs switchyard 9.9.9" "$tmp/v.err" || fail "version message: $(cat "$tmp/v.err")"
+
+# A worker whose model file is another (same size, other weights): refused, naming both.
+"$sy" make-model --preset tiny --type q8_0 --seed 9 -o "$tmp/other.gguf" >/dev/null 2>&1 || fail "make-model 9"
+timeout 60 "${mpi[@]}" -np 1 "$sy" run "${gen[@]}" -ot exps=rank1 : -np 1 "$sy" worker -m "$tmp/other.gguf" \
+    >"$tmp/f.out" 2>"$tmp/f.err" && fail "a worker with another model file was used"
+grep -q "rank 1: its model file $tmp/other.gguf ([0-9]* bytes) is not rank 0's" "$tmp/f.err" ||
+    fail "other model file: $(cat "$tmp/f.err")"
 
 # A worker without rank 0, and rank 0 without workers.
 timeout 30 "$sy" worker -m "$tmp/tiny.gguf" >"$tmp/w.out" 2>"$tmp/w.err" && fail "lone worker started"

@@ -21,7 +21,8 @@
 namespace sy::tools {
 namespace {
 
-using WorkerFn = int32_t (*)(const sy_plugin_api*, int32_t, const char*, double, char*, size_t);
+using WorkerFn = int32_t (*)(const sy_plugin_api*, int32_t, const char*, const char* const*, size_t,
+                             double, char*, size_t);
 
 struct WorkerOptions {
     PluginOptions plugins;
@@ -46,7 +47,15 @@ std::filesystem::path mpi_plugin_file(const Config& config) {
 int run_worker(const WorkerOptions& o) {
     const Config config =
         o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file);
-    if (!o.model.empty()) gguf::Reader::open(o.model);  // the same file as rank 0: it must open
+    // The same file as rank 0 (its shards): it must open, and the weights placed here are read
+    // from it.
+    std::vector<std::string> files;
+    if (!o.model.empty()) {
+        const gguf::Reader model = gguf::Reader::open(o.model);
+        for (const auto& f : model.files()) files.push_back(f.string());
+    }
+    std::vector<const char*> file_names;
+    for (const std::string& f : files) file_names.push_back(f.c_str());
     PluginHost host;
     Config local = config;
     local.plugins.load = {o.backend};
@@ -65,7 +74,8 @@ int run_worker(const WorkerOptions& o) {
     const char* claimed = std::getenv("SWITCHYARD_WORKER_VERSION_FOR_TESTS");
     const std::string version = claimed && *claimed ? claimed : SWITCHYARD_VERSION;
     char error[1024] = {};
-    const int32_t code = serve(&backend->api(), 0, version.c_str(), o.wait, error, sizeof error);
+    const int32_t code = serve(&backend->api(), 0, version.c_str(), file_names.data(),
+                               file_names.size(), o.wait, error, sizeof error);
     // The library stays loaded: MPI's runtime is finalized, and its threads may still unwind.
     if (code != 0) throw Error(std::string("worker: ") + error);
     return 0;
@@ -80,7 +90,9 @@ Command add_worker_command(CLI::App& app) {
         "Serve rank 0 of an MPI job as one of its devices (mpirun -np 1 switchyard run ... : "
         "-np N switchyard worker -m MODEL)");
     o->plugins.add_to(*cmd);
-    cmd->add_option("-m,--model", o->model, "The model file rank 0 runs (checked to open)");
+    cmd->add_option("-m,--model", o->model,
+                    "This rank's copy of the model file rank 0 runs: the weights placed here are "
+                    "read from it (checked to be the same file); without it rank 0 sends them");
     cmd->add_option("--backend", o->backend, "The backend this rank computes with (default cpu)");
     cmd->add_option("--wait", o->wait, "Seconds to wait for rank 0's first message (default 60)")
         ->check(CLI::PositiveNumber);

@@ -206,11 +206,15 @@ class Reader {
     const TensorInfo* tensor(std::string_view name) const;
     const std::vector<std::filesystem::path>& files() const;
     uint64_t file_size() const;  // all shards together
+    // Shard i's whole file as memory (mapped, or read with --no-mmap); empty for open_memory.
+    std::span<const uint8_t> shard_bytes(size_t i) const;
     // t's bytes made writable in place, for a tensor the loader converts once (ik_llama.cpp's
     // row-interleaved layouts): in a mapped file the pages become private copies as they are
     // written (the file and its page cache are untouched), so the conversion keeps one copy of
     // the weights. Throws for a Reader over memory it does not own (open_memory).
     uint8_t* writable(const TensorInfo& t) const;
+    // Whether writable() was called: some tensors' bytes in memory are no longer the file's.
+    bool modified() const;
 
   private:
     Reader();

@@ -51,6 +51,7 @@ class DeviceWeights {
     // Elements of the largest weight matrix (ne0 x ne1) among them.
     uint64_t largest_matrix_elements() const { return largest_; }
     bool uploaded() const { return static_cast<bool>(buffer_); }
+    Plugin* plugin() const { return plugin_; }
     // Allocates the buffer and copies every weight into it (once).
     void upload();
     // Where the weight read from `host` lives on the device (upload() first); throws Error
