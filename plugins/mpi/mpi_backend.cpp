@@ -43,7 +43,8 @@ struct Mapping {
 
 struct Rank {
     int rank = 0;
-    std::vector<uint32_t> files;  // shards this rank reads from its own copy
+    std::vector<uint32_t> files;              // shards this rank reads from its own copy
+    std::map<std::string, double> estimates;  // by node description; < 0: none
     std::string version;
     sy_device_props props{};
     std::vector<sy_capability> rows;
@@ -363,6 +364,51 @@ sy_status compute(void*, int32_t device, const sy_node* const* nodes, size_t cou
     return sy::sdk::ok();
 }
 
+// The worker's backend's own estimate of a node (its measured rates, not a roofline of its
+// peaks), asked once per distinct node description and kept.
+sy_status estimate(void*, int32_t device, const sy_node* node, double* ns) {
+    if (sy_status s = no_device(device); s.code) return s;
+    Rank& r = g->ranks[size_t(device)];
+    WireNode wn{};
+    wn.op = node->op;
+    wn.n_src = node->n_src;
+    wn.named_op_version = node->named_op_version;
+    const std::string name = node->named_op ? node->named_op : "";
+    wn.named_op_length = int32_t(name.size());
+    std::memcpy(wn.iparams, node->iparams, sizeof wn.iparams);
+    std::memcpy(wn.fparams, node->fparams, sizeof wn.fparams);
+    const auto describe = [](const sy_tensor* t, WireTensor& w) {
+        w = WireTensor{};
+        if (t == nullptr) return;
+        w.present = 1;
+        w.type = t->type;
+        std::memcpy(w.ne, t->ne, sizeof w.ne);
+        std::memcpy(w.nb, t->nb, sizeof w.nb);
+    };
+    describe(node->dst, wn.dst);
+    for (int32_t s = 0; s < node->n_src && s < SY_MAX_SRC; ++s) describe(node->src[s], wn.src[s]);
+    Writer w;
+    w.put(wn);
+    w.bytes.insert(w.bytes.end(), name.begin(), name.end());
+    const std::string key(w.bytes.begin(), w.bytes.end());
+    if (const auto it = r.estimates.find(key); it != r.estimates.end()) {
+        if (it->second < 0) return fail(SY_ERR_UNSUPPORTED, "no estimate for this node");
+        *ns = it->second;
+        return sy::sdk::ok();
+    }
+    if (std::string e = request(r, kEstimate, {1}, w.bytes); !e.empty())
+        return rank_failed(r, "estimate", e);
+    Header h;
+    std::vector<char> rest;
+    if (std::string e = answer(r, h, rest); !e.empty()) return rank_failed(r, "estimate", e);
+    double value = -1;
+    if (h.a == SY_OK) std::memcpy(&value, &h.b, sizeof value);
+    r.estimates[key] = value;
+    if (value < 0) return fail(SY_ERR_UNSUPPORTED, "no estimate for this node");
+    *ns = value;
+    return sy::sdk::ok();
+}
+
 sy_status synchronize(void*, int32_t device) {
     if (sy_status s = no_device(device); s.code) return s;
     const Rank& r = g->ranks[size_t(device)];
@@ -452,6 +498,7 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
         table.copy_tensors = copy_tensors;
         table.compute = compute;
         table.synchronize = synchronize;
+        table.estimate = estimate;
         table.named_ops = named_ops;
         table.set_option = set_option;
         table.shutdown = shutdown;

@@ -24,20 +24,21 @@ namespace sy::mpi {
 constexpr uint32_t kProtocol = 1;
 
 enum Tag : int {
-    kHello = 101,    // rank 0 -> worker: protocol, version string; answer: Info
-    kPing = 102,     // answered with the same bytes (link measurement)
-    kAlloc = 103,    // a = size; answer: status, a = handle
-    kFree = 104,     // a = handle
-    kSet = 105,      // a = handle, b = offset, c = size; then the bytes as kData
-    kGet = 106,      // a = handle, b = offset, c = size; answer: the bytes as kData
-    kCompute = 107,  // a = node count; then serialized nodes
-    kSync = 108,     // answer: status (the first failure since the last SYNC)
-    kOption = 109,   // key \0 value; answer: status
-    kBye = 110,      // the worker leaves its loop
-    kFile = 111,     // a = shard, b = size, c = fingerprint; answer: status (the worker's copy)
-    kSetFile = 112,  // a = handle, b = offset, c = size, d = file offset; then u32 shard
-    kReply = 120,    // answers
-    kData = 121,     // bulk bytes
+    kHello = 101,     // rank 0 -> worker: protocol, version string; answer: Info
+    kPing = 102,      // answered with the same bytes (link measurement)
+    kAlloc = 103,     // a = size; answer: status, a = handle
+    kFree = 104,      // a = handle
+    kSet = 105,       // a = handle, b = offset, c = size; then the bytes as kData
+    kGet = 106,       // a = handle, b = offset, c = size; answer: the bytes as kData
+    kCompute = 107,   // a = node count; then serialized nodes
+    kSync = 108,      // answer: status (the first failure since the last SYNC)
+    kOption = 109,    // key \0 value; answer: status
+    kBye = 110,       // the worker leaves its loop
+    kFile = 111,      // a = shard, b = size, c = fingerprint; answer: status (the worker's copy)
+    kEstimate = 113,  // one node, descriptors only; answer: status, b = the nanoseconds' bits
+    kSetFile = 112,   // a = handle, b = offset, c = size, d = file offset; then u32 shard
+    kReply = 120,     // answers
+    kData = 121,      // bulk bytes
 };
 
 constexpr uint64_t kChunk = uint64_t(1) << 28;  // 256 MiB per data message

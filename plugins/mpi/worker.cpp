@@ -79,7 +79,10 @@ std::vector<char> describe(const Worker& w, const char* version) {
 }
 
 // Nodes as rank 0 serialized them, on this rank's buffers.
-void compute(Worker& w, const char* p, size_t n, uint64_t count) {
+// With `estimate` the tensors are descriptors only (no buffer) and the first node's estimate is
+// returned in *ns instead of computing.
+void compute(Worker& w, const char* p, size_t n, uint64_t count, bool estimate = false,
+             double* ns = nullptr) {
     std::vector<sy_node> nodes(count);
     std::vector<sy_tensor> tensors(count * (SY_MAX_SRC + 1));
     std::vector<std::string> names(count);
@@ -87,6 +90,15 @@ void compute(Worker& w, const char* p, size_t n, uint64_t count) {
     Reader in(p, n);
     const auto tensor = [&](const WireTensor& t, size_t slot, std::string& why) -> sy_tensor* {
         if (!t.present) return nullptr;
+        if (estimate) {
+            sy_tensor& out = tensors[slot];
+            out = sy_tensor{};
+            out.struct_size = sizeof out;
+            out.type = t.type;
+            std::memcpy(out.ne, t.ne, sizeof out.ne);
+            std::memcpy(out.nb, t.nb, sizeof out.nb);
+            return &out;
+        }
         const auto it = w.buffers.find(t.handle);
         if (it == w.buffers.end()) {
             why = "a tensor in buffer " + std::to_string(t.handle) +
@@ -132,6 +144,13 @@ void compute(Worker& w, const char* p, size_t n, uint64_t count) {
                                 " is " + why);
         }
         pointers[i] = &node;
+    }
+    if (estimate) {
+        const sy_status s = count == 1 && w.local->estimate
+                                ? w.local->estimate(w.local->ctx, w.device, pointers[0], ns)
+                                : sy::sdk::error(SY_ERR_UNSUPPORTED, "no estimate");
+        if (s.code != SY_OK) *ns = -1;
+        return;
     }
     sy_status s = w.local->compute(w.local->ctx, w.device, pointers.data(), count);
     if (s.code == SY_OK && w.local->synchronize) s = w.local->synchronize(w.local->ctx, w.device);
@@ -276,6 +295,16 @@ bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& err
         case kCompute:
             if (w.failure.empty()) compute(w, rest, rest_size, h.a);
             break;
+        case kEstimate: {
+            double ns = -1;
+            const std::string before = w.failure;
+            compute(w, rest, rest_size, 1, true, &ns);
+            w.failure = before;  // a node it cannot judge is no failure of the rank
+            uint64_t bits = 0;
+            std::memcpy(&bits, &ns, sizeof bits);
+            e = reply(w, {ns >= 0 ? uint64_t(SY_OK) : uint64_t(SY_ERR_UNSUPPORTED), bits});
+            break;
+        }
         case kSync: {
             const std::string f = w.failure;
             w.failure.clear();
