@@ -448,6 +448,20 @@ sy_status file_mapping(const char* value) {
 
 sy_status set_option(void*, const char* key, const char* value) {
     if (std::strcmp(key, "file_mapping") == 0) return file_mapping(value);
+    // The link every rank's device reports, instead of the measurement at load: planning for
+    // another network, and placements that do not move with a loaded machine's timings.
+    const bool latency = std::strcmp(key, "link_latency_us") == 0;
+    if (latency || std::strcmp(key, "link_gbps") == 0) {
+        char* end = nullptr;
+        const double v = std::strtod(value, &end);
+        if (end == value || *end != '\0' || !std::isfinite(v) || v < 0 || (!latency && v == 0))
+            return fail(SY_ERR_INVALID_ARGUMENT, std::string("option ") + key + ": '" + value +
+                                                     "' is not a " +
+                                                     (latency ? "number >= 0" : "number > 0"));
+        for (Rank& r : g->ranks)
+            (latency ? r.latency_ns : r.bandwidth) = latency ? v * 1e3 : v * 1e9;
+        return sy::sdk::ok();
+    }
     // Every rank's backends take it ("threads"); the first refusal is the answer.
     std::vector<char> kv(key, key + std::strlen(key) + 1);
     kv.insert(kv.end(), value, value + std::strlen(value) + 1);

@@ -58,6 +58,19 @@ timeout 180 "${mpi[@]}" -np 1 "$sy" "${ppl[@]}" -ot exps=rank1 : "${wexact[@]}" 
 a=$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/ppl1"); b=$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/ppl2")
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "perplexity: '$a' alone, '$b' on 2 ranks"
 
+# The bytes a decode step sends, as plan predicts them and as run counts them, with the link
+# fixed ([plugins.mpi] link_*: placement then does not follow a loaded machine's timings).
+printf '[plugins.mpi]\nlink_latency_us = 40\nlink_gbps = 3\n' >"$tmp/link.toml"
+timeout 60 "${mpi[@]}" -np 1 "$sy" plan -m "$tmp/tiny.gguf" -ot exps=rank1 --config "$tmp/link.toml" \
+    : "${worker[@]}" >"$tmp/plan" 2>&1 || fail "plan on 2 ranks: $(tail -5 "$tmp/plan")"
+grep -q "link 3.0 GB/s + 40.0 us" "$tmp/plan" || fail "plan: the configured link: $(grep mpi: "$tmp/plan")"
+want=$(grep -o 'decode step of 1 token .* copies ([0-9.]* KiB)' "$tmp/plan" | grep -o '[0-9.]* KiB')
+timeout 60 "${mpi[@]}" -np 1 "$sy" run -m "$tmp/tiny.gguf" -p "The quick brown fox" -n 16 --ignore-eos \
+    -ot exps=rank1 --config "$tmp/link.toml" : "${worker[@]}" >/dev/null 2>"$tmp/bytes.err" ||
+    fail "run for the bytes: $(tail -5 "$tmp/bytes.err")"
+got=$(grep -o 'per token ([0-9.]* KiB' "$tmp/bytes.err" | grep -o '[0-9.]* KiB')
+[ -n "$want" ] && [ "$want" = "$got" ] || fail "bytes per decode step: plan $want, run $got"
+
 # The device and its measured link, as `plugins` shows them.
 timeout 60 "${mpi[@]}" -np 1 "$sy" plugins --plugin mpi : -np 1 "$sy" worker >"$tmp/plugins" 2>&1 ||
     fail "plugins on 2 ranks: $(tail -5 "$tmp/plugins")"

@@ -417,8 +417,9 @@ int run_run(const RunOptions& o) {
         const uint64_t moved_gen = st.staged_bytes - moved_before_prompt - moved_prompt;
         std::fprintf(stderr,
                      "copied to and between backends: prompt %.2f MiB, generation %.2f MiB per "
-                     "token (staged weights and inputs, results passed on)\n",
-                     mib(moved_prompt), evaluated > 0 ? mib(moved_gen) / double(evaluated) : 0.0);
+                     "token (%.1f KiB; staged weights and inputs, results passed on)\n",
+                     mib(moved_prompt), evaluated > 0 ? mib(moved_gen) / double(evaluated) : 0.0,
+                     evaluated > 0 ? double(moved_gen) / 1024.0 / double(evaluated) : 0.0);
     }
     std::fprintf(stderr, "KV cache: %.2f MiB, compute buffer: %.2f MiB\n",
                  mib(session.cache().bytes()), mib(st.compute_buffer_bytes));
