@@ -88,29 +88,22 @@ void compute(Worker& w, const char* p, size_t n, uint64_t count, bool estimate =
     std::vector<std::string> names(count);
     std::vector<const sy_node*> pointers(count);
     Reader in(p, n);
+    // A tensor's descriptor; for a computation also its place in this rank's buffer.
     const auto tensor = [&](const WireTensor& t, size_t slot, std::string& why) -> sy_tensor* {
         if (!t.present) return nullptr;
-        if (estimate) {
-            sy_tensor& out = tensors[slot];
-            out = sy_tensor{};
-            out.struct_size = sizeof out;
-            out.type = t.type;
-            std::memcpy(out.ne, t.ne, sizeof out.ne);
-            std::memcpy(out.nb, t.nb, sizeof out.nb);
-            return &out;
-        }
-        const auto it = w.buffers.find(t.handle);
-        if (it == w.buffers.end()) {
-            why = "a tensor in buffer " + std::to_string(t.handle) +
-                  ", which this rank does not hold";
-            return nullptr;
-        }
         sy_tensor& out = tensors[slot];
         out = sy_tensor{};
         out.struct_size = sizeof out;
         out.type = t.type;
         std::memcpy(out.ne, t.ne, sizeof out.ne);
         std::memcpy(out.nb, t.nb, sizeof out.nb);
+        if (estimate) return &out;
+        const auto it = w.buffers.find(t.handle);
+        if (it == w.buffers.end()) {
+            why = "a tensor in buffer " + std::to_string(t.handle) +
+                  ", which this rank does not hold";
+            return nullptr;
+        }
         out.buffer = &it->second;
         out.data = static_cast<char*>(it->second.base) + t.offset;
         out.constant_id = t.constant_id;
