@@ -63,7 +63,7 @@ struct State {
     std::vector<Rank> ranks;
     std::vector<Mapping> mappings;
     std::vector<sy_named_op_info> named;  // the first worker's (every worker runs one build)
-    bool we_initialized_mpi = false;
+
     uint64_t next_base = 0;
     double timeout = 600.0;
 };
@@ -416,6 +416,18 @@ sy_status synchronize(void*, int32_t device) {
     return status_answer(r, "computing");
 }
 
+void forget_mappings() {
+    g->mappings.clear();
+    for (Rank& r : g->ranks) r.files.clear();
+}
+
+// The host unloads a model: its file's mappings go too, so that no later bytes at those
+// addresses are taken for the file's.
+sy_status release_constants(void*, uint64_t) {
+    forget_mappings();
+    return sy::sdk::ok();
+}
+
 // "file_mapping" = "SHARD:BASE:SIZE": shard SHARD of the model file is mapped at BASE (hex) on
 // this rank. Each rank is asked whether its own copy (worker -m) is the same file (size and
 // fingerprint); those that have it load weights from it (buffer_set sends the file offset),
@@ -427,6 +439,9 @@ sy_status file_mapping(const char* value) {
         return fail(SY_ERR_INVALID_ARGUMENT,
                     std::string("file_mapping '") + value + "': expected SHARD:BASE:SIZE");
     const auto* bytes = reinterpret_cast<const unsigned char*>(uintptr_t(base));
+    // A model's shards come in order: shard 0 starts a new model, whose mappings replace the
+    // last one's (which may be unmapped by now).
+    if (shard == 0) forget_mappings();
     const uint64_t head = std::min<uint64_t>(size, kFingerprintBytes);
     const uint64_t print = fingerprint(bytes, head, bytes + size - head, head, size);
     g->mappings.push_back({shard, reinterpret_cast<const char*>(bytes), size});
@@ -474,11 +489,25 @@ sy_status set_option(void*, const char* key, const char* value) {
     return result;
 }
 
+// The backend is unloaded; the process may load it again (bench, for each model), and MPI can
+// be initialized only once per process, so the workers wait for another HELLO and MPI stays up
+// until the process exits.
 void shutdown(void*) {
     for (const Rank& r : g->ranks) request(r, kBye, {});
-    if (g->we_initialized_mpi) MPI_Finalize();
     delete g;
     g = nullptr;
+}
+
+// At exit of a process that initialized MPI: the workers leave, then MPI is finalized. (The
+// plugin is never unmapped, -z nodelete, so this code is still there.)
+void at_exit() {
+    int size = 1, finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const Header h{};
+    for (int r = 1; r < size; ++r) send(&h, sizeof h, r, kExit, 10.0);
+    MPI_Finalize();
 }
 
 }  // namespace
@@ -513,6 +542,7 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
         table.compute = compute;
         table.synchronize = synchronize;
         table.estimate = estimate;
+        table.release_constants = release_constants;
         table.named_ops = named_ops;
         table.set_option = set_option;
         table.shutdown = shutdown;
@@ -529,16 +559,13 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
         int provided = 0;
         if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
             return fail(SY_ERR_REFUSED, "MPI_Init_thread failed");
-        state->we_initialized_mpi = true;
+        std::atexit(at_exit);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const auto refuse = [&](const std::string& why) {
-        if (state->we_initialized_mpi) MPI_Finalize();
-        return fail(SY_ERR_REFUSED, why);
-    };
+    const auto refuse = [&](const std::string& why) { return fail(SY_ERR_REFUSED, why); };
     if (rank != 0)
         return refuse("this process is rank " + std::to_string(rank) +
                       "; only rank 0 runs the model (start `switchyard worker` on the others)");
@@ -558,7 +585,6 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
         if (!e.empty()) {
             const std::string why = "rank " + std::to_string(r.rank) + ": " + e;
             for (const Rank& o : g->ranks) request(o, kBye, {});
-            if (g->we_initialized_mpi) MPI_Finalize();
             delete g;
             g = nullptr;
             return fail(SY_ERR_REFUSED, why);

@@ -33,7 +33,8 @@ enum Tag : int {
     kCompute = 107,   // a = node count; then serialized nodes
     kSync = 108,      // answer: status (the first failure since the last SYNC)
     kOption = 109,    // key \0 value; answer: status
-    kBye = 110,       // the worker leaves its loop
+    kBye = 110,       // the backend is unloaded: the worker waits for the next HELLO
+    kExit = 114,      // rank 0 exits: so does the worker
     kFile = 111,      // a = shard, b = size, c = fingerprint; answer: status (the worker's copy)
     kEstimate = 113,  // one node, descriptors only; answer: status, b = the nanoseconds' bits
     kSetFile = 112,   // a = handle, b = offset, c = size, d = file offset; then u32 shard

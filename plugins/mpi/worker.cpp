@@ -371,43 +371,58 @@ extern "C" SY_EXPORT int32_t sy_mpi_worker(const sy_plugin_api* local, int32_t d
         w.files.emplace_back(files[i]);
         w.fds.push_back(::open(files[i], O_RDONLY | O_CLOEXEC));
     }
-    // The first request must be rank 0's HELLO.
     std::vector<char> bytes;
-    int tag = 0;
-    if (std::string e = receive(bytes, 0, kHello, wait_seconds, nullptr, &tag); !e.empty())
-        return finish(
-            1, "rank " + std::to_string(rank) + ": rank 0 did not contact this worker (" + e + ")");
-    Reader in(bytes.data() + std::min(bytes.size(), sizeof(Header)),
-              bytes.size() - std::min(bytes.size(), sizeof(Header)));
-    uint32_t protocol = 0;
-    std::string theirs;
-    if (!in.get(protocol) || !in.get_string(theirs)) return finish(1, "a malformed HELLO");
-    const std::string ours = version ? version : "";
-    if (protocol != kProtocol || theirs != ours) {
-        Writer no;
-        no.put(Header{SY_ERR_ABI});
-        no.put_string("it runs switchyard " + ours + " (mpi protocol " + std::to_string(kProtocol) +
-                      "), rank 0 runs " + theirs + " (protocol " + std::to_string(protocol) + ")");
-        send(no.bytes.data(), no.bytes.size(), 0, kReply, w.timeout);
-        return finish(1, "rank " + std::to_string(rank) + ": rank 0 runs switchyard " + theirs +
-                             " (mpi protocol " + std::to_string(protocol) + "), this rank " + ours +
-                             " (protocol " + std::to_string(kProtocol) + ")");
-    }
-    const std::vector<char> description = describe(w, ours.c_str());
-    if (std::string e = send(description.data(), description.size(), 0, kReply, w.timeout);
-        !e.empty())
-        return finish(1, "answering rank 0: " + e);
     std::string error_text;
-    while (true) {
-        int got = 0;
-        // Idle while rank 0 works or waits for its user: no deadline here.
-        if (std::string e = receive(bytes, 0, MPI_ANY_TAG, 1e9, nullptr, &got); !e.empty()) {
-            error_text = "waiting for rank 0: " + e;
+    // One session per load of rank 0's backend: HELLO, requests, BYE; EXIT when rank 0 exits.
+    for (bool first = true;; first = false) {
+        int tag = 0;
+        if (std::string e =
+                receive(bytes, 0, MPI_ANY_TAG, first ? wait_seconds : 1e9, nullptr, &tag);
+            !e.empty()) {
+            error_text = first ? "rank 0 did not contact this worker (" + e + ")"
+                               : "waiting for rank 0: " + e;
             break;
         }
-        if (!handle(w, got, bytes, error_text)) break;
+        if (tag == kExit) break;
+        if (tag != kHello) {
+            error_text = "a request (tag " + std::to_string(tag) + ") before rank 0's HELLO";
+            break;
+        }
+        Reader in(bytes.data() + std::min(bytes.size(), sizeof(Header)),
+                  bytes.size() - std::min(bytes.size(), sizeof(Header)));
+        uint32_t protocol = 0;
+        std::string theirs;
+        if (!in.get(protocol) || !in.get_string(theirs)) return finish(1, "a malformed HELLO");
+        const std::string ours = version ? version : "";
+        if (protocol != kProtocol || theirs != ours) {
+            Writer no;
+            no.put(Header{SY_ERR_ABI});
+            no.put_string("it runs switchyard " + ours + " (mpi protocol " +
+                          std::to_string(kProtocol) + "), rank 0 runs " + theirs + " (protocol " +
+                          std::to_string(protocol) + ")");
+            send(no.bytes.data(), no.bytes.size(), 0, kReply, w.timeout);
+            return finish(1, "rank " + std::to_string(rank) + ": rank 0 runs switchyard " + theirs +
+                                 " (mpi protocol " + std::to_string(protocol) + "), this rank " +
+                                 ours + " (protocol " + std::to_string(kProtocol) + ")");
+        }
+        const std::vector<char> description = describe(w, ours.c_str());
+        if (std::string e = send(description.data(), description.size(), 0, kReply, w.timeout);
+            !e.empty())
+            return finish(1, "answering rank 0: " + e);
+        int got = 0;
+        while (true) {
+            // Idle while rank 0 works or waits for its user: no deadline here.
+            if (std::string e = receive(bytes, 0, MPI_ANY_TAG, 1e9, nullptr, &got); !e.empty()) {
+                error_text = "waiting for rank 0: " + e;
+                break;
+            }
+            if (got == kExit || !handle(w, got, bytes, error_text)) break;
+        }
+        for (auto& [id, b] : w.buffers) local->buffer_free(local->ctx, &b);
+        w.buffers.clear();
+        w.failure.clear();
+        if (got == kExit || !error_text.empty()) break;
     }
-    for (auto& [id, b] : w.buffers) local->buffer_free(local->ctx, &b);
     for (int fd : w.fds)
         if (fd >= 0) ::close(fd);
     return finish(error_text.empty() ? 0 : 1, "rank " + std::to_string(rank) + ": " + error_text);
