@@ -71,6 +71,12 @@ timeout 60 "${mpi[@]}" -np 1 "$sy" run -m "$tmp/tiny.gguf" -p "The quick brown f
 got=$(grep -o 'per token ([0-9.]* KiB' "$tmp/bytes.err" | grep -o '[0-9.]* KiB')
 [ -n "$want" ] && [ "$want" = "$got" ] || fail "bytes per decode step: plan $want, run $got"
 
+# bench loads the backends for each combination: the mpi backend again in the same process (MPI
+# stays initialized; the worker serves the next session), and the job ends when rank 0 does.
+timeout 120 "${mpi[@]}" -np 1 "$sy" bench -m "$tmp/tiny.gguf" -p 32 -n 4 -r 1 -ub 16,32 -ot exps=rank1 \
+    : "${worker[@]}" >"$tmp/bench" 2>&1 || fail "bench on 2 ranks: $(tail -5 "$tmp/bench")"
+[ "$(grep -c '| cpu,mpi .* pp32 ' "$tmp/bench")" -eq 2 ] || fail "bench rows: $(grep '^|' "$tmp/bench")"
+
 # The device and its measured link, as `plugins` shows them.
 timeout 60 "${mpi[@]}" -np 1 "$sy" plugins --plugin mpi : -np 1 "$sy" worker >"$tmp/plugins" 2>&1 ||
     fail "plugins on 2 ranks: $(tail -5 "$tmp/plugins")"
