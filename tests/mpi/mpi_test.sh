@@ -38,6 +38,11 @@ timeout 120 "${mpi[@]}" -np 1 "$sy" run "${gen[@]}" -ot 'blk\.1\..*exps=rank1,bl
 grep -q "mpi 1.59 MiB (3 tensors), mpi:1 1.59 MiB (3 tensors)" "$tmp/three.err" || fail "3 ranks: $(grep weights "$tmp/three.err")"
 grep -o '\[[0-9]*\]' "$tmp/three.out" | cmp -s - "$tmp/one.tok" || fail "3 ranks: other tokens"
 
+# The same command line on every rank (mpirun -np 3 switchyard run ...): ranks 1 and 2 serve.
+timeout 120 "${mpi[@]}" -np 3 "$sy" run "${gen[@]}" -ot 'blk\.1\..*exps=rank1,blk\.2\..*exps=rank2' \
+    >"$tmp/spmd.out" 2>"$tmp/spmd.err" || fail "3 ranks, one command line: $(tail -5 "$tmp/spmd.err")"
+grep -a -o '\[[0-9]*\]' "$tmp/spmd.out" | cmp -s - "$tmp/one.tok" || fail "3 ranks, one command line: other tokens"
+
 # Logits of a prompt (batches through the workers) and perplexity: the same bytes and figures.
 # The cpu plugin's interleaved weight copies (repack) are off on every rank: whether a rank makes
 # them for a tensor depends on what else it holds, and they sum in another order.

@@ -42,5 +42,10 @@ Command add_calibrate_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_worker_command(CLI::App& app);
+// This process's rank in an MPI job, from the launcher's environment (mpirun, srun); -1 outside.
+int mpi_rank_from_environment();
+// Serves rank 0 as `switchyard worker -m model` with these plugin options would (worker.cpp);
+// returns when rank 0 exits, throws Error on a failure.
+void serve_as_worker(const std::string& model, const PluginOptions& plugins);
 
 }  // namespace sy::tools

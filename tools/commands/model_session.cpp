@@ -198,6 +198,15 @@ LoadedModel load_model(const ModelOptions& o) {
         o.placement_flags(),
         o.plugins.config_file.empty() ? Config{} : load_config(o.plugins.config_file));
     for (const std::string& w : setup.warnings) out.warn(w);
+    // The same command line on every rank of an MPI job (mpirun -np 3 switchyard run ... -ot
+    // ...=rank1): where the placement names ranks, a rank other than 0 is one of them, a worker
+    // with this model file, and its process ends when rank 0's does.
+    if (mpi_rank_from_environment() > 0)
+        for (const PlacementRule& rule : setup.config.placement.rules)
+            if (parse_backend_name(rule.backend).plugin == "mpi") {
+                serve_as_worker(o.model, o.plugins);
+                std::exit(0);
+            }
     Config& config = setup.config;
     const std::string& backend = setup.backend;
     const BackendRef& backend_ref = setup.backend_ref;

@@ -83,6 +83,24 @@ int run_worker(const WorkerOptions& o) {
 
 }  // namespace
 
+int mpi_rank_from_environment() {
+    for (const char* key : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+        const char* v = std::getenv(key);
+        if (v == nullptr || *v == '\0') continue;
+        char* end = nullptr;
+        const long rank = std::strtol(v, &end, 10);
+        if (*end == '\0' && rank >= 0) return int(rank);
+    }
+    return -1;
+}
+
+void serve_as_worker(const std::string& model, const PluginOptions& plugins) {
+    WorkerOptions o;
+    o.plugins = plugins;
+    o.model = model;
+    run_worker(o);
+}
+
 Command add_worker_command(CLI::App& app) {
     auto o = std::make_shared<WorkerOptions>();
     CLI::App* cmd = app.add_subcommand(
