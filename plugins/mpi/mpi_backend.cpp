@@ -316,49 +316,55 @@ sy_status copy_tensors(void*, const sy_copy*, size_t) {
 }
 
 // A tensor of this device's buffers as the worker rebuilds it.
+// A tensor as the worker rebuilds it: in a buffer of `device` (false when it is not), or, with
+// device -1, its descriptor only.
 bool wire_tensor(const sy_tensor* t, int32_t device, WireTensor& w) {
     w = WireTensor{};
     if (t == nullptr) return true;
-    if (t->buffer == nullptr || t->buffer->device != device) return false;
-    const auto* b = static_cast<const RemoteBuffer*>(t->buffer->handle);
     w.present = 1;
     w.type = t->type;
     std::memcpy(w.ne, t->ne, sizeof w.ne);
     std::memcpy(w.nb, t->nb, sizeof w.nb);
-    w.handle = b->handle;
+    if (device < 0) return true;
+    if (t->buffer == nullptr || t->buffer->device != device) return false;
+    w.handle = static_cast<const RemoteBuffer*>(t->buffer->handle)->handle;
     w.offset =
         uint64_t(static_cast<const char*>(t->data) - static_cast<const char*>(t->buffer->base));
     w.constant_id = SY_HAS_FIELD(t, constant_id) ? t->constant_id : 0;
     return true;
 }
 
+constexpr int kAllPlaced = -2;
+
+// Appends a node (its fields, tensors as wire_tensor makes them, then its named op's name).
+// Returns kAllPlaced, or the tensor outside the device: -1 dst, s src s (nothing appended).
+int put_node(Writer& w, const sy_node& n, int32_t device) {
+    WireNode wn{};
+    wn.op = n.op;
+    wn.n_src = n.n_src;
+    wn.named_op_version = n.named_op_version;
+    const std::string name = n.named_op ? n.named_op : "";
+    wn.named_op_length = int32_t(name.size());
+    std::memcpy(wn.iparams, n.iparams, sizeof wn.iparams);
+    std::memcpy(wn.fparams, n.fparams, sizeof wn.fparams);
+    if (!wire_tensor(n.dst, device, wn.dst)) return -1;
+    for (int32_t s = 0; s < n.n_src && s < SY_MAX_SRC; ++s)
+        if (!wire_tensor(n.src[s], device, wn.src[s])) return s;
+    w.put(wn);
+    w.bytes.insert(w.bytes.end(), name.begin(), name.end());
+    return kAllPlaced;
+}
+
 sy_status compute(void*, int32_t device, const sy_node* const* nodes, size_t count) {
     if (sy_status s = no_device(device); s.code) return s;
     const Rank& r = g->ranks[size_t(device)];
     Writer w;
-    for (size_t i = 0; i < count; ++i) {
-        const sy_node& n = *nodes[i];
-        WireNode wn{};
-        wn.op = n.op;
-        wn.n_src = n.n_src;
-        wn.named_op_version = n.named_op_version;
-        const std::string name = n.named_op ? n.named_op : "";
-        wn.named_op_length = int32_t(name.size());
-        std::memcpy(wn.iparams, n.iparams, sizeof wn.iparams);
-        std::memcpy(wn.fparams, n.fparams, sizeof wn.fparams);
-        if (!wire_tensor(n.dst, device, wn.dst))
+    for (size_t i = 0; i < count; ++i)
+        if (const int bad = put_node(w, *nodes[i], device); bad != kAllPlaced)
             return fail(SY_ERR_INVALID_ARGUMENT,
-                        "dst of node " + std::to_string(i) + " (" + sy::sdk::op_name(n.op) +
+                        (bad < 0 ? std::string("dst") : "src" + std::to_string(bad)) + " of node " +
+                            std::to_string(i) + " (" + sy::sdk::op_name(nodes[i]->op) +
                             ") is not in a buffer of rank " + std::to_string(r.rank));
-        for (int32_t s = 0; s < n.n_src && s < SY_MAX_SRC; ++s)
-            if (!wire_tensor(n.src[s], device, wn.src[s]))
-                return fail(SY_ERR_INVALID_ARGUMENT,
-                            "src" + std::to_string(s) + " of node " + std::to_string(i) + " (" +
-                                sy::sdk::op_name(n.op) + ") is not in a buffer of rank " +
-                                std::to_string(r.rank));
-        w.put(wn);
-        w.bytes.insert(w.bytes.end(), name.begin(), name.end());
-    }
     if (std::string e = request(r, kCompute, {count}, w.bytes); !e.empty())
         return rank_failed(r, "sending nodes", e);
     return sy::sdk::ok();
@@ -369,27 +375,8 @@ sy_status compute(void*, int32_t device, const sy_node* const* nodes, size_t cou
 sy_status estimate(void*, int32_t device, const sy_node* node, double* ns) {
     if (sy_status s = no_device(device); s.code) return s;
     Rank& r = g->ranks[size_t(device)];
-    WireNode wn{};
-    wn.op = node->op;
-    wn.n_src = node->n_src;
-    wn.named_op_version = node->named_op_version;
-    const std::string name = node->named_op ? node->named_op : "";
-    wn.named_op_length = int32_t(name.size());
-    std::memcpy(wn.iparams, node->iparams, sizeof wn.iparams);
-    std::memcpy(wn.fparams, node->fparams, sizeof wn.fparams);
-    const auto describe = [](const sy_tensor* t, WireTensor& w) {
-        w = WireTensor{};
-        if (t == nullptr) return;
-        w.present = 1;
-        w.type = t->type;
-        std::memcpy(w.ne, t->ne, sizeof w.ne);
-        std::memcpy(w.nb, t->nb, sizeof w.nb);
-    };
-    describe(node->dst, wn.dst);
-    for (int32_t s = 0; s < node->n_src && s < SY_MAX_SRC; ++s) describe(node->src[s], wn.src[s]);
     Writer w;
-    w.put(wn);
-    w.bytes.insert(w.bytes.end(), name.begin(), name.end());
+    put_node(w, *node, -1);
     const std::string key(w.bytes.begin(), w.bytes.end());
     if (const auto it = r.estimates.find(key); it != r.estimates.end()) {
         if (it->second < 0) return fail(SY_ERR_UNSUPPORTED, "no estimate for this node");
