@@ -264,10 +264,15 @@ void read_offload(const fs::path& file, const toml::table& table, OffloadPolicy&
             const auto* b = node.as_boolean();
             if (!b) fail(file, node, "'offload.overlap' must be true or false");
             out.overlap = b->get();
+        } else if (k == "device_weights_stay") {
+            const auto* b = node.as_boolean();
+            if (!b) fail(file, node, "'offload.device_weights_stay' must be true or false");
+            out.device_weights_stay = b->get();
         } else {
             fail(file, node,
                  "unknown key 'offload." + k +
-                     "' (known: mode, min_batch, ops, pins, cost_table, staging_mib, overlap)");
+                     "' (known: mode, min_batch, ops, pins, cost_table, staging_mib, overlap, "
+                     "device_weights_stay)");
         }
     }
 }

@@ -424,6 +424,23 @@ class Placer {
                                              written->describe(), location_name(at));
         }
 
+        // A weight homed on a device with its own memory (a GPU, an MPI rank) is read there
+        // when that device can run the node: its bytes live there so that no other memory
+        // holds them, and moving them per step costs what placing them saved.
+        for (const Tensor* s : node.src) {
+            const Tensor* root = s->base();
+            if (!policy_.device_weights_stay || root->kind() != TensorKind::weight) continue;
+            const int32_t at = location_[size_t(root->id())];
+            if (at == kHostInput || backends_[size_t(at)].host_memory()) continue;
+            const auto home = std::find_if(out.candidates.begin(), out.candidates.end(),
+                                           [&](const CandidateCost& c) { return c.backend == at; });
+            if (home == out.candidates.end()) continue;
+            for (CandidateCost& c : out.candidates)
+                if (c.backend != at && c.excluded.empty())
+                    c.excluded = fmt::format("reads {}, which lives on backend '{}'",
+                                             root->describe(), backends_[size_t(at)].name);
+        }
+
         if (const Pin* pin = pin_for(node, op)) {
             const auto it =
                 std::find_if(out.candidates.begin(), out.candidates.end(),

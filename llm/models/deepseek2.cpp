@@ -23,6 +23,7 @@
 #include "switchyard/core/error.hpp"
 #include "switchyard/llm/fused_ops.hpp"
 #include "switchyard/named_ops.h"
+#include "switchyard/quants.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy::llm {
@@ -313,9 +314,10 @@ class GraphBuilder {
         // exp_probs_b only steers the choice; the weights are the unbiased probabilities.
         Tensor* sel = l.exp_probs_b.present() ? g_.add(probs, w(l.exp_probs_b)) : probs;
         Tensor* ids = select_experts(sel, k);  // {k, T}
+        Tensor* scores = nullptr;              // {k, T}: the chosen experts' scores
         if (dynamic) {
-            Tensor* scores = g_.get_rows(g_.reshape(sel, {1, E, T_}), ids);  // {1, k, T}
-            ids = g_.drop_ids(ids, g_.reshape(scores, {k, T_}), kmin, o_.ser_threshold);
+            scores = g_.reshape(g_.get_rows(g_.reshape(sel, {1, E, T_}), ids), {k, T_});
+            ids = g_.drop_ids(ids, scores, kmin, o_.ser_threshold);
         }
         Tensor* weights = g_.get_rows(g_.reshape(probs, {1, E, T_}), ids);  // {1, k, T}
         if (hp_.expert_weights_norm) {
@@ -325,24 +327,120 @@ class GraphBuilder {
         if (std::fabs(hp_.expert_weights_scale - 1.0f) > 1e-5f)
             weights = g_.scale(weights, hp_.expert_weights_scale);
 
-        Tensor* y3 = g_.reshape(y, {embd, 1, T_});
-        Tensor* up = w(l.up_exps);
-        Tensor* gate = w(l.gate_exps);
-        Tensor* par = fused_.expert_swiglu(up, gate, y3, ids);   // {ffe, k, T}
-        Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);  // {embd, k, T}
+        const auto shared_experts = [&] {
+            return swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp);
+        };
         // With overlap, the shared experts come right after the routed experts' products,
         // before anything reads those: with the routed experts on one backend and the rest on
         // another, the scheduler runs them at the same time (Scheduler::set_overlap). Otherwise
         // after the routed sum, which frees `down` ({embd, k, T}) first.
-        const auto shared_experts = [&] {
-            return swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp);
+        Tensor* shared = nullptr;
+        const auto overlapped_shared = [&] {
+            if (overlap_ && hp_.n_expert_shared > 0) shared = shared_experts();
         };
-        Tensor* shared = overlap_ && hp_.n_expert_shared > 0 ? shared_experts() : nullptr;
-        Tensor* experts = g_.mul(down, weights);  // {embd, k, T}
-        // Sum over the k experts: rows of the transposed view.
-        Tensor* routed = g_.reshape(g_.sum_rows(g_.transpose(experts)), {embd, T_});
+        Tensor* routed = nullptr;
+        if (o_.expert_parallel > 1) {
+            routed = expert_parallel(l, y, ids, weights, scores, overlapped_shared);
+        } else {
+            Tensor* up = w(l.up_exps);
+            Tensor* gate = w(l.gate_exps);
+            Tensor* par = fused_.expert_swiglu(up, gate, g_.reshape(y, {embd, 1, T_}), ids);
+            Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);              // {embd, k, T}
+            overlapped_shared();
+            routed = weighted_sum(down, weights);
+        }
         if (hp_.n_expert_shared == 0) return routed;
         return g_.add(routed, shared ? shared : shared_experts());
+    }
+
+    // Sum over the k experts of their outputs {embd, k, T} times the routing weights {1, k, T}:
+    // rows of the transposed view -> {embd, T}.
+    Tensor* weighted_sum(Tensor* down, Tensor* weights) {
+        Tensor* experts = g_.mul(down, weights);
+        return g_.reshape(g_.sum_rows(g_.transpose(experts)), {hp_.n_embd, T_});
+    }
+
+    // --expert-parallel N: part r computes its experts' products for the tokens routed to them
+    // and their weighted sum; the parts' sums are added. The other parts (1 .. N-1, which
+    // placement puts on other ranks) are built first, then rank 0's overlapped shared experts
+    // and part 0, so that rank 0 computes while the others do.
+    //   ids_r {k, T}: ids of part r's experts in its own numbering, SY_ID_NONE for the others'
+    //                 (no product computed: mul_mat_id's dropped slot);
+    //   y_r {embd, T}: y with the tokens routed to none of them zeroed (SY_ID_NONE rows of a
+    //                 get_rows), which the link to a rank does not carry.
+    Tensor* expert_parallel(const Deepseek2Layer& l, Tensor* y, Tensor* ids, Tensor* weights,
+                            Tensor* scores, const std::function<void()>& overlapped_shared) {
+        const int n = o_.expert_parallel;
+        const int64_t k = ids->ne(0);
+        if (T_ > int64_t(m_.halves().size()))
+            throw Error(fmt::format("--expert-parallel: a graph of {} tokens, more than -ub {}",
+                                    T_, m_.halves().size()));
+        const auto parts = static_cast<size_t>(n);
+        std::vector<Tensor*> part_ids(parts), part_y(parts, y), sums(parts);
+        for (int r = 0; r < n; ++r) {
+            Tensor* t = table(fmt::format("expert_part_ids-{}", r), SY_TYPE_I32, m_.part_ids(r));
+            part_ids[size_t(r)] = g_.reshape(g_.get_rows(t, ids, SY_TYPE_I32), {k, T_});
+            if (scores)  // the slots -ser dropped, dropped again (their lookup gave id 0)
+                part_ids[size_t(r)] = g_.drop_ids(part_ids[size_t(r)], scores, o_.ser_min_experts,
+                                                  o_.ser_threshold);
+            if (r > 0) part_y[size_t(r)] = routed_tokens(y, ids, r);
+        }
+        for (int r = 1; r < n; ++r)
+            sums[size_t(r)] = part_sum(l, r, part_y[size_t(r)], part_ids[size_t(r)], weights);
+        overlapped_shared();
+        sums[0] = part_sum(l, 0, y, part_ids[0], weights);
+        Tensor* routed = sums[0];
+        for (int r = 1; r < n; ++r) routed = g_.add(routed, sums[size_t(r)]);
+        return routed;
+    }
+
+    // A per-expert table of the model {E} as a {1, E, T} source of get_rows (the same row for
+    // every token).
+    Tensor* table(const std::string& name, sy_dtype type, const void* data) {
+        const int64_t E = hp_.n_expert, size = sy_dtype_info(type).type_size;
+        Tensor* t = g_.input(name, type, {E});
+        t->set_data(const_cast<void*>(data));
+        return g_.view(t, {1, E, T_}, strides_of(size, size, 0, 0), 0);
+    }
+
+    // y {embd, T} with the columns of tokens that use none of part r's experts zeroed: per
+    // token, the count of its experts in the part against 0.5 picks row 1 (its own index) or
+    // row 0 (SY_ID_NONE) of the pair (SY_ID_NONE, t), and get_rows gathers by those.
+    Tensor* routed_tokens(Tensor* y, Tensor* ids, int r) {
+        const int64_t k = ids->ne(0);
+        Tensor* local = g_.get_rows(
+            table(fmt::format("expert_part_local-{}", r), SY_TYPE_F32, m_.part_local(r)),
+            ids);                                                      // {1, k, T}
+        Tensor* count = g_.sum_rows(g_.reshape(local, {k, T_}));       // {1, T}
+        Tensor* halves = g_.input("halves", SY_TYPE_F32, {1, T_});
+        halves->set_data(const_cast<float*>(m_.halves().data()));
+        Tensor* pick = g_.top_k(g_.concat(halves, count, 0), 1);  // {1, T}: 1 where routed
+        Tensor* pairs = g_.input("token_rows", SY_TYPE_I32, {2, T_});
+        pairs->set_data(const_cast<int32_t*>(m_.token_rows().data()));
+        Tensor* rows = g_.get_rows(g_.reshape(pairs, {1, 2, T_}), pick, SY_TYPE_I32);  // {1,1,T}
+        return g_.get_rows(y, g_.reshape(rows, {T_}));
+    }
+
+    // Part r's weighted sum {embd, T}: its experts' products on y_r by ids_r.
+    Tensor* part_sum(const Deepseek2Layer& l, int r, Tensor* y_r, Tensor* ids_r, Tensor* weights) {
+        Tensor* up = w(part(l.up_exps, r));
+        Tensor* gate = w(part(l.gate_exps, r));
+        Tensor* par = fused_.expert_swiglu(up, gate, g_.reshape(y_r, {hp_.n_embd, 1, T_}), ids_r);
+        Tensor* down = g_.mul_mat_id(w(part(l.down_exps, r)), par, ids_r);
+        return weighted_sum(down, weights);
+    }
+
+    // The weights of part r of an expert tensor {K, N, E}: its experts' bytes, as a weight of
+    // their own named NAME[r/N] (placement rules and plans see that name).
+    WeightRef part(const WeightRef& experts, int r) const {
+        const Deepseek2Model::ExpertPart p = m_.expert_part(r);
+        WeightRef out = experts;
+        const Shape& s = experts.base_shape;
+        const auto expert_bytes = uint64_t(quants::row_size(experts.type, s[0]) * s[1]);
+        out.name = fmt::format("{}[{}/{}]", experts.name, r, o_.expert_parallel);
+        out.base_shape[2] = p.count;
+        out.data = static_cast<const std::byte*>(experts.data) + uint64_t(p.first) * expert_bytes;
+        return out;
     }
 
     const Deepseek2Model& m_;

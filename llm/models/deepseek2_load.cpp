@@ -344,6 +344,10 @@ void validate(const ContextOptions& o, const Deepseek2HParams& hp) {
     if (o.ser_min_experts > 0 && uint32_t(o.ser_min_experts) > hp.n_expert_used)
         throw Error("-ser " + std::to_string(o.ser_min_experts) + ": more than the model's " +
                     std::to_string(hp.n_expert_used) + " experts per token");
+    if (o.expert_parallel < 1 || (o.expert_parallel > 1 && uint32_t(o.expert_parallel) > hp.n_expert))
+        throw Error("--expert-parallel " + std::to_string(o.expert_parallel) +
+                    ": expected 1 to the model's " + std::to_string(hp.n_expert) +
+                    " routed experts");
 }
 
 // ---- weights ---------------------------------------------------------------------------------
@@ -401,6 +405,7 @@ Deepseek2Model::Deepseek2Model(gguf::Reader file, const ContextOptions& options)
     output_ = file_weight("output.weight", {embd, hp_.n_vocab});
     expert_ids_.resize(hp_.n_expert);
     std::iota(expert_ids_.begin(), expert_ids_.end(), 0);
+    make_part_tables();
     layers_.resize(hp_.n_layer);
     for (uint32_t il = 0; il < hp_.n_layer; ++il) {
         Deepseek2Layer& l = layers_[il];
@@ -444,6 +449,37 @@ Deepseek2Model::Deepseek2Model(gguf::Reader file, const ContextOptions& options)
             l.down_shexp = file_weight(p + "ffn_down_shexp.weight", {ffs, embd});
         }
     }
+}
+
+// --expert-parallel N: per part r, global expert id -> the part's own id (SY_ID_NONE for the
+// other parts' experts) and 1 / 0 for "this part's"; per token t of a graph, the row pair
+// (SY_ID_NONE, t) and 0.5, from which the graph picks the tokens routed to a part.
+void Deepseek2Model::make_part_tables() {
+    const int n = options_.expert_parallel;
+    if (n <= 1) return;
+    const int64_t E = hp_.n_expert;
+    part_ids_.assign(size_t(n * E), SY_ID_NONE);
+    part_local_.assign(size_t(n * E), 0.0f);
+    for (int r = 0; r < n; ++r) {
+        const ExpertPart p = expert_part(r);
+        for (int64_t e = p.first; e < p.first + p.count; ++e) {
+            part_ids_[size_t(r * E + e)] = int32_t(e - p.first);
+            part_local_[size_t(r * E + e)] = 1.0f;
+        }
+    }
+    const int64_t T = options_.n_ubatch;
+    token_rows_.resize(size_t(2 * T));
+    for (int64_t t = 0; t < T; ++t) {
+        token_rows_[size_t(2 * t)] = SY_ID_NONE;
+        token_rows_[size_t(2 * t + 1)] = int32_t(t);
+    }
+    halves_.assign(size_t(T), 0.5f);
+}
+
+Deepseek2Model::ExpertPart Deepseek2Model::expert_part(int r) const {
+    const int64_t E = hp_.n_expert, n = std::max(1, options_.expert_parallel);
+    const int64_t first = E * r / n, end = E * (r + 1) / n;
+    return {first, end - first};
 }
 
 // attn_kv_b, attn_k_b, attn_v_b: take what the file has, view attn_v_b into attn_kv_b when the

@@ -60,6 +60,7 @@ Calibration calibrate(const Model& model, const SessionBackends& backends,
         const std::string name = backend_name(*target.plugin, target.device);
         SessionBackends prefer = backends;
         prefer.offload = OffloadPolicy{};  // calibration measures; the policy decides later
+        prefer.offload.device_weights_stay = false;
         prefer.costs = std::make_shared<PreferBackend>(name);
         Session session(model, prefer);
         session.allocate();

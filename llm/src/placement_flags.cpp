@@ -15,6 +15,13 @@ namespace sy::llm {
 PlacementSetup placement_setup(const PlacementFlags& f, Config config) {
     PlacementSetup out;
     std::vector<PlacementRule> rules;
+    if (f.expert_parallel < 0)
+        throw Error("--expert-parallel " + std::to_string(f.expert_parallel) +
+                    ": expected a number of ranks, 1 or more");
+    for (int r = 1; r < f.expert_parallel; ++r)
+        rules.push_back({fmt::format(R"(_exps\.weight\[{}/{}\]$)", r, f.expert_parallel),
+                         fmt::format("rank{}", r),
+                         fmt::format("--expert-parallel {}", f.expert_parallel)});
     for (const std::string& value : f.override_tensor) {
         const auto parsed = parse_override_tensors(value, rules.size() + 1, out.warnings);
         rules.insert(rules.end(), parsed.begin(), parsed.end());

@@ -113,6 +113,11 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                    "REGEX=BACKEND[,REGEX=BACKEND...]: weights whose name matches live on BACKEND "
                    "(CPU, CUDA0 and the like too; repeatable, first match wins; before the "
                    "config's [[placement.rules]])");
+    app.add_option("--expert-parallel", expert_parallel,
+                   "N: every MoE layer's routed experts in N contiguous parts, part r on MPI "
+                   "rank r (rank 0 keeps part 0, attention, router, shared experts; under "
+                   "mpirun, docs/mpi.md)")
+        ->check(CLI::Range(1, 1 << 16));
     app.add_flag("--cpu-moe", cpu_moe, "All routed experts' weights on the cpu backend");
     app.add_option("--n-cpu-moe", n_cpu_moe,
                    "The routed experts' weights of the first N layers on the cpu backend")
@@ -166,6 +171,7 @@ llm::ContextOptions ModelOptions::context_options() const {
     if (group_routing && no_group_routing)
         throw Error("-ger (--grouped-expert-routing) and --no-group-routing contradict each other");
     mo.group_routing = !no_group_routing;
+    mo.expert_parallel = std::max(1, expert_parallel);
     if (!ser.empty()) {
         const auto comma = ser.find(',');
         const std::string k = ser.substr(0, comma);

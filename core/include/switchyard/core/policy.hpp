@@ -101,6 +101,10 @@ struct OffloadPolicy {
     // Run independent nodes of consecutive splits on two plugins at the same time
     // (Scheduler::set_overlap).
     bool overlap = true;
+    // A node that reads a weight homed on a device with its own memory runs on that device when
+    // it can (the weight is never copied off it); off for calibration, which measures every
+    // backend on every node.
+    bool device_weights_stay = true;
 };
 
 // A backend name as -ot, --backend, [placement] and [[offload.pins]] may write it, in the form

@@ -41,6 +41,10 @@ struct ContextOptions {
     int64_t attn_max_bytes = 0;          // -amb: compute buffer per attention step, 0: no limit
     int ser_min_experts = 0;             // -ser K,t: 0 off
     float ser_threshold = 1.0f;          // t >= 1: exactly ser_min_experts
+    // --expert-parallel N: each MoE layer's routed experts in N contiguous parts, each with
+    // weights of its own (NAME[r/N]) that placement can put on another rank; part r reads only
+    // the tokens routed to its experts, and the parts' weighted sums are added.
+    int expert_parallel = 1;
 };
 
 // A weight as a graph needs it: the bytes of a packed `base` tensor (in the file or derived)

@@ -37,6 +37,10 @@ struct PlacementFlags {
     int64_t offload_min_batch = -1;            // --offload-min-batch N (-1: the config's)
     std::string overlap;                       // --overlap on|off ("": the config's or on)
     int repack = -1;                           // -rtr: the cpu plugin's repack (-1: its default)
+    // --expert-parallel N: part r (1 .. N-1) of every MoE layer's routed experts on MPI rank r
+    // (rules before -ot's); part 0 stays where the other rules put it. The graph's side is
+    // ContextOptions::expert_parallel.
+    int expert_parallel = 0;
 };
 
 // What the flags and a configuration come to.

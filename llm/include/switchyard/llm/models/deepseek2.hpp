@@ -151,11 +151,22 @@ class Deepseek2Model final : public Model {
     const std::vector<int32_t>& expert_ids() const { return expert_ids_; }
     // Bytes of weights derived at load (attn_k_b or attn_kv_b), 0 when the file had them all.
     uint64_t derived_bytes() const;
+    // --expert-parallel N: part r's experts [first, first + count) (E * r / N .. E * (r+1) / N),
+    // and the tables its graph reads (make_part_tables).
+    struct ExpertPart {
+        int64_t first = 0, count = 0;
+    };
+    ExpertPart expert_part(int r) const;
+    const int32_t* part_ids(int r) const { return part_ids_.data() + r * int64_t(hp_.n_expert); }
+    const float* part_local(int r) const { return part_local_.data() + r * int64_t(hp_.n_expert); }
+    const std::vector<int32_t>& token_rows() const { return token_rows_; }
+    const std::vector<float>& halves() const { return halves_; }
 
   private:
     WeightRef file_weight(const std::string& name, std::initializer_list<int64_t> shape,
                           bool required = true) const;
     void derive_attention(Deepseek2Layer& layer, uint32_t il);
+    void make_part_tables();
 
     gguf::Reader file_;
     Deepseek2HParams hp_;
@@ -167,6 +178,8 @@ class Deepseek2Model final : public Model {
     // read.
     mutable std::unordered_map<const gguf::TensorInfo*, DeinterleavedTensor> deinterleaved_;
     std::vector<int32_t> expert_ids_;
+    std::vector<int32_t> part_ids_, token_rows_;
+    std::vector<float> part_local_, halves_;
     uint64_t constant_id_ = new_constant_id();
 };
 
