@@ -41,8 +41,16 @@ struct Mapping {
     uint64_t size;
 };
 
+// What went over the link to a rank: messages both ways, and the bulk bytes of buffer_set and
+// buffer_get as asked for and as sent (zero rows stay behind: wire.hpp's sparse messages).
+struct Traffic {
+    uint64_t messages = 0, header_bytes = 0;
+    uint64_t set_bytes = 0, set_wire = 0, get_bytes = 0, get_wire = 0;
+};
+
 struct Rank {
     int rank = 0;
+    mutable Traffic traffic;
     std::vector<uint32_t> files;              // shards this rank reads from its own copy
     std::map<std::string, double> estimates;  // by node description; < 0: none
     std::string version;
@@ -91,6 +99,8 @@ std::string request(const Rank& r, int tag, Header h, const std::vector<char>& e
     std::vector<char> bytes(sizeof h + extra.size());
     std::memcpy(bytes.data(), &h, sizeof h);
     if (!extra.empty()) std::memcpy(bytes.data() + sizeof h, extra.data(), extra.size());
+    r.traffic.messages += 1;
+    r.traffic.header_bytes += bytes.size();
     return send(bytes.data(), bytes.size(), r.rank, tag, g->timeout);
 }
 
@@ -98,6 +108,8 @@ std::string request(const Rank& r, int tag, Header h, const std::vector<char>& e
 std::string answer(const Rank& r, Header& h, std::vector<char>& rest) {
     std::vector<char> bytes;
     if (std::string e = receive(bytes, r.rank, kReply, g->timeout); !e.empty()) return e;
+    r.traffic.messages += 1;
+    r.traffic.header_bytes += bytes.size();
     if (bytes.size() < sizeof h) return "a short answer";
     std::memcpy(&h, bytes.data(), sizeof h);
     rest.assign(bytes.begin() + sizeof h, bytes.end());
@@ -290,10 +302,17 @@ sy_status buffer_set(void*, const sy_buffer* buffer, uint64_t offset, const void
             return rank_failed(r, "loading weights", e);
         return sy::sdk::ok();
     }
-    if (std::string e = request(r, kSet, {b->handle, offset, n}); !e.empty())
+    const std::vector<char> sparse = sparse_message(p, n);
+    if (std::string e = request(r, kSet, {b->handle, offset, n, sparse.empty() ? 0u : 1u});
+        !e.empty())
         return rank_failed(r, "sending bytes", e);
-    if (std::string e = send_data(static_cast<const char*>(src), n, r.rank, g->timeout); !e.empty())
-        return rank_failed(r, "sending bytes", e);
+    const std::string e = sparse.empty()
+                              ? send_data(p, n, r.rank, g->timeout)
+                              : send(sparse.data(), sparse.size(), r.rank, kData, g->timeout);
+    if (!e.empty()) return rank_failed(r, "sending bytes", e);
+    r.traffic.messages += 1;
+    r.traffic.set_bytes += n;
+    r.traffic.set_wire += sparse.empty() ? n : sparse.size();
     return sy::sdk::ok();
 }
 
@@ -304,9 +323,16 @@ sy_status buffer_get(void*, const sy_buffer* buffer, uint64_t offset, void* dst,
         return fail(SY_ERR_INVALID_ARGUMENT, "buffer_get past the buffer's end");
     if (std::string e = request(r, kGet, {b->handle, offset, n}); !e.empty())
         return rank_failed(r, "reading bytes", e);
-    if (sy_status s = status_answer(r, "reading bytes"); s.code) return s;
-    if (std::string e = receive_data(static_cast<char*>(dst), n, r.rank, g->timeout); !e.empty())
-        return rank_failed(r, "reading bytes", e);
+    Header h;
+    if (sy_status s = status_answer(r, "reading bytes", &h); s.code) return s;
+    uint64_t wire = n;
+    const std::string e = h.b == 1 ? receive_sparse(static_cast<char*>(dst), n, r.rank,
+                                                    g->timeout, &wire)
+                                   : receive_data(static_cast<char*>(dst), n, r.rank, g->timeout);
+    if (!e.empty()) return rank_failed(r, "reading bytes", e);
+    r.traffic.messages += 1;
+    r.traffic.get_bytes += n;
+    r.traffic.get_wire += wire;
     return sy::sdk::ok();
 }
 
@@ -476,10 +502,26 @@ sy_status set_option(void*, const char* key, const char* value) {
     return result;
 }
 
+// SWITCHYARD_MPI_STATS=1: what went to and from each rank since the backend loaded.
+void print_traffic() {
+    const auto kib = [](uint64_t b) { return double(b) / 1024.0; };
+    for (const Rank& r : g->ranks) {
+        const Traffic& t = r.traffic;
+        std::fprintf(stderr,
+                     "mpi: rank %d: %llu messages; sent %.1f KiB of %.1f KiB set (zero rows "
+                     "stayed), received %.1f KiB of %.1f KiB read; %.1f KiB of requests and "
+                     "answers\n",
+                     r.rank, static_cast<unsigned long long>(t.messages), kib(t.set_wire),
+                     kib(t.set_bytes), kib(t.get_wire), kib(t.get_bytes), kib(t.header_bytes));
+    }
+}
+
 // The backend is unloaded; the process may load it again (bench, for each model), and MPI can
 // be initialized only once per process, so the workers wait for another HELLO and MPI stays up
 // until the process exits.
 void shutdown(void*) {
+    if (const char* v = std::getenv("SWITCHYARD_MPI_STATS"); v && *v && std::strcmp(v, "0") != 0)
+        print_traffic();
     for (const Rank& r : g->ranks) request(r, kBye, {});
     delete g;
     g = nullptr;
@@ -576,6 +618,7 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
             g = nullptr;
             return fail(SY_ERR_REFUSED, why);
         }
+        r.traffic = Traffic{};  // the handshake and the link measurement are not the model's
     }
     return publish("MPI ranks as devices (each runs switchyard worker)");
 }

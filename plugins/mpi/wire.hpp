@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -21,15 +22,15 @@
 namespace sy::mpi {
 
 // Bumped whenever a message changes; both sides refuse another.
-constexpr uint32_t kProtocol = 1;
+constexpr uint32_t kProtocol = 2;
 
 enum Tag : int {
     kHello = 101,     // rank 0 -> worker: protocol, version string; answer: Info
     kPing = 102,      // answered with the same bytes (link measurement)
     kAlloc = 103,     // a = size; answer: status, a = handle
     kFree = 104,      // a = handle
-    kSet = 105,       // a = handle, b = offset, c = size; then the bytes as kData
-    kGet = 106,       // a = handle, b = offset, c = size; answer: the bytes as kData
+    kSet = 105,       // a = handle, b = offset, c = size, d = 1 sparse; then the bytes (kData)
+    kGet = 106,       // a = handle, b = offset, c = size; answer: status, b = 1 sparse; bytes
     kCompute = 107,   // a = node count; then serialized nodes
     kSync = 108,      // answer: status (the first failure since the last SYNC)
     kOption = 109,    // key \0 value; answer: status
@@ -200,6 +201,67 @@ inline std::string receive_data(char* p, uint64_t size, int rank, double seconds
         if (size == 0) break;
     }
     return {};
+}
+
+// Bulk bytes with runs of zeros (the rows of tokens that no expert of a rank is routed to) go as
+// one kData message: a bitmap of the kSparseBlock-byte blocks that are not all zero, then those
+// blocks; the receiver zeroes the others. Used when at least an eighth of the blocks are zero.
+constexpr uint64_t kSparseBlock = 256;
+
+// The sparse message for n bytes at p, or an empty vector when the dense bytes are better.
+inline std::vector<char> sparse_message(const char* p, uint64_t n) {
+    if (n < 8 * kSparseBlock || n > kChunk) return {};
+    const uint64_t blocks = (n + kSparseBlock - 1) / kSparseBlock, map = (blocks + 7) / 8;
+    std::vector<unsigned char> kept(map, 0);
+    uint64_t zero = 0;
+    for (uint64_t b = 0; b < blocks; ++b) {
+        const char* q = p + b * kSparseBlock;
+        const uint64_t len = std::min(kSparseBlock, n - b * kSparseBlock);
+        bool all_zero = true;
+        for (uint64_t i = 0; i < len && all_zero; i += 8) {
+            uint64_t v = 0;
+            std::memcpy(&v, q + i, std::min<uint64_t>(8, len - i));
+            all_zero = v == 0;
+        }
+        if (all_zero)
+            ++zero;
+        else
+            kept[b / 8] |= uint8_t(1u << (b % 8));
+    }
+    if (zero * 8 < blocks) return {};
+    std::vector<char> out(map);
+    std::memcpy(out.data(), kept.data(), map);
+    out.reserve(map + n - zero * kSparseBlock);
+    for (uint64_t b = 0; b < blocks; ++b)
+        if (kept[b / 8] & (1u << (b % 8))) {
+            const char* q = p + b * kSparseBlock;
+            out.insert(out.end(), q, q + std::min(kSparseBlock, n - b * kSparseBlock));
+        }
+    return out;
+}
+
+// Receives a sparse message for n bytes into p. Returns what went wrong, or an empty string.
+inline std::string receive_sparse(char* p, uint64_t n, int rank, double seconds,
+                                  uint64_t* wire_bytes = nullptr) {
+    std::vector<char> message;
+    if (std::string e = receive(message, rank, kData, seconds); !e.empty()) return e;
+    if (wire_bytes) *wire_bytes = message.size();
+    const uint64_t blocks = (n + kSparseBlock - 1) / kSparseBlock, map = (blocks + 7) / 8;
+    if (message.size() < map) return "a malformed sparse message";
+    const auto* kept = reinterpret_cast<const unsigned char*>(message.data());
+    uint64_t at = map;
+    for (uint64_t b = 0; b < blocks; ++b) {
+        const uint64_t len = std::min(kSparseBlock, n - b * kSparseBlock);
+        char* q = p + b * kSparseBlock;
+        if (kept[b / 8] & (1u << (b % 8))) {
+            if (message.size() - at < len) return "a malformed sparse message";
+            std::memcpy(q, message.data() + at, len);
+            at += len;
+        } else {
+            std::memset(q, 0, len);
+        }
+    }
+    return at == message.size() ? std::string() : "a malformed sparse message";
 }
 
 }  // namespace sy::mpi

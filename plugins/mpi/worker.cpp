@@ -206,7 +206,8 @@ bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& err
             if (tag == kSet) {
                 // The bytes come whether or not they can be kept.
                 if (bad) staging.resize(h.c), at = staging.data();
-                e = receive_data(at, h.c, 0, w.timeout);
+                e = h.d == 1 ? receive_sparse(at, h.c, 0, w.timeout)
+                             : receive_data(at, h.c, 0, w.timeout);
                 if (bad) {
                     w.failed("set: bytes past buffer " + std::to_string(h.a) + "'s end");
                 } else if (!it->second.host_visible) {
@@ -227,8 +228,12 @@ bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& err
                     break;
                 }
             }
-            e = reply(w, {SY_OK});
-            if (e.empty()) e = send_data(at, h.c, 0, w.timeout);
+            // Zero blocks (rows of tokens routed to none of this rank's experts) stay here.
+            const std::vector<char> sparse = sparse_message(at, h.c);
+            e = reply(w, {SY_OK, sparse.empty() ? 0u : 1u});
+            if (e.empty())
+                e = sparse.empty() ? send_data(at, h.c, 0, w.timeout)
+                                   : send(sparse.data(), sparse.size(), 0, kData, w.timeout);
             break;
         }
         case kFile: {

@@ -43,6 +43,42 @@ timeout 120 "${mpi[@]}" -np 3 "$sy" run "${gen[@]}" -ot 'blk\.1\..*exps=rank1,bl
     >"$tmp/spmd.out" 2>"$tmp/spmd.err" || fail "3 ranks, one command line: $(tail -5 "$tmp/spmd.err")"
 grep -a -o '\[[0-9]*\]' "$tmp/spmd.out" | cmp -s - "$tmp/one.tok" || fail "3 ranks, one command line: other tokens"
 
+# Expert parallelism (--expert-parallel N, the same command line on every rank): each MoE
+# layer's routed experts in N parts, part r on rank r. The single process's greedy tokens; the
+# tokens routed to none of a rank's experts are not sent there (zero rows stay behind).
+for n in 2 3; do
+  timeout 120 "${mpi[@]}" -x SWITCHYARD_MPI_STATS=1 -np $n "$sy" run "${gen[@]}" --expert-parallel $n \
+      >"$tmp/ep$n.out" 2>"$tmp/ep$n.err" || fail "--expert-parallel $n: $(tail -5 "$tmp/ep$n.err")"
+  grep -a -o '\[[0-9]*\]' "$tmp/ep$n.out" | cmp -s - "$tmp/one.tok" || fail "--expert-parallel $n: other tokens"
+  grep -q "^mpi: rank $((n - 1)): [0-9]* messages; sent " "$tmp/ep$n.err" || fail "--expert-parallel $n: no traffic"
+done
+grep -q "mpi 1.20 MiB (6 tensors), mpi:1 1.20 MiB (6 tensors)" "$tmp/ep3.err" ||
+    fail "--expert-parallel 3: $(grep weights "$tmp/ep3.err")"
+python3 - "$tmp/ep3.err" <<'PY' || fail "--expert-parallel 3: every token's rows sent: $(grep '^mpi:' "$tmp/ep3.err")"
+import re, sys
+for sent, asked in re.findall(r"sent ([0-9.]+) KiB of ([0-9.]+) KiB set", open(sys.argv[1]).read()):
+    assert float(sent) < float(asked), (sent, asked)
+PY
+# A prompt's logits (batches through the workers): the single process's within float rounding
+# (the parts' sums add in another order).
+npy_diff() {
+  python3 - "$1" "$2" <<'PY'
+import array, sys
+def load(path):
+    b = open(path, "rb").read()
+    n = int.from_bytes(b[8:10], "little")
+    a = array.array("f")
+    a.frombytes(b[10 + n:])
+    return a
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert len(a) == len(b) and len(a) > 1000, (len(a), len(b))
+scale = max(abs(x) for x in a)
+worst = max(abs(x - y) for x, y in zip(a, b))
+print(f"{worst / scale:.2e}")
+sys.exit(0 if worst <= 1e-4 * scale else 1)
+PY
+}
+
 # Logits of a prompt (batches through the workers) and perplexity: the same bytes and figures.
 # The cpu plugin's interleaved weight copies (repack) are off on every rank: whether a rank makes
 # them for a tensor depends on what else it holds, and they sum in another order.
@@ -56,6 +92,12 @@ timeout 120 "${mpi[@]}" -np 1 "$sy" run -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -
     2>"$tmp/l2.err" || fail "logits on 2 ranks: $(tail -5 "$tmp/l2.err")"
 [ "$(stat -c %s "$tmp/l1.npy")" -gt 100000 ] || fail "logits: a short file"
 cmp -s "$tmp/l1.npy" "$tmp/l2.npy" || fail "logits on 2 ranks differ from one process's"
+for n in 2 3; do
+  timeout 120 "${mpi[@]}" -np $n "$sy" run -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -n 1 --temp 0 \
+      "${exact[@]}" --logits-out "$tmp/lep$n.npy" --expert-parallel $n >/dev/null 2>"$tmp/lep.err" ||
+      fail "logits, --expert-parallel $n: $(tail -5 "$tmp/lep.err")"
+  d=$(npy_diff "$tmp/l1.npy" "$tmp/lep$n.npy") || fail "logits, --expert-parallel $n: off by $d of the largest"
+done
 ppl=(perplexity -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -c 128 "${exact[@]}")
 "$sy" "${ppl[@]}" >"$tmp/ppl1" 2>&1 || fail "perplexity: $(tail -3 "$tmp/ppl1")"
 timeout 180 "${mpi[@]}" -np 1 "$sy" "${ppl[@]}" -ot exps=rank1 : "${wexact[@]}" >"$tmp/ppl2" 2>&1 ||
@@ -75,6 +117,16 @@ timeout 60 "${mpi[@]}" -np 1 "$sy" run -m "$tmp/tiny.gguf" -p "The quick brown f
     fail "run for the bytes: $(tail -5 "$tmp/bytes.err")"
 got=$(grep -o 'per token ([0-9.]* KiB' "$tmp/bytes.err" | grep -o '[0-9.]* KiB')
 [ -n "$want" ] && [ "$want" = "$got" ] || fail "bytes per decode step: plan $want, run $got"
+
+# The same with the experts split over two ranks.
+timeout 60 "${mpi[@]}" -np 2 "$sy" plan -m "$tmp/tiny.gguf" --expert-parallel 2 --config "$tmp/link.toml" \
+    >"$tmp/plan-ep" 2>&1 || fail "plan, --expert-parallel 2: $(tail -5 "$tmp/plan-ep")"
+want=$(grep -o 'decode step of 1 token .* copies ([0-9.]* KiB)' "$tmp/plan-ep" | grep -o '[0-9.]* KiB')
+timeout 60 "${mpi[@]}" -np 2 "$sy" run -m "$tmp/tiny.gguf" -p "The quick brown fox" -n 16 --ignore-eos \
+    --expert-parallel 2 --config "$tmp/link.toml" >/dev/null 2>"$tmp/bytes-ep.err" ||
+    fail "run for the bytes, --expert-parallel 2: $(tail -5 "$tmp/bytes-ep.err")"
+got=$(grep -o 'per token ([0-9.]* KiB' "$tmp/bytes-ep.err" | grep -o '[0-9.]* KiB')
+[ -n "$want" ] && [ "$want" = "$got" ] || fail "bytes per decode step, --expert-parallel 2: plan $want, run $got"
 
 # bench loads the backends for each combination: the mpi backend again in the same process (MPI
 # stays initialized; the worker serves the next session), and the job ends when rank 0 does.
