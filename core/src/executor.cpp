@@ -61,6 +61,7 @@ const RunReport& Executor::run(const Graph& graph, std::span<const int32_t> orde
 
 void Executor::begin(const Graph& graph, std::span<const int32_t> order,
                      std::span<const int32_t> imports) {
+    finish();
     report_ = RunReport{};
     // Until this sequence is planned and bound: plan_for may drop the plan plan_ points at, and
     // a throw below must not leave it dangling for a later compute().
@@ -343,8 +344,7 @@ void Executor::bind_external(const Tensor& root, const CachedPlan& plan) {
                         " lives in a buffer of '" +
                         (buffer->owner() ? backend_name(*buffer->owner(), buffer->device())
                                          : std::string("none")) +
-                        "', not of '" + backend_name(plugin_, device_) +
-                        "' that runs this graph");
+                        "', not of '" + backend_name(plugin_, device_) + "' that runs this graph");
         }
         d.data = at_offset(buffer->base(), root.device_offset());
         d.buffer = buffer->get();
@@ -383,6 +383,7 @@ void Executor::bind_import(const Tensor& root, const CachedPlan& plan, const voi
 }
 
 void Executor::bind(std::span<const void* const> import_host) {
+    finish();
     if (!plan_) throw Error("executor: bind() before begin()");
     if (!import_host.empty() && import_host.size() != imports_.size())
         throw Error("executor: bind() got " + std::to_string(import_host.size()) +
@@ -420,8 +421,8 @@ void Executor::bind(std::span<const void* const> import_host) {
         // other bytes there) or an imported copy carries none. Its resident copy on a device
         // keeps it: those bytes are the weight's for the buffer's life, and a plugin keys what it
         // derives by id and address (a remote rank's cpu plugin builds its interleaved copies).
-        const bool resident = root->device_buffer() != nullptr &&
-                              bound_buffer_[id] == root->device_buffer();
+        const bool resident =
+            root->device_buffer() != nullptr && bound_buffer_[id] == root->device_buffer();
         if (bound_[id].data != root->host_data() && !resident) bound_[id].constant_id = 0;
     }
     for (const Tensor* t : touched) {
@@ -443,7 +444,9 @@ void Executor::bind(std::span<const void* const> import_host) {
     }
 }
 
-void Executor::compute(size_t first, size_t end) {
+void Executor::compute(size_t first, size_t end, bool wait) {
+    if (first == end && end <= nodes_.size()) return;
+    finish();
     if (!plan_ || end > nodes_.size() || first > end)
         throw Error("executor: compute(" + std::to_string(first) + ", " + std::to_string(end) +
                     ") outside the bound sequence of " + std::to_string(nodes_.size()) + " nodes");
@@ -459,7 +462,15 @@ void Executor::compute(size_t first, size_t end) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         at = step.position;
     }
+    if (!wait && observer_ == nullptr && !profile_) return run_batch(at, end, false);
     run_nodes(at, end);
+}
+
+void Executor::finish() {
+    if (!running_) return;
+    running_ = false;
+    const double seconds = synchronize();
+    report_.backend_seconds += seconds;
 }
 
 void Executor::run_nodes(size_t first, size_t end) {
@@ -475,7 +486,7 @@ void Executor::run_nodes(size_t first, size_t end) {
     run_batch(from, end);
 }
 
-void Executor::run_batch(size_t first, size_t end) {
+void Executor::run_batch(size_t first, size_t end, bool wait) {
     if (first == end) return;
     std::vector<const sy_node*> pointers;
     pointers.reserve(end - first);
@@ -495,7 +506,10 @@ void Executor::run_batch(size_t first, size_t end) {
             }
         } else {
             plugin_.compute(device_, pointers);
-            synchronize();
+            if (wait)
+                synchronize();
+            else
+                running_ = true;
         }
         report_.backend_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -619,6 +633,7 @@ std::vector<int32_t> Executor::read_ids(const Tensor& ids) const {
 }
 
 void Executor::upload(size_t import, const void* host) {
+    finish();
     if (!plan_ || import >= imports_.size())
         throw Error("executor: upload of import " + std::to_string(import) + " of " +
                     std::to_string(imports_.size()));

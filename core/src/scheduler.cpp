@@ -101,6 +101,13 @@ Scheduler::Scheduler(std::vector<Backend> backends) : backends_(std::move(backen
 Scheduler::~Scheduler() = default;
 
 const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
+    // A device left running by a run that failed half way: waited for, its error dropped.
+    for (Lane& lane : lanes_) {
+        try {
+            if (lane.executor) lane.executor->finish();
+        } catch (const std::exception&) {
+        }
+    }
     report_ = ScheduleReport{};
     const auto setup_start = Clock::now();
     collect(graph, plan);
@@ -142,13 +149,10 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
     for (size_t s = 0; s < plan.splits.size(); ++s) {
         const Split& split = plan.splits[s];
         const Split* next = s + 1 < plan.splits.size() ? &plan.splits[s + 1] : nullptr;
-        const size_t beside = nodes_beside(graph, split, next);
+        const bool async = runs_async(split.backend);
+        const size_t beside = async ? 0 : nodes_beside(graph, split, next);
         if (beside == 0) {
-            Lane& lane = lanes_[size_t(split.backend)];
-            const size_t first = position_of(split, split.first);
-            const size_t end = first + static_cast<size_t>(split.end - split.first);
-            move_imports(graph, split.backend, first, end);
-            lane.executor->compute(first, end);
+            run_split(graph, split, async);
             ++report_.splits;
             continue;
         }
@@ -156,6 +160,7 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
         report_.splits += 2;
         ++s;
     }
+    for (size_t b = 0; b < lanes_.size(); ++b) settle(int32_t(b));
 
     report_.plans_reused = reused;
     report_.compute_buffer_bytes.assign(lanes_.size(), 0);
@@ -176,6 +181,47 @@ const ScheduleReport& Scheduler::run(const Graph& graph, const OpPlan& plan) {
     return report_;
 }
 
+// A split on a device with its own memory returns as soon as its nodes are sent (with overlap,
+// outside a profile): the splits after it run meanwhile, on other backends (the other ranks'
+// experts, rank 0's own), until one reads its results.
+bool Scheduler::runs_async(int32_t backend) const {
+    return overlap_ && !profile_ && !host_memory_[size_t(backend)];
+}
+
+bool Scheduler::running(int32_t backend) const {
+    if (backend < 0) return false;
+    const Lane& lane = lanes_[size_t(backend)];
+    return lane.executor && lane.executor->running();
+}
+
+void Scheduler::settle(int32_t backend) {
+    // The wait is the executor's synchronize time.
+    if (running(backend)) lanes_[size_t(backend)].executor->finish();
+}
+
+// Runs a split in stretches: up to the first node that reads a result of a backend still
+// running, then (once that one is done) on.
+void Scheduler::run_split(const Graph& graph, const Split& split, bool async) {
+    Lane& lane = lanes_[size_t(split.backend)];
+    const size_t first = position_of(split, split.first);
+    const size_t end = first + static_cast<size_t>(split.end - split.first);
+    size_t at = first;
+    while (at < end) {
+        size_t cut = end;
+        for (const Import& im : lane.imports)
+            if (!im.done && im.first_position >= at && im.first_position < end && running(im.from))
+                cut = std::min(cut, im.first_position);
+        if (cut == at) {
+            for (const Import& im : lane.imports)
+                if (!im.done && im.first_position == at) settle(im.from);
+            continue;
+        }
+        move_imports(graph, split.backend, at, cut);
+        lane.executor->compute(at, cut, !async);
+        at = cut;
+    }
+}
+
 // How many of the next split's first nodes run beside `split` on the overlap thread: those that
 // do not depend on it, where overlap is on and the two backends may overlap.
 size_t Scheduler::nodes_beside(const Graph& graph, const Split& split, const Split* next) const {
@@ -194,6 +240,20 @@ void Scheduler::run_beside(const Graph& graph, const Split& split, const Split& 
     const size_t end = first + static_cast<size_t>(split.end - split.first);
     const size_t next_first = position_of(next, next.first);
     const size_t cut = next_first + beside;
+    settle(split.backend);
+    settle(next.backend);
+    if (runs_async(next.backend)) {
+        // The device's independent nodes go first and run while this split does; the rest of
+        // its split after (queued behind them), without waiting.
+        move_imports(graph, next.backend, next_first, cut);
+        other.executor->compute(next_first, cut, false);
+        run_split(graph, split, false);
+        report_.overlapped += beside;
+        const size_t next_end = next_first + static_cast<size_t>(next.end - next.first);
+        move_imports(graph, next.backend, cut, next_end);
+        other.executor->compute(cut, next_end, false);
+        return;
+    }
     move_imports(graph, split.backend, first, end);
     move_imports(graph, next.backend, next_first, cut);
     if (!overlap_thread_) overlap_thread_ = std::make_unique<OverlapThread>();
@@ -329,6 +389,10 @@ void Scheduler::move_imports(const Graph& graph, int32_t backend, size_t first, 
     for (size_t k = 0; k < lane.imports.size(); ++k) {
         Import& im = lane.imports[k];
         if (im.done || im.first_position < first || im.first_position >= end) continue;
+        settle(im.from);
+        if (im.from == kHostInput && im.fetch)  // another plugin's memory: whoever may write it
+            for (size_t b = 0; b < lanes_.size(); ++b) settle(int32_t(b));
+        settle(backend);
         const auto start = Clock::now();
         const Tensor& root = *graph.tensors()[size_t(im.tensor)];
         const auto bytes = static_cast<uint64_t>(root.bytes());

@@ -345,7 +345,7 @@ class GraphBuilder {
             Tensor* up = w(l.up_exps);
             Tensor* gate = w(l.gate_exps);
             Tensor* par = fused_.expert_swiglu(up, gate, g_.reshape(y, {embd, 1, T_}), ids);
-            Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);              // {embd, k, T}
+            Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);  // {embd, k, T}
             overlapped_shared();
             routed = weighted_sum(down, weights);
         }
@@ -373,16 +373,16 @@ class GraphBuilder {
         const int n = o_.expert_parallel;
         const int64_t k = ids->ne(0);
         if (T_ > int64_t(m_.halves().size()))
-            throw Error(fmt::format("--expert-parallel: a graph of {} tokens, more than -ub {}",
-                                    T_, m_.halves().size()));
+            throw Error(fmt::format("--expert-parallel: a graph of {} tokens, more than -ub {}", T_,
+                                    m_.halves().size()));
         const auto parts = static_cast<size_t>(n);
         std::vector<Tensor*> part_ids(parts), part_y(parts, y), sums(parts);
         for (int r = 0; r < n; ++r) {
             Tensor* t = table(fmt::format("expert_part_ids-{}", r), SY_TYPE_I32, m_.part_ids(r));
             part_ids[size_t(r)] = g_.reshape(g_.get_rows(t, ids, SY_TYPE_I32), {k, T_});
             if (scores)  // the slots -ser dropped, dropped again (their lookup gave id 0)
-                part_ids[size_t(r)] = g_.drop_ids(part_ids[size_t(r)], scores, o_.ser_min_experts,
-                                                  o_.ser_threshold);
+                part_ids[size_t(r)] =
+                    g_.drop_ids(part_ids[size_t(r)], scores, o_.ser_min_experts, o_.ser_threshold);
             if (r > 0) part_y[size_t(r)] = routed_tokens(y, ids, r);
         }
         for (int r = 1; r < n; ++r)
@@ -410,8 +410,8 @@ class GraphBuilder {
         const int64_t k = ids->ne(0);
         Tensor* local = g_.get_rows(
             table(fmt::format("expert_part_local-{}", r), SY_TYPE_F32, m_.part_local(r)),
-            ids);                                                      // {1, k, T}
-        Tensor* count = g_.sum_rows(g_.reshape(local, {k, T_}));       // {1, T}
+            ids);                                                 // {1, k, T}
+        Tensor* count = g_.sum_rows(g_.reshape(local, {k, T_}));  // {1, T}
         Tensor* halves = g_.input("halves", SY_TYPE_F32, {1, T_});
         halves->set_data(const_cast<float*>(m_.halves().data()));
         Tensor* pick = g_.top_k(g_.concat(halves, count, 0), 1);  // {1, T}: 1 where routed

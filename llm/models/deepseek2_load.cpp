@@ -344,7 +344,8 @@ void validate(const ContextOptions& o, const Deepseek2HParams& hp) {
     if (o.ser_min_experts > 0 && uint32_t(o.ser_min_experts) > hp.n_expert_used)
         throw Error("-ser " + std::to_string(o.ser_min_experts) + ": more than the model's " +
                     std::to_string(hp.n_expert_used) + " experts per token");
-    if (o.expert_parallel < 1 || (o.expert_parallel > 1 && uint32_t(o.expert_parallel) > hp.n_expert))
+    if (o.expert_parallel < 1 ||
+        (o.expert_parallel > 1 && uint32_t(o.expert_parallel) > hp.n_expert))
         throw Error("--expert-parallel " + std::to_string(o.expert_parallel) +
                     ": expected 1 to the model's " + std::to_string(hp.n_expert) +
                     " routed experts");

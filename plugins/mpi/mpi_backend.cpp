@@ -326,9 +326,9 @@ sy_status buffer_get(void*, const sy_buffer* buffer, uint64_t offset, void* dst,
     Header h;
     if (sy_status s = status_answer(r, "reading bytes", &h); s.code) return s;
     uint64_t wire = n;
-    const std::string e = h.b == 1 ? receive_sparse(static_cast<char*>(dst), n, r.rank,
-                                                    g->timeout, &wire)
-                                   : receive_data(static_cast<char*>(dst), n, r.rank, g->timeout);
+    const std::string e =
+        h.b == 1 ? receive_sparse(static_cast<char*>(dst), n, r.rank, g->timeout, &wire)
+                 : receive_data(static_cast<char*>(dst), n, r.rank, g->timeout);
     if (!e.empty()) return rank_failed(r, "reading bytes", e);
     r.traffic.messages += 1;
     r.traffic.get_bytes += n;

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iomanip>
@@ -291,6 +292,77 @@ TEST(Scheduler, IndependentNodesOfTheNextSplitRunBesideIt) {
     EXPECT_EQ(s.read<float>(*m.c), want_c);
 }
 
+// A split on a device returns once its nodes are sent: the next splits run meanwhile (another
+// device's, the cpu's), and whoever reads a device's result waits for it then. Two simulated
+// devices, each busy for a while after its product: together they take that while once, not
+// twice.
+TEST(Scheduler, DeviceSplitsRunWhileTheNextSplitsDo) {
+    constexpr int64_t K = 64, N = 48, T = 4;
+    constexpr double kDelayMs = 200;
+    std::vector<float> x(K * T), wa(K * N), wb(K * N), wc(K * N);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 23) - 11) / 8.0f;
+    for (size_t i = 0; i < wa.size(); ++i) wa[i] = float(int(i * 5 % 19) - 9) / 32.0f;
+    for (size_t i = 0; i < wb.size(); ++i) wb[i] = float(int(i * 3 % 17) - 8) / 32.0f;
+    for (size_t i = 0; i < wc.size(); ++i) wc[i] = float(int(i * 11 % 13) - 6) / 32.0f;
+    struct Parts {
+        Graph g;
+        Tensor* sum = nullptr;
+    };
+    auto build = [&](Parts& m) {
+        Tensor* in = m.g.input("x", SY_TYPE_F32, {K, T});
+        in->set_data(x.data());
+        Tensor* product[3];
+        const char* names[3] = {"a", "b", "c"};
+        std::vector<float>* data[3] = {&wa, &wb, &wc};
+        for (int i = 0; i < 3; ++i) {
+            Tensor* w =
+                m.g.weight(std::string("blk.0.") + names[i] + ".weight", SY_TYPE_F32, {K, N});
+            w->set_data(data[i]->data());
+            product[i] = m.g.mul_mat(w, in)->set_name(names[i]);
+        }
+        // b and c (the devices') first, then a (the cpu's), then the sum.
+        m.sum = m.g.add(m.g.add(product[0], product[1]), product[2])->set_name("sum");
+        m.g.mark_output(m.sum);
+    };
+    Parts alone;
+    build(alone);
+    Executor exec(cpu(), 0);
+    exec.run(alone.g);
+    const std::vector<float> want = exec.read<float>(*alone.sum);
+
+    ASSERT_TRUE(sim().set_option("devices", "2"));
+    ASSERT_TRUE(sim().set_option("product_delay_us", std::to_string(kDelayMs * 1000)));
+    Parts m;
+    build(m);
+    OffloadPolicy policy;
+    policy.pins.push_back({"mul_mat", "^b$", "sim", Phase::any, "test"});
+    policy.pins.push_back({"mul_mat", "^c$", "sim:1", Phase::any, "test"});
+    for (const char* op : {"mul_mat", "add"})
+        policy.pins.push_back({op, "", "cpu", Phase::any, "test"});
+    const std::vector<BackendInfo> three = {backend_info(cpu(), 0), backend_info(sim(), 0),
+                                            backend_info(sim(), 1)};
+    const OpPlan plan = place_ops(m.g, three, policy, {Phase::prompt, T});
+    ASSERT_EQ(plan.splits.size(), 4u);  // cpu [a], sim [b], sim:1 [c], cpu [sums] in node order
+    for (const bool overlap : {true, false}) {
+        SCOPED_TRACE(overlap);
+        Scheduler s({{&cpu(), 0}, {&sim(), 0}, {&sim(), 1}});
+        s.set_overlap(overlap);
+        s.run(m.g, plan);  // staging and plans
+        const auto start = std::chrono::steady_clock::now();
+        s.run(m.g, plan);
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        EXPECT_EQ(s.read<float>(*m.sum), want) << "bit for bit the CPU's result";
+        if (overlap)
+            EXPECT_LT(ms, 1.5 * kDelayMs) << "the two devices' products at the same time";
+        else
+            EXPECT_GE(ms, 2 * kDelayMs) << "one device after the other";
+    }
+    EXPECT_TRUE(sim().set_option("product_delay_us", "0"));
+    EXPECT_TRUE(sim().set_option("devices", "1"));
+}
+
 // The policy decides: never offload, a minimum batch, a per-op switch.
 TEST(Scheduler, PolicyKnobsMoveTheMatrixProducts) {
     const CpuResult want = on_cpu_alone();
@@ -432,8 +504,12 @@ struct RoutedMoe {
     std::vector<float> up, gate, down, x, logits;
     Graph g;
     Tensor *up_w, *y;
-    RoutedMoe() : up(size_t(K * N * E)), gate(up.size()), down(up.size()), x(size_t(K * T)),
-                  logits(size_t(E * T), 0.0f) {
+    RoutedMoe()
+        : up(size_t(K * N * E)),
+          gate(up.size()),
+          down(up.size()),
+          x(size_t(K * T)),
+          logits(size_t(E * T), 0.0f) {
         for (size_t i = 0; i < up.size(); ++i) {
             up[i] = float(int(i * 7 % 13) - 6) / 8.0f;
             gate[i] = float(int(i * 5 % 11) - 5) / 8.0f;

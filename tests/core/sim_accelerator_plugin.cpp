@@ -14,7 +14,9 @@
 //   memory_mib      memory of each device, MiB (default 4096)
 //   devices         how many devices (1 to 8, default 1): "sim", "sim:1", ...
 //   product_delay_us time each matrix product really takes on top of the CPU's (default 0):
-//                    a device slower than its hints say, which only measuring finds out
+//                    a device slower than its hints say, which only measuring finds out. It
+//                    passes as a GPU's does: compute() returns, the device is busy that long
+//                    after (its queue), and synchronize() waits for the end.
 // Other options go to the CPU plugin ("threads"). The counters are read with the exported C
 // function sy_sim_counters (tests find it with dlsym).
 #include <dlfcn.h>
@@ -47,6 +49,8 @@ sy_plugin_api g_inner{};  // the CPU plugin's table; its ctx is passed to every 
 void* g_library = nullptr;
 Settings g_settings;
 uint64_t g_allocated[kMaxDevices] = {};
+// Per device: when the work it was given ends (product_delay_us after what came before).
+std::chrono::steady_clock::time_point g_busy_until[kMaxDevices] = {};
 std::atomic<uint64_t> g_to_device{0}, g_to_host{0}, g_nodes{0};
 
 // A buffer of ours: the CPU plugin's host buffer inside, shown to the host as device memory.
@@ -212,8 +216,11 @@ sy_status compute(void* ctx, int32_t device, const sy_node* const* nodes, size_t
             products += nodes[i]->op == SY_OP_MUL_MAT || nodes[i]->op == SY_OP_MUL_MAT_ID ||
                         (nodes[i]->op == SY_OP_NAMED && nodes[i]->named_op != nullptr &&
                          std::strncmp(nodes[i]->named_op, "moe.", 4) == 0);
-        std::this_thread::sleep_for(
-            std::chrono::duration<double, std::micro>(g_settings.product_delay_us * double(products)));
+        auto& until = g_busy_until[device];
+        until = std::max(until, std::chrono::steady_clock::now()) +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double, std::micro>(g_settings.product_delay_us *
+                                                              double(products)));
     }
     return sy::sdk::ok();
 }
@@ -261,6 +268,7 @@ sy_status cost_params(void* ctx, int32_t device, const sy_cost_param** params, s
 
 sy_status synchronize(void* ctx, int32_t device) {
     if (sy_status s = no_device(device); s.code) return s;
+    std::this_thread::sleep_until(g_busy_until[device]);
     return g_inner.synchronize(ctx, 0);
 }
 

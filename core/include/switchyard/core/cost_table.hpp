@@ -54,10 +54,10 @@ class CostTable final : public MeasuredCosts {
   public:
     struct Entry {
         std::string backend;
-        std::string op;                          // Node::label()
-        std::vector<std::string> types;          // sources, then the result
+        std::string op;                            // Node::label()
+        std::vector<std::string> types;            // sources, then the result
         std::vector<std::vector<int64_t>> shapes;  // the same order, trailing 1s left out
-        std::vector<int32_t> params;             // iparams, trailing zeros left out
+        std::vector<int32_t> params;               // iparams, trailing zeros left out
         double ns = 0;
         int64_t samples = 1;
         std::string node;  // a node name, for readers

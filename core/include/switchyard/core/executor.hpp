@@ -82,10 +82,16 @@ class Executor {
     //   bind()    binds every tensor: an import to `import_host[k]` on a device that computes on
     //             host memory, to a slot of the staging buffer otherwise (filled by upload());
     //   compute() runs positions [first, end) of `order` and waits for them; call it in order.
+    //             With wait false, the last call to the plugin's compute is not followed by its
+    //             synchronize (a device may still be running when it returns): finish() waits,
+    //             and must come before anything else touches this executor's device.
     void begin(const Graph& graph, std::span<const int32_t> order,
                std::span<const int32_t> imports);
     void bind(std::span<const void* const> import_host);
-    void compute(size_t first, size_t end);
+    void compute(size_t first, size_t end, bool wait = true);
+    // Waits for what compute(..., false) left running (timed as synchronize); no-op otherwise.
+    void finish();
+    bool running() const { return running_; }
     // After begin(): a host pointer to intermediate t's bytes when the compute buffer is host
     // visible, else nullptr.
     const void* planned_host_data(const Tensor& t) const;
@@ -189,7 +195,7 @@ class Executor {
     void bind_external(const Tensor& root, const CachedPlan& plan);
     void bind_import(const Tensor& root, const CachedPlan& plan, const void* host);
     void run_nodes(size_t first, size_t end);  // split at observed nodes
-    void run_batch(size_t first, size_t end);
+    void run_batch(size_t first, size_t end, bool wait = true);
     double synchronize();  // the plugin's, timed into report_.sync_seconds; returns the time
     bool needs_upload(const StageStep& step) const;
     void stage(const StageStep& step);
@@ -210,6 +216,7 @@ class Executor {
 
     bool host_memory_;
     Buffer compute_;
+    bool running_ = false;  // compute(..., false) returned before its device finished
     Buffer staging_;
     std::unordered_map<std::string, CachedPlan> cache_;
     std::map<uint64_t, Resident> resident_;    // by offset in staging_: what it holds now

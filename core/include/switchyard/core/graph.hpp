@@ -189,8 +189,7 @@ class Graph {
     // (op_contract.hpp), with the result's type and shape the contract infers. `type`: the
     // result type where the caller chooses it (SY_TYPE_NONE: the op's own); `shape`: the result
     // a named op's caller gives, or {k} for top_k.
-    Tensor* add_checked(Node draft, sy_dtype type = SY_TYPE_NONE,
-                        const Shape& shape = {});
+    Tensor* add_checked(Node draft, sy_dtype type = SY_TYPE_NONE, const Shape& shape = {});
     void check_mine(const char* what, std::initializer_list<const Tensor*> ts) const;
 
     uint64_t serial_;

@@ -108,7 +108,7 @@ struct CandidateCost {
     double transfer_ns = 0;
     uint64_t transfer_bytes = 0;
     CostSource source = CostSource::roofline;  // where compute_ns comes from
-    std::string excluded;      // why the policy rules this candidate out; empty: allowed
+    std::string excluded;  // why the policy rules this candidate out; empty: allowed
     double total_ns() const { return compute_ns + transfer_ns; }
 };
 

@@ -134,6 +134,10 @@ class Scheduler {
         double backend = 0, sync = 0, stage = 0;
     };
     size_t nodes_beside(const Graph& graph, const Split& split, const Split* next) const;
+    bool runs_async(int32_t backend) const;
+    bool running(int32_t backend) const;  // a split of it returned before its device finished
+    void settle(int32_t backend);         // waits for that device (no-op when not running)
+    void run_split(const Graph& graph, const Split& split, bool async);
     // Runs `split` and, beside it on the overlap thread, the first `beside` nodes of `next`.
     void run_beside(const Graph& graph, const Split& split, const Split& next, size_t beside,
                     Hidden& hidden);

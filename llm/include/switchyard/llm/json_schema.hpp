@@ -60,7 +60,6 @@ class JsonSchemaGrammar {
 
 // A whole grammar for one schema: `root ::= PREFIX VALUE` and what it uses; `prefix` is GBNF
 // for what comes before the value ("": nothing).
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema,
-                                std::string_view prefix = {});
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, std::string_view prefix = {});
 
 }  // namespace sy::llm

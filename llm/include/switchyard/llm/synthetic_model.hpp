@@ -27,8 +27,8 @@
 namespace sy::llm {
 
 struct Deepseek2Config {
-    std::string name;               // general.name
-    uint32_t n_layer = 0;           // block_count, less n_nextn
+    std::string name;      // general.name
+    uint32_t n_layer = 0;  // block_count, less n_nextn
     // nextn_predict_layers: MTP blocks after the n_layer others (blk.{n_layer}...), each a MoE
     // block plus its nextn.* tensors, as DeepSeek-V3 files carry them; block_count counts them.
     uint32_t n_nextn = 0;
