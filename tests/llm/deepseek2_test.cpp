@@ -110,6 +110,7 @@ struct Case {
     int32_t cache_v = SY_TYPE_NONE;  // -ctv when it differs from -ctk (`cache`)
     int ser_min = 0;                 // -ser Kmin,t
     float ser_t = 1.0f;
+    int parts = 1;  // --expert-parallel: the experts in parts (all on the one backend here)
 };
 
 class Deepseek2Reference : public ::testing::TestWithParam<Case> {};
@@ -126,6 +127,7 @@ TEST_P(Deepseek2Reference, LogitsMatchTheNaiveForwardPass) {
     o.flash_attn = c.flash;
     o.ser_min_experts = c.ser_min;
     o.ser_threshold = c.ser_t;
+    o.expert_parallel = c.parts;
     Deepseek2Model model(gguf::Reader::open(path), o);
     const auto tokens = prompt(c.tokens, int32_t(model.hparams().n_vocab));
 
@@ -165,7 +167,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
                     (c.flash == 0 ? "_nofa" : "") +
                     (c.ser_min > 0 ? "_ser" + std::to_string(c.ser_min) + "_" +
                                          std::to_string(int(c.ser_t * 100)) + "pct"
-                                   : "");
+                                   : "") +
+                    (c.parts > 1 ? "_parts" + std::to_string(c.parts) : "");
     return n;
 }
 
@@ -313,6 +316,43 @@ INSTANTIATE_TEST_SUITE_P(Ser, Deepseek2Reference,
                                            ser(decomposed(Case{0, variant(true, 1)}), 1, 0.3f),
                                            ser(Case{2, spec(SY_TYPE_F32)}, 1, 1.0f)),
                          case_name);
+
+// --expert-parallel N: each layer's 8 experts in N parts (their own weights, ids in the part's
+// numbering, the tokens routed elsewhere zeroed), the parts' sums added: the same forward pass.
+// On one backend here; tests/mpi puts the parts on other ranks.
+Case parts(Case c, int n) {
+    c.parts = n;
+    return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ExpertParallel, Deepseek2Reference,
+    ::testing::Values(parts(Case{3, spec(SY_TYPE_F32)}, 2),
+                      parts(Case{3, spec(SY_TYPE_F32), SY_TYPE_F32, 130}, 3),
+                      parts(Case{2, variant(true, 2, 4, 2)}, 8),
+                      parts(decomposed(Case{0, spec(SY_TYPE_F32)}), 3),
+                      parts(ser(Case{0, variant(true, 1)}, 1, 0.3f), 2),
+                      parts(ser(decomposed(Case{2, spec(SY_TYPE_F32)}), 1, 0.9f), 3),
+                      parts(Case{3, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85}, 3)),
+    case_name);
+
+TEST(Deepseek2Runtime, ExpertPartsAreBetweenOneAndTheExpertCount) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    for (int n : {0, -1, 9}) {
+        ContextOptions o;
+        o.expert_parallel = n;
+        try {
+            Deepseek2Model model(gguf::Reader::open(path), o);
+            ADD_FAILURE() << "--expert-parallel " << n << " was accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("--expert-parallel " + std::to_string(n) +
+                                                 ": expected 1 to the model's 8 routed experts"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+}
 
 // Decoding one token at a time gives the logits of the whole prompt at once, in every mode.
 TEST(Deepseek2Runtime, IncrementalDecodingMatchesTheWholePrompt) {

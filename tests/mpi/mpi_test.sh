@@ -164,6 +164,15 @@ grep -q "this is rank 0" "$tmp/w0.err" || fail "worker as rank 0: $(cat "$tmp/w0
 timeout 30 "$sy" run "${gen[@]}" -ot exps=rank1 >"$tmp/r.out" 2>"$tmp/r.err" && fail "rank 0 without workers ran"
 grep -q "backend .mpi. has 0 device(s) (.*not started by mpirun" "$tmp/r.err" || fail "rank 0 alone: $(cat "$tmp/r.err")"
 
+# --expert-parallel with too few ranks, or outside mpirun: an error naming the missing rank.
+timeout 60 "${mpi[@]}" -np 2 "$sy" run "${gen[@]}" --expert-parallel 3 >"$tmp/e3.out" 2>"$tmp/e3.err" &&
+    fail "--expert-parallel 3 ran on 2 ranks"
+grep -q "expert-parallel 3: part 2 of the experts goes to rank 2, but the job has 2 ranks: start 3" "$tmp/e3.err" ||
+    fail "--expert-parallel 3 on 2 ranks: $(tail -3 "$tmp/e3.err")"
+timeout 30 "$sy" run "${gen[@]}" --expert-parallel 2 >"$tmp/e2.out" 2>"$tmp/e2.err" && fail "--expert-parallel 2 ran alone"
+grep -q "expert-parallel 2: part 1 of the experts goes to rank 1, but the mpi backend has no ranks: .*not started by mpirun" \
+    "$tmp/e2.err" || fail "--expert-parallel 2 alone: $(cat "$tmp/e2.err")"
+
 # A worker killed mid-run: the job ends with an error naming rank 1, well before any timeout.
 ( timeout 120 "${mpi[@]}" -np 1 "$sy" run -m "$tmp/tiny.gguf" -p hi -n 100000 -c 32768 --ignore-eos \
     -ot exps=rank1 : "${worker[@]}" >"$tmp/k.out" 2>"$tmp/k.err"; echo $? >"$tmp/k.rc" ) &

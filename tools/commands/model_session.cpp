@@ -239,6 +239,19 @@ LoadedModel load_model(const ModelOptions& o) {
         const BackendRef ref = parse_backend_name(rule.backend);
         const std::string& plugin = ref.plugin;
         if (const Plugin* p = out.host->find(plugin)) {
+            if (ref.device >= p->device_count() && o.expert_parallel > 1 &&
+                rule.where.starts_with("--expert-parallel"))
+                throw Error(
+                    p->device_count() == 0
+                        ? fmt::format("--expert-parallel {}: part {} of the experts goes to rank "
+                                      "{}, but the mpi backend has no ranks: {}",
+                                      o.expert_parallel, ref.device + 1, ref.device + 1,
+                                      p->build_info())
+                        : fmt::format("--expert-parallel {}: part {} of the experts goes to rank "
+                                      "{}, but the job has {} ranks: start {} (mpirun -np {} "
+                                      "switchyard ...)",
+                                      o.expert_parallel, ref.device + 1, ref.device + 1,
+                                      p->device_count() + 1, o.expert_parallel, o.expert_parallel));
             if (ref.device >= p->device_count())
                 throw Error("placement rule '" + rule.match + "=" + rule.backend + "' (" +
                             rule.where + "): backend '" + plugin + "' has " +
