@@ -1,10 +1,11 @@
 // The mpi backend, on rank 0: its devices are the other ranks of MPI_COMM_WORLD, each running
 // `switchyard worker` (worker.cpp), which computes with its own backends. A device's buffers
 // live in its worker's memory (not host visible: the host reaches them through buffer_set and
-// buffer_get, as for a GPU), compute() sends the nodes and returns, synchronize() waits for the
-// worker's answer. The worker's device properties, capability rows and named ops are this
-// device's; the link (latency and bandwidth to the rank) is measured at load by ping-pong, so
-// placement prices the network like any other link.
+// buffer_get, as for a GPU), compute() sends the nodes (and the small sets held since the last
+// request) and returns, synchronize() waits for the worker's answer, which brings the last
+// node's result for the buffer_get that follows. The worker's device properties, capability rows
+// and named ops are this device's; the link (latency and bandwidth to the rank) is measured at load
+// by ping-pong, so placement prices the network like any other link.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "switchyard/plugin.h"
@@ -59,7 +61,26 @@ struct Rank {
     std::vector<std::unique_ptr<std::string>> names;  // the rows' and named ops' strings
     std::vector<sy_named_op_info> named;
     double latency_ns = 0, bandwidth = 0;
-    std::string pending;  // a failure that the next synchronize reports
+    // A failure that a compute answer brought, for the next synchronize to report.
+    mutable std::string pending;
+    // Small sets held for the next compute request, which carries them (or sent on their own
+    // before any other request).
+    struct Held {
+        WireSet set;
+        std::vector<char> bytes;
+    };
+    mutable std::vector<Held> held;
+    mutable uint64_t held_bytes = 0;
+    mutable int answers = 0;  // compute requests whose answer has not been received
+    // The last compute's result as its answer brought it: a get of those bytes is answered from
+    // here. Not valid once a set or free followed that compute.
+    struct Pushed {
+        bool valid = false;
+        uint64_t handle = 0, offset = 0;
+        std::vector<char> bytes;
+    };
+    mutable Pushed pushed;
+    mutable bool touched_since_compute = false;
 };
 
 struct RemoteBuffer {
@@ -94,8 +115,13 @@ sy_status no_device(int32_t device) {
     return fail(SY_ERR_INVALID_ARGUMENT, "no device " + std::to_string(device));
 }
 
-// Sends a request header (and extra bytes) to a rank.
+std::string flush(const Rank& r);
+
+// Sends a request header (and extra bytes) to a rank; the sets held for a compute request go
+// first when this is another request.
 std::string request(const Rank& r, int tag, Header h, const std::vector<char>& extra = {}) {
+    if (tag != kCompute && !r.held.empty())
+        if (std::string e = flush(r); !e.empty()) return e;
     std::vector<char> bytes(sizeof h + extra.size());
     std::memcpy(bytes.data(), &h, sizeof h);
     if (!extra.empty()) std::memcpy(bytes.data() + sizeof h, extra.data(), extra.size());
@@ -104,8 +130,63 @@ std::string request(const Rank& r, int tag, Header h, const std::vector<char>& e
     return send(bytes.data(), bytes.size(), r.rank, tag, g->timeout);
 }
 
+// The held sets, each as a SET request and its bytes.
+std::string flush(const Rank& r) {
+    std::vector<Rank::Held> held = std::exchange(r.held, {});
+    r.held_bytes = 0;
+    for (const Rank::Held& x : held) {
+        const WireSet& s = x.set;
+        if (std::string e = request(r, kSet, {s.handle, s.offset, s.size, s.sparse}); !e.empty())
+            return e;
+        if (std::string e = s.sparse
+                                ? send(x.bytes.data(), x.bytes.size(), r.rank, kData, g->timeout)
+                                : send_data(x.bytes.data(), x.bytes.size(), r.rank, g->timeout);
+            !e.empty())
+            return e;
+        r.traffic.messages += 1;
+    }
+    return {};
+}
+
+// Receives the answers of the compute requests sent so far (in order: a worker answers in the
+// order it was asked): the first failure is kept for synchronize, the last one's pushed result
+// for the gets that follow.
+std::string drain(const Rank& r) {
+    std::vector<char> bytes;
+    while (r.answers > 0) {
+        if (std::string e = receive(bytes, r.rank, kReply, g->timeout); !e.empty()) return e;
+        --r.answers;
+        Header h;
+        ComputeAnswer ca;
+        if (bytes.size() < sizeof h + sizeof ca) return "a short compute answer";
+        std::memcpy(&h, bytes.data(), sizeof h);
+        std::memcpy(&ca, bytes.data() + sizeof h, sizeof ca);
+        const char* text = bytes.data() + sizeof h + sizeof ca;
+        const size_t left = bytes.size() - sizeof h - sizeof ca;
+        if (left < uint64_t(ca.text) + ca.payload) return "a short compute answer";
+        r.traffic.messages += 1;
+        r.traffic.header_bytes += bytes.size() - ca.payload;
+        r.traffic.get_wire += ca.payload;
+        if (h.a != SY_OK && r.pending.empty())
+            r.pending = std::string(text, ca.text).empty() ? "failed" : std::string(text, ca.text);
+        r.pushed.valid = false;
+        if (h.b == 1 && r.answers == 0 && !r.touched_since_compute) {
+            const char* payload = text + ca.text;
+            r.pushed.bytes.resize(ca.size);
+            const bool ok = ca.sparse
+                                ? unpack_sparse(payload, ca.payload, r.pushed.bytes.data(), ca.size)
+                                : ca.payload == ca.size;
+            if (ok && !ca.sparse) std::memcpy(r.pushed.bytes.data(), payload, ca.size);
+            if (!ok) return "a malformed compute answer";
+            r.pushed = {true, h.c, h.d, std::move(r.pushed.bytes)};
+        }
+    }
+    return {};
+}
+
 // An answer: its header and the bytes after it.
 std::string answer(const Rank& r, Header& h, std::vector<char>& rest) {
+    if (std::string e = drain(r); !e.empty()) return e;
     std::vector<char> bytes;
     if (std::string e = receive(bytes, r.rank, kReply, g->timeout); !e.empty()) return e;
     r.traffic.messages += 1;
@@ -279,6 +360,8 @@ sy_status buffer_alloc(void*, int32_t device, uint64_t size, sy_buffer* buffer) 
 sy_status buffer_free(void*, sy_buffer* buffer) {
     auto* b = static_cast<RemoteBuffer*>(buffer->handle);
     const Rank& r = g->ranks[size_t(b->device)];
+    r.touched_since_compute = true;
+    r.pushed.valid = false;
     const std::string e = request(r, kFree, {b->handle});
     delete b;
     return e.empty() ? sy::sdk::ok() : rank_failed(r, "freeing a buffer", e);
@@ -289,6 +372,8 @@ sy_status buffer_set(void*, const sy_buffer* buffer, uint64_t offset, const void
     const Rank& r = g->ranks[size_t(b->device)];
     if (offset > buffer->size || n > buffer->size - offset)
         return fail(SY_ERR_INVALID_ARGUMENT, "buffer_set past the buffer's end");
+    r.touched_since_compute = true;
+    r.pushed.valid = false;
     // Bytes of the model file that the rank holds too: it reads them from its own copy.
     const char* p = static_cast<const char*>(src);
     for (const Mapping& m : g->mappings) {
@@ -302,7 +387,20 @@ sy_status buffer_set(void*, const sy_buffer* buffer, uint64_t offset, const void
             return rank_failed(r, "loading weights", e);
         return sy::sdk::ok();
     }
-    const std::vector<char> sparse = sparse_message(p, n);
+    std::vector<char> sparse = sparse_message(p, n);
+    r.traffic.set_bytes += n;
+    r.traffic.set_wire += sparse.empty() ? n : sparse.size();
+    if (n <= kBundleLimit) {  // held for the next compute request (a copy: src is the caller's)
+        if (r.held_bytes + n > kBundleLimit)
+            if (std::string e = flush(r); !e.empty()) return rank_failed(r, "sending bytes", e);
+        Rank::Held x;
+        x.set = {b->handle, offset, n, sparse.empty() ? n : sparse.size(), sparse.empty() ? 0u : 1u,
+                 0};
+        x.bytes = sparse.empty() ? std::vector<char>(p, p + n) : std::move(sparse);
+        r.held_bytes += n;
+        r.held.push_back(std::move(x));
+        return sy::sdk::ok();
+    }
     if (std::string e = request(r, kSet, {b->handle, offset, n, sparse.empty() ? 0u : 1u});
         !e.empty())
         return rank_failed(r, "sending bytes", e);
@@ -311,8 +409,6 @@ sy_status buffer_set(void*, const sy_buffer* buffer, uint64_t offset, const void
                               : send(sparse.data(), sparse.size(), r.rank, kData, g->timeout);
     if (!e.empty()) return rank_failed(r, "sending bytes", e);
     r.traffic.messages += 1;
-    r.traffic.set_bytes += n;
-    r.traffic.set_wire += sparse.empty() ? n : sparse.size();
     return sy::sdk::ok();
 }
 
@@ -321,6 +417,16 @@ sy_status buffer_get(void*, const sy_buffer* buffer, uint64_t offset, void* dst,
     const Rank& r = g->ranks[size_t(b->device)];
     if (offset > buffer->size || n > buffer->size - offset)
         return fail(SY_ERR_INVALID_ARGUMENT, "buffer_get past the buffer's end");
+    // The last compute's result came with its answer: no request.
+    if (r.held.empty())
+        if (std::string e = drain(r); !e.empty()) return rank_failed(r, "reading bytes", e);
+    const Rank::Pushed& pushed = r.pushed;
+    if (pushed.valid && pushed.handle == b->handle && offset >= pushed.offset &&
+        n <= pushed.bytes.size() && offset - pushed.offset <= pushed.bytes.size() - n) {
+        std::memcpy(dst, pushed.bytes.data() + (offset - pushed.offset), n);
+        r.traffic.get_bytes += n;
+        return sy::sdk::ok();
+    }
     if (std::string e = request(r, kGet, {b->handle, offset, n}); !e.empty())
         return rank_failed(r, "reading bytes", e);
     Header h;
@@ -385,14 +491,24 @@ sy_status compute(void*, int32_t device, const sy_node* const* nodes, size_t cou
     if (sy_status s = no_device(device); s.code) return s;
     const Rank& r = g->ranks[size_t(device)];
     Writer w;
+    // The held sets first: the worker stores them, then computes.
+    for (const Rank::Held& x : r.held) {
+        w.put(x.set);
+        w.bytes.insert(w.bytes.end(), x.bytes.begin(), x.bytes.end());
+    }
     for (size_t i = 0; i < count; ++i)
         if (const int bad = put_node(w, *nodes[i], device); bad != kAllPlaced)
             return fail(SY_ERR_INVALID_ARGUMENT,
                         (bad < 0 ? std::string("dst") : "src" + std::to_string(bad)) + " of node " +
                             std::to_string(i) + " (" + sy::sdk::op_name(nodes[i]->op) +
                             ") is not in a buffer of rank " + std::to_string(r.rank));
-    if (std::string e = request(r, kCompute, {count}, w.bytes); !e.empty())
+    if (std::string e = request(r, kCompute, {count, r.held.size()}, w.bytes); !e.empty())
         return rank_failed(r, "sending nodes", e);
+    r.held.clear();
+    r.held_bytes = 0;
+    r.answers += 1;
+    r.touched_since_compute = false;
+    r.pushed.valid = false;
     return sy::sdk::ok();
 }
 
@@ -425,8 +541,20 @@ sy_status estimate(void*, int32_t device, const sy_node* node, double* ns) {
 sy_status synchronize(void*, int32_t device) {
     if (sy_status s = no_device(device); s.code) return s;
     const Rank& r = g->ranks[size_t(device)];
-    if (std::string e = request(r, kSync, {}); !e.empty()) return rank_failed(r, "synchronize", e);
-    return status_answer(r, "computing");
+    // Sets with no compute after them are sent; a compute's answer says when it is done (no
+    // request); without one, a SYNC asks for the first failure since the last answer.
+    if (std::string e = flush(r); !e.empty()) return rank_failed(r, "synchronize", e);
+    if (r.answers == 0) {
+        if (std::string e = request(r, kSync, {}); !e.empty())
+            return rank_failed(r, "synchronize", e);
+        if (sy_status s = status_answer(r, "computing"); s.code) return s;
+    }
+    if (std::string e = drain(r); !e.empty()) return rank_failed(r, "computing", e);
+    if (!r.pending.empty()) {
+        const std::string f = std::exchange(r.pending, std::string());
+        return sy::sdk::error(SY_ERR_BACKEND, "mpi: rank %d: computing: %s", r.rank, f.c_str());
+    }
+    return sy::sdk::ok();
 }
 
 void forget_mappings() {

@@ -1,10 +1,12 @@
 // The mpi plugin's messages between rank 0 (the backend, mpi_backend.cpp) and a worker rank
 // (worker.cpp), over MPI_COMM_WORLD point to point. Every request is one message whose tag is
 // its opcode and whose bytes start with a Header; bulk bytes follow as kData messages of at most
-// kChunk bytes. A worker handles requests in order, so a GET or SYNC answer comes after every
-// earlier request's work; SET, FREE and COMPUTE are not answered, and their first failure is the
-// answer of the next SYNC. Waits poll MPI_Test against a deadline, so a peer that stopped
-// answering is an error naming its rank, not a hang.
+// kChunk bytes. A worker handles requests in order, so an answer comes after every earlier
+// request's work. SET and FREE are not answered (their first failure is the next answer's);
+// COMPUTE carries the small sets before it and is answered when done, with its last node's
+// result: in a decode step, one message each way per rank and MoE layer. Waits poll MPI_Test
+// against a deadline, so a peer that stopped answering is an error naming its rank, not a
+// hang.
 #pragma once
 
 #include <mpi.h>
@@ -22,7 +24,7 @@
 namespace sy::mpi {
 
 // Bumped whenever a message changes; both sides refuse another.
-constexpr uint32_t kProtocol = 2;
+constexpr uint32_t kProtocol = 3;
 
 enum Tag : int {
     kHello = 101,     // rank 0 -> worker: protocol, version string; answer: Info
@@ -31,7 +33,8 @@ enum Tag : int {
     kFree = 104,      // a = handle
     kSet = 105,       // a = handle, b = offset, c = size, d = 1 sparse; then the bytes (kData)
     kGet = 106,       // a = handle, b = offset, c = size; answer: status, b = 1 sparse; bytes
-    kCompute = 107,   // a = node count; then serialized nodes
+    kCompute = 107,   // a = node count, b = sets (WireSet + bytes each) before the nodes;
+                      // answer: ComputeAnswer (status, the last node's result pushed back)
     kSync = 108,      // answer: status (the first failure since the last SYNC)
     kOption = 109,    // key \0 value; answer: status
     kBye = 110,       // the backend is unloaded: the worker waits for the next HELLO
@@ -63,6 +66,29 @@ inline uint64_t fingerprint(const unsigned char* first, size_t n_first, const un
     return h;
 }
 constexpr uint64_t kFingerprintBytes = uint64_t(1) << 20;
+
+// A set sent with a compute request (rank 0 holds small sets until the next request): its
+// bytes follow, `payload` of them (a sparse message when `sparse`).
+struct WireSet {
+    uint64_t handle, offset, size, payload;
+    uint32_t sparse, pad;
+};
+
+// The answer to a compute request, sent when the nodes are done: the status (a = code), and,
+// when b = 1, the bytes of the last node's result (handle c, offset d) that follow the failure
+// text: `size` bytes as `payload` bytes (a sparse message when `sparse`). Rank 0 reads it on
+// synchronize and answers a get of those bytes from it, without a request.
+struct ComputeAnswer {
+    uint64_t size = 0, payload = 0;
+    uint32_t sparse = 0, text = 0;
+};
+// Results up to this size are pushed back with the compute answer.
+constexpr uint64_t kPushLimit = uint64_t(64) << 20;
+// Sets up to this size wait for the next compute request (which carries them).
+constexpr uint64_t kBundleLimit = uint64_t(4) << 20;
+
+// Decodes a sparse message (sparse_message) of n bytes from memory into p.
+inline bool unpack_sparse(const char* message, uint64_t size, char* p, uint64_t n);
 
 // A tensor as the other side rebuilds it: its buffer's handle and the offset of element 0.
 struct WireTensor {
@@ -205,7 +231,7 @@ inline std::string receive_data(char* p, uint64_t size, int rank, double seconds
 
 // Bulk bytes with runs of zeros (the rows of tokens that no expert of a rank is routed to) go as
 // one kData message: a bitmap of the kSparseBlock-byte blocks that are not all zero, then those
-// blocks; the receiver zeroes the others. Used when at least an eighth of the blocks are zero.
+// blocks; the receiver zeroes the others. Used when it saves more than the bitmap and 1 KiB.
 constexpr uint64_t kSparseBlock = 256;
 
 // The sparse message for n bytes at p, or an empty vector when the dense bytes are better.
@@ -228,7 +254,7 @@ inline std::vector<char> sparse_message(const char* p, uint64_t n) {
         else
             kept[b / 8] |= uint8_t(1u << (b % 8));
     }
-    if (zero * 8 < blocks) return {};
+    if (zero * kSparseBlock <= map + 1024) return {};  // saves less than the bitmap and 1 KiB
     std::vector<char> out(map);
     std::memcpy(out.data(), kept.data(), map);
     out.reserve(map + n - zero * kSparseBlock);
@@ -240,28 +266,33 @@ inline std::vector<char> sparse_message(const char* p, uint64_t n) {
     return out;
 }
 
+inline bool unpack_sparse(const char* message, uint64_t size, char* p, uint64_t n) {
+    const uint64_t blocks = (n + kSparseBlock - 1) / kSparseBlock, map = (blocks + 7) / 8;
+    if (size < map) return false;
+    const auto* kept = reinterpret_cast<const unsigned char*>(message);
+    uint64_t at = map;
+    for (uint64_t b = 0; b < blocks; ++b) {
+        const uint64_t len = std::min(kSparseBlock, n - b * kSparseBlock);
+        char* q = p + b * kSparseBlock;
+        if (kept[b / 8] & (1u << (b % 8))) {
+            if (size - at < len) return false;
+            std::memcpy(q, message + at, len);
+            at += len;
+        } else {
+            std::memset(q, 0, len);
+        }
+    }
+    return at == size;
+}
+
 // Receives a sparse message for n bytes into p. Returns what went wrong, or an empty string.
 inline std::string receive_sparse(char* p, uint64_t n, int rank, double seconds,
                                   uint64_t* wire_bytes = nullptr) {
     std::vector<char> message;
     if (std::string e = receive(message, rank, kData, seconds); !e.empty()) return e;
     if (wire_bytes) *wire_bytes = message.size();
-    const uint64_t blocks = (n + kSparseBlock - 1) / kSparseBlock, map = (blocks + 7) / 8;
-    if (message.size() < map) return "a malformed sparse message";
-    const auto* kept = reinterpret_cast<const unsigned char*>(message.data());
-    uint64_t at = map;
-    for (uint64_t b = 0; b < blocks; ++b) {
-        const uint64_t len = std::min(kSparseBlock, n - b * kSparseBlock);
-        char* q = p + b * kSparseBlock;
-        if (kept[b / 8] & (1u << (b % 8))) {
-            if (message.size() - at < len) return "a malformed sparse message";
-            std::memcpy(q, message.data() + at, len);
-            at += len;
-        } else {
-            std::memset(q, 0, len);
-        }
-    }
-    return at == message.size() ? std::string() : "a malformed sparse message";
+    return unpack_sparse(message.data(), message.size(), p, n) ? std::string()
+                                                               : "a malformed sparse message";
 }
 
 }  // namespace sy::mpi

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "switchyard/plugin.h"
@@ -82,7 +83,7 @@ std::vector<char> describe(const Worker& w, const char* version) {
 // With `estimate` the tensors are descriptors only (no buffer) and the first node's estimate is
 // returned in *ns instead of computing.
 void compute(Worker& w, const char* p, size_t n, uint64_t count, bool estimate = false,
-             double* ns = nullptr) {
+             double* ns = nullptr, WireTensor* last = nullptr) {
     std::vector<sy_node> nodes(count);
     std::vector<sy_tensor> tensors(count * (SY_MAX_SRC + 1));
     std::vector<std::string> names(count);
@@ -137,6 +138,7 @@ void compute(Worker& w, const char* p, size_t n, uint64_t count, bool estimate =
                                 " is " + why);
         }
         pointers[i] = &node;
+        if (last) *last = wn.dst;
     }
     if (estimate) {
         const sy_status s = count == 1 && w.local->estimate
@@ -148,6 +150,100 @@ void compute(Worker& w, const char* p, size_t n, uint64_t count, bool estimate =
     sy_status s = w.local->compute(w.local->ctx, w.device, pointers.data(), count);
     if (s.code == SY_OK && w.local->synchronize) s = w.local->synchronize(w.local->ctx, w.device);
     if (s.code != SY_OK) w.failed(w.status_text(s, "compute"));
+}
+
+// Where the bytes of a set go: the buffer's own memory when host visible, else `staging` (then
+// commit_set hands them to the local backend); nullptr (the failure recorded) for a range
+// outside this rank's buffers.
+char* set_target(Worker& w, uint64_t handle, uint64_t offset, uint64_t size,
+                 std::vector<char>& staging) {
+    const auto it = w.buffers.find(handle);
+    if (it == w.buffers.end() || offset > it->second.size || size > it->second.size - offset) {
+        w.failed("set: bytes past buffer " + std::to_string(handle) + "'s end");
+        return nullptr;
+    }
+    if (it->second.host_visible) return static_cast<char*>(it->second.base) + offset;
+    staging.resize(size);
+    return staging.data();
+}
+
+void commit_set(Worker& w, uint64_t handle, uint64_t offset, uint64_t size, const char* at) {
+    sy_buffer& b = w.buffers.at(handle);
+    if (b.host_visible) return;
+    const sy_status s = w.local->buffer_set(w.local->ctx, &b, offset, at, size);
+    if (s.code) w.failed(w.status_text(s, "buffer_set"));
+}
+
+// A compute request: the sets it carries, then its nodes; answered when they are done, with the
+// last node's result when it is contiguous and small enough (rank 0 reads it next, as a rule:
+// an expert part's weighted sum, a pipeline stage's output).
+std::string compute_request(Worker& w, const Header& h, const char* rest, size_t rest_size) {
+    Reader in(rest, rest_size);
+    for (uint64_t i = 0; i < h.b; ++i) {
+        WireSet ws{};
+        if (!in.get(ws) || in.left() < ws.payload) {
+            w.failed("compute: a malformed set");
+            in = Reader(in.at(), 0);
+            break;
+        }
+        std::vector<char> staging;
+        if (char* at = set_target(w, ws.handle, ws.offset, ws.size, staging)) {
+            const bool ok =
+                ws.sparse ? unpack_sparse(in.at(), ws.payload, at, ws.size) : ws.payload == ws.size;
+            if (ok && !ws.sparse) std::memcpy(at, in.at(), ws.size);
+            if (ok)
+                commit_set(w, ws.handle, ws.offset, ws.size, at);
+            else
+                w.failed("compute: a malformed set");
+        }
+        in = Reader(in.at() + ws.payload, in.left() - ws.payload);
+    }
+    WireTensor last{};
+    if (w.failure.empty()) compute(w, in.at(), in.left(), h.a, false, nullptr, &last);
+    const std::string failure = std::exchange(w.failure, std::string());
+    Header answer{failure.empty() ? uint64_t(SY_OK) : uint64_t(SY_ERR_BACKEND)};
+    ComputeAnswer ca;
+    ca.text = uint32_t(failure.size());
+    std::vector<char> dense, sparse;
+    const char* payload = nullptr;
+    if (failure.empty() && last.present) {
+        sy_tensor t{};
+        t.struct_size = sizeof t;
+        t.type = last.type;
+        std::memcpy(t.ne, last.ne, sizeof t.ne);
+        std::memcpy(t.nb, last.nb, sizeof t.nb);
+        const auto it = w.buffers.find(last.handle);
+        const auto size = uint64_t(sy::sdk::nbytes(t));
+        if (sy::sdk::is_contiguous(t) && size <= kPushLimit && it != w.buffers.end() &&
+            last.offset <= it->second.size && size <= it->second.size - last.offset) {
+            const char* at = static_cast<const char*>(it->second.base) + last.offset;
+            bool ok = true;
+            if (!it->second.host_visible) {
+                dense.resize(size);
+                ok = w.local->buffer_get(w.local->ctx, &it->second, last.offset, dense.data(), size)
+                         .code == SY_OK;
+                at = dense.data();
+            }
+            if (ok) {
+                sparse = sparse_message(at, size);
+                answer.b = 1;
+                answer.c = last.handle;
+                answer.d = last.offset;
+                ca.size = size;
+                ca.sparse = sparse.empty() ? 0 : 1;
+                ca.payload = sparse.empty() ? size : sparse.size();
+                payload = sparse.empty() ? at : sparse.data();
+            }
+        }
+    }
+    std::vector<char> message(sizeof answer + sizeof ca + failure.size() + ca.payload);
+    char* q = message.data();
+    std::memcpy(q, &answer, sizeof answer);
+    std::memcpy(q + sizeof answer, &ca, sizeof ca);
+    std::memcpy(q + sizeof answer + sizeof ca, failure.data(), failure.size());
+    if (ca.payload)
+        std::memcpy(q + sizeof answer + sizeof ca + failure.size(), payload, ca.payload);
+    return send(message.data(), message.size(), 0, kReply, w.timeout);
 }
 
 // One request; false when the loop ends (BYE, or rank 0 cannot be answered).
@@ -290,9 +386,7 @@ bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& err
             }
             break;
         }
-        case kCompute:
-            if (w.failure.empty()) compute(w, rest, rest_size, h.a);
-            break;
+        case kCompute: e = compute_request(w, h, rest, rest_size); break;
         case kEstimate: {
             double ns = -1;
             const std::string before = w.failure;

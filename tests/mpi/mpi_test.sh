@@ -59,6 +59,14 @@ import re, sys
 for sent, asked in re.findall(r"sent ([0-9.]+) KiB of ([0-9.]+) KiB set", open(sys.argv[1]).read()):
     assert float(sent) < float(asked), (sent, asked)
 PY
+# One message each way per rank and MoE layer in a decode step: the inputs go with the compute
+# request, the partial sum comes back with its answer (tiny: 2 MoE layers, so one more step is 4).
+msgs() {
+  timeout 60 "${mpi[@]}" -x SWITCHYARD_MPI_STATS=1 -np 2 "$sy" run -m "$tmp/tiny.gguf" -p "The quick brown fox" \
+      -n "$1" --ignore-eos --expert-parallel 2 2>&1 >/dev/null | grep -o '^mpi: rank 1: [0-9]* messages' | grep -o '[0-9]* messages'
+}
+m16=$(msgs 16); m17=$(msgs 17)
+[ -n "$m16" ] && [ $(( ${m17% *} - ${m16% *} )) -eq 4 ] || fail "messages per decode step: $m16 for 16 tokens, $m17 for 17"
 # A prompt's logits (batches through the workers): the single process's within float rounding
 # (the parts' sums add in another order).
 npy_diff() {

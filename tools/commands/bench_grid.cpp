@@ -140,6 +140,10 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("--plugin", base.plugins.plugins, "Load this plugin too (repeatable)");
     app.add_option("--backend", base.backend, "Backend plugin that runs the model (default cpu)");
     app.add_flag("--cpu-moe", base.cpu_moe, "All routed experts' weights on the cpu backend");
+    app.add_option("--expert-parallel", base.expert_parallel,
+                   "N: every MoE layer's routed experts in N parts, part r on MPI rank r "
+                   "(docs/mpi.md)")
+        ->check(CLI::Range(1, 1 << 16));
     app.add_flag("--fit", base.fit, "Fill the devices with the weights no rule places");
     app.add_option("--offload-policy", base.offload_policy,
                    "op=0|1,...: whether nodes reading host-resident weights may run on a device");
