@@ -12,7 +12,10 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -81,6 +84,15 @@ struct Rank {
     };
     mutable Pushed pushed;
     mutable bool touched_since_compute = false;
+    // Results by buffer, offset and size: pushed back and never read (a stretch of a split
+    // whose last node's result stays on the rank), and read with a get after their compute.
+    // A compute request asks for its result unless it was unwanted; a result over 64 KiB only
+    // once it was read before.
+    using Key = std::tuple<uint64_t, uint64_t, uint64_t>;
+    mutable std::set<Key> unwanted, wanted;
+    mutable std::optional<Key> last_result;
+    mutable std::optional<Key> last_push;
+    mutable bool last_push_read = false;
 };
 
 struct RemoteBuffer {
@@ -178,6 +190,8 @@ std::string drain(const Rank& r) {
                                 : ca.payload == ca.size;
             if (ok && !ca.sparse) std::memcpy(r.pushed.bytes.data(), payload, ca.size);
             if (!ok) return "a malformed compute answer";
+            r.last_push = Rank::Key{h.c, h.d, ca.size};
+            r.last_push_read = false;
             r.pushed = {true, h.c, h.d, std::move(r.pushed.bytes)};
         }
     }
@@ -424,9 +438,11 @@ sy_status buffer_get(void*, const sy_buffer* buffer, uint64_t offset, void* dst,
     if (pushed.valid && pushed.handle == b->handle && offset >= pushed.offset &&
         n <= pushed.bytes.size() && offset - pushed.offset <= pushed.bytes.size() - n) {
         std::memcpy(dst, pushed.bytes.data() + (offset - pushed.offset), n);
+        r.last_push_read = true;
         r.traffic.get_bytes += n;
         return sy::sdk::ok();
     }
+    if (r.last_result == Rank::Key{b->handle, offset, n}) r.wanted.insert(*r.last_result);
     if (std::string e = request(r, kGet, {b->handle, offset, n}); !e.empty())
         return rank_failed(r, "reading bytes", e);
     Header h;
@@ -502,7 +518,21 @@ sy_status compute(void*, int32_t device, const sy_node* const* nodes, size_t cou
                         (bad < 0 ? std::string("dst") : "src" + std::to_string(bad)) + " of node " +
                             std::to_string(i) + " (" + sy::sdk::op_name(nodes[i]->op) +
                             ") is not in a buffer of rank " + std::to_string(r.rank));
-    if (std::string e = request(r, kCompute, {count, r.held.size()}, w.bytes); !e.empty())
+    // Push the last node's result back unless the last time it was not read.
+    if (r.last_push && !r.last_push_read) r.unwanted.insert(*r.last_push);
+    r.last_push.reset();
+    uint64_t no_push = 0;
+    r.last_result.reset();
+    if (const sy_tensor* dst = count > 0 ? nodes[count - 1]->dst : nullptr) {
+        const auto* buffer = static_cast<const RemoteBuffer*>(dst->buffer->handle);
+        const auto offset = uint64_t(static_cast<const char*>(dst->data) -
+                                     static_cast<const char*>(dst->buffer->base));
+        const Rank::Key key{buffer->handle, offset, uint64_t(sy::sdk::nbytes(*dst))};
+        r.last_result = key;
+        no_push = r.unwanted.count(key) ||
+                  (std::get<2>(key) > (uint64_t(64) << 10) && !r.wanted.count(key));
+    }
+    if (std::string e = request(r, kCompute, {count, r.held.size(), no_push}, w.bytes); !e.empty())
         return rank_failed(r, "sending nodes", e);
     r.held.clear();
     r.held_bytes = 0;

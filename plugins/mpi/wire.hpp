@@ -33,7 +33,8 @@ enum Tag : int {
     kFree = 104,      // a = handle
     kSet = 105,       // a = handle, b = offset, c = size, d = 1 sparse; then the bytes (kData)
     kGet = 106,       // a = handle, b = offset, c = size; answer: status, b = 1 sparse; bytes
-    kCompute = 107,   // a = node count, b = sets (WireSet + bytes each) before the nodes;
+    kCompute = 107,   // a = node count, b = sets (WireSet + bytes each) before the nodes,
+                      // c = 1: no result pushed back;
                       // answer: ComputeAnswer (status, the last node's result pushed back)
     kSync = 108,      // answer: status (the first failure since the last SYNC)
     kOption = 109,    // key \0 value; answer: status

@@ -206,7 +206,7 @@ std::string compute_request(Worker& w, const Header& h, const char* rest, size_t
     ca.text = uint32_t(failure.size());
     std::vector<char> dense, sparse;
     const char* payload = nullptr;
-    if (failure.empty() && last.present) {
+    if (failure.empty() && last.present && h.c == 0) {
         sy_tensor t{};
         t.struct_size = sizeof t;
         t.type = last.type;
