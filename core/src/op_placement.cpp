@@ -106,8 +106,7 @@ class Placer {
             NodePlacement& n = plan.nodes[i];
             const CandidateCost* cheapest = nullptr;
             for (const CandidateCost& c : n.candidates)
-                if (c.excluded.empty() && (!cheapest || c.total_ns() < cheapest->total_ns()))
-                    cheapest = &c;
+                if (c.excluded.empty() && (!cheapest || cheaper(c, *cheapest))) cheapest = &c;
             if (cheapest && cheapest->backend != chosen[i])
                 n.reason = fmt::format(
                     "{} for the whole graph's copies and splits (its own cheapest: {}; greedy "
@@ -233,6 +232,10 @@ class Placer {
     }
 
     // Returns whether any node moved.
+    // A move must save more than the noise of the estimates (those of tiny nodes move by a
+    // microsecond or so from one process to the next), so plan and run refine alike.
+    static constexpr double kRefineSaving = 2000.0;
+
     bool refine(const OpPlan& greedy, std::vector<int32_t>& chosen) const {
         const size_t n_nodes = graph_.nodes().size(), n_backends = backends_.size();
         Refinement r;
@@ -278,7 +281,7 @@ class Placer {
                 if (r.output[n] == kFixed) continue;
                 const int32_t from = chosen[n];
                 int32_t best = from;
-                double best_delta = -1.0;  // ns: only real savings
+                double best_delta = -kRefineSaving;  // ns: only real savings
                 for (size_t b = 0; b < n_backends; ++b) {
                     if (int32_t(b) == from || !movable(r, n, int32_t(b))) continue;
                     const double delta = move(r, chosen, n, int32_t(b));
@@ -305,7 +308,7 @@ class Placer {
                     const int32_t from = chosen[first];
                     double delta = 0;
                     for (size_t n = first; n < end; ++n) delta += move(r, chosen, n, int32_t(b));
-                    if (delta < -1.0) {
+                    if (delta < -kRefineSaving) {
                         better = moved = true;
                         break;
                     }
@@ -386,6 +389,15 @@ class Placer {
             return &p;
         }
         return nullptr;
+    }
+
+    // Costs within 5 % of each other are a tie (estimates measured at start move by about that
+    // from one process to the next), which the fewer bytes moved decide: what scales with the
+    // model, and a placement that does not flip between plan and run.
+    static bool cheaper(const CandidateCost& a, const CandidateCost& b) {
+        const double x = a.total_ns(), y = b.total_ns();
+        const bool tie = std::fabs(x - y) <= 0.05 * std::min(x, y);
+        return tie ? a.transfer_bytes < b.transfer_bytes : x < y;
     }
 
     NodePlacement place(int32_t index, const sy_node& raw, const ExpertUse& use) {
@@ -478,7 +490,7 @@ class Placer {
         for (const CandidateCost& c : out.candidates) {
             if (!c.excluded.empty()) continue;
             ++allowed;
-            if (!best || c.total_ns() < best->total_ns()) best = &c;
+            if (!best || cheaper(c, *best)) best = &c;
         }
         if (!best) {
             std::string why;

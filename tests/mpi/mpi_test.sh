@@ -181,6 +181,13 @@ timeout 30 "$sy" run "${gen[@]}" --expert-parallel 2 >"$tmp/e2.out" 2>"$tmp/e2.e
 grep -q "expert-parallel 2: part 1 of the experts goes to rank 1, but the mpi backend has no ranks: .*not started by mpirun" \
     "$tmp/e2.err" || fail "--expert-parallel 2 alone: $(cat "$tmp/e2.err")"
 
+# An unreachable host: mpirun stops at launch, with its error (ssh's, or that it has no ssh), non-zero.
+timeout 60 "${mpi[@]}" -np 1 "$sy" run "${gen[@]}" --expert-parallel 2 : \
+    -np 1 --host nosuchhost.invalid:1 "$sy" worker -m "$tmp/tiny.gguf" >"$tmp/h.out" 2>"$tmp/h.err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "unreachable host: exit $rc"
+grep -q -i "nosuchhost\|ssh\|rsh\|unable to" "$tmp/h.err" || fail "unreachable host: $(head -5 "$tmp/h.err")"
+
 # A worker killed mid-run: the job ends with an error naming rank 1, well before any timeout.
 ( timeout 120 "${mpi[@]}" -np 1 "$sy" run -m "$tmp/tiny.gguf" -p hi -n 100000 -c 32768 --ignore-eos \
     -ot exps=rank1 : "${worker[@]}" >"$tmp/k.out" 2>"$tmp/k.err"; echo $? >"$tmp/k.rc" ) &
