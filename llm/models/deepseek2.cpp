@@ -391,7 +391,10 @@ class GraphBuilder {
         sums[0] = part_sum(l, 0, y, part_ids[0], weights);
         Tensor* routed = sums[0];
         for (int r = 1; r < n; ++r) routed = g_.add(routed, sums[size_t(r)]);
-        return routed;
+        if (!o_.expert_parallel_exact) return routed;
+        // Each slot is another part's zero everywhere but in its own part (x + 0 is x), so this
+        // is one process's {embd, k, T}, summed over the slots as it does.
+        return g_.reshape(g_.sum_rows(g_.transpose(routed)), {hp_.n_embd, T_});
     }
 
     // A per-expert table of the model {E} as a {1, E, T} source of get_rows (the same row for
@@ -421,12 +424,14 @@ class GraphBuilder {
         return g_.get_rows(y, g_.reshape(rows, {T_}));
     }
 
-    // Part r's weighted sum {embd, T}: its experts' products on y_r by ids_r.
+    // Part r's weighted sum {embd, T} (with --expert-parallel-exact its weighted outputs per
+    // slot, {embd, k, T}): its experts' products on y_r by ids_r.
     Tensor* part_sum(const Deepseek2Layer& l, int r, Tensor* y_r, Tensor* ids_r, Tensor* weights) {
         Tensor* up = w(part(l.up_exps, r));
         Tensor* gate = w(part(l.gate_exps, r));
         Tensor* par = fused_.expert_swiglu(up, gate, g_.reshape(y_r, {hp_.n_embd, 1, T_}), ids_r);
         Tensor* down = g_.mul_mat_id(w(part(l.down_exps, r)), par, ids_r);
+        if (o_.expert_parallel_exact) return g_.mul(down, weights);  // {embd, k, T}
         return weighted_sum(down, weights);
     }
 

@@ -378,6 +378,35 @@ TEST(Deepseek2Runtime, ExpertPartsGiveTheLogitsOfOnePart) {
     }
 }
 
+// --expert-parallel-exact: the parts' weighted outputs per slot, summed over the slots as one
+// process does: the same logits, bit for bit, with block-quantized weights too.
+TEST(Deepseek2Runtime, ExactExpertPartsGiveOnePartsLogitsBitForBit) {
+    ScratchDir dir;
+    Deepseek2Config cfg = deepseek2_preset("tiny");
+    cfg.n_expert = 64;
+    cfg.n_expert_used = 6;
+    cfg.gating_func = 1;
+    cfg.expert_weights_norm = false;
+    cfg.expert_weights_scale = 1.0f;
+    const auto path = dir / "experts64-q8.gguf";
+    write_synthetic_model(path, plan_deepseek2(cfg, SY_TYPE_Q8_0, KvLayout::kv_b), 7, 1);
+    std::vector<float> want;
+    for (int n : {1, 2, 3}) {
+        SCOPED_TRACE(n);
+        ContextOptions o;
+        o.n_ctx = 512;
+        o.expert_parallel = n;
+        o.expert_parallel_exact = n > 1;
+        Deepseek2Model model(gguf::Reader::open(path), o);
+        Session session(model, cpu_plugin());
+        const auto got = session.eval(prompt(400, int32_t(model.hparams().n_vocab)), true);
+        if (n == 1)
+            want = got;
+        else
+            EXPECT_TRUE(got == want) << "other logits";
+    }
+}
+
 TEST(Deepseek2Runtime, ExpertPartsAreBetweenOneAndTheExpertCount) {
     ScratchDir dir;
     const auto path = make_model(dir, spec(SY_TYPE_F32));

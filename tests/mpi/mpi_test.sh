@@ -106,6 +106,14 @@ for n in 2 3; do
       fail "logits, --expert-parallel $n: $(tail -5 "$tmp/lep.err")"
   d=$(npy_diff "$tmp/l1.npy" "$tmp/lep$n.npy") || fail "logits, --expert-parallel $n: off by $d of the largest"
 done
+# --expert-parallel-exact: the ranks' weighted outputs per expert, summed on rank 0 as one process
+# does: the same bytes.
+timeout 120 "${mpi[@]}" -np 3 "$sy" run -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -n 1 --temp 0 "${exact[@]}" \
+    --logits-out "$tmp/lx.npy" --expert-parallel 3 --expert-parallel-exact >/dev/null 2>"$tmp/lx.err" ||
+    fail "logits, --expert-parallel-exact: $(tail -5 "$tmp/lx.err")"
+cmp -s "$tmp/l1.npy" "$tmp/lx.npy" || fail "logits, --expert-parallel-exact: not the single process's bytes"
+"$sy" run "${gen[@]}" --expert-parallel-exact >"$tmp/x.out" 2>"$tmp/x.err" && fail "--expert-parallel-exact alone ran"
+grep -q "expert-parallel-exact without --expert-parallel N" "$tmp/x.err" || fail "exact alone: $(cat "$tmp/x.err")"
 ppl=(perplexity -m "$tmp/tiny.gguf" -f "$tmp/text.txt" -c 128 "${exact[@]}")
 "$sy" "${ppl[@]}" >"$tmp/ppl1" 2>&1 || fail "perplexity: $(tail -3 "$tmp/ppl1")"
 timeout 180 "${mpi[@]}" -np 1 "$sy" "${ppl[@]}" -ot exps=rank1 : "${wexact[@]}" >"$tmp/ppl2" 2>&1 ||

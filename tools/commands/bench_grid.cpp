@@ -144,6 +144,8 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
                    "N: every MoE layer's routed experts in N parts, part r on MPI rank r "
                    "(docs/mpi.md)")
         ->check(CLI::Range(1, 1 << 16));
+    app.add_flag("--expert-parallel-exact", base.expert_parallel_exact,
+                 "Each rank returns its experts' weighted outputs, not their sum");
     app.add_flag("--fit", base.fit, "Fill the devices with the weights no rule places");
     app.add_option("--offload-policy", base.offload_policy,
                    "op=0|1,...: whether nodes reading host-resident weights may run on a device");

@@ -21,8 +21,8 @@ struct BenchInstance {
 struct BenchGrid {
     static constexpr size_t kMaxInstances = 10000;
     // Lists as given (each occurrence may hold a comma-separated list).
-    std::vector<std::string> models, threads, batches, ubatches, mla, fused_moe, repack, amb, cache_k,
-        cache_v, flash_attn, ngl, n_cpu_moe, configs, cost_tables, tensor_splits, mmap,
+    std::vector<std::string> models, threads, batches, ubatches, mla, fused_moe, repack, amb,
+        cache_k, cache_v, flash_attn, ngl, n_cpu_moe, configs, cost_tables, tensor_splits, mmap,
         grouped_er;
     // -ot values: as ik_llama.cpp's llama-bench, one placement for every combination, its rules
     // separated by ',' (or ';', mainline's separator) and added up over repeated -ot.

@@ -25,7 +25,7 @@ struct BenchRecord {
     std::string type_k, type_v;
     int n_gpu_layers = -1, n_cpu_moe = 0;
     bool flash_attn = false, fused_moe = false, use_mmap = true;
-    bool grouped_er = true;  // expert_group_count honoured (-ger 1, the default)
+    bool grouped_er = true;       // expert_group_count honoured (-ger 1, the default)
     std::string repack = "auto";  // the cpu plugin's option: auto, on, off
     int mla_attn = 3;
     int64_t attn_max_batch = 0;

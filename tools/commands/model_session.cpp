@@ -118,6 +118,10 @@ void ModelOptions::add_to(CLI::App& app, const std::string& ctx_help) {
                    "rank r (rank 0 keeps part 0, attention, router, shared experts; under "
                    "mpirun, docs/mpi.md)")
         ->check(CLI::Range(1, 1 << 16));
+    app.add_flag("--expert-parallel-exact", expert_parallel_exact,
+                 "With --expert-parallel: each rank returns its experts' weighted outputs, not "
+                 "their sum, and rank 0 sums them as one process does (the same logits, about "
+                 "k/N times the bytes back)");
     app.add_flag("--cpu-moe", cpu_moe, "All routed experts' weights on the cpu backend");
     app.add_option("--n-cpu-moe", n_cpu_moe,
                    "The routed experts' weights of the first N layers on the cpu backend")
@@ -172,6 +176,9 @@ llm::ContextOptions ModelOptions::context_options() const {
         throw Error("-ger (--grouped-expert-routing) and --no-group-routing contradict each other");
     mo.group_routing = !no_group_routing;
     mo.expert_parallel = std::max(1, expert_parallel);
+    if (expert_parallel_exact && mo.expert_parallel < 2)
+        throw Error("--expert-parallel-exact without --expert-parallel N (N >= 2) does nothing");
+    mo.expert_parallel_exact = expert_parallel_exact;
     if (!ser.empty()) {
         const auto comma = ser.find(',');
         const std::string k = ser.substr(0, comma);

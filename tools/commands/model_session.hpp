@@ -31,6 +31,7 @@ struct ModelOptions : llm::PlacementFlags {
     int64_t ubatch = 512;
     int64_t attn_max_mib = 256;
     std::string ser;
+    bool expert_parallel_exact = false;  // --expert-parallel-exact
     bool no_group_routing = false;
     bool group_routing = false;  // -ger: ik_llama.cpp's spelling of the default (contradicts
                                  // --no-group-routing)

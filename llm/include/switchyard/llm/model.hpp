@@ -45,6 +45,11 @@ struct ContextOptions {
     // weights of its own (NAME[r/N]) that placement can put on another rank; part r reads only
     // the tokens routed to its experts, and the parts' weighted sums are added.
     int expert_parallel = 1;
+    // --expert-parallel-exact: each part returns its experts' weighted outputs per slot {embd,
+    // k, T} (zero for the other parts' slots, which the link does not carry) instead of their
+    // sum, and rank 0 sums the slots in one process's order: its logits exactly, for about k/N
+    // times the bytes back.
+    bool expert_parallel_exact = false;
 };
 
 // A weight as a graph needs it: the bytes of a packed `base` tensor (in the file or derived)
