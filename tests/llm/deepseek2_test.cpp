@@ -336,6 +336,19 @@ INSTANTIATE_TEST_SUITE_P(
                       parts(Case{3, spec(SY_TYPE_Q4_0), SY_TYPE_F16, 130, 5e-2, 0.85}, 3)),
     case_name);
 
+// The tiny preset with the mini preset's routing: 64 experts, 6 per token, softmax gating.
+std::filesystem::path experts64_model(const ScratchDir& dir, int32_t type) {
+    Deepseek2Config cfg = deepseek2_preset("tiny");
+    cfg.n_expert = 64;
+    cfg.n_expert_used = 6;
+    cfg.gating_func = 1;
+    cfg.expert_weights_norm = false;
+    cfg.expert_weights_scale = 1.0f;
+    const auto path = dir / ("experts64-" + std::string(sy_dtype_info(type).name) + ".gguf");
+    write_synthetic_model(path, plan_deepseek2(cfg, type, KvLayout::kv_b), 7, 1);
+    return path;
+}
+
 // Against the whole layer's experts in one part, in one process: the same logits up to the
 // order of the sum (64 experts, 6 per token, as the mini preset; softmax gating), with the fused
 // op and without. F32 weights: with block-quantized weights, the partial sums' other order
@@ -344,14 +357,7 @@ INSTANTIATE_TEST_SUITE_P(
 // change in the order of a sum).
 TEST(Deepseek2Runtime, ExpertPartsGiveTheLogitsOfOnePart) {
     ScratchDir dir;
-    Deepseek2Config cfg = deepseek2_preset("tiny");
-    cfg.n_expert = 64;
-    cfg.n_expert_used = 6;
-    cfg.gating_func = 1;
-    cfg.expert_weights_norm = false;
-    cfg.expert_weights_scale = 1.0f;
-    const auto path = dir / "experts64.gguf";
-    write_synthetic_model(path, plan_deepseek2(cfg, SY_TYPE_F32, KvLayout::kv_b), 7, 1);
+    const auto path = experts64_model(dir, SY_TYPE_F32);
     for (const bool fused : {true, false}) {
         std::vector<float> want;
         for (int n : {1, 2, 3}) {
@@ -382,14 +388,7 @@ TEST(Deepseek2Runtime, ExpertPartsGiveTheLogitsOfOnePart) {
 // process does: the same logits, bit for bit, with block-quantized weights too.
 TEST(Deepseek2Runtime, ExactExpertPartsGiveOnePartsLogitsBitForBit) {
     ScratchDir dir;
-    Deepseek2Config cfg = deepseek2_preset("tiny");
-    cfg.n_expert = 64;
-    cfg.n_expert_used = 6;
-    cfg.gating_func = 1;
-    cfg.expert_weights_norm = false;
-    cfg.expert_weights_scale = 1.0f;
-    const auto path = dir / "experts64-q8.gguf";
-    write_synthetic_model(path, plan_deepseek2(cfg, SY_TYPE_Q8_0, KvLayout::kv_b), 7, 1);
+    const auto path = experts64_model(dir, SY_TYPE_Q8_0);
     std::vector<float> want;
     for (int n : {1, 2, 3}) {
         SCOPED_TRACE(n);
