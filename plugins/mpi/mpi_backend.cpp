@@ -84,6 +84,11 @@ struct Rank {
     };
     mutable Pushed pushed;
     mutable bool touched_since_compute = false;
+    // A set or a free after the last compute: its pushed result may no longer be the buffer's.
+    void touched() const {
+        touched_since_compute = true;
+        pushed.valid = false;
+    }
     // Results by buffer, offset and size: pushed back and never read (a stretch of a split
     // whose last node's result stays on the rank), and read with a get after their compute.
     // A compute request asks for its result unless it was unwanted; a result over 64 KiB only
@@ -374,8 +379,7 @@ sy_status buffer_alloc(void*, int32_t device, uint64_t size, sy_buffer* buffer) 
 sy_status buffer_free(void*, sy_buffer* buffer) {
     auto* b = static_cast<RemoteBuffer*>(buffer->handle);
     const Rank& r = g->ranks[size_t(b->device)];
-    r.touched_since_compute = true;
-    r.pushed.valid = false;
+    r.touched();
     const std::string e = request(r, kFree, {b->handle});
     delete b;
     return e.empty() ? sy::sdk::ok() : rank_failed(r, "freeing a buffer", e);
@@ -386,8 +390,7 @@ sy_status buffer_set(void*, const sy_buffer* buffer, uint64_t offset, const void
     const Rank& r = g->ranks[size_t(b->device)];
     if (offset > buffer->size || n > buffer->size - offset)
         return fail(SY_ERR_INVALID_ARGUMENT, "buffer_set past the buffer's end");
-    r.touched_since_compute = true;
-    r.pushed.valid = false;
+    r.touched();
     // Bytes of the model file that the rank holds too: it reads them from its own copy.
     const char* p = static_cast<const char*>(src);
     for (const Mapping& m : g->mappings) {

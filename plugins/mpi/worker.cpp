@@ -287,7 +287,16 @@ bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& err
             w.buffers.erase(it);
             break;
         }
-        case kSet:
+        case kSet: {
+            // The bytes come whether or not they can be kept.
+            std::vector<char> staging;
+            char* at = set_target(w, h.a, h.b, h.c, staging);
+            if (at == nullptr) staging.resize(h.c);
+            e = h.d == 1 ? receive_sparse(at ? at : staging.data(), h.c, 0, w.timeout)
+                         : receive_data(at ? at : staging.data(), h.c, 0, w.timeout);
+            if (at != nullptr && e.empty()) commit_set(w, h.a, h.b, h.c, at);
+            break;
+        }
         case kGet: {
             const auto it = w.buffers.find(h.a);
             const bool bad =
@@ -298,20 +307,6 @@ bool handle(Worker& w, int tag, const std::vector<char>& bytes, std::string& err
             if (!bad && at == nullptr) {
                 staging.resize(h.c);
                 at = staging.data();
-            }
-            if (tag == kSet) {
-                // The bytes come whether or not they can be kept.
-                if (bad) staging.resize(h.c), at = staging.data();
-                e = h.d == 1 ? receive_sparse(at, h.c, 0, w.timeout)
-                             : receive_data(at, h.c, 0, w.timeout);
-                if (bad) {
-                    w.failed("set: bytes past buffer " + std::to_string(h.a) + "'s end");
-                } else if (!it->second.host_visible) {
-                    const sy_status s =
-                        w.local->buffer_set(w.local->ctx, &it->second, h.b, at, h.c);
-                    if (s.code) w.failed(w.status_text(s, "buffer_set"));
-                }
-                break;
             }
             if (bad) {
                 e = reply(w, {SY_ERR_INVALID_ARGUMENT}, "get: bytes past the buffer's end");
