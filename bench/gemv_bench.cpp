@@ -3,7 +3,7 @@
 //
 //   switchyard-gemv-bench [--plugin PATH] [-t THREADS] [--bandwidth GBps] [-k K] [-n N]
 //                         [--reps R] [--gemm-rows M] [--types q4_0,q8_0,...] [--experts E:U]
-//                         [--hot]
+//                         [--hot] [--repack]
 //
 // The plugin is loaded with plain dlopen: PATH, or the best-scoring libswitchyard-cpu-*.so of the
 // build tree. For each type, two weight matrices of K x N (default 4096 x 16384, larger than any
@@ -22,6 +22,10 @@
 //
 // --hot keeps one copy of the weights, read again by every run: from the caches where it fits (use
 // a small -k/-n), the kernel's own ceiling with no memory traffic.
+//
+// --repack gives the weights constant ids and sets the plugin's option repack = "on", so that a
+// CPU plugin reads the types it keeps row-interleaved copies of (interleaved_weights.hpp) from
+// those copies, made during the warm-up and dropped after each type.
 //
 // --experts E:U times the routed-expert products of one generated token instead (host-memory
 // plugins): see run_experts.
@@ -59,6 +63,7 @@ struct Options {
     int64_t K = 4096, N = 16384, gemm_rows = 512;
     int reps = 20;
     bool hot = false;  // --hot: one weight copy, re-read from cache when it fits (kernel ceiling)
+    bool repack = false;                    // --repack: constant ids and the plugin's repack = "on"
     int64_t experts = 0, experts_used = 0;  // --experts E:U (0: plain MUL_MAT)
     std::vector<std::string> types = {"f16",     "bf16",   "q8_0",  "q4_0",    "q4_1",  "q5_0",
                                       "q5_1",    "q2_K",   "q3_K",  "q4_K",    "q5_K",  "q6_K",
@@ -70,7 +75,7 @@ void usage() {
     std::fprintf(stderr,
                  "usage: switchyard-gemv-bench [--plugin PATH] [-t THREADS] [--bandwidth GBps]\n"
                  "       [-k K] [-n N] [--reps R] [--gemm-rows M] [--types a,b,...]\n"
-                 "       [--experts E:U] [--hot]\n");
+                 "       [--experts E:U] [--hot] [--repack]\n");
     std::exit(2);
 }
 
@@ -94,6 +99,8 @@ Options parse(int argc, char** argv) {
             o.N = std::atoll(value().c_str());
         else if (a == "--hot")
             o.hot = true;
+        else if (a == "--repack")
+            o.repack = true;
         else if (a == "--reps")
             o.reps = std::max(1, std::atoi(value().c_str()));
         else if (a == "--experts") {
@@ -238,6 +245,20 @@ double now_ms() {
 // cache, and each copy deals its experts from its own shuffled deck (reshuffled when dealt out),
 // so an expert of a copy is rarely read again before about E / U runs of that copy: the runs
 // read their experts from memory, as a generated token does.
+// Under --repack: the first of `count` fresh constant ids for one type's weight copies (else 0),
+// and their release after the type.
+uint64_t take_constant_ids(const Options& o, uint64_t count) {
+    static uint64_t next = 1;
+    if (!o.repack) return 0;
+    const uint64_t first = next;
+    next += count;
+    return first;
+}
+void release_constant_ids(const sy_plugin_api& api, uint64_t first, uint64_t count) {
+    if (first == 0 || api.release_constants == nullptr) return;
+    for (uint64_t i = 0; i < count; ++i) api.release_constants(api.ctx, first + i);
+}
+
 void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const std::string& name,
                  std::mt19937& rng, void* x_data, void* y_data, double bandwidth) {
     const int64_t expert_bytes = sy::sdk::row_bytes(type, o.K) * o.N;
@@ -247,6 +268,7 @@ void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const
     std::vector<uint8_t> host_weights(static_cast<size_t>(tensor_bytes));
     fill_weights(type, host_weights.data(), tensor_bytes, rng, o.K);
     std::vector<void*> tensors;  // up, gate, up, gate ...
+    const uint64_t ids0 = take_constant_ids(o, uint64_t(2 * copies));
     for (int i = 0; i < 2 * copies; ++i) {
         tensors.push_back(host_alloc(nullptr, size_t(tensor_bytes), 64));
         std::memcpy(tensors.back(), host_weights.data(), size_t(tensor_bytes));
@@ -271,6 +293,10 @@ void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const
         deck.next += ids.size();
         sy_tensor up = sy::sdk::make_tensor(type, o.K, o.N, o.experts, 1, tensors[2 * copy]);
         sy_tensor gate = sy::sdk::make_tensor(type, o.K, o.N, o.experts, 1, tensors[2 * copy + 1]);
+        if (ids0 != 0) {
+            up.constant_id = ids0 + uint64_t(2 * copy);
+            gate.constant_id = up.constant_id + 1;
+        }
         sy_tensor x = sy::sdk::make_tensor(SY_TYPE_F32, o.K, 1, 1, 1, x_data);
         sy_tensor sel = sy::sdk::make_tensor(SY_TYPE_I32, o.experts_used, 1, 1, 1, ids.data());
         sy_tensor d = sy::sdk::make_tensor(SY_TYPE_F32, o.N, o.experts_used, 1, 1, y_data);
@@ -315,6 +341,7 @@ void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const
                     bytes / (best * 1e6), bytes / (median * 1e6), share);
         std::fflush(stdout);
     }
+    release_constant_ids(api, ids0, uint64_t(2 * copies));
     for (void* p : tensors) host_free(nullptr, p);
 }
 
@@ -401,6 +428,11 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
+    if (o.repack &&
+        (api.set_option == nullptr || api.set_option(api.ctx, "repack", "on").code != SY_OK)) {
+        std::fprintf(stderr, "%s: the plugin has no option repack\n", path.c_str());
+        return 1;
+    }
     int32_t devices = 0;
     api.device_count(api.ctx, &devices);
     if (devices < 1) {
@@ -410,9 +442,10 @@ int main(int argc, char** argv) {
     sy_device_props props{};
     props.struct_size = sizeof props;
     api.device_props(api.ctx, 0, &props);
-    std::printf("plugin %s\n%s\nthreads %d, K = %lld, N = %lld, reps %d, GEMM rows %lld\n",
+    std::printf("plugin %s\n%s\nthreads %d, K = %lld, N = %lld, reps %d, GEMM rows %lld%s\n",
                 path.c_str(), api.build_info ? api.build_info : "", props.compute_units,
-                (long long)o.K, (long long)o.N, o.reps, (long long)o.gemm_rows);
+                (long long)o.K, (long long)o.N, o.reps, (long long)o.gemm_rows,
+                o.repack ? ", repack on" : "");
     if (o.bandwidth > 0) std::printf("reference bandwidth %.1f GB/s\n", o.bandwidth);
     const bool device = props.host_memory == 0;
     if (!device && o.gemm_rows > 0)
@@ -496,6 +529,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < copies; ++i)
             weights.push_back(place(host_weights.data(), size_t(bytes)));
         const size_t nw = weights.size();
+        const uint64_t ids0 = take_constant_ids(o, nw);
         // `count` products over consecutive weight copies from `first`, in one compute() call;
         // returns the milliseconds per product.
         auto run = [&](size_t first, size_t count, int64_t rows) {
@@ -509,6 +543,7 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < count; ++i) {
                 const auto& w = weights[(first + i) % nw];
                 a[i] = sy::sdk::make_tensor(type, o.K, o.N, 1, 1, w.first);
+                if (ids0 != 0) a[i].constant_id = ids0 + (first + i) % nw;
                 a[i].buffer = w.second;
                 n[i] = sy::sdk::make_node(SY_OP_MUL_MAT, &d);
                 n[i].n_src = 2;
@@ -544,6 +579,7 @@ int main(int argc, char** argv) {
         std::printf("%-7s %9.1f %9.3f %9.3f %8.1f %9s %12.1f\n", name.c_str(),
                     double(bytes) / (1 << 20), best, median, gbps, share, gflops);
         std::fflush(stdout);
+        release_constant_ids(api, ids0, nw);
         for (const auto& w : weights) release(w.first);
     }
     release(x_data);

@@ -1,16 +1,25 @@
-// Row-interleaved copies of a model's Q4_0, IQ4_NL and Q8_0 weights (the cpu plugin's option
-// `repack`, the command line's -rtr): 16 weight rows packed block by block, so that one 512-bit
-// vpdpbusd computes a 4-byte piece of 16 rows against one broadcast piece of the activation. The
-// block's bytes need no shuffling and its 16 scales load as one vector, which halves the vector
-// work per weight byte of the plain kernels (vec_dot_groups.cpp: 3 vpermt2b, 2 scale permutes per 8
-// blocks), so a core keeps up with more memory bandwidth.
+// Row-interleaved copies of a model's Q4_0, IQ4_NL, Q8_0, Q4_1, Q5_0, Q5_1 and Q6_0 weights (the
+// cpu plugin's option `repack`, the command line's -rtr): 16 weight rows packed block by block, so
+// that one 512-bit vpdpbusd computes a 4-byte piece of 16 rows against one broadcast piece of the
+// activation. The block's bytes need no shuffling and its 16 scales load as one vector, which
+// halves the vector work per weight byte of the plain kernels (vec_dot_groups.cpp: 3 vpermt2b, 2
+// scale permutes per 8 blocks), so a core keeps up with more memory bandwidth; for the 5- and
+// 6-bit types, whose plain kernels work in 256-bit registers a block at a time, it is also the
+// prompt path (their products of many columns decode each block once per 16 rows and 4 columns).
 //
-// Layout, per matrix, per group of 16 rows (g), per block index b (32 weights per row):
-//   Q4_0, IQ4_NL (the same block): f16 d[16] (row r's scale), then 4 chunks of 64 bytes:
-//         chunk c holds qs[4c, 4c + 4) of row r at bytes [4r, 4r + 4) — low nibbles elements
-//         4c..4c+3, high 16+4c..16+4c+3; 288 bytes = 16 blocks of 18.
-//   Q8_0: f16 d[16], then 8 chunks of 64 bytes: chunk c holds qs[4c, 4c + 4) of row r, plus 128
-//         (as unsigned bytes), at [4r, 4r + 4); 544 bytes = 16 blocks of 34.
+// Layout, per matrix, per group of 16 rows (g), per block index b (32 weights per row): the f16
+// fields of the 16 rows (row r's at bytes [2r, 2r + 2)), then chunks of 64 bytes, row r's 4 bytes
+// at [4r, 4r + 4):
+//   Q4_0, IQ4_NL (the same block): d[16], then 4 chunks: chunk c holds qs[4c, 4c + 4) of row r
+//         (low nibbles elements 4c..4c+3, high 16+4c..16+4c+3); 288 bytes = 16 blocks of 18.
+//   Q8_0: d[16], then 8 chunks: chunk c holds qs[4c, 4c + 4) of row r plus 128 (as unsigned
+//         bytes); 544 bytes = 16 blocks of 34.
+//   Q4_1: d[16], m[16], then Q4_0's 4 chunks; 320 bytes.
+//   Q5_0: d[16], Q4_0's 4 chunks, then one chunk of the 5th bits, regrouped: byte i of row r, bit
+//         2c = the 5th bit of element 4c + i, bit 2c + 1 that of 16 + 4c + i; 352 bytes.
+//   Q5_1: d[16], m[16], Q5_0's 5 chunks; 384 bytes.
+//   Q6_0: d[16], Q4_0's 4 chunks, then 2 chunks holding qh[4h, 4h + 4) of row r (h = 0, 1) as
+//         they are; 416 bytes.
 // A group takes the bytes its 16 rows take in the original, so a row group's offset (and an
 // expert's) is the same in both: the copy is addressed like the original tensor.
 //
@@ -41,8 +50,8 @@ constexpr int64_t kInterleavedRows = 16;
 
 class InterleavedWeights {
   public:
-    // Whether a copy can be made of w: Q4_0, IQ4_NL or Q8_0, a model weight (constant_id), rows of
-    // a multiple of 32 values, a multiple of 16 rows, and contiguous.
+    // Whether a copy can be made of w: one of the types above, a model weight (constant_id), rows
+    // of a multiple of 32 values, a multiple of 16 rows, and contiguous.
     static bool eligible(const sy_tensor& w);
 
     // The interleaved copy of w, made now if there is none yet; nullptr where w is not eligible

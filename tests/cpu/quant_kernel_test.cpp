@@ -516,13 +516,16 @@ double extra_memory(const sy_plugin_api& api) {
     return -1;
 }
 
-// The option repack (on here; auto at the end): Q4_0, IQ4_NL and Q8_0 weights with a constant_id
+// The option repack (on here; auto at the end): Q4_0, IQ4_NL, Q8_0, Q4_1, Q5_0, Q5_1 and Q6_0
+// weights with a constant_id
 // are read from row-interleaved copies (interleaved_weights.hpp; the avx512 variant). Products of 1
 // to 17 columns (the interleaved kernel takes up to 4 at a time) match the double reference on the
 // dequantized weights for row lengths of 1, 3, 44 (DeepSeek's expert width) and 64 blocks and 16 to
 // 48 rows; a column's results do not depend on the columns beside it (a GEMV gives the bits of the
 // same row in a 5-column product); the experts of MUL_MAT_ID and weights without a constant_id
 // (read in place) too. The copies are reported as extra memory and dropped by release_constants.
+constexpr int32_t kInterleavedTypes[] = {SY_TYPE_Q4_0, SY_TYPE_IQ4_NL, SY_TYPE_Q8_0, SY_TYPE_Q4_1,
+                                         SY_TYPE_Q5_0, SY_TYPE_Q5_1,   SY_TYPE_Q6_0};
 TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
     std::mt19937 rng(2468);
     for (const auto& cpu : cpu_plugins()) {
@@ -532,7 +535,7 @@ TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
         ASSERT_EQ(api.set_option(api.ctx, "repack", "on").code, SY_OK);
         const bool interleaves = cpu.variant == "avx512";
         uint64_t id = 1000;
-        for (int32_t type : {SY_TYPE_Q4_0, SY_TYPE_IQ4_NL, SY_TYPE_Q8_0})
+        for (int32_t type : kInterleavedTypes)
             for (int64_t K : {32, 96, 1408, 2048})
                 for (int64_t N : {16, 48}) {
                     const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
@@ -569,7 +572,7 @@ TEST(QuantKernels, InterleavedWeightsMatchDequantizedReference) {
                 }
         // Experts: 4 experts of 32 rows, 3 slots per token; the copy is kept for the next call.
         const int64_t K = 256, N = 32, E = 4, U = 3, T = 5;
-        for (int32_t type : {SY_TYPE_Q4_0, SY_TYPE_IQ4_NL, SY_TYPE_Q8_0}) {
+        for (int32_t type : kInterleavedTypes) {
             const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng, K);
             const std::vector<float> w = dequantize_matrix(type, wq, K, N * E);
             const std::vector<float> x = random_floats(K * T, rng);

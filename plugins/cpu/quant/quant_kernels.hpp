@@ -178,7 +178,7 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);
 void quantize_act_g8_nibbles(const float* x, void* y, int64_t n);
 
-// The product of row-interleaved Q4_0 / Q8_0 weights with ActQ8x32 activations
+// The product of row-interleaved weights (interleaved_weights.hpp) with ActQ8x32 activations
 // (vec_dot_interleaved.cpp), or nullptr where the variant has none.
 VecDotFn interleaved_dot(int32_t weight_type);
 // The kernel for weights of that type in the interleaved layout, or {nullptr, ...} where the

@@ -1,12 +1,14 @@
-// AVX-512 VNNI products of row-interleaved Q4_0, IQ4_NL and Q8_0 weights (interleaved_weights.hpp)
-// with ActQ8x32 activations: 16 weight rows at once, one int32 lane per row. Per block and chunk
-// of 64 bytes, one vpdpbusd per activation column (two for the low and high nibbles) against the
-// column's 4 activation bytes broadcast to every lane; the block's 16 f16 scales convert in one
-// vector. IQ4_NL's nibbles become their table entries plus 128 by one vpshufb each. The unsigned
-// weights exceed the true ones by o (Q4_0: 8, IQ4_NL and Q8_0: 128): each column's
-// lanes start at -o * sum q_a, so the integer sums are exact before the one scaling per block.
-// Every column goes through the same operations whatever the column count, so a column's results
-// do not depend on the columns beside it.
+// AVX-512 VNNI products of row-interleaved Q4_0, IQ4_NL, Q8_0, Q4_1, Q5_0, Q5_1 and Q6_0 weights
+// (interleaved_weights.hpp) with ActQ8x32 activations: 16 weight rows at once, one int32 lane per
+// row. Per block and chunk of 64 bytes, one vpdpbusd per activation column (two for the low and
+// high nibbles) against the column's 4 activation bytes broadcast to every lane; the block's 16 f16
+// scales convert in one vector. IQ4_NL's nibbles become their table entries plus 128 by one vpshufb
+// each. The unsigned weights exceed the true ones by o (Q4_0: 8, Q5_0: 16, Q6_0: 32, IQ4_NL and
+// Q8_0: 128): each column's lanes start at -o * sum q_a, so the integer sums are exact before the
+// one scaling per block. Q4_1 and Q5_1 (x = d q + m) add m d_a sum q_a per block in float. The 5th
+// and 6th bits join the nibbles with one vpternlogd each (a | b & mask). Every column goes through
+// the same operations whatever the column count, so a column's results do not depend on the columns
+// beside it.
 #include "quant/int8_simd.hpp"
 #include "quant/quant_kernels.hpp"
 
@@ -46,6 +48,12 @@ struct Columns {
         for (int c = 0; c < C; ++c)
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]),
                                      _mm512_mul_ps(dw, _mm512_set1_ps(a[c][b].d)), acc[c]);
+    }
+    // acc[c] += the block's 16 row minimums (f16 at p) times d_a sum q_a.
+    void add_mins(const uint8_t* p, int64_t b) {
+        const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(a[c][b].d * float(a[c][b].sum)), acc[c]);
     }
     void store(float* out) const {
         for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, acc[c]);
@@ -128,9 +136,109 @@ void iq4_nl_x16_cols(int64_t blocks, const void* w, const void* const* act, floa
     nibbles_x16_cols<true, C>(blocks, w, act, out);
 }
 
+// a | (b & mask) per bit.
+inline __m512i or_masked(__m512i a, __m512i b, __m512i mask) {
+    return _mm512_ternarylogic_epi32(a, b, mask, 0xF8);
+}
+
+// The types with more than 4 bits or a minimum (interleaved_weights.hpp's layouts): per type, the
+// f16 fields in front (kHeads), its offset, and chunk(p, k, lo, hi), which turns nibble chunk k of
+// a block (p its start) into the unsigned values of its low and high nibbles.
+struct Q41x16 {
+    static constexpr int kHeads = 2, kOffset = 0, kBlock = 320;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    void chunk(const uint8_t* p, int k, __m512i& lo, __m512i& hi) const {
+        const __m512i x = _mm512_loadu_si512(p + 64 + 64 * k);
+        lo = _mm512_and_si512(x, low4);
+        hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+    }
+};
+// Q5_0 (kMins false) and Q5_1: the regrouped 5th bits, bit 2k (low nibble) and 2k + 1 (high) of
+// each byte, moved to bit 4 (the 16-bit shifts move no bit of one byte to another's bit 4).
+template <bool kMins>
+struct Q5x16 {
+    static constexpr int kHeads = kMins ? 2 : 1, kOffset = kMins ? 0 : 16;
+    static constexpr int kBlock = kMins ? 384 : 352;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+    void chunk(const uint8_t* p, int k, __m512i& lo, __m512i& hi) const {
+        const uint8_t* qs = p + 32 * kHeads;
+        const __m512i x = _mm512_loadu_si512(qs + 64 * k);
+        const __m512i qh = _mm512_loadu_si512(qs + 256);
+        const __m512i h = k == 0   ? _mm512_slli_epi16(qh, 4)
+                          : k == 1 ? _mm512_slli_epi16(qh, 2)
+                          : k == 2 ? qh
+                                   : _mm512_srli_epi16(qh, 2);
+        lo = or_masked(_mm512_and_si512(x, low4), h, bit4);
+        hi = or_masked(_mm512_and_si512(_mm512_srli_epi16(x, 4), low4), _mm512_srli_epi16(h, 1),
+                       bit4);
+    }
+};
+// Q6_0: chunk k's bits 4-5 are in qh chunk k % 2, at bits 4 (k / 2) (low nibbles) and 2 above
+// (high nibbles) of each byte.
+struct Q60x16 {
+    static constexpr int kHeads = 1, kOffset = 32, kBlock = 416;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    void chunk(const uint8_t* p, int k, __m512i& lo, __m512i& hi) const {
+        const __m512i x = _mm512_loadu_si512(p + 32 + 64 * k);
+        __m512i h = _mm512_loadu_si512(p + 288 + 64 * (k % 2));
+        if (k >= 2) h = _mm512_srli_epi16(h, 4);
+        lo = or_masked(_mm512_and_si512(x, low4), _mm512_slli_epi16(h, 4), bits45);
+        hi = or_masked(_mm512_and_si512(_mm512_srli_epi16(x, 4), low4), _mm512_slli_epi16(h, 2),
+                       bits45);
+    }
+};
+
+template <typename T, int C>
+void wide_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const uint8_t* p = static_cast<const uint8_t*>(w);
+    Columns<C> cols(act);
+    const T decoder;
+    for (int64_t b = 0; b < blocks; ++b, p += T::kBlock) {
+        i8::prefetch_ahead(p, T::kBlock);
+        __m512i lo[C], hi[C];  // low and high nibbles: two chains of 4
+        for (int c = 0; c < C; ++c) {
+            lo[c] = _mm512_set1_epi32(-T::kOffset * cols.a[c][b].sum);
+            hi[c] = _mm512_setzero_si512();
+        }
+        for (int k = 0; k < 4; ++k) {
+            __m512i l, h;
+            decoder.chunk(p, k, l, h);
+            for (int c = 0; c < C; ++c) {
+                lo[c] = _mm512_dpbusd_epi32(lo[c], l, splat4(cols.a[c][b].qs + 4 * k));
+                hi[c] = _mm512_dpbusd_epi32(hi[c], h, splat4(cols.a[c][b].qs + 16 + 4 * k));
+            }
+        }
+        for (int c = 0; c < C; ++c) lo[c] = _mm512_add_epi32(lo[c], hi[c]);
+        cols.scale_block(p, b, lo);
+        if constexpr (T::kHeads == 2) cols.add_mins(p + 32, b);
+    }
+    cols.store(out);
+}
+
+template <int C>
+void q4_1_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    wide_x16_cols<Q41x16, C>(blocks, w, act, out);
+}
+template <int C>
+void q5_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    wide_x16_cols<Q5x16<false>, C>(blocks, w, act, out);
+}
+template <int C>
+void q5_1_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    wide_x16_cols<Q5x16<true>, C>(blocks, w, act, out);
+}
+template <int C>
+void q6_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    wide_x16_cols<Q60x16, C>(blocks, w, act, out);
+}
+
 SY_CPU_DEFINE_VEC_DOT(q4_0_x16)
 SY_CPU_DEFINE_VEC_DOT(iq4_nl_x16)
 SY_CPU_DEFINE_VEC_DOT(q8_0_x16)
+SY_CPU_DEFINE_VEC_DOT(q4_1_x16)
+SY_CPU_DEFINE_VEC_DOT(q5_0_x16)
+SY_CPU_DEFINE_VEC_DOT(q5_1_x16)
+SY_CPU_DEFINE_VEC_DOT(q6_0_x16)
 
 }  // namespace
 
@@ -139,6 +247,10 @@ VecDotFn interleaved_dot(int32_t weight_type) {
         case SY_TYPE_Q4_0: return vec_dot_q4_0_x16;
         case SY_TYPE_Q8_0: return vec_dot_q8_0_x16;
         case SY_TYPE_IQ4_NL: return vec_dot_iq4_nl_x16;
+        case SY_TYPE_Q4_1: return vec_dot_q4_1_x16;
+        case SY_TYPE_Q5_0: return vec_dot_q5_0_x16;
+        case SY_TYPE_Q5_1: return vec_dot_q5_1_x16;
+        case SY_TYPE_Q6_0: return vec_dot_q6_0_x16;
         default: return nullptr;
     }
 }
