@@ -112,7 +112,8 @@ void BenchGrid::add_to(CLI::App& app, bool tests) {
     app.add_option("--fused-moe", fused_moe,
                    "0/1 (default: the fused MoE op when the backend has it)");
     app.add_option("--run-time-repack", repack,
-                   "0/1: the cpu plugin reads Q4_0, IQ4_NL and Q8_0 weights in place, or from "
+                   "0/1: the cpu plugin reads Q4_0, IQ4_NL, Q8_0, Q4_1, Q5_0, Q5_1 and Q6_0 "
+                   "weights in place, or from "
                    "row-interleaved copies (default: its repack = auto, copies up to half of "
                    "the available memory)");
     app.add_option("--attention-max-batch", amb, "MiB per attention step (default 256)");
