@@ -33,6 +33,7 @@
 #include <cstring>
 
 #include "quant/int8_simd.hpp"
+#include "quant/tile512.hpp"
 #include "switchyard/iquant_grids.h"
 
 #define SY_CPU_CODEBOOK_KERNELS 1
@@ -591,6 +592,122 @@ SY_CPU_DEFINE_VEC_DOT(iq2_s_codebook)
 SY_CPU_DEFINE_VEC_DOT(iq3_xxs_codebook)
 SY_CPU_DEFINE_VEC_DOT(iq3_s_codebook)
 
+// The tile path (tile512.hpp): a super-block decoded as above, made true values (negated where
+// the sign says, IQ1's u - 9), moved from the activation order to the natural one (per output
+// register two vpermt2b, over registers 0-1 and 2-3, and a blend), and the integer scales 2 ls + 1
+// read from the block, with the float scale that they share.
+enum class Order { kIq2, kIq3Entries, kIq3 };
+// The position in the activation order of natural element x.
+constexpr int position(Order order, int x) {
+    switch (order) {
+        case Order::kIq2: return 64 * (x / 8 % 4) + 8 * (x / 32) + x % 8;  // x = 32 j + 8 m + t
+        case Order::kIq3Entries: return 64 * (x % 4) + x / 4;              // x = 4 e + k
+        default: return 64 * (2 * (x / 128) + x / 8 % 2) + 8 * (x / 16 % 8) + x % 8;
+    }
+}
+struct NaturalPicks {
+    Bytes64 idx[4];    // per output register, the byte within registers 0-1 or 2-3
+    uint64_t high[4];  // bit i: byte i comes from registers 2-3
+};
+constexpr NaturalPicks natural_picks(Order order) {
+    NaturalPicks t{};
+    for (int r = 0; r < 4; ++r)
+        for (int i = 0; i < 64; ++i) {
+            const int p = position(order, 64 * r + i);
+            t.idx[r].b[i] = uint8_t(p % 128);
+            if (p >= 128) t.high[r] |= uint64_t(1) << i;
+        }
+    return t;
+}
+template <Order kOrder>
+struct Picks {
+    static constexpr NaturalPicks t = natural_picks(kOrder);
+};
+
+// Per type: the activation order of its decoder, and its 16 sub-block scales l (each 32-value
+// scale written twice) with the float scale they share.
+inline float tile_scales(const sy_block_iq2_xxs& b, int32_t* l) {
+    for (int j = 0; j < 8; ++j) {
+        uint32_t w;
+        std::memcpy(&w, b.qs + 4 * j + 2, 4);
+        l[2 * j] = l[2 * j + 1] = int32_t(2 * (w >> 28) + 1);
+    }
+    return i8::h2f(b.d) * 0.125f;
+}
+template <typename Block>  // IQ2_XS, IQ2_S: a 4-bit scale per 16 values
+inline float nibble_tile_scales(const Block& b, int32_t* l) {
+    for (int s = 0; s < 16; ++s) l[s] = 2 * ((b.scales[s / 2] >> (4 * (s % 2))) & 15) + 1;
+    return i8::h2f(b.d) * 0.125f;
+}
+inline float tile_scales(const sy_block_iq2_xs& b, int32_t* l) {
+    return nibble_tile_scales(b, l);
+}
+inline float tile_scales(const sy_block_iq2_s& b, int32_t* l) {
+    return nibble_tile_scales(b, l);
+}
+inline float tile_scales(const sy_block_iq3_xxs& b, int32_t* l) {
+    for (int j = 0; j < 8; ++j) {
+        uint32_t w;
+        std::memcpy(&w, b.qs + SY_QK_K / 4 + 4 * j, 4);
+        l[2 * j] = l[2 * j + 1] = int32_t(2 * (w >> 28) + 1);
+    }
+    return i8::h2f(b.d) * 0.25f;
+}
+inline float tile_scales(const sy_block_iq3_s& b, int32_t* l) {
+    uint32_t sc;
+    std::memcpy(&sc, b.scales, sizeof sc);
+    for (int j = 0; j < 8; ++j) l[2 * j] = l[2 * j + 1] = int32_t(2 * ((sc >> (4 * j)) & 15) + 1);
+    return i8::h2f(b.d);
+}
+inline float tile_scales(const sy_block_iq1_s& b, int32_t* l) {
+    for (int j = 0; j < 8; ++j) l[2 * j] = l[2 * j + 1] = 2 * ((b.qh[j] >> 12) & 7) + 1;
+    return i8::h2f(b.d) * 0.125f;
+}
+inline float tile_scales(const sy_block_iq1_m& b, int32_t* l) {
+    uint16_t sc[4];
+    std::memcpy(sc, b.scales, sizeof sc);
+    for (int u = 0; u < 16; ++u) l[u] = 2 * ((sc[u / 4] >> (3 * (u % 4))) & 7) + 1;
+    return i8::h2f(SY_IQ1M_D_BITS(sc)) * 0.125f;
+}
+
+template <typename T, Order kOrder>
+float codebook_tile_row(const typename T::Block& b, int8_t* v, int32_t* l) {
+    Decoded d;
+    T::decode(b, d);
+    __m512i x[4];
+    for (int m = 0; m < 4; ++m) {
+        if constexpr (T::kSigns)
+            x[m] = _mm512_mask_sub_epi8(d.w[m], d.negative[m], _mm512_setzero_si512(), d.w[m]);
+        else
+            x[m] = _mm512_sub_epi8(d.w[m], _mm512_set1_epi8(9));  // IQ1: u - 9
+    }
+    constexpr const NaturalPicks& picks = Picks<kOrder>::t;
+    for (int r = 0; r < 4; ++r) {
+        const __m512i idx = _mm512_load_si512(picks.idx[r].b);
+        const __m512i low = _mm512_permutex2var_epi8(x[0], idx, x[1]);
+        const __m512i high = _mm512_permutex2var_epi8(x[2], idx, x[3]);
+        _mm512_storeu_si512(v + 64 * r, _mm512_mask_blend_epi8(picks.high[r], low, high));
+    }
+    return tile_scales(b, l);
+}
+
+template <typename T, Order kOrder, bool kScales32>
+void codebook_tile_decode(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                          WeightTile& tile) {
+    decode_tile<typename T::Block, 0, kScales32>(
+        blocks, w, row_stride, rows, tile, [](const uint8_t*) { return 1.0f; },
+        [](const typename T::Block& b, int8_t* v, int32_t* l) {
+            return codebook_tile_row<T, kOrder>(b, v, l);
+        });
+}
+
+// The kernel `dot` with its activation order and the tile path.
+template <typename T, Order kOrder, bool kScales32>
+QuantKernel codebook(VecDotFn dot, QuantizeActFn quantize) {
+    return with_tile({dot, quantize, 256, 256, int64_t(sizeof(sy_block_q8_K))},
+                     codebook_tile_decode<T, kOrder, kScales32>);
+}
+
 // Q8_K activations with each super-block's qs in the kernel's order: qs[p] = element order(p).
 template <typename Order>
 void quantize_act_q8_K_ordered(const float* x, void* y, int64_t n, Order order) {
@@ -622,22 +739,20 @@ void quantize_act_q8_K_iq3_order(const float* x, void* y, int64_t n) {
 }  // namespace
 
 QuantKernel codebook_kernel(int32_t weight_type) {
-    constexpr int64_t a256 = sizeof(sy_block_q8_K);
+    constexpr QuantizeActFn iq2 = quantize_act_q8_K_iq2_order, iq3t = quantize_act_q8_K_iq3t_order,
+                            iq3 = quantize_act_q8_K_iq3_order;
     switch (weight_type) {
         case SY_TYPE_IQ2_XXS:
-            return {vec_dot_iq2_xxs_codebook, quantize_act_q8_K_iq2_order, 256, 256, a256};
+            return codebook<Iq2xxs, Order::kIq2, true>(vec_dot_iq2_xxs_codebook, iq2);
         case SY_TYPE_IQ2_XS:
-            return {vec_dot_iq2_xs_codebook, quantize_act_q8_K_iq2_order, 256, 256, a256};
-        case SY_TYPE_IQ2_S:
-            return {vec_dot_iq2_s_codebook, quantize_act_q8_K_iq2_order, 256, 256, a256};
+            return codebook<Iq2xs, Order::kIq2, false>(vec_dot_iq2_xs_codebook, iq2);
+        case SY_TYPE_IQ2_S: return codebook<Iq2s, Order::kIq2, false>(vec_dot_iq2_s_codebook, iq2);
         case SY_TYPE_IQ3_XXS:
-            return {vec_dot_iq3_xxs_codebook, quantize_act_q8_K_iq3t_order, 256, 256, a256};
+            return codebook<Iq3xxs, Order::kIq3Entries, true>(vec_dot_iq3_xxs_codebook, iq3t);
         case SY_TYPE_IQ3_S:
-            return {vec_dot_iq3_s_codebook, quantize_act_q8_K_iq3t_order, 256, 256, a256};
-        case SY_TYPE_IQ1_S:
-            return {vec_dot_iq1_s_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
-        case SY_TYPE_IQ1_M:
-            return {vec_dot_iq1_m_codebook, quantize_act_q8_K_iq3_order, 256, 256, a256};
+            return codebook<Iq3s, Order::kIq3Entries, true>(vec_dot_iq3_s_codebook, iq3t);
+        case SY_TYPE_IQ1_S: return codebook<Iq1s, Order::kIq3, true>(vec_dot_iq1_s_codebook, iq3);
+        case SY_TYPE_IQ1_M: return codebook<Iq1m, Order::kIq3, false>(vec_dot_iq1_m_codebook, iq3);
         default: return {nullptr, nullptr, 0, 0, 0};
     }
 }
