@@ -16,6 +16,8 @@
 #include <immintrin.h>
 
 #define SY_CPU_INTERLEAVED_KERNELS 1
+#elif defined(__AVX2__)
+#include <immintrin.h>
 #endif
 
 namespace sy::cpu {
@@ -247,6 +249,147 @@ VecDotFn interleaved_dot(int32_t weight_type) {
         case SY_TYPE_Q4_0: return vec_dot_q4_0_x16;
         case SY_TYPE_Q8_0: return vec_dot_q8_0_x16;
         case SY_TYPE_IQ4_NL: return vec_dot_iq4_nl_x16;
+        case SY_TYPE_Q4_1: return vec_dot_q4_1_x16;
+        case SY_TYPE_Q5_0: return vec_dot_q5_0_x16;
+        case SY_TYPE_Q5_1: return vec_dot_q5_1_x16;
+        case SY_TYPE_Q6_0: return vec_dot_q6_0_x16;
+        default: return nullptr;
+    }
+}
+
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+namespace {
+
+// AVX2 without VNNI: vpmaddubsw of the unsigned weights (at most 63: Q4_0, Q4_1, Q5_0, Q5_1,
+// Q6_0) against the signed activations, pair sums of at most 2 * 63 * 127; a chunk's low and high
+// nibbles' pair sums added in int16 (at most 32004), then vpmaddwd by ones. Rows 0-7 are the
+// first 32 bytes of each 64-byte chunk, rows 8-15 the last 32. Q8_0 and IQ4_NL, whose copies hold
+// unsigned bytes up to 255, are read in place.
+struct Avx2Layout {
+    int heads, offset, block;  // f16 fields in front, the weights' offset, bytes per block
+    int high_bits;             // 0, 5 (Q5_0, Q5_1) or 6 (Q6_0)
+};
+constexpr Avx2Layout kQ40{1, 8, 288, 0}, kQ41{2, 0, 320, 0}, kQ50{1, 16, 352, 5},
+    kQ51{2, 0, 384, 5}, kQ60{1, 32, 416, 6};
+
+inline __m256i splat4_256(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// Half h (rows 8 h .. 8 h + 7) of nibble chunk k, as the low and high nibbles' unsigned values.
+template <const Avx2Layout& L>
+inline void avx2_chunk(const uint8_t* p, int k, int h, __m256i& lo, __m256i& hi) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const uint8_t* qs = p + 32 * L.heads;
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * k + 32 * h));
+    lo = _mm256_and_si256(x, low4);
+    hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+    if constexpr (L.high_bits == 5) {
+        // The regrouped 5th bits: bit 2k (low nibbles) and 2k + 1 of each byte to bit 4.
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 256 + 32 * h));
+        const __m256i t = k == 0   ? _mm256_slli_epi16(qh, 4)
+                          : k == 1 ? _mm256_slli_epi16(qh, 2)
+                          : k == 2 ? qh
+                                   : _mm256_srli_epi16(qh, 2);
+        const __m256i bit4 = _mm256_set1_epi8(0x10);
+        lo = _mm256_or_si256(lo, _mm256_and_si256(t, bit4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(t, 1), bit4));
+    } else if constexpr (L.high_bits == 6) {
+        __m256i t =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 256 + 64 * (k % 2) + 32 * h));
+        if (k >= 2) t = _mm256_srli_epi16(t, 4);
+        const __m256i bits45 = _mm256_set1_epi8(0x30);
+        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(t, 4), bits45));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(t, 2), bits45));
+    }
+}
+
+template <const Avx2Layout& L, int C>
+void avx2_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    const uint8_t* p = static_cast<const uint8_t*>(w);
+    const ActQ8x32* a[C];
+    __m256 acc[C][2];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const ActQ8x32*>(act[c]);
+        acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < blocks; ++b, p += L.block) {
+        i8::prefetch_ahead(p, L.block);
+        __m256i sum[C][2];
+        for (int c = 0; c < C; ++c)
+            sum[c][0] = sum[c][1] = _mm256_set1_epi32(-L.offset * a[c][b].sum);
+        for (int k = 0; k < 4; ++k) {
+            __m256i lo[2], hi[2];
+            avx2_chunk<L>(p, k, 0, lo[0], hi[0]);
+            avx2_chunk<L>(p, k, 1, lo[1], hi[1]);
+            for (int c = 0; c < C; ++c) {
+                const __m256i al = splat4_256(a[c][b].qs + 4 * k),
+                              ah = splat4_256(a[c][b].qs + 16 + 4 * k);
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], al),
+                                                           _mm256_maddubs_epi16(hi[h], ah));
+                    sum[c][h] = _mm256_add_epi32(sum[c][h], _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        for (int h = 0; h < 2; ++h) {
+            const __m256 dw =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
+            for (int c = 0; c < C; ++c)
+                acc[c][h] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[c][h]),
+                                    _mm256_mul_ps(dw, _mm256_set1_ps(a[c][b].d)), acc[c][h]);
+            if constexpr (L.heads == 2) {
+                const __m256 m = _mm256_cvtph_ps(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 + 16 * h)));
+                for (int c = 0; c < C; ++c)
+                    acc[c][h] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[c][b].d * float(a[c][b].sum)),
+                                                acc[c][h]);
+            }
+        }
+    }
+    for (int c = 0; c < C; ++c) {
+        _mm256_storeu_ps(out + 16 * c, acc[c][0]);
+        _mm256_storeu_ps(out + 16 * c + 8, acc[c][1]);
+    }
+}
+
+template <int C>
+void q4_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    avx2_x16_cols<kQ40, C>(blocks, w, act, out);
+}
+template <int C>
+void q4_1_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    avx2_x16_cols<kQ41, C>(blocks, w, act, out);
+}
+template <int C>
+void q5_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    avx2_x16_cols<kQ50, C>(blocks, w, act, out);
+}
+template <int C>
+void q5_1_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    avx2_x16_cols<kQ51, C>(blocks, w, act, out);
+}
+template <int C>
+void q6_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    avx2_x16_cols<kQ60, C>(blocks, w, act, out);
+}
+
+SY_CPU_DEFINE_VEC_DOT(q4_0_x16)
+SY_CPU_DEFINE_VEC_DOT(q4_1_x16)
+SY_CPU_DEFINE_VEC_DOT(q5_0_x16)
+SY_CPU_DEFINE_VEC_DOT(q5_1_x16)
+SY_CPU_DEFINE_VEC_DOT(q6_0_x16)
+
+}  // namespace
+
+VecDotFn interleaved_dot(int32_t weight_type) {
+    switch (weight_type) {
+        case SY_TYPE_Q4_0: return vec_dot_q4_0_x16;
         case SY_TYPE_Q4_1: return vec_dot_q4_1_x16;
         case SY_TYPE_Q5_0: return vec_dot_q5_0_x16;
         case SY_TYPE_Q5_1: return vec_dot_q5_1_x16;
