@@ -264,8 +264,7 @@ namespace {
 // AVX2 without VNNI: vpmaddubsw of the unsigned weights (at most 63: Q4_0, Q4_1, Q5_0, Q5_1,
 // Q6_0) against the signed activations, pair sums of at most 2 * 63 * 127; a chunk's low and high
 // nibbles' pair sums added in int16 (at most 32004), then vpmaddwd by ones. Rows 0-7 are the
-// first 32 bytes of each 64-byte chunk, rows 8-15 the last 32. Q8_0 and IQ4_NL, whose copies hold
-// unsigned bytes up to 255, are read in place.
+// first 32 bytes of each 64-byte chunk, rows 8-15 the last 32. Q8_0 and IQ4_NL below.
 struct Avx2Layout {
     int heads, offset, block;  // f16 fields in front, the weights' offset, bytes per block
     int high_bits;             // 0, 5 (Q5_0, Q5_1) or 6 (Q6_0)
@@ -379,11 +378,87 @@ void q6_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float*
     avx2_x16_cols<kQ60, C>(blocks, w, act, out);
 }
 
+// Q8_0 and IQ4_NL: signed weights w (Q8_0's stored q + 128 with the top bit flipped back; IQ4_NL's
+// nibbles looked up in its table), so vpmaddubsw takes |w| against the activations carrying w's
+// sign (vpsignb): pairs of at most 2 * 128 * 127, added to int32 by vpmaddwd per chunk half.
+// The lanes start at zero: the weights have no offset.
+template <bool kTable, int C>
+void signed_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    constexpr int64_t kBlock = kTable ? 288 : 544;
+    constexpr int kChunks = kTable ? 4 : 8;
+    const uint8_t* p = static_cast<const uint8_t*>(w);
+    const ActQ8x32* a[C];
+    __m256 acc[C][2];
+    for (int c = 0; c < C; ++c) {
+        a[c] = static_cast<const ActQ8x32*>(act[c]);
+        acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+    }
+    const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0F),
+                  flip = _mm256_set1_epi8(char(0x80));
+    __m256i table = low4;
+    if constexpr (kTable)
+        table = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(sy_kvalues_iq4nl)));
+    for (int64_t b = 0; b < blocks; ++b, p += kBlock) {
+        i8::prefetch_ahead(p, kBlock);
+        __m256i sum[C][2];
+        for (int c = 0; c < C; ++c) sum[c][0] = sum[c][1] = _mm256_setzero_si256();
+        for (int k = 0; k < kChunks; ++k)
+            for (int h = 0; h < 2; ++h) {
+                const __m256i x =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 + 64 * k + 32 * h));
+                // The chunk's values (Q8_0: 4 per row; IQ4_NL: low, then high nibbles) and the
+                // activation bytes each meets (IQ4_NL's high nibbles: elements 16 + 4 k ..).
+                __m256i v[2];
+                int at[2] = {4 * k, 16 + 4 * k};
+                int n = 1;
+                if constexpr (kTable) {
+                    v[0] = _mm256_shuffle_epi8(table, _mm256_and_si256(x, low4));
+                    v[1] =
+                        _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(x, 4), low4));
+                    n = 2;
+                } else {
+                    v[0] = _mm256_xor_si256(x, flip);
+                }
+                for (int j = 0; j < n; ++j) {
+                    const __m256i mag = _mm256_sign_epi8(v[j], v[j]);
+                    for (int c = 0; c < C; ++c) {
+                        const __m256i s = _mm256_sign_epi8(splat4_256(a[c][b].qs + at[j]), v[j]);
+                        sum[c][h] = _mm256_add_epi32(
+                            sum[c][h], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, s), ones));
+                    }
+                }
+            }
+        for (int h = 0; h < 2; ++h) {
+            const __m256 dw =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
+            for (int c = 0; c < C; ++c)
+                acc[c][h] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[c][h]),
+                                    _mm256_mul_ps(dw, _mm256_set1_ps(a[c][b].d)), acc[c][h]);
+        }
+    }
+    for (int c = 0; c < C; ++c) {
+        _mm256_storeu_ps(out + 16 * c, acc[c][0]);
+        _mm256_storeu_ps(out + 16 * c + 8, acc[c][1]);
+    }
+}
+template <int C>
+void q8_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    signed_x16_cols<false, C>(blocks, w, act, out);
+}
+template <int C>
+void iq4_nl_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
+    signed_x16_cols<true, C>(blocks, w, act, out);
+}
+
 SY_CPU_DEFINE_VEC_DOT(q4_0_x16)
 SY_CPU_DEFINE_VEC_DOT(q4_1_x16)
 SY_CPU_DEFINE_VEC_DOT(q5_0_x16)
 SY_CPU_DEFINE_VEC_DOT(q5_1_x16)
 SY_CPU_DEFINE_VEC_DOT(q6_0_x16)
+SY_CPU_DEFINE_VEC_DOT(q8_0_x16)
+SY_CPU_DEFINE_VEC_DOT(iq4_nl_x16)
 
 }  // namespace
 
@@ -394,6 +469,8 @@ VecDotFn interleaved_dot(int32_t weight_type) {
         case SY_TYPE_Q5_0: return vec_dot_q5_0_x16;
         case SY_TYPE_Q5_1: return vec_dot_q5_1_x16;
         case SY_TYPE_Q6_0: return vec_dot_q6_0_x16;
+        case SY_TYPE_Q8_0: return vec_dot_q8_0_x16;
+        case SY_TYPE_IQ4_NL: return vec_dot_iq4_nl_x16;
         default: return nullptr;
     }
 }
