@@ -15,7 +15,10 @@
 #include "switchyard/quant_blocks.h"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
-#define SY_CPU_TILE_GEMM 1  // tile_gemm512.cpp's products
+#define SY_CPU_TILE_GEMM 1     // the tile path (below)
+#define SY_CPU_TILE_GEMM512 1  // tile_gemm512.cpp's products
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define SY_CPU_TILE_GEMM 1  // tile_gemm256.cpp's products, for the types it has decoders of
 #endif
 
 namespace sy::cpu {
@@ -169,10 +172,15 @@ inline QuantKernel with_tile(QuantKernel k, TileDecodeFn decode,
     return k;
 }
 // Weight rows [n0, n1) x `count` columns (act, out, out_row_stride as quant_matmul_block) through
-// 16-row tiles (tile_gemm512.cpp); the kernel has a tile_decode.
+// 16-row tiles (tile_gemm512.cpp, tile_gemm256.cpp); the kernel has a tile_decode.
 void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_stride, int64_t n0,
                        int64_t n1, int64_t K, const void* const* act, float* const* out,
                        int64_t count, int64_t out_row_stride);
+
+// The avx2 variant's tile decoder of a weight type (tile_gemm256.cpp: the types whose true values
+// are at most 64 in magnitude, so that vpmaddubsw's pairs of a + 128 and v stay below 2^15), or
+// nullptr: IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, Q3_K (vec_dot_ikquants.cpp).
+TileDecodeFn avx2_tile_decoder(int32_t weight_type);
 
 // n (a multiple of 32) floats into ceil(n / 256) ActQ8G8, natural or nibble order.
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);

@@ -167,15 +167,11 @@ QuantKernel interleaved_kernel(int32_t weight_type) {
     return k;
 }
 
-QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
+namespace {
+
+// The per-block kernels (256 bits or plain loops) on ActQ8x32 or natural Q8_K activations.
+QuantKernel block_kernel(int32_t weight_type) {
     constexpr int64_t a32 = sizeof(ActQ8x32), a256 = sizeof(sy_block_q8_K);
-    // The variant's wide AVX-512 kernels first, each with its own activation layout.
-    if (K >= 256 || K == 128)
-        for (const QuantKernel& wide :
-             {group_kernel(weight_type), wide_kquant_kernel(weight_type),
-              wide_ikquant_kernel(weight_type), wide_trellis_kernel(weight_type),
-              codebook_kernel(weight_type)})
-            if (wide.dot) return wide;
     const QuantizeActFn q32 = quantize_act_q8x32_row, q256 = quantize_act_q8_K_row;
     switch (weight_type) {
         case SY_TYPE_Q4_0: return {vec_dot_q4_0, q32, 32, 32, a32};
@@ -217,6 +213,23 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
         case SY_TYPE_IQ4_KT: return {vec_dot_iq4_kt, q256, 256, 256, a256};
         default: return {nullptr, nullptr, 0, 0, 0};
     }
+}
+
+}  // namespace
+
+QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
+    // The variant's wide AVX-512 kernels first, each with its own activation layout.
+    if (K >= 256 || K == 128)
+        for (const QuantKernel& wide :
+             {group_kernel(weight_type), wide_kquant_kernel(weight_type),
+              wide_ikquant_kernel(weight_type), wide_trellis_kernel(weight_type),
+              codebook_kernel(weight_type)})
+            if (wide.dot) return wide;
+#if defined(SY_CPU_TILE_GEMM) && !defined(SY_CPU_TILE_GEMM512)
+    if (const TileDecodeFn decode = avx2_tile_decoder(weight_type))
+        return with_tile(block_kernel(weight_type), decode);
+#endif
+    return block_kernel(weight_type);
 }
 
 }  // namespace SY_CPU_SIMD_ISA

@@ -9,7 +9,7 @@
 // the end.
 #include "quant/quant_kernels.hpp"
 
-#if defined(SY_CPU_TILE_GEMM)
+#if defined(SY_CPU_TILE_GEMM512)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -22,7 +22,7 @@
 namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
 
-#if defined(SY_CPU_TILE_GEMM)
+#if defined(SY_CPU_TILE_GEMM512)
 namespace {
 
 inline __m512i quad_of(const ActU8K& a, int p) {

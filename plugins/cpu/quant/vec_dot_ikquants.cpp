@@ -3,6 +3,7 @@
 // values and per row), and mainline Q3_K (IQ3_K's planes without a table), against Q8_K, one
 // 32-value chunk per step (the types' traits and the shifted-half algebra: ik_block_traits.hpp).
 #include "quant/ik_block_traits.hpp"
+#include "quant/tile256.hpp"
 
 namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
@@ -188,6 +189,52 @@ SY_CPU_DEFINE_VEC_DOT(iq6_k)
 SY_CPU_DEFINE_VEC_DOT(q3_K)
 SY_CPU_DEFINE_VEC_DOT(iq2_ks)
 SY_CPU_DEFINE_VEC_DOT(iq3_ks)
+
+#if defined(SY_CPU_TILE_GEMM) && !defined(SY_CPU_TILE_GEMM512)
+namespace {
+
+// The avx2 tile path (tile_gemm256.cpp): chunk c's table entries (plus the type's offset) made
+// true values, entry - offset + shift e_s, sub-blocks 2c and 2c + 1; the 16 scales widened.
+template <typename T>
+float ik_tile_row256(const typename T::Block& b, int8_t* v, int32_t* l) {
+    const unsigned extra = T::extra16(b);
+    for (int c = 0; c < 8; ++c) {
+        const int lo = ((extra >> (2 * c)) & 1 ? T::kShift : 0) - T::kOffset;
+        const int hi = ((extra >> (2 * c + 1)) & 1 ? T::kShift : 0) - T::kOffset;
+        const __m256i per = _mm256_setr_m128i(_mm_set1_epi8(char(lo)), _mm_set1_epi8(char(hi)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 32 * c),
+                            _mm256_add_epi8(T::chunk(b, c).v, per));
+    }
+    const __m128i sc = T::scales(b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(l), _mm256_cvtepi8_epi32(sc));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(l + 8),
+                        _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
+    return T::block_scale(b);
+}
+
+template <typename T, bool kScales32>
+void ik_tile_decode256(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                       WeightTile& tile) {
+    decode_tile256<typename T::Block, T::kMeta, kScales32>(
+        blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
+        [](const typename T::Block& b, int8_t* v, int32_t* l) {
+            return ik_tile_row256<T>(b, v, l);
+        });
+}
+
+}  // namespace
+
+TileDecodeFn avx2_tile_decoder(int32_t weight_type) {
+    switch (weight_type) {
+        case SY_TYPE_IQ2_K: return ik_tile_decode256<Iq2K, false>;
+        case SY_TYPE_IQ3_K: return ik_tile_decode256<Iq3K, false>;
+        case SY_TYPE_IQ2_KS: return ik_tile_decode256<Iq2Ks, true>;
+        case SY_TYPE_IQ3_KS: return ik_tile_decode256<Iq3Ks, true>;
+        case SY_TYPE_Q3_K: return ik_tile_decode256<Q3K, false>;
+        default: return nullptr;
+    }
+}
+#endif
 
 }  // namespace SY_CPU_SIMD_ISA
 }  // namespace sy::cpu
