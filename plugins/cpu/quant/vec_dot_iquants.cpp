@@ -12,8 +12,12 @@
 //   IQ1_*    x = d/8 * (2 ls + 1) * (8 grid + delta_sign)   grid -1, 0, 1; delta = +-1/8
 // All bytes stay within |w| <= 62, so the int16 pair sums of vpmaddubsw cannot saturate against
 // activations |a| <= 127. The products are exact in int32; only the activations are rounded.
+#include <type_traits>
+
+#include "quant/codebook_tile_scales.hpp"
 #include "quant/int8_simd.hpp"
 #include "quant/quant_kernels.hpp"
+#include "quant/tile256.hpp"
 #include "switchyard/iquant_grids.h"
 #include "switchyard/sdk.hpp"
 
@@ -269,6 +273,55 @@ SY_CPU_DEFINE_VEC_DOT(iq3_s)
 SY_CPU_DEFINE_VEC_DOT(iq1_s)
 SY_CPU_DEFINE_VEC_DOT(iq1_m)
 SY_CPU_DEFINE_VEC_DOT(iq1_m_r4_rows)
+
+#if defined(SY_CPU_TILE_GEMM) && !defined(SY_CPU_TILE_GEMM512)
+namespace {
+
+// The avx2 tile path (tile_gemm256.cpp): each 32-value sub-block decoded as above, the
+// magnitude types' signs put on the values, and the integer scales read from the block
+// (codebook_tile_scales.hpp). Every value is at most 62 in magnitude.
+template <typename T>
+float codebook_tile_row256(const typename T::Block& b, int8_t* v, int32_t* l) {
+    for (int ib = 0; ib < SY_QK_K / 32; ++ib) {
+        I8x32 x;
+        if constexpr (std::is_same_v<T, Iq1s> || std::is_same_v<T, Iq1m>) {
+            Scale16 sc;
+            x = T::decode(b, ib, sc);
+        } else {
+            const Magnitudes m = T::decode(b, ib);
+            x = negate_where(m.mag, m.negative);
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 32 * ib), x.v);
+    }
+    tile_scales(b, l);
+    return T::factor(b);
+}
+
+template <typename T, bool kScales32>
+void codebook_tile_decode256(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                             WeightTile& tile) {
+    decode_tile256<typename T::Block, 0, kScales32>(
+        blocks, w, row_stride, rows, tile, [](const uint8_t*) { return 1.0f; },
+        [](const typename T::Block& b, int8_t* v, int32_t* l) {
+            return codebook_tile_row256<T>(b, v, l);
+        });
+}
+
+}  // namespace
+
+TileDecodeFn avx2_codebook_tile_decoder(int32_t weight_type) {
+    switch (weight_type) {
+        case SY_TYPE_IQ2_XXS: return codebook_tile_decode256<Iq2xxs, true>;
+        case SY_TYPE_IQ2_XS: return codebook_tile_decode256<Iq2xs, false>;
+        case SY_TYPE_IQ2_S: return codebook_tile_decode256<Iq2s, false>;
+        case SY_TYPE_IQ3_XXS: return codebook_tile_decode256<Iq3xxs, true>;
+        case SY_TYPE_IQ3_S: return codebook_tile_decode256<Iq3s, true>;
+        case SY_TYPE_IQ1_S: return codebook_tile_decode256<Iq1s, true>;
+        case SY_TYPE_IQ1_M: return codebook_tile_decode256<Iq1m, false>;
+        default: return nullptr;
+    }
+}
+#endif
 
 }  // namespace SY_CPU_SIMD_ISA
 }  // namespace sy::cpu
