@@ -179,10 +179,11 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
 
 // The avx2 variant's tile decoder of a weight type (tile_gemm256.cpp: the types whose true values
 // are at most 64 in magnitude, so that vpmaddubsw's pairs of a + 128 and v stay below 2^15), or
-// nullptr: IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, Q3_K (vec_dot_ikquants.cpp) and the codebook i-quants
-// IQ1_S ... IQ3_S (vec_dot_iquants.cpp, avx2_codebook_tile_decoder).
+// nullptr: IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, Q3_K (vec_dot_ikquants.cpp), the codebook i-quants
+// IQ1_S ... IQ3_S (vec_dot_iquants.cpp) and Q2_K, Q4_K, Q5_K, Q6_K (vec_dot_kquants.cpp).
 TileDecodeFn avx2_tile_decoder(int32_t weight_type);
 TileDecodeFn avx2_codebook_tile_decoder(int32_t weight_type);
+TileDecodeFn avx2_kquant_tile_decoder(int32_t weight_type);
 
 // n (a multiple of 32) floats into ceil(n / 256) ActQ8G8, natural or nibble order.
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);

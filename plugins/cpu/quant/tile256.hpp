@@ -17,6 +17,8 @@ inline namespace SY_CPU_SIMD_ISA {
 struct alignas(64) TileScratch256 {
     int8_t v[16][256];
     int32_t l[16][16];
+    int16_t m[16][16];  // the 16 mins (types with mins)
+    float dmin[16];
 };
 
 // Block b of the tile from the scratch: values, scales and offsets.
@@ -36,18 +38,27 @@ inline void store_tile_block256(const TileScratch256& s, const WeightTile& tile,
         }
         tile.offsets[16 * b + r] = -128 * offset;
     }
+    if (tile.has_mins) {
+        int32_t* mins = tile.mins + 256 * b;
+        for (int i = 0; i < 8; ++i)
+            for (int r = 0; r < 16; ++r)
+                mins[16 * i + r] = int32_t(uint32_t(uint16_t(s.m[r][2 * i])) |
+                                           uint32_t(uint16_t(s.m[r][2 * i + 1])) << 16);
+        for (int r = 0; r < 16; ++r) tile.dmin[16 * b + r] = s.dmin[r];
+    }
 }
 
 // Decodes a tile with `row(block, int8 values[256], int32 scales[16])`, which returns the
 // block's float scale; Block the type's block, kMeta the bytes in front of each row's blocks,
 // row_scale(row start). kScales32: the type's scales are per 32 values (the decoder writes each
-// twice). No mins: the avx2 path has no decoder of a type with them.
-template <typename Block, int kMeta, bool kScales32, typename RowScale, typename Row>
+// twice). With kMins, `row(block, values, scales, int16 mins[16], float& dmin)`.
+template <typename Block, int kMeta, bool kScales32, bool kMins = false, typename RowScale,
+          typename Row>
 inline void decode_tile256(int64_t blocks, const void* w, int64_t row_stride, int rows,
                            WeightTile& tile, RowScale&& row_scale, Row&& row) {
     TileScratch256 s;
     std::memset(&s, 0, sizeof s);
-    tile.has_mins = false;
+    tile.has_mins = kMins;
     tile.scales32 = kScales32;
     const Block* x[16];
     for (int r = 0; r < 16; ++r) {
@@ -68,7 +79,10 @@ inline void decode_tile256(int64_t blocks, const void* w, int64_t row_stride, in
                     for (size_t o = 0; o < sizeof(Block); o += 64)
                         __builtin_prefetch(ahead + o, 0, 3);
                 }
-                d[r] = row(x[r][b], s.v[r], s.l[r]);
+                if constexpr (kMins)
+                    d[r] = row(x[r][b], s.v[r], s.l[r], s.m[r], s.dmin[r]);
+                else
+                    d[r] = row(x[r][b], s.v[r], s.l[r]);
             } else {
                 d[r] = 0.0f;
             }

@@ -35,7 +35,7 @@ inline __m256i quad_of(const ActU8K& a, int p) {
 
 // acc[16 c + r] += row r of the tile's blocks [b0, b1) times column c, for C columns whose ActU8K
 // blocks are at act[c].
-template <int C, bool kScales32>
+template <int C, bool kMins, bool kScales32>
 void tile_columns(int64_t b0, int64_t b1, const WeightTile& tile, const ActU8K* const* act,
                   float* acc_out) {
     constexpr int kGroup = kScales32 ? 2 : 1;  // sub-blocks of 16 per scale
@@ -81,6 +81,31 @@ void tile_columns(int64_t b0, int64_t b1, const WeightTile& tile, const ActU8K* 
                     _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[c][h]),
                                     _mm256_mul_ps(dw, _mm256_set1_ps(act[c][b].d)), acc[c][h]);
         }
+        if constexpr (kMins) {
+            // -dmin sum_j m_j B_j: the rows' (m_2i, m_2i+1) against the column's bsums pair.
+            const int32_t* mins = tile.mins + 256 * b;
+            for (int c = 0; c < C; ++c) s[c][0] = s[c][1] = _mm256_setzero_si256();
+            for (int i = 0; i < 8; ++i) {
+                const __m256i m0 =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + 16 * i));
+                const __m256i m1 =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + 16 * i + 8));
+                for (int c = 0; c < C; ++c) {
+                    int32_t pair;
+                    std::memcpy(&pair, act[c][b].bsums + 2 * i, 4);
+                    const __m256i bs = _mm256_set1_epi32(pair);
+                    s[c][0] = _mm256_add_epi32(s[c][0], _mm256_madd_epi16(m0, bs));
+                    s[c][1] = _mm256_add_epi32(s[c][1], _mm256_madd_epi16(m1, bs));
+                }
+            }
+            for (int h = 0; h < 2; ++h) {
+                const __m256 dmin = _mm256_loadu_ps(tile.dmin + 16 * b + 8 * h);
+                for (int c = 0; c < C; ++c)
+                    acc[c][h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(s[c][h]),
+                                                 _mm256_mul_ps(dmin, _mm256_set1_ps(act[c][b].d)),
+                                                 acc[c][h]);
+            }
+        }
     }
     for (int c = 0; c < C; ++c)
         for (int h = 0; h < 2; ++h) _mm256_storeu_ps(acc_out + 16 * c + 8 * h, acc[c][h]);
@@ -93,20 +118,23 @@ using TileColumnsFn = void (*)(int64_t, int64_t, const WeightTile&, const ActU8K
 // Blocks per pass of the columns: 4 blocks of a 16-row tile (25 KiB) stay in L1 while every
 // column group passes over them.
 constexpr int64_t kBlocksPerPass = 4;
-template <bool kScales32, int... I>
+// [has_mins][scales32][columns - 1]
+template <bool kMins, bool kScales32, int... I>
 constexpr std::array<TileColumnsFn, sizeof...(I)> tile_columns_fns(
     std::integer_sequence<int, I...>) {
-    return {tile_columns<I + 1, kScales32>...};
+    return {tile_columns<I + 1, kMins, kScales32>...};
 }
-constexpr std::array<TileColumnsFn, kTileColumns> kTileColumnsFns[2] = {
-    tile_columns_fns<false>(std::make_integer_sequence<int, kTileColumns>()),
-    tile_columns_fns<true>(std::make_integer_sequence<int, kTileColumns>())};
+constexpr std::array<TileColumnsFn, kTileColumns> kTileColumnsFns[2][2] = {
+    {tile_columns_fns<false, false>(std::make_integer_sequence<int, kTileColumns>()),
+     tile_columns_fns<false, true>(std::make_integer_sequence<int, kTileColumns>())},
+    {tile_columns_fns<true, false>(std::make_integer_sequence<int, kTileColumns>()),
+     tile_columns_fns<true, true>(std::make_integer_sequence<int, kTileColumns>())}};
 
 struct alignas(64) Line {
     int8_t b[64];
 };
 // The calling thread's tile, grown to the longest row it has decoded (tile_gemm512.cpp's
-// layout; the mins are not used here).
+// layout).
 struct TileBuffer {
     std::vector<Line> lines;
     WeightTile tile(int64_t blocks) {
@@ -148,8 +176,8 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
                 for (int j = 0; j < cols; ++j)
                     cols_act[j] = reinterpret_cast<const ActU8K*>(
                         static_cast<const char*>(act[c + j]) + u8_offset);
-                kTileColumnsFns[tile.scales32][size_t(cols - 1)](b0, b1, tile, cols_act,
-                                                                 acc.data() + 16 * c);
+                kTileColumnsFns[tile.has_mins][tile.scales32][size_t(cols - 1)](
+                    b0, b1, tile, cols_act, acc.data() + 16 * c);
             }
         }
         for (int64_t c = 0; c < count; ++c)

@@ -231,7 +231,9 @@ TileDecodeFn avx2_tile_decoder(int32_t weight_type) {
         case SY_TYPE_IQ2_KS: return ik_tile_decode256<Iq2Ks, true>;
         case SY_TYPE_IQ3_KS: return ik_tile_decode256<Iq3Ks, true>;
         case SY_TYPE_Q3_K: return ik_tile_decode256<Q3K, false>;
-        default: return avx2_codebook_tile_decoder(weight_type);
+        default:
+            if (const TileDecodeFn decode = avx2_codebook_tile_decoder(weight_type)) return decode;
+            return avx2_kquant_tile_decoder(weight_type);
     }
 }
 #endif

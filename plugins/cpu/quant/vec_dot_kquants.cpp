@@ -10,6 +10,7 @@
 
 #include "quant/int8_simd.hpp"
 #include "quant/quant_kernels.hpp"
+#include "quant/tile256.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
@@ -164,6 +165,118 @@ SY_CPU_DEFINE_VEC_DOT(q2_K)
 SY_CPU_DEFINE_VEC_DOT(q4_K)
 SY_CPU_DEFINE_VEC_DOT(q5_K)
 SY_CPU_DEFINE_VEC_DOT(q6_K)
+
+#if defined(SY_CPU_TILE_GEMM) && !defined(SY_CPU_TILE_GEMM512)
+namespace {
+
+// The avx2 tile path (tile_gemm256.cpp): each block's values (Q2_K 0..3, Q4_K 0..15, Q5_K
+// 0..31 with their mins apart; Q6_K -32..31) in natural order, the 16 sub-block scales (Q4_K's
+// and Q5_K's per 32 values written twice) and mins.
+inline void store32(int8_t* v, __m256i x) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(v), x);
+}
+
+// Q4_K, Q5_K: qs[32 j, 32 j + 32) holds values 64 j + [0, 32) in its low nibbles and 64 j + 32
+// + [0, 32) in its high ones; Q5_K's fifth bit of value 32 c + i is bit c of qh[i].
+template <typename Block>
+float k4_k5_tile_row256(const Block& b, int8_t* v, int32_t* l, int16_t* m, float& dmin) {
+    uint8_t sc[8], mn[8];
+    scales_mins_k4(b.scales, sc, mn);
+    for (int j = 0; j < 8; ++j) {
+        l[2 * j] = l[2 * j + 1] = sc[j];
+        m[2 * j] = m[2 * j + 1] = mn[j];
+    }
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+    for (int j = 0; j < 4; ++j) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * j));
+        __m256i lo = _mm256_and_si256(q, low4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if constexpr (std::is_same_v<Block, sy_block_q5_K>) {
+            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+            // Bit 2 j to bit 4 (bit 2 j + 1 to bit 5): 16-bit shifts by at most 4 bring no bit of
+            // one byte to another's bit 4 or 5.
+            const __m256i t = j == 0   ? _mm256_slli_epi16(qh, 4)
+                              : j == 1 ? _mm256_slli_epi16(qh, 2)
+                              : j == 2 ? qh
+                                       : _mm256_srli_epi16(qh, 2);
+            lo = _mm256_or_si256(lo, _mm256_and_si256(t, bit4));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(t, 1), bit4));
+        }
+        store32(v + 64 * j, lo);
+        store32(v + 64 * j + 32, hi);
+    }
+    dmin = h2f(b.dmin);
+    return h2f(b.d);
+}
+
+// Q6_K: per half n, ql[64 n, 64 n + 32) and ql[64 n + 32, 64 n + 64) hold in their low nibbles
+// values 128 n + [0, 32) and 128 n + [32, 64), in their high ones 128 n + [64, 96) and 128 n +
+// [96, 128); bits 4-5 are bits 2 k of qh[32 n + i] for the k-th of those four; minus 32.
+float q6_K_tile_row256(const sy_block_q6_K& b, int8_t* v, int32_t* l) {
+    for (int s = 0; s < 16; ++s) l[s] = b.scales[s];
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30),
+                  offset = _mm256_set1_epi8(32);
+    for (int n = 0; n < 2; ++n) {
+        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * n));
+        const __m256i ql1 =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * n + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * n));
+        const __m256i low[4] = {_mm256_and_si256(ql0, low4), _mm256_and_si256(ql1, low4),
+                                _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                                _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4)};
+        const __m256i high[4] = {_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2), qh,
+                                 _mm256_srli_epi16(qh, 2)};
+        for (int k = 0; k < 4; ++k)
+            store32(v + 128 * n + 32 * k,
+                    _mm256_sub_epi8(_mm256_or_si256(low[k], _mm256_and_si256(high[k], bits45)),
+                                    offset));
+    }
+    return h2f(b.d);
+}
+
+// Q2_K: field g of qs byte i < 32 is value 32 g + i, of byte 32 + i value 128 + 32 g + i; scale
+// and min of sub-block j in the low and high nibble of scales[j].
+float q2_K_tile_row256(const sy_block_q2_K& b, int8_t* v, int32_t* l, int16_t* m, float& dmin) {
+    for (int j = 0; j < 16; ++j) {
+        l[j] = b.scales[j] & 15;
+        m[j] = int16_t(b.scales[j] >> 4);
+    }
+    const __m256i low2 = _mm256_set1_epi8(0x03);
+    for (int n = 0; n < 2; ++n) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * n));
+        for (int g = 0; g < 4; ++g)
+            store32(v + 128 * n + 32 * g, _mm256_and_si256(_mm256_srli_epi16(q, 2 * g), low2));
+    }
+    dmin = h2f(b.dmin);
+    return h2f(b.d);
+}
+
+template <typename Block>
+void k_tile_decode256(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                      WeightTile& tile) {
+    auto one = [](const uint8_t*) { return 1.0f; };
+    if constexpr (std::is_same_v<Block, sy_block_q6_K>)
+        decode_tile256<Block, 0, false>(blocks, w, row_stride, rows, tile, one, q6_K_tile_row256);
+    else if constexpr (std::is_same_v<Block, sy_block_q2_K>)
+        decode_tile256<Block, 0, false, true>(blocks, w, row_stride, rows, tile, one,
+                                              q2_K_tile_row256);
+    else
+        decode_tile256<Block, 0, true, true>(blocks, w, row_stride, rows, tile, one,
+                                             k4_k5_tile_row256<Block>);
+}
+
+}  // namespace
+
+TileDecodeFn avx2_kquant_tile_decoder(int32_t weight_type) {
+    switch (weight_type) {
+        case SY_TYPE_Q2_K: return k_tile_decode256<sy_block_q2_K>;
+        case SY_TYPE_Q4_K: return k_tile_decode256<sy_block_q4_K>;
+        case SY_TYPE_Q5_K: return k_tile_decode256<sy_block_q5_K>;
+        case SY_TYPE_Q6_K: return k_tile_decode256<sy_block_q6_K>;
+        default: return nullptr;
+    }
+}
+#endif
 
 }  // namespace SY_CPU_SIMD_ISA
 }  // namespace sy::cpu
