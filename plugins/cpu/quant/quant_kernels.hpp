@@ -94,6 +94,9 @@ struct WeightTile {
     bool has_mins;     // whether mins and dmin are set (by the type's decoder)
     bool scales32;     // whether l_2i = l_2i+1 throughout (a scale per 32 values; one vpmulld each)
     float row_scale[16];
+    // avx2 (tile_gemm256.cpp): values up to 128 in magnitude, taken as |v| against the activations
+    // with v's sign (offsets then unused); else |v| <= 64 against a + 128.
+    bool signed_values = false;
 };
 // Decodes rows [0, rows) (rows <= 16, row_stride bytes apart, `blocks` blocks each) into `tile`;
 // rows past `rows` become zeros.
@@ -177,13 +180,15 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
                        int64_t n1, int64_t K, const void* const* act, float* const* out,
                        int64_t count, int64_t out_row_stride);
 
-// The avx2 variant's tile decoder of a weight type (tile_gemm256.cpp: the types whose true values
-// are at most 64 in magnitude, so that vpmaddubsw's pairs of a + 128 and v stay below 2^15), or
-// nullptr: IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, Q3_K (vec_dot_ikquants.cpp), the codebook i-quants
-// IQ1_S ... IQ3_S (vec_dot_iquants.cpp) and Q2_K, Q4_K, Q5_K, Q6_K (vec_dot_kquants.cpp).
+// The avx2 variant's tile decoder of a weight type (tile_gemm256.cpp), or nullptr: IQ2_K ... IQ6_K,
+// IQ2_KS, IQ3_KS, Q3_K (vec_dot_ikquants.cpp), the codebook i-quants IQ1_S ... IQ3_S
+// (vec_dot_iquants.cpp), Q2_K, Q4_K, Q5_K, Q6_K (vec_dot_kquants.cpp), IQ4_KS, IQ5_KS, IQ4_KSS,
+// IQ2_KL, IQ1_KT ... IQ4_KT (vec_dot_ikrows.cpp) and IQ4_XS (vec_dot_iq4.cpp).
 TileDecodeFn avx2_tile_decoder(int32_t weight_type);
 TileDecodeFn avx2_codebook_tile_decoder(int32_t weight_type);
 TileDecodeFn avx2_kquant_tile_decoder(int32_t weight_type);
+TileDecodeFn avx2_row_tile_decoder(int32_t weight_type);
+TileDecodeFn avx2_iq4_xs_tile_decoder(int32_t weight_type);
 
 // n (a multiple of 32) floats into ceil(n / 256) ActQ8G8, natural or nibble order.
 void quantize_act_g8_natural(const float* x, void* y, int64_t n);

@@ -51,15 +51,17 @@ inline void store_tile_block256(const TileScratch256& s, const WeightTile& tile,
 // Decodes a tile with `row(block, int8 values[256], int32 scales[16])`, which returns the
 // block's float scale; Block the type's block, kMeta the bytes in front of each row's blocks,
 // row_scale(row start). kScales32: the type's scales are per 32 values (the decoder writes each
-// twice). With kMins, `row(block, values, scales, int16 mins[16], float& dmin)`.
-template <typename Block, int kMeta, bool kScales32, bool kMins = false, typename RowScale,
-          typename Row>
+// twice). With kMins, `row(block, values, scales, int16 mins[16], float& dmin)`. kSigned: the
+// values reach 128 in magnitude (WeightTile::signed_values).
+template <typename Block, int kMeta, bool kScales32, bool kMins = false, bool kSigned = false,
+          typename RowScale, typename Row>
 inline void decode_tile256(int64_t blocks, const void* w, int64_t row_stride, int rows,
                            WeightTile& tile, RowScale&& row_scale, Row&& row) {
     TileScratch256 s;
     std::memset(&s, 0, sizeof s);
     tile.has_mins = kMins;
     tile.scales32 = kScales32;
+    tile.signed_values = kSigned;
     const Block* x[16];
     for (int r = 0; r < 16; ++r) {
         if (r < rows) {

@@ -35,7 +35,7 @@ inline __m256i quad_of(const ActU8K& a, int p) {
 
 // acc[16 c + r] += row r of the tile's blocks [b0, b1) times column c, for C columns whose ActU8K
 // blocks are at act[c].
-template <int C, bool kMins, bool kScales32>
+template <int C, bool kMins, bool kScales32, bool kSigned>
 void tile_columns(int64_t b0, int64_t b1, const WeightTile& tile, const ActU8K* const* act,
                   float* acc_out) {
     constexpr int kGroup = kScales32 ? 2 : 1;  // sub-blocks of 16 per scale
@@ -48,8 +48,9 @@ void tile_columns(int64_t b0, int64_t b1, const WeightTile& tile, const ActU8K* 
         const int32_t* scales = tile.scales + 256 * b;
         __m256i s[C][2];
         for (int h = 0; h < 2; ++h) {
-            const __m256i offsets =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.offsets + 16 * b + 8 * h));
+            const __m256i offsets = kSigned ? _mm256_setzero_si256()
+                                            : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                                  tile.offsets + 16 * b + 8 * h));
             for (int c = 0; c < C; ++c) s[c][h] = offsets;
         }
         for (int j = 0; j < 16; j += kGroup) {
@@ -65,12 +66,30 @@ void tile_columns(int64_t b0, int64_t b1, const WeightTile& tile, const ActU8K* 
                     _mm256_load_si256(reinterpret_cast<const __m256i*>(values + 64 * p));
                 const __m256i w1 =
                     _mm256_load_si256(reinterpret_cast<const __m256i*>(values + 64 * p + 32));
-                for (int c = 0; c < C; ++c) {
-                    const __m256i a = quad_of(act[c][b], p);
-                    s[c][0] = _mm256_add_epi32(
-                        s[c][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w0), pairs[0]));
-                    s[c][1] = _mm256_add_epi32(
-                        s[c][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w1), pairs[1]));
+                if constexpr (kSigned) {
+                    // |v| against the signed activations (a + 128 with its top bit flipped)
+                    // carrying v's sign: pairs of at most 2 * 128 * 127.
+                    const __m256i m0 = _mm256_sign_epi8(w0, w0), m1 = _mm256_sign_epi8(w1, w1);
+                    const __m256i flip = _mm256_set1_epi8(char(0x80));
+                    for (int c = 0; c < C; ++c) {
+                        const __m256i a = _mm256_xor_si256(quad_of(act[c][b], p), flip);
+                        s[c][0] = _mm256_add_epi32(
+                            s[c][0],
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(m0, _mm256_sign_epi8(a, w0)),
+                                              pairs[0]));
+                        s[c][1] = _mm256_add_epi32(
+                            s[c][1],
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(m1, _mm256_sign_epi8(a, w1)),
+                                              pairs[1]));
+                    }
+                } else {
+                    for (int c = 0; c < C; ++c) {
+                        const __m256i a = quad_of(act[c][b], p);
+                        s[c][0] = _mm256_add_epi32(
+                            s[c][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w0), pairs[0]));
+                        s[c][1] = _mm256_add_epi32(
+                            s[c][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w1), pairs[1]));
+                    }
                 }
             }
         }
@@ -118,17 +137,19 @@ using TileColumnsFn = void (*)(int64_t, int64_t, const WeightTile&, const ActU8K
 // Blocks per pass of the columns: 4 blocks of a 16-row tile (25 KiB) stay in L1 while every
 // column group passes over them.
 constexpr int64_t kBlocksPerPass = 4;
-// [has_mins][scales32][columns - 1]
-template <bool kMins, bool kScales32, int... I>
+// [has_mins][scales32][signed_values]: (no type has both mins and signed values)
+template <bool kMins, bool kScales32, bool kSigned, int... I>
 constexpr std::array<TileColumnsFn, sizeof...(I)> tile_columns_fns(
     std::integer_sequence<int, I...>) {
-    return {tile_columns<I + 1, kMins, kScales32>...};
+    return {tile_columns<I + 1, kMins, kScales32, kSigned>...};
 }
-constexpr std::array<TileColumnsFn, kTileColumns> kTileColumnsFns[2][2] = {
-    {tile_columns_fns<false, false>(std::make_integer_sequence<int, kTileColumns>()),
-     tile_columns_fns<false, true>(std::make_integer_sequence<int, kTileColumns>())},
-    {tile_columns_fns<true, false>(std::make_integer_sequence<int, kTileColumns>()),
-     tile_columns_fns<true, true>(std::make_integer_sequence<int, kTileColumns>())}};
+template <bool kMins, bool kScales32, bool kSigned>
+constexpr std::array<TileColumnsFn, kTileColumns> kFns =
+    tile_columns_fns<kMins, kScales32, kSigned>(std::make_integer_sequence<int, kTileColumns>());
+constexpr const std::array<TileColumnsFn, kTileColumns>* kTileColumnsFns[2][2][2] = {
+    {{&kFns<false, false, false>, &kFns<false, false, true>},
+     {&kFns<false, true, false>, &kFns<false, true, true>}},
+    {{&kFns<true, false, false>, nullptr}, {&kFns<true, true, false>, nullptr}}};
 
 struct alignas(64) Line {
     int8_t b[64];
@@ -176,8 +197,8 @@ void tile_matmul_block(const QuantKernel& kernel, const char* a, int64_t a_row_s
                 for (int j = 0; j < cols; ++j)
                     cols_act[j] = reinterpret_cast<const ActU8K*>(
                         static_cast<const char*>(act[c + j]) + u8_offset);
-                kTileColumnsFns[tile.has_mins][tile.scales32][size_t(cols - 1)](
-                    b0, b1, tile, cols_act, acc.data() + 16 * c);
+                (*kTileColumnsFns[tile.has_mins][tile.scales32][tile.signed_values])[size_t(
+                    cols - 1)](b0, b1, tile, cols_act, acc.data() + 16 * c);
             }
         }
         for (int64_t c = 0; c < count; ++c)

@@ -212,10 +212,10 @@ float ik_tile_row256(const typename T::Block& b, int8_t* v, int32_t* l) {
     return T::block_scale(b);
 }
 
-template <typename T, bool kScales32>
+template <typename T, bool kScales32, bool kSigned = false>
 void ik_tile_decode256(int64_t blocks, const void* w, int64_t row_stride, int rows,
                        WeightTile& tile) {
-    decode_tile256<typename T::Block, T::kMeta, kScales32>(
+    decode_tile256<typename T::Block, T::kMeta, kScales32, false, kSigned>(
         blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
         [](const typename T::Block& b, int8_t* v, int32_t* l) {
             return ik_tile_row256<T>(b, v, l);
@@ -231,8 +231,12 @@ TileDecodeFn avx2_tile_decoder(int32_t weight_type) {
         case SY_TYPE_IQ2_KS: return ik_tile_decode256<Iq2Ks, true>;
         case SY_TYPE_IQ3_KS: return ik_tile_decode256<Iq3Ks, true>;
         case SY_TYPE_Q3_K: return ik_tile_decode256<Q3K, false>;
+        case SY_TYPE_IQ4_K: return ik_tile_decode256<Iq4K, false, true>;
+        case SY_TYPE_IQ5_K: return ik_tile_decode256<Iq5K, false, true>;
+        case SY_TYPE_IQ6_K: return ik_tile_decode256<Iq6K, false, true>;
         default:
             if (const TileDecodeFn decode = avx2_codebook_tile_decoder(weight_type)) return decode;
+            if (const TileDecodeFn decode = avx2_row_tile_decoder(weight_type)) return decode;
             return avx2_kquant_tile_decoder(weight_type);
     }
 }

@@ -9,6 +9,7 @@
 //   row . a = d * sum_blocks a.d * sum_chunks l * (values . a.qs).
 #include "quant/int8_simd.hpp"
 #include "quant/quant_kernels.hpp"
+#include "quant/tile256.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
@@ -346,6 +347,45 @@ SY_CPU_DEFINE_VEC_DOT(iq4_ks)
 SY_CPU_DEFINE_VEC_DOT(iq4_kss)
 SY_CPU_DEFINE_VEC_DOT(iq5_ks)
 SY_CPU_DEFINE_VEC_DOT(iq2_kl)
+
+#if defined(SY_CPU_TILE_GEMM) && !defined(SY_CPU_TILE_GEMM512)
+namespace {
+
+// The avx2 tile path (tile_gemm256.cpp): each chunk's true values (up to 128 in magnitude: the
+// tile's signed form) and its scale for both of its 16-value sub-blocks; the row scale outside.
+template <typename T>
+float row_tile_row256(const typename T::Block& b, int8_t* v, int32_t* l) {
+    for (int c = 0; c < 8; ++c) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 32 * c), T::chunk(b, c).v);
+        l[2 * c] = l[2 * c + 1] = T::scale(b, c);
+    }
+    return 1.0f;
+}
+
+template <typename T>
+void row_tile_decode256(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                        WeightTile& tile) {
+    decode_tile256<typename T::Block, T::kMeta, true, false, true>(
+        blocks, w, row_stride, rows, tile, [](const uint8_t* p) { return T::row_scale(p); },
+        row_tile_row256<T>);
+}
+
+}  // namespace
+
+TileDecodeFn avx2_row_tile_decoder(int32_t weight_type) {
+    switch (weight_type) {
+        case SY_TYPE_IQ4_KS: return row_tile_decode256<Iq4Ks>;
+        case SY_TYPE_IQ5_KS: return row_tile_decode256<Iq5Ks>;
+        case SY_TYPE_IQ4_KSS: return row_tile_decode256<Iq4Kss>;
+        case SY_TYPE_IQ2_KL: return row_tile_decode256<Iq2Kl>;
+        case SY_TYPE_IQ1_KT: return row_tile_decode256<Iq1Kt>;
+        case SY_TYPE_IQ2_KT: return row_tile_decode256<Iq2Kt>;
+        case SY_TYPE_IQ3_KT: return row_tile_decode256<Iq3Kt>;
+        case SY_TYPE_IQ4_KT: return row_tile_decode256<Iq4Kt>;
+        default: return avx2_iq4_xs_tile_decoder(weight_type);
+    }
+}
+#endif
 
 }  // namespace SY_CPU_SIMD_ISA
 }  // namespace sy::cpu

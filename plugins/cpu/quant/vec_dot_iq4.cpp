@@ -3,6 +3,7 @@
 // nibbles index sy_kvalues_iq4nl (signed, in [-127, 113]) through a byte shuffle.
 #include "quant/int8_simd.hpp"
 #include "quant/quant_kernels.hpp"
+#include "quant/tile256.hpp"
 #include "switchyard/sdk.hpp"
 
 namespace sy::cpu {
@@ -63,6 +64,35 @@ void iq4_xs_cols(int64_t blocks, const void* w, const void* const* act, float* o
 
 SY_CPU_DEFINE_VEC_DOT(iq4_nl)
 SY_CPU_DEFINE_VEC_DOT(iq4_xs)
+
+#if defined(SY_CPU_TILE_GEMM) && !defined(SY_CPU_TILE_GEMM512)
+namespace {
+
+// The avx2 tile path (tile_gemm256.cpp): IQ4_XS's table values (-127 .. 113: the tile's signed
+// form) and its 6-bit scales minus 32, per 32 values.
+float iq4_xs_tile_row256(const sy_block_iq4_xs& b, int8_t* v, int32_t* l) {
+    for (int ib = 0; ib < 8; ++ib) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 32 * ib),
+                            lut16(sy_kvalues_iq4nl, nibbles16(b.qs + 16 * ib)).v);
+        l[2 * ib] = l[2 * ib + 1] = (((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) |
+                                     (((b.scales_h >> (2 * ib)) & 3) << 4)) -
+                                    32;
+    }
+    return h2f(b.d);
+}
+
+void iq4_xs_tile_decode256(int64_t blocks, const void* w, int64_t row_stride, int rows,
+                           WeightTile& tile) {
+    decode_tile256<sy_block_iq4_xs, 0, true, false, true>(
+        blocks, w, row_stride, rows, tile, [](const uint8_t*) { return 1.0f; }, iq4_xs_tile_row256);
+}
+
+}  // namespace
+
+TileDecodeFn avx2_iq4_xs_tile_decoder(int32_t weight_type) {
+    return weight_type == SY_TYPE_IQ4_XS ? iq4_xs_tile_decode256 : nullptr;
+}
+#endif
 
 }  // namespace SY_CPU_SIMD_ISA
 }  // namespace sy::cpu
