@@ -287,8 +287,8 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
 // Then the kernels' integer products are exact, and what is left is float rounding: the result
 // must match the dequantized reference to 1e-5 of the sum of |w x|, where one wrong codebook
 // entry, sign, scale or element order moves it by about 1/K of that sum or more. 5 columns take
-// the per-row kernels (the trellis types: the tile path), 19 the tile path where a variant has
-// one (8, 8 and 3 columns; 29 rows: a group of 16 and one of 13).
+// the per-row kernels (the trellis types: the tile path), 19 the avx512 tile path (8, 8 and 3
+// columns; 29 rows: a group of 16 and one of 13), 37 the avx2 tile path too (from 32 columns).
 TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
     ASSERT_FALSE(cpu_plugins().empty());
     std::mt19937 rng(4321);
@@ -298,7 +298,7 @@ TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
             for (int64_t K : row_lengths(type))
-                for (int64_t M : {3, 5, 19}) {
+                for (int64_t M : {3, 5, 19, 37}) {
                     const std::vector<uint8_t> wq = random_blocks(type, K * N, rng, K);
                     const std::vector<float> w = dequantize_matrix(type, wq, K, N);
                     std::vector<float> x(size_t(K * M));
@@ -413,14 +413,15 @@ TEST(QuantKernels, MulMatBroadcastAndStridedActivations) {
     }
 }
 
-// 5 tokens give each expert about 4 slots (the per-row kernels), 40 about 30 (the tile path).
+// 5 tokens give each expert about 4 slots (the per-row kernels), 40 about 30 (the avx512 tile
+// path), 64 about 48 (the avx2 tile path too).
 TEST(QuantKernels, MulMatIdWithQuantizedExperts) {
     std::mt19937 rng(77);
     const int64_t K = 256, N = 19, E = 4, U = 3;
     for (const auto& cpu : cpu_plugins()) {
         const sy_plugin_api& api = cpu.plugin_api();
         for (int32_t type : kTypes)
-            for (int64_t T : {5, 40}) {
+            for (int64_t T : {5, 40, 64}) {
                 const std::vector<uint8_t> wq = random_blocks(type, K * N * E, rng, K);
                 const std::vector<float> w = dequantize_matrix(type, wq, K, N * E);
                 for (int64_t U1 : {int64_t(1), U}) {

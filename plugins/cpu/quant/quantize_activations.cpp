@@ -169,6 +169,11 @@ QuantKernel interleaved_kernel(int32_t weight_type) {
 
 namespace {
 
+// The fewest columns the avx2 tile path takes: its tile is moved into place by plain loops, so a
+// tile costs more than avx512's, and below about 24 columns the per-row kernels were as fast or
+// faster (bench/results/avx2-tiles.md, "How many columns").
+constexpr int64_t kAvx2TileMinColumns = 32;
+
 // The per-block kernels (256 bits or plain loops) on ActQ8x32 or natural Q8_K activations.
 QuantKernel block_kernel(int32_t weight_type) {
     constexpr int64_t a32 = sizeof(ActQ8x32), a256 = sizeof(sy_block_q8_K);
@@ -227,7 +232,7 @@ QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
             if (wide.dot) return wide;
 #if defined(SY_CPU_TILE_GEMM) && !defined(SY_CPU_TILE_GEMM512)
     if (const TileDecodeFn decode = avx2_tile_decoder(weight_type))
-        return with_tile(block_kernel(weight_type), decode);
+        return with_tile(block_kernel(weight_type), decode, kAvx2TileMinColumns);
 #endif
     return block_kernel(weight_type);
 }
