@@ -9,20 +9,13 @@
 #include <cstring>
 
 #include "quant/quant_kernels.hpp"
+#include "quant/tile_decode.hpp"
 
 namespace sy::cpu {
 inline namespace SY_CPU_SIMD_ISA {
 
-// 16 rows of one block: 256 values and 16 sub-block scales each.
-struct alignas(64) TileScratch256 {
-    int8_t v[16][256];
-    int32_t l[16][16];
-    int16_t m[16][16];  // the 16 mins (types with mins)
-    float dmin[16];
-};
-
 // Block b of the tile from the scratch: values, scales and offsets.
-inline void store_tile_block256(const TileScratch256& s, const WeightTile& tile, int64_t b) {
+inline void store_tile_block256(const TileScratch& s, const WeightTile& tile, int64_t b) {
     int8_t* values = tile.values + 4096 * b;
     for (int p = 0; p < 64; ++p)
         for (int r = 0; r < 16; ++r) std::memcpy(values + 64 * p + 4 * r, &s.v[r][4 * p], 4);
@@ -48,49 +41,13 @@ inline void store_tile_block256(const TileScratch256& s, const WeightTile& tile,
     }
 }
 
-// Decodes a tile with `row(block, int8 values[256], int32 scales[16])`, which returns the
-// block's float scale; Block the type's block, kMeta the bytes in front of each row's blocks,
-// row_scale(row start). kScales32: the type's scales are per 32 values (the decoder writes each
-// twice). With kMins, `row(block, values, scales, int16 mins[16], float& dmin)`. kSigned: the
-// values reach 128 in magnitude (WeightTile::signed_values).
+// decode_tile_rows (tile_decode.hpp) with this path's store.
 template <typename Block, int kMeta, bool kScales32, bool kMins = false, bool kSigned = false,
           typename RowScale, typename Row>
 inline void decode_tile256(int64_t blocks, const void* w, int64_t row_stride, int rows,
                            WeightTile& tile, RowScale&& row_scale, Row&& row) {
-    TileScratch256 s;
-    std::memset(&s, 0, sizeof s);
-    tile.has_mins = kMins;
-    tile.scales32 = kScales32;
-    tile.signed_values = kSigned;
-    const Block* x[16];
-    for (int r = 0; r < 16; ++r) {
-        if (r < rows) {
-            const uint8_t* p = static_cast<const uint8_t*>(w) + r * row_stride;
-            x[r] = reinterpret_cast<const Block*>(p + kMeta);
-            tile.row_scale[r] = row_scale(p);
-        } else {
-            tile.row_scale[r] = 0.0f;
-        }
-    }
-    for (int64_t b = 0; b < blocks; ++b) {
-        float* d = tile.d + 16 * b;
-        for (int r = 0; r < 16; ++r) {
-            if (r < rows) {
-                if (b + 4 < blocks) {
-                    const char* ahead = reinterpret_cast<const char*>(x[r] + b + 4);
-                    for (size_t o = 0; o < sizeof(Block); o += 64)
-                        __builtin_prefetch(ahead + o, 0, 3);
-                }
-                if constexpr (kMins)
-                    d[r] = row(x[r][b], s.v[r], s.l[r], s.m[r], s.dmin[r]);
-                else
-                    d[r] = row(x[r][b], s.v[r], s.l[r]);
-            } else {
-                d[r] = 0.0f;
-            }
-        }
-        store_tile_block256(s, tile, b);
-    }
+    decode_tile_rows<Block, kMeta, kScales32, kMins, kSigned>(blocks, w, row_stride, rows, tile,
+                                                              store_tile_block256, row_scale, row);
 }
 
 }  // namespace SY_CPU_SIMD_ISA

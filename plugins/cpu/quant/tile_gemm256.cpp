@@ -10,6 +10,7 @@
 // tile_gemm512.cpp. The columns pass over 4 blocks of the tile at a time (25 KiB, in L1), each
 // keeping its 16 float sums in memory between passes (the same additions in the same order).
 #include "quant/quant_kernels.hpp"
+#include "quant/tile_decode.hpp"
 
 #if defined(SY_CPU_TILE_GEMM) && !defined(SY_CPU_TILE_GEMM512)
 #include <immintrin.h>
@@ -150,29 +151,6 @@ constexpr const std::array<TileColumnsFn, kTileColumns>* kTileColumnsFns[2][2][2
     {{&kFns<false, false, false>, &kFns<false, false, true>},
      {&kFns<false, true, false>, &kFns<false, true, true>}},
     {{&kFns<true, false, false>, nullptr}, {&kFns<true, true, false>, nullptr}}};
-
-struct alignas(64) Line {
-    int8_t b[64];
-};
-// The calling thread's tile, grown to the longest row it has decoded (tile_gemm512.cpp's
-// layout).
-struct TileBuffer {
-    std::vector<Line> lines;
-    WeightTile tile(int64_t blocks) {
-        constexpr int64_t kLines = (4096 + 1024 + 64 + 64 + 1024 + 64) / 64;
-        if (int64_t(lines.size()) < kLines * blocks) lines.resize(size_t(kLines * blocks));
-        int8_t* p = lines.data()->b;
-        return WeightTile{p,
-                          reinterpret_cast<int32_t*>(p + 4096 * blocks),
-                          reinterpret_cast<int32_t*>(p + 5120 * blocks),
-                          reinterpret_cast<float*>(p + 5184 * blocks),
-                          reinterpret_cast<int32_t*>(p + 5248 * blocks),
-                          reinterpret_cast<float*>(p + 6272 * blocks),
-                          false,
-                          false,
-                          {}};
-    }
-};
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 // block scale and the column's d goes into a float accumulator per row, times the row scale at
 // the end.
 #include "quant/quant_kernels.hpp"
+#include "quant/tile_decode.hpp"
 
 #if defined(SY_CPU_TILE_GEMM512)
 #include <immintrin.h>
@@ -95,31 +96,6 @@ constexpr std::array<TileColumnsFn, kTileColumns> kTileColumnsFns[2][2] = {
      tile_columns_fns<false, true>(std::make_integer_sequence<int, kTileColumns>())},
     {tile_columns_fns<true, false>(std::make_integer_sequence<int, kTileColumns>()),
      tile_columns_fns<true, true>(std::make_integer_sequence<int, kTileColumns>())}};
-
-struct alignas(64) Line {
-    int8_t b[64];
-};
-// The calling thread's tile, grown to the longest row it has decoded; 64-byte aligned (operator
-// new of an over-aligned type).
-struct TileBuffer {
-    std::vector<Line> lines;
-    WeightTile tile(int64_t blocks) {
-        // Per block: 4096 bytes of values, 1024 of scales, 64 of offsets, 64 of d, 1024 of
-        // mins, 64 of dmin.
-        constexpr int64_t kLines = (4096 + 1024 + 64 + 64 + 1024 + 64) / 64;
-        if (int64_t(lines.size()) < kLines * blocks) lines.resize(size_t(kLines * blocks));
-        int8_t* p = lines.data()->b;
-        return WeightTile{p,
-                          reinterpret_cast<int32_t*>(p + 4096 * blocks),
-                          reinterpret_cast<int32_t*>(p + 5120 * blocks),
-                          reinterpret_cast<float*>(p + 5184 * blocks),
-                          reinterpret_cast<int32_t*>(p + 5248 * blocks),
-                          reinterpret_cast<float*>(p + 6272 * blocks),
-                          false,
-                          false,
-                          {}};
-    }
-};
 
 }  // namespace
 

@@ -278,6 +278,53 @@ inline __m256i splat4_256(const int8_t* p) {
     return _mm256_set1_epi32(v);
 }
 
+// The C activation columns of a call and their accumulators: lane r of acc[c][h] is row 8 h + r's
+// sum; the int32 sums sum[c][h] of one block, started by start(b).
+template <int C>
+struct Columns256 {
+    const ActQ8x32* a[C];
+    __m256 acc[C][2];
+    __m256i sum[C][2];
+
+    explicit Columns256(const void* const* act) {
+        for (int c = 0; c < C; ++c) {
+            a[c] = static_cast<const ActQ8x32*>(act[c]);
+            acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+        }
+    }
+    // The block's sums start at -offset * sum q_a.
+    void start(int64_t b, int offset) {
+        for (int c = 0; c < C; ++c)
+            sum[c][0] = sum[c][1] = _mm256_set1_epi32(-offset * a[c][b].sum);
+    }
+    // acc += the sums times the block's 16 row scales (f16 at p) times d_a; with kMins also the
+    // 16 row minimums (f16 at p + 32) times d_a sum q_a.
+    template <bool kMins>
+    void finish_block(const uint8_t* p, int64_t b) {
+        for (int h = 0; h < 2; ++h) {
+            const __m256 dw =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
+            for (int c = 0; c < C; ++c)
+                acc[c][h] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[c][h]),
+                                    _mm256_mul_ps(dw, _mm256_set1_ps(a[c][b].d)), acc[c][h]);
+            if constexpr (kMins) {
+                const __m256 m = _mm256_cvtph_ps(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 + 16 * h)));
+                for (int c = 0; c < C; ++c)
+                    acc[c][h] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[c][b].d * float(a[c][b].sum)),
+                                                acc[c][h]);
+            }
+        }
+    }
+    void store(float* out) const {
+        for (int c = 0; c < C; ++c) {
+            _mm256_storeu_ps(out + 16 * c, acc[c][0]);
+            _mm256_storeu_ps(out + 16 * c + 8, acc[c][1]);
+        }
+    }
+};
+
 // Half h (rows 8 h .. 8 h + 7) of nibble chunk k, as the low and high nibbles' unsigned values.
 template <const Avx2Layout& L>
 inline void avx2_chunk(const uint8_t* p, int k, int h, __m256i& lo, __m256i& hi) {
@@ -309,52 +356,29 @@ inline void avx2_chunk(const uint8_t* p, int k, int h, __m256i& lo, __m256i& hi)
 template <const Avx2Layout& L, int C>
 void avx2_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
     const uint8_t* p = static_cast<const uint8_t*>(w);
-    const ActQ8x32* a[C];
-    __m256 acc[C][2];
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const ActQ8x32*>(act[c]);
-        acc[c][0] = acc[c][1] = _mm256_setzero_ps();
-    }
+    Columns256<C> cols(act);
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < blocks; ++b, p += L.block) {
         i8::prefetch_ahead(p, L.block);
-        __m256i sum[C][2];
-        for (int c = 0; c < C; ++c)
-            sum[c][0] = sum[c][1] = _mm256_set1_epi32(-L.offset * a[c][b].sum);
+        cols.start(b, L.offset);
         for (int k = 0; k < 4; ++k) {
             __m256i lo[2], hi[2];
             avx2_chunk<L>(p, k, 0, lo[0], hi[0]);
             avx2_chunk<L>(p, k, 1, lo[1], hi[1]);
             for (int c = 0; c < C; ++c) {
-                const __m256i al = splat4_256(a[c][b].qs + 4 * k),
-                              ah = splat4_256(a[c][b].qs + 16 + 4 * k);
+                const __m256i al = splat4_256(cols.a[c][b].qs + 4 * k),
+                              ah = splat4_256(cols.a[c][b].qs + 16 + 4 * k);
                 for (int h = 0; h < 2; ++h) {
                     const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], al),
                                                            _mm256_maddubs_epi16(hi[h], ah));
-                    sum[c][h] = _mm256_add_epi32(sum[c][h], _mm256_madd_epi16(pairs, ones));
+                    cols.sum[c][h] =
+                        _mm256_add_epi32(cols.sum[c][h], _mm256_madd_epi16(pairs, ones));
                 }
             }
         }
-        for (int h = 0; h < 2; ++h) {
-            const __m256 dw =
-                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
-            for (int c = 0; c < C; ++c)
-                acc[c][h] =
-                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[c][h]),
-                                    _mm256_mul_ps(dw, _mm256_set1_ps(a[c][b].d)), acc[c][h]);
-            if constexpr (L.heads == 2) {
-                const __m256 m = _mm256_cvtph_ps(
-                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 + 16 * h)));
-                for (int c = 0; c < C; ++c)
-                    acc[c][h] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[c][b].d * float(a[c][b].sum)),
-                                                acc[c][h]);
-            }
-        }
+        cols.template finish_block<L.heads == 2>(p, b);
     }
-    for (int c = 0; c < C; ++c) {
-        _mm256_storeu_ps(out + 16 * c, acc[c][0]);
-        _mm256_storeu_ps(out + 16 * c + 8, acc[c][1]);
-    }
+    cols.store(out);
 }
 
 template <int C>
@@ -387,12 +411,7 @@ void signed_x16_cols(int64_t blocks, const void* w, const void* const* act, floa
     constexpr int64_t kBlock = kTable ? 288 : 544;
     constexpr int kChunks = kTable ? 4 : 8;
     const uint8_t* p = static_cast<const uint8_t*>(w);
-    const ActQ8x32* a[C];
-    __m256 acc[C][2];
-    for (int c = 0; c < C; ++c) {
-        a[c] = static_cast<const ActQ8x32*>(act[c]);
-        acc[c][0] = acc[c][1] = _mm256_setzero_ps();
-    }
+    Columns256<C> cols(act);
     const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0F),
                   flip = _mm256_set1_epi8(char(0x80));
     __m256i table = low4;
@@ -401,8 +420,7 @@ void signed_x16_cols(int64_t blocks, const void* w, const void* const* act, floa
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(sy_kvalues_iq4nl)));
     for (int64_t b = 0; b < blocks; ++b, p += kBlock) {
         i8::prefetch_ahead(p, kBlock);
-        __m256i sum[C][2];
-        for (int c = 0; c < C; ++c) sum[c][0] = sum[c][1] = _mm256_setzero_si256();
+        cols.start(b, 0);
         for (int k = 0; k < kChunks; ++k)
             for (int h = 0; h < 2; ++h) {
                 const __m256i x =
@@ -423,25 +441,16 @@ void signed_x16_cols(int64_t blocks, const void* w, const void* const* act, floa
                 for (int j = 0; j < n; ++j) {
                     const __m256i mag = _mm256_sign_epi8(v[j], v[j]);
                     for (int c = 0; c < C; ++c) {
-                        const __m256i s = _mm256_sign_epi8(splat4_256(a[c][b].qs + at[j]), v[j]);
-                        sum[c][h] = _mm256_add_epi32(
-                            sum[c][h], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, s), ones));
+                        const __m256i s =
+                            _mm256_sign_epi8(splat4_256(cols.a[c][b].qs + at[j]), v[j]);
+                        cols.sum[c][h] = _mm256_add_epi32(
+                            cols.sum[c][h], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, s), ones));
                     }
                 }
             }
-        for (int h = 0; h < 2; ++h) {
-            const __m256 dw =
-                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
-            for (int c = 0; c < C; ++c)
-                acc[c][h] =
-                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[c][h]),
-                                    _mm256_mul_ps(dw, _mm256_set1_ps(a[c][b].d)), acc[c][h]);
-        }
+        cols.template finish_block<false>(p, b);
     }
-    for (int c = 0; c < C; ++c) {
-        _mm256_storeu_ps(out + 16 * c, acc[c][0]);
-        _mm256_storeu_ps(out + 16 * c + 8, acc[c][1]);
-    }
+    cols.store(out);
 }
 template <int C>
 void q8_0_x16_cols(int64_t blocks, const void* w, const void* const* act, float* out) {
