@@ -238,13 +238,6 @@ double now_ms() {
         .count();
 }
 
-// --experts E:U: the routed-expert products of one token, as MoE generation runs them: two expert
-// tensors (up and gate) of K x N x E, U distinct experts per run, timed as MUL_MAT_ID (the up
-// product alone) and as moe.fused_up_gate (both products and the activation). GB/s counts the
-// chosen experts' bytes only. Runs rotate over copies of the tensors spanning the last-level
-// cache, and each copy deals its experts from its own shuffled deck (reshuffled when dealt out),
-// so an expert of a copy is rarely read again before about E / U runs of that copy: the runs
-// read their experts from memory, as a generated token does.
 // Under --repack: the first of `count` fresh constant ids for one type's weight copies (else 0),
 // and their release after the type.
 uint64_t take_constant_ids(const Options& o, uint64_t count) {
@@ -259,6 +252,13 @@ void release_constant_ids(const sy_plugin_api& api, uint64_t first, uint64_t cou
     for (uint64_t i = 0; i < count; ++i) api.release_constants(api.ctx, first + i);
 }
 
+// --experts E:U: the routed-expert products of one token, as MoE generation runs them: two expert
+// tensors (up and gate) of K x N x E, U distinct experts per run, timed as MUL_MAT_ID (the up
+// product alone) and as moe.fused_up_gate (both products and the activation). GB/s counts the
+// chosen experts' bytes only. Runs rotate over copies of the tensors spanning the last-level
+// cache, and each copy deals its experts from its own shuffled deck (reshuffled when dealt out),
+// so an expert of a copy is rarely read again before about E / U runs of that copy: the runs
+// read their experts from memory, as a generated token does.
 void run_experts(const sy_plugin_api& api, const Options& o, int32_t type, const std::string& name,
                  std::mt19937& rng, void* x_data, void* y_data, double bandwidth) {
     const int64_t expert_bytes = sy::sdk::row_bytes(type, o.K) * o.N;

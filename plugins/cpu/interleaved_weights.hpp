@@ -1,11 +1,12 @@
 // Row-interleaved copies of a model's Q4_0, IQ4_NL, Q8_0, Q4_1, Q5_0, Q5_1 and Q6_0 weights (the
 // cpu plugin's option `repack`, the command line's -rtr): 16 weight rows packed block by block, so
-// that one 512-bit vpdpbusd computes a 4-byte piece of 16 rows against one broadcast piece of the
-// activation. The block's bytes need no shuffling and its 16 scales load as one vector, which
-// halves the vector work per weight byte of the plain kernels (vec_dot_groups.cpp: 3 vpermt2b, 2
-// scale permutes per 8 blocks), so a core keeps up with more memory bandwidth; for the 5- and
-// 6-bit types, whose plain kernels work in 256-bit registers a block at a time, it is also the
-// prompt path (their products of many columns decode each block once per 16 rows and 4 columns).
+// that one 512-bit vpdpbusd (avx512; two vpmaddubsw and vpmaddwd on avx2) computes a 4-byte piece
+// of 16 rows against one broadcast piece of the activation. The block's bytes need no shuffling and
+// its 16 scales load as one vector, which halves the vector work per weight byte of the plain
+// kernels (vec_dot_groups.cpp: 3 vpermt2b, 2 scale permutes per 8 blocks), so a core keeps up with
+// more memory bandwidth; for the 5- and 6-bit types, whose plain kernels work in 256-bit registers
+// a block at a time, it is also the prompt path (their products of many columns decode each block
+// once per 16 rows and 4 columns).
 //
 // Layout, per matrix, per group of 16 rows (g), per block index b (32 weights per row): the f16
 // fields of the 16 rows (row r's at bytes [2r, 2r + 2)), then chunks of 64 bytes, row r's 4 bytes

@@ -518,8 +518,8 @@ double extra_memory(const sy_plugin_api& api) {
 }
 
 // The option repack (on here; auto at the end): Q4_0, IQ4_NL, Q8_0, Q4_1, Q5_0, Q5_1 and Q6_0
-// weights with a constant_id
-// are read from row-interleaved copies (interleaved_weights.hpp; the avx512 and avx2 variants).
+// weights with a constant_id are read from row-interleaved copies (interleaved_weights.hpp; the
+// avx512 and avx2 variants).
 // Products of 1 to 17 columns (the interleaved kernel takes up to 4 at a time) match the double
 // reference on the dequantized weights for row lengths of 1, 3, 44 (DeepSeek's expert width) and 64
 // blocks and 16 to 48 rows; a column's results do not depend on the columns beside it (a GEMV gives

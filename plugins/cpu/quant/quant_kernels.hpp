@@ -74,10 +74,11 @@ using VecDotRowsFn = void (*)(int64_t blocks, const void* w, int64_t row_stride,
 constexpr int kMaxDotRows = 4;
 
 // Products with many activation columns decode each group of 16 weight rows once into a tile
-// (tile_gemm512.cpp) and run every column over it. Per 256-value block: the true values as int8,
-// 4 consecutive values of row r in 32-bit lane r; each 16-value sub-block's integer scale l_j per
-// row; the row's offset term; a float block scale per row; and one float scale per row. A column
-// meets it as unsigned bytes a + 128 (ActU8K), one vpdpbusd per 4 values and 16 rows:
+// and run every column over it (tile_gemm512.cpp as below; tile_gemm256.cpp, the avx2 build, with
+// vpmaddubsw and vpmaddwd instead of vpdpbusd and vpmulld). Per 256-value block: the true values as
+// int8, 4 consecutive values of row r in 32-bit lane r; each 16-value sub-block's integer scale l_j
+// per row; the row's offset term; a float block scale per row; and one float scale per row. A
+// column meets it as unsigned bytes a + 128 (ActU8K), one vpdpbusd per 4 values and 16 rows:
 //   sum_k a_k v_k = sum_j l_j sum_(k in j) (a_k + 128) v_k - 128 sum_j l_j V_j
 // with V_j the sum of sub-block j's values: the second term is the weights' own (offsets).
 // Exact in int32: |sum over a sub-block| <= 16 * 255 * 128, times |l_j| <= 128, 16 sub-blocks.

@@ -3,8 +3,11 @@
 // each 64-byte line, rows 8-15 in the last 32), and every activation column runs over the tile:
 // per 4 values, one vpmaddubsw of the column's unsigned bytes a + 128 (4 at a time, broadcast)
 // against each half's values, then one vpmaddwd by the rows' l_j as int16 pairs, which adds the
-// pair sums and scales them in one step. Pairs stay below 2^15 because the types that take this
-// path have |v| <= 64 (2 * 255 * 64 = 32640). Per 256-value block, 16 rows and one column: 64
+// pair sums and scales them in one step. Pairs stay below 2^15 for the types with |v| <= 64
+// (2 * 255 * 64 = 32640); the types whose values reach 128 take the signed form
+// (WeightTile::signed_values): |v| against the activations, their top bit flipped back to q and
+// carrying v's sign (vpsignb), pairs of at most 2 * 128 * 127, and no offset term; two more
+// instructions per 4 values and column. Per 256-value block, 16 rows and one column: 64
 // broadcasts, 128 vpmaddubsw, 128 vpmaddwd and 128 vpaddd, where the per-row kernels also decode
 // each row for every group of 4 columns. The offset term and the float scaling as in
 // tile_gemm512.cpp. The columns pass over 4 blocks of the tile at a time (25 KiB, in L1), each
@@ -132,13 +135,14 @@ void tile_columns(int64_t b0, int64_t b1, const WeightTile& tile, const ActU8K* 
 }
 
 // Up to 4 columns per pass: 8 int32 accumulators, the 2 weight halves and 2 scale registers of
-// 16.
+// 16 (the signed form adds the halves' magnitudes and the flip constant).
 constexpr int kTileColumns = 4;
 using TileColumnsFn = void (*)(int64_t, int64_t, const WeightTile&, const ActU8K* const*, float*);
 // Blocks per pass of the columns: 4 blocks of a 16-row tile (25 KiB) stay in L1 while every
 // column group passes over them.
 constexpr int64_t kBlocksPerPass = 4;
-// [has_mins][scales32][signed_values]: (no type has both mins and signed values)
+// [has_mins][scales32][signed_values]: no decoder sets both mins and signed values (the types
+// with mins have values below 32), so those entries are empty.
 template <bool kMins, bool kScales32, bool kSigned, int... I>
 constexpr std::array<TileColumnsFn, sizeof...(I)> tile_columns_fns(
     std::integer_sequence<int, I...>) {

@@ -1,5 +1,6 @@
-// AVX-512 VNNI products of row-interleaved Q4_0, IQ4_NL, Q8_0, Q4_1, Q5_0, Q5_1 and Q6_0 weights
-// (interleaved_weights.hpp) with ActQ8x32 activations: 16 weight rows at once, one int32 lane per
+// Products of row-interleaved Q4_0, IQ4_NL, Q8_0, Q4_1, Q5_0, Q5_1 and Q6_0 weights
+// (interleaved_weights.hpp) with ActQ8x32 activations; AVX-512 VNNI here, AVX2 in the section
+// below: 16 weight rows at once, one int32 lane per
 // row. Per block and chunk of 64 bytes, one vpdpbusd per activation column (two for the low and
 // high nibbles) against the column's 4 activation bytes broadcast to every lane; the block's 16 f16
 // scales convert in one vector. IQ4_NL's nibbles become their table entries plus 128 by one vpshufb
