@@ -288,7 +288,7 @@ TEST(QuantKernels, MulMatMatchesDequantizedReference) {
 // must match the dequantized reference to 1e-5 of the sum of |w x|, where one wrong codebook
 // entry, sign, scale or element order moves it by about 1/K of that sum or more. 5 columns take
 // the per-row kernels (the trellis types: the tile path), 19 the avx512 tile path (8, 8 and 3
-// columns; 29 rows: a group of 16 and one of 13), 37 the avx2 tile path too (from 32 columns).
+// columns; 29 rows: a group of 16 and one of 13), 37 the avx2 tile path too (from 20 columns).
 TEST(QuantKernels, ExactActivationsMatchDequantizedReferenceClosely) {
     ASSERT_FALSE(cpu_plugins().empty());
     std::mt19937 rng(4321);

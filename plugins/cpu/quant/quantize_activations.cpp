@@ -170,9 +170,10 @@ QuantKernel interleaved_kernel(int32_t weight_type) {
 namespace {
 
 // The fewest columns the avx2 tile path takes: its tile is moved into place by plain loops, so a
-// tile costs more than avx512's, and below about 24 columns the per-row kernels were as fast or
-// faster (bench/results/avx2-tiles.md, "How many columns").
-constexpr int64_t kAvx2TileMinColumns = 32;
+// tile costs more than avx512's; at 12 and 16 columns the per-row kernels were as fast or faster
+// for some types, from 20 on the tile was faster for every type measured
+// (bench/results/avx2-tiles.md, "How many columns").
+constexpr int64_t kAvx2TileMinColumns = 20;
 
 // The per-block kernels (256 bits or plain loops) on ActQ8x32 or natural Q8_K activations.
 QuantKernel block_kernel(int32_t weight_type) {
