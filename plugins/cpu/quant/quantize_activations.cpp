@@ -148,25 +148,6 @@ void quantize_act_g8_nibbles(const float* x, void* y, int64_t n) {
     });
 }
 
-QuantKernel interleaved_kernel(int32_t weight_type) {
-    const VecDotFn interleaved = interleaved_dot(weight_type);
-    if (interleaved == nullptr) return {nullptr, nullptr, 0, 0, 0};
-    VecDotFn plain = nullptr;
-    switch (weight_type) {
-        case SY_TYPE_Q4_0: plain = vec_dot_q4_0; break;
-        case SY_TYPE_IQ4_NL: plain = vec_dot_iq4_nl; break;
-        case SY_TYPE_Q8_0: plain = vec_dot_q8_0; break;
-        case SY_TYPE_Q4_1: plain = vec_dot_q4_1; break;
-        case SY_TYPE_Q5_0: plain = vec_dot_q5_0; break;
-        case SY_TYPE_Q5_1: plain = vec_dot_q5_1; break;
-        case SY_TYPE_Q6_0: plain = vec_dot_q6_0; break;
-        default: return {nullptr, nullptr, 0, 0, 0};
-    }
-    QuantKernel k{plain, quantize_act_q8x32_row, 32, 32, sizeof(ActQ8x32)};
-    k.interleaved = interleaved;
-    return k;
-}
-
 namespace {
 
 // The fewest columns the avx2 tile path takes: its tile is moved into place by plain loops, so a
@@ -222,6 +203,15 @@ QuantKernel block_kernel(int32_t weight_type) {
 }
 
 }  // namespace
+
+QuantKernel interleaved_kernel(int32_t weight_type) {
+    const VecDotFn interleaved = interleaved_dot(weight_type);
+    if (interleaved == nullptr) return {nullptr, nullptr, 0, 0, 0};
+    // The plain kernel of the same ActQ8x32 activations, for reference.
+    QuantKernel k = block_kernel(weight_type);
+    k.interleaved = interleaved;
+    return k;
+}
 
 QuantKernel quant_kernel(int32_t weight_type, int64_t K) {
     // The variant's wide AVX-512 kernels first, each with its own activation layout.
