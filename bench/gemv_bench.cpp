@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -472,8 +473,9 @@ int main(int argc, char** argv) {
                     "% of bw", "GEMM GFLOP/s");
 
     // Memory for the operands: host memory, or buffers of a device plugin (freed at exit).
-    std::vector<sy_buffer> buffers;
-    buffers.reserve(1024);
+    // A deque: the tensors point at their buffer's entry, so entries must not move as more are
+    // added (a vector reallocated after ~1000 weight copies, some 30 types in).
+    std::deque<sy_buffer> buffers;
     auto place = [&](const void* host_data, size_t bytes) -> std::pair<void*, const sy_buffer*> {
         if (!device) {
             void* p = host_alloc(nullptr, bytes, 64);
