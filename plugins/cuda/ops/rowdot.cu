@@ -3,7 +3,9 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "ops/ops.hpp"
 #include "ops/rowdot.hpp"
@@ -58,6 +60,20 @@ __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColu
     return p;
 }
 
+// Before the activations are ready (wait_for_prerequisite): the warp's first `rows` weight rows
+// of its first column toward L2, for MUL_MAT (an expert's place needs the ids, which are
+// inputs).
+__device__ inline void prefetch_first_rows(const TensorDesc& w, const RowDotColumns& c,
+                                           int64_t first, int rows, int lane) {
+    if (c.by_expert || blockIdx.y >= c.count || first >= w.ne[1]) return;
+    const uint32_t rest = uint32_t(blockIdx.y) / uint32_t(c.M);
+    const uint32_t b2 = rest % uint32_t(c.B2), b3 = rest / uint32_t(c.B2);
+    const char* row = w.data + int64_t(b2 / uint32_t(c.r2)) * w.nb[2] +
+                      int64_t(b3 / uint32_t(c.r3)) * w.nb[3] + first * w.nb[1];
+    const int64_t n = w.ne[1] - first < rows ? w.ne[1] - first : rows;
+    prefetch_l2(row, n * w.nb[1], lane);
+}
+
 // The bytes of 32 sub-blocks of a block type (one warp step), and the widest load that divides
 // them: each warp copies its row's next step into shared memory with coalesced loads, issued
 // one step ahead, and every lane decodes its sub-block from there. Used for the K-quants, where
@@ -109,6 +125,88 @@ __device__ inline void store_step(uint8_t* dst, int lane, const typename Staging
 // (docs/design-measurements.md#cuda-rowdot-register-cap).
 constexpr int kMinBlocksPerSM = 8;
 
+// Weight rows per warp: 1 reads a row per warp pass (rowdot_blocks_kernel); with R > 1 a warp
+// takes R consecutive rows at once (rowdot_rows_kernel), each lane loading its activation
+// sub-block once for all R and keeping R rows' weight loads in flight. Chosen per type from GEMV
+// bandwidth with 1, 2 and 4 for every type (docs/design-measurements.md#cuda-rowdot-rows-per-warp):
+// Q2_K and Q3_K read faster with 2, the 2-bit ik types and IQ1_KT with 4; the others as fast or
+// faster with 1.
+template <int Type>
+struct RowsPerWarp : std::integral_constant<int, 1> {};
+template <>
+struct RowsPerWarp<SY_TYPE_Q2_K> : std::integral_constant<int, 2> {};
+template <>
+struct RowsPerWarp<SY_TYPE_Q3_K> : std::integral_constant<int, 2> {};
+template <>
+struct RowsPerWarp<SY_TYPE_IQ2_K> : std::integral_constant<int, 4> {};
+template <>
+struct RowsPerWarp<SY_TYPE_IQ2_KS> : std::integral_constant<int, 4> {};
+template <>
+struct RowsPerWarp<SY_TYPE_IQ1_KT> : std::integral_constant<int, 4> {};
+template <>
+struct RowsPerWarp<SY_TYPE_IQ2_KT> : std::integral_constant<int, 4> {};
+
+// Fewer resident warps for more rows per warp: the registers of R rows' decodes must fit.
+template <int Rows>
+constexpr int rows_min_blocks() {
+    return Rows >= 4 ? 4 : 6;
+}
+
+template <int Type, int Rows>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, rows_min_blocks<Rows>())
+    rowdot_rows_kernel(TensorDesc w, ActRows x, RowDotColumns cols, TensorDesc dst, int* error_word,
+                       int error_code) {
+    const int lane = threadIdx.x % 32;
+    const int64_t first = (int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32) * Rows;
+    const int64_t stride = int64_t(gridDim.x) * kWarpsPerBlock * Rows;
+    const int64_t subs = w.ne[0] / 32, N = w.ne[1];
+    prefetch_first_rows(w, cols, first, Rows, lane);
+    wait_for_prerequisite();
+    for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
+        const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
+        for (int64_t n0 = first; n0 < N; n0 += stride) {
+            const int rows = int(N - n0 < Rows ? N - n0 : Rows);
+            if (p.weight_offset < 0) {
+                if (p.out != nullptr && lane < rows)
+                    *reinterpret_cast<float*>(p.out + (n0 + lane) * dst.nb[0]) = 0.0f;
+                continue;
+            }
+            const auto* base =
+                reinterpret_cast<const uint8_t*>(w.data + p.weight_offset + n0 * w.nb[1]);
+            float acc[Rows];
+#pragma unroll
+            for (int r = 0; r < Rows; ++r) acc[r] = 0.0f;
+            if (rows == Rows) {
+                for (int64_t s = lane; s < subs; s += 32) {
+                    const ActSub a = load_act(x, p.x_row, s);
+#pragma unroll
+                    for (int r = 0; r < Rows; ++r) {
+                        Sub32 sub;
+                        decode_row_sub<Type>(base + r * w.nb[1], s, sub);
+                        acc[r] += dot_sub<Type>(sub, a);
+                    }
+                }
+            } else {
+                for (int64_t s = lane; s < subs; s += 32) {
+                    const ActSub a = load_act(x, p.x_row, s);
+#pragma unroll
+                    for (int r = 0; r < Rows; ++r) {
+                        if (r >= rows) break;
+                        Sub32 sub;
+                        decode_row_sub<Type>(base + r * w.nb[1], s, sub);
+                        acc[r] += dot_sub<Type>(sub, a);
+                    }
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < Rows; ++r) acc[r] = warp_sum(acc[r]);
+            if (lane == 0)
+                for (int r = 0; r < rows; ++r)
+                    *reinterpret_cast<float*>(p.out + (n0 + r) * dst.nb[0]) = acc[r];
+        }
+    }
+}
+
 template <int Type>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kMinBlocksPerSM)
     rowdot_blocks_kernel(TensorDesc w, ActRows x, RowDotColumns cols, TensorDesc dst,
@@ -117,6 +215,8 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kMinBlocksPerSM)
     const int64_t first = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
     const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
     const int64_t subs = w.ne[0] / 32;
+    prefetch_first_rows(w, cols, first, 1, lane);
+    wait_for_prerequisite();
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
         const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
         for (int64_t n = first; n < w.ne[1]; n += warps) {
@@ -256,12 +356,13 @@ int64_t resident_blocks(int device) {
 // the warps then loop over the rows, so a warp works out its column's place once for several
 // rows and no partial last wave leaves SMs idle. Several columns share the resident blocks.
 template <auto Kernel>
-dim3 rowdot_grid(const TensorDesc& w, const RowDotColumns& cols) {
+dim3 rowdot_grid(const TensorDesc& w, const RowDotColumns& cols, int rows_per_warp = 1) {
     if (cols.count > INT32_MAX || cols.M > INT32_MAX || cols.B2 > INT32_MAX || cols.U > INT32_MAX)
         throw LaunchError("row dot: more than 2^31 columns");
     int device = 0;
     cudaGetDevice(&device);
-    const int64_t per_rows = (w.ne[1] + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    const int64_t rows_per_block = int64_t(kWarpsPerBlock) * rows_per_warp;
+    const int64_t per_rows = (w.ne[1] + rows_per_block - 1) / rows_per_block;
     const int64_t columns = std::min<int64_t>(cols.count, 65535);
     const int64_t fit = (resident_blocks<Kernel>(device) + columns - 1) / columns;
     return dim3(unsigned(std::max<int64_t>(1, std::min(per_rows, fit))), unsigned(columns));
@@ -277,14 +378,64 @@ void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const float* x,
     check_launch("matrix product (float row dot)");
 }
 
+namespace {
+
+// Whether `device` runs programmatic dependent launches (compute capability 9.0 and later).
+bool dependent_launch(int device) {
+    static std::array<std::atomic<int>, 64> cache{};  // 0 unknown, 1 no, 2 yes
+    if (device < 0 || device >= int(cache.size())) return false;
+    int v = cache[size_t(device)].load(std::memory_order_relaxed);
+    if (v == 0) {
+        int major = 0;
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+        v = major >= 9 ? 2 : 1;
+        cache[size_t(device)].store(v, std::memory_order_relaxed);
+    }
+    return v == 2;
+}
+
+// The row dots come right after the activations' quantization, which they wait for inside the
+// kernel (wait_for_prerequisite): launched as its dependents, they start while it runs and
+// prefetch their first weight rows, instead of starting after it ends.
+template <typename... KernelArgs, typename... Args>
+void launch_dependent(void (*kernel)(KernelArgs...), dim3 grid, cudaStream_t stream,
+                      Args&&... args) {
+    int device = 0;
+    cudaGetDevice(&device);
+    if (dependent_launch(device)) {
+        cudaLaunchConfig_t config{};
+        config.gridDim = grid;
+        config.blockDim = dim3(32 * kWarpsPerBlock);
+        config.stream = stream;
+        cudaLaunchAttribute attribute{};
+        attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute.val.programmaticStreamSerializationAllowed = 1;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
+        const cudaError_t e = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+        if (e != cudaSuccess)
+            throw LaunchError(std::string("matrix product (row dot): ") + cudaGetErrorString(e));
+        return;
+    }
+    kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(std::forward<Args>(args)...);
+}
+
+}  // namespace
+
 void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const ActRows& x,
                    const RowDotColumns& cols, const TensorDesc& dst) {
     if (cols.count == 0 || w.ne[1] == 0) return;
     const bool known = with_block_type(w.type, [&](auto type_tag) {
         constexpr int Type = decltype(type_tag)::value;
-        rowdot_blocks_kernel<Type>
-            <<<rowdot_grid<rowdot_blocks_kernel<Type>>(w, cols), 32 * kWarpsPerBlock, 0,
-               ctx.stream>>>(w, x, cols, dst, ctx.error_word, ctx.error_code);
+        constexpr int Rows = RowsPerWarp<Type>::value;
+        if constexpr (Rows == 1)
+            launch_dependent(rowdot_blocks_kernel<Type>,
+                             rowdot_grid<rowdot_blocks_kernel<Type>>(w, cols), ctx.stream, w, x,
+                             cols, dst, ctx.error_word, ctx.error_code);
+        else
+            launch_dependent(rowdot_rows_kernel<Type, Rows>,
+                             rowdot_grid<rowdot_rows_kernel<Type, Rows>>(w, cols, Rows), ctx.stream,
+                             w, x, cols, dst, ctx.error_word, ctx.error_code);
     });
     if (!known) throw LaunchError("matrix product: no decoder for this weight type");
     check_launch("matrix product (row dot)");

@@ -1,6 +1,6 @@
-// ik_llama.cpp's Q6_0, IQ2_K ... IQ6_K and the row-scaled IQ2_KS ... IQ2_KL decoded into Sub32 (included by blocks.cuh, whose
-// Sub32, BlockTraits, load_words, load_half and set_scale it uses; layouts: quant_blocks.h and
-// docs/ik-quants.md).
+// ik_llama.cpp's Q6_0, IQ2_K ... IQ6_K and the row-scaled IQ2_KS ... IQ2_KL decoded into Sub32
+// (included by blocks.cuh, whose Sub32, BlockTraits, load_words, load_half and set_scale it uses;
+// layouts: quant_blocks.h and docs/ik-quants.md).
 //
 // An IQ*_K sub-block of 32 values is two 16-value scale groups: d[h] = d * scale (exact in f32,
 // as in switchyard_quants) and the quants are the table values themselves, the `extra` bit's
@@ -11,19 +11,74 @@
 
 namespace sy::cuda {
 
-// The value tables, one accessor each (function-scope statics: see iquant_grids.cuh).
-__device__ inline int ik_iq2nl(uint32_t i) {
-    static const int8_t table[8] = SY_IQ2NL_VALUES_INIT;
-    return __ldg(&table[i]);
+// The value tables as words of four int8 entries each, held in registers: a lookup is a byte
+// permute per 8 entries and four values (`lookup`), where a table in global, constant or local
+// memory would cost a load per value (32 per sub-block).
+template <int N>
+struct ValueTable {
+    uint32_t w[N / 4];
+};
+
+template <int N>
+__host__ __device__ constexpr ValueTable<N> value_table(const int8_t (&v)[N]) {
+    ValueTable<N> t{};
+    for (int i = 0; i < N / 4; ++i)
+        t.w[i] = uint32_t(uint8_t(v[4 * i])) | uint32_t(uint8_t(v[4 * i + 1])) << 8 |
+                 uint32_t(uint8_t(v[4 * i + 2])) << 16 | uint32_t(uint8_t(v[4 * i + 3])) << 24;
+    return t;
 }
-__device__ inline int ik_iq3nl(uint32_t i) {
-    static const int8_t table[16] = SY_IQ3NL_VALUES_INIT;
-    return __ldg(&table[i]);
+
+__device__ inline ValueTable<8> iq2nl_table() {
+    constexpr int8_t v[8] = SY_IQ2NL_VALUES_INIT;
+    constexpr ValueTable<8> t = value_table(v);
+    return t;
 }
+__device__ inline ValueTable<16> iq3nl_table() {
+    constexpr int8_t v[16] = SY_IQ3NL_VALUES_INIT;
+    constexpr ValueTable<16> t = value_table(v);
+    return t;
+}
+__device__ inline ValueTable<32> iq4k_table() {
+    constexpr int8_t v[32] = SY_IQ4K_VALUES_INIT;
+    constexpr ValueTable<32> t = value_table(v);
+    return t;
+}
+// Each byte of idx (an entry, < N) mapped through t: __byte_perm picks from 8 entries by the
+// index's low 3 bits, then each further bit chooses between two such picks, byte by byte.
+template <int N>
+__device__ inline uint32_t lookup(const ValueTable<N>& t, uint32_t idx) {
+    static_assert(N >= 8 && (N & (N - 1)) == 0, "8, 16, 32 ... entries");
+    const uint32_t low3 = idx & 0x07070707u;
+    const uint32_t u = low3 | (low3 >> 4);
+    const uint32_t selector = (u & 0xFFu) | ((u >> 8) & 0xFF00u);
+    uint32_t r[N / 8];
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i) r[i] = __byte_perm(t.w[2 * i], t.w[2 * i + 1], selector);
+#pragma unroll
+    for (int bit = 3, n = N / 8; n > 1; ++bit, n /= 2) {
+        const uint32_t take = ((idx >> bit) & 0x01010101u) * 0xFFu;
+#pragma unroll
+        for (int i = 0; i < n / 2; ++i) r[i] = (r[2 * i + 1] & take) | (r[2 * i] & ~take);
+    }
+    return r[0];
+}
+
+// The lookup in the first or second half of a table of 2N entries (the types' `extra` bit).
+template <int N>
+__device__ inline uint32_t lookup_half(const ValueTable<2 * N>& t, uint32_t half, uint32_t idx) {
+    ValueTable<N> h;
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) h.w[i] = half ? t.w[N / 4 + i] : t.w[i];
+    return lookup(h, idx);
+}
+
+// IQ4_K's value for a 5-bit index (the trellis types' sub-block scales).
 __device__ inline int ik_iq4k(uint32_t i) {
-    static const int8_t table[32] = SY_IQ4K_VALUES_INIT;
-    return __ldg(&table[i]);
+    return int(int8_t(lookup(iq4k_table(), i) & 0xFFu));
 }
+// IQ5_K's and IQ6_K's tables (64 and 128 entries) are read from memory, a value at a time: in
+// registers their 16 and 32 words and the byte permutes spill
+// (docs/design-measurements.md#cuda-ik-tables-in-registers).
 __device__ inline int ik_iq5nl(uint32_t i) {
     static const int8_t table[64] = SY_IQ5NL_VALUES_INIT;
     return __ldg(&table[i]);
@@ -219,10 +274,12 @@ __device__ inline void decode<SY_TYPE_IQ2_K>(const uint8_t* b, int sub, Sub32& s
     uint32_t qs[8];
     load_words(b + 12 + 32 * (sub / 4), qs);
     const int shift = 2 * (sub % 4);
-    ik_quants(
-        s, ik_extra(b, sub, 0), ik_extra(b, sub, 1),
-        [&](int e) { return (byte_of(qs[e / 4], e % 4) >> shift) & 3u; },
-        [](uint32_t half, uint32_t i) { return ik_iq2nl(4 * half + i); });
+    const ValueTable<8> table = iq2nl_table();
+    const uint32_t halves[2] = {ik_extra(b, sub, 0) * 0x04040404u,
+                                ik_extra(b, sub, 1) * 0x04040404u};
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        s.q[j] = int(lookup(table, ((qs[j] >> shift) & 0x03030303u) | halves[j / 4]));
     const uint32_t sc = b[4 + sub];
     ik_scales(s, load_half(b), int(sc & 0xF) - 8, int(sc >> 4) - 8);
 }
@@ -233,13 +290,13 @@ __device__ inline void decode<SY_TYPE_IQ3_K>(const uint8_t* b, int sub, Sub32& s
     load_words(b + 14 + 32 * (sub / 4), qs);
     load_words(b + 78, qh);
     const int shift = 2 * (sub % 4);
-    ik_quants(
-        s, ik_extra(b, sub, 0), ik_extra(b, sub, 1),
-        [&](int e) {
-            return ((byte_of(qs[e / 4], e % 4) >> shift) & 3u) |
-                   (((byte_of(qh[e / 4], e % 4) >> sub) & 1u) << 2);
-        },
-        [](uint32_t half, uint32_t i) { return ik_iq3nl(8 * half + i); });
+    const ValueTable<16> table = iq3nl_table();
+    const uint32_t halves[2] = {ik_extra(b, sub, 0) * 0x08080808u,
+                                ik_extra(b, sub, 1) * 0x08080808u};
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        s.q[j] = int(lookup(table, ((qs[j] >> shift) & 0x03030303u) |
+                                       (((qh[j] >> sub) & 0x01010101u) << 2) | halves[j / 4]));
     const uint32_t signs = *reinterpret_cast<const uint16_t*>(b + 4);
     const uint32_t sc = b[6 + sub];
     const int lo = 2 * int(sc & 0xF) + 1, hi = 2 * int(sc >> 4) + 1;
@@ -258,13 +315,13 @@ template <>
 __device__ inline void decode<SY_TYPE_IQ4_K>(const uint8_t* b, int sub, Sub32& s) {
     uint32_t qs[4];
     load_words(b + 16 + 16 * sub, qs);
-    ik_quants(
-        s, ik_extra(b, sub, 0), ik_extra(b, sub, 1),
-        [&](int e) {
-            const uint32_t byte = byte_of(qs[(e % 16) / 4], e % 4);
-            return e < 16 ? byte & 0xFu : byte >> 4;
-        },
-        [](uint32_t half, uint32_t i) { return ik_iq4k(16 * half + i); });
+    const ValueTable<32> table = iq4k_table();
+    const uint32_t lo = ik_extra(b, sub, 0), hi = ik_extra(b, sub, 1);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        s.q[j] = int(lookup_half<16>(table, lo, qs[j] & 0x0F0F0F0Fu));
+        s.q[4 + j] = int(lookup_half<16>(table, hi, (qs[j] >> 4) & 0x0F0F0F0Fu));
+    }
     ik_scales(s, load_half(b), ik_scale6(b, 2 * sub), ik_scale6(b, 2 * sub + 1));
 }
 
@@ -304,53 +361,49 @@ __device__ inline void decode<SY_TYPE_IQ6_K>(const uint8_t* b, int sub, Sub32& s
 // ---- the row-scaled types: one scale and one table half per 32-value sub-block ----------------
 
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ2_KS>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ2_KS>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t qs[8];
     load_words(b + 6 + 32 * (sub / 4), qs);
     const uint32_t extra = *reinterpret_cast<const uint16_t*>(b);
     const uint32_t half = (extra >> sub) & 1u;
     const int shift = 2 * (sub % 4);
-    ik_quants(
-        s, half, half, [&](int e) { return (byte_of(qs[e / 4], e % 4) >> shift) & 3u; },
-        [](uint32_t h, uint32_t i) { return ik_iq2nl(4 * h + i); });
-    const int S = int((b[2 + sub / 2] >> (4 * (sub % 2))) & 0xF) | int((extra >> (8 + sub)) & 1u) << 4;
+    const ValueTable<8> table = iq2nl_table();
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        s.q[j] = int(lookup(table, ((qs[j] >> shift) & 0x03030303u) | half * 0x04040404u));
+    const int S = int((b[2 + sub / 2] >> (4 * (sub % 2))) & 0xF) | int((extra >> (8 + sub)) & 1u)
+                                                                       << 4;
     ik_scales(s, d, S - 16, S - 16);
 }
 
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ3_KS>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ3_KS>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t qs[8], qh[8];
     load_words(b + 6 + 32 * (sub / 4), qs);
     load_words(b + 70, qh);
     const uint32_t extra = *reinterpret_cast<const uint16_t*>(b);
     const uint32_t half = (extra >> (8 + sub)) & 1u;
     const int shift = 2 * (sub % 4);
-    ik_quants(
-        s, half, half,
-        [&](int e) {
-            return ((byte_of(qs[e / 4], e % 4) >> shift) & 3u) |
-                   (((byte_of(qh[e / 4], e % 4) >> sub) & 1u) << 2);
-        },
-        [](uint32_t h, uint32_t i) { return ik_iq3nl(8 * h + i); });
+    const ValueTable<16> table = iq3nl_table();
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        s.q[j] = int(lookup(table, ((qs[j] >> shift) & 0x03030303u) |
+                                       (((qh[j] >> sub) & 0x01010101u) << 2) | half * 0x08080808u));
     const int S = int((b[2 + sub % 4] >> (4 * (sub / 4))) & 0xF) | int((extra >> sub) & 1u) << 4;
     ik_scales(s, d, S - 16, S - 16);
 }
 
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ4_KS>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ4_KS>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t qs[4];
     load_words(b + 8 + 16 * sub, qs);
     const uint32_t sc = b[sub];
-    ik_quants(
-        s, sc & 1u, sc & 1u,
-        [&](int e) {
-            const uint32_t byte = byte_of(qs[(e % 16) / 4], e % 4);
-            return e < 16 ? byte & 0xFu : byte >> 4;
-        },
-        [](uint32_t h, uint32_t i) { return ik_iq4k(16 * h + i); });
+    const ValueTable<32> table = iq4k_table();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        s.q[j] = int(lookup_half<16>(table, sc & 1u, qs[j] & 0x0F0F0F0Fu));
+        s.q[4 + j] = int(lookup_half<16>(table, sc & 1u, (qs[j] >> 4) & 0x0F0F0F0Fu));
+    }
     ik_scales(s, d, int(sc & 254u) - 127, int(sc & 254u) - 127);
 }
 
@@ -368,19 +421,17 @@ __device__ inline void decode_scaled<SY_TYPE_IQ4_KSS>(const uint8_t* b, int sub,
         const uint32_t a = w[j] & 0xFFFEFFFEu;
         w[j] = a ^ ((a >> 1) & 0x7FFF7FFFu);
     }
-    ik_quants(
-        s, sc & 1u, sc & 1u,
-        [&](int e) {
-            const uint32_t byte = byte_of(w[(e % 16) / 4], e % 4);
-            return e < 16 ? byte & 0xFu : byte >> 4;
-        },
-        [](uint32_t h, uint32_t i) { return ik_iq4k(16 * h + i); });
+    const ValueTable<32> table = iq4k_table();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        s.q[j] = int(lookup_half<16>(table, sc & 1u, w[j] & 0x0F0F0F0Fu));
+        s.q[4 + j] = int(lookup_half<16>(table, sc & 1u, (w[j] >> 4) & 0x0F0F0F0Fu));
+    }
     ik_scales(s, d, int(sc & 254u) - 127, int(sc & 254u) - 127);
 }
 
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ5_KS>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ5_KS>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t qs[8], qh[8];
     load_words(b + 8 + 32 * (sub / 2), qs);
     load_words(b + 136, qh);
@@ -398,8 +449,7 @@ __device__ inline void decode_scaled<SY_TYPE_IQ5_KS>(const uint8_t* b, int sub, 
 
 // IQ2_KL: value e is byte e % 2 of the pair table's entry for pair e / 2.
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ2_KL>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ2_KL>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t qs[4], qh[4];
     load_words(b + 6 + 16 * (sub / 2), qs);
     load_words(b + 70, qh);
@@ -417,17 +467,18 @@ __device__ inline void decode_scaled<SY_TYPE_IQ2_KL>(const uint8_t* b, int sub, 
         s.q[j] = int(packed);
     }
     const uint32_t scales_h = *reinterpret_cast<const uint16_t*>(b);
-    const int S = int((b[2 + sub % 4] >> (4 * (sub / 4))) & 0xF) | int((scales_h >> (2 * sub)) & 3u) << 4;
+    const int S = int((b[2 + sub % 4] >> (4 * (sub / 4))) & 0xF) | int((scales_h >> (2 * sub)) & 3u)
+                                                                       << 4;
     ik_scales(s, d, S - 32, S - 32);
 }
 
 // ---- the trellis types: values generated from codes (quant_blocks.h) ---------------------------
 
 // The generator's next value from state x (updated): sum of the bytes of x & 0x3F3F3F3F - 126.
+// The four bytes are at most 63, so one __dp4a against ones adds them.
 __device__ inline int kt_next(uint32_t& x) {
     x *= SY_KT_MULT;
-    const uint32_t s = x & 0x3F3F3F3Fu;
-    return int((s & 0xFFu) + ((s >> 8) & 0xFFu) + ((s >> 16) & 0xFFu) + (s >> 24)) - 126;
+    return __dp4a(int(x & 0x3F3F3F3Fu), 0x01010101, -126);
 }
 
 // q[j] from 8 generator starts of 4 values each (starts[g] covers values 4g .. 4g + 3), or 4
@@ -449,24 +500,24 @@ __device__ inline void kt_quants(Sub32& s, const uint32_t* starts, Value value) 
 }
 
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ2_KT>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ2_KT>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t starts[4];
 #pragma unroll
     for (int g = 0; g < 4; ++g)
-        starts[g] = uint32_t(b[4 + 8 * sub + 2 * g] | b[4 + 8 * sub + 2 * g + 1] << 8) + SY_KT_OFFSET;
+        starts[g] =
+            uint32_t(b[4 + 8 * sub + 2 * g] | b[4 + 8 * sub + 2 * g + 1] << 8) + SY_KT_OFFSET;
     kt_quants<8>(s, starts, [](int, int v) { return v; });
     const int l = ik_iq4k((b[sub % 4] >> (4 * (sub / 4))) & 0xF);
     ik_scales(s, d, l, l);
 }
 
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ3_KT>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ3_KT>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t starts[4], qh[8];
 #pragma unroll
     for (int g = 0; g < 4; ++g)
-        starts[g] = uint32_t(b[4 + 8 * sub + 2 * g] | b[4 + 8 * sub + 2 * g + 1] << 8) + SY_KT_OFFSET;
+        starts[g] =
+            uint32_t(b[4 + 8 * sub + 2 * g] | b[4 + 8 * sub + 2 * g + 1] << 8) + SY_KT_OFFSET;
     load_words(b + 68, qh);
     kt_quants<8>(s, starts, [&](int e, int v) {
         const int a = v < 0 ? -v : v;
@@ -477,13 +528,13 @@ __device__ inline void decode_scaled<SY_TYPE_IQ3_KT>(const uint8_t* b, int sub, 
 }
 
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ1_KT>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ1_KT>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t starts[4];
     const uint32_t sh = b[sub];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-        starts[i] = (uint32_t(b[8 + 4 * sub + i]) | ((uint32_t(b[40 + 4 * (sub % 4) + i]) >> (4 * (sub / 4))) & 0xFu) << 8 |
+        starts[i] = (uint32_t(b[8 + 4 * sub + i]) |
+                     ((uint32_t(b[40 + 4 * (sub % 4) + i]) >> (4 * (sub / 4))) & 0xFu) << 8 |
                      ((sh >> (4 + i)) & 1u) << 12) +
                     SY_KT_OFFSET;
     kt_quants<8>(s, starts, [](int, int v) { return v; });
@@ -492,8 +543,7 @@ __device__ inline void decode_scaled<SY_TYPE_IQ1_KT>(const uint8_t* b, int sub, 
 }
 
 template <>
-__device__ inline void decode_scaled<SY_TYPE_IQ4_KT>(const uint8_t* b, int sub, float d,
-                                                     Sub32& s) {
+__device__ inline void decode_scaled<SY_TYPE_IQ4_KT>(const uint8_t* b, int sub, float d, Sub32& s) {
     uint32_t shb[1];
     load_words(b + 4 * sub, shb);
     const uint32_t offset = SY_KT_OFFSET + (shb[0] & 1u ? SY_KT_OFFSET4 : 0u);
@@ -501,9 +551,10 @@ __device__ inline void decode_scaled<SY_TYPE_IQ4_KT>(const uint8_t* b, int sub, 
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         const int j = 8 * sub + i;
-        starts[i] = (uint32_t(b[32 + j]) | ((uint32_t(b[96 + j % 32]) >> (4 * (j / 32))) & 0xFu) << 8 |
-                     ((shb[0] >> (8 + 3 * i)) & 7u) << 12) +
-                    offset;
+        starts[i] =
+            (uint32_t(b[32 + j]) | ((uint32_t(b[96 + j % 32]) >> (4 * (j / 32))) & 0xFu) << 8 |
+             ((shb[0] >> (8 + 3 * i)) & 7u) << 12) +
+            offset;
     }
     kt_quants<4>(s, starts, [](int, int v) { return v; });
     const int l = int((shb[0] & 0xFFu) >> 1) - 64;
@@ -542,4 +593,3 @@ __device__ inline void decode_scaled<SY_TYPE_Q8_KV>(const uint8_t* b, int, float
 }
 
 }  // namespace sy::cuda
-

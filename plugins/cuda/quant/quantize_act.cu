@@ -8,6 +8,7 @@ namespace sy::cuda {
 namespace {
 
 __global__ void quantize_activations_kernel(TensorDesc x, ActRows out, int64_t n_blocks) {
+    allow_dependents();  // the row dots after this kernel may start prefetching their weights
     const int lane = threadIdx.x % 32;
     const int64_t first = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     const int64_t stride = int64_t(gridDim.x) * blockDim.x / 32;
