@@ -11,6 +11,13 @@
 #           for several weight types, attention modes, cache types and -ser
 #   speed   generation (tg128) and prompt (pp512) on mini and lite fully on the GPU, and the
 #           GEMV/GEMM bench, with a device-to-device copy for the bandwidth ceiling
+#   ab      GEMV of several builds of the cuda plugin, interleaved: AB_PLUGINS="label=path ..."
+#           (default: the staged plugin alone), AB_ROUNDS rounds (default 2) over GEMV_TYPES, and
+#           the conformance kit's get_rows, mul_mat and mul_mat_id rows on the builds in AB_CHECK
+#           (labels; default all), with cuda_plugin_test; AB_MODEL=preset:type adds generation
+#           on the GPU with each build
+#   cli     llama.cpp spellings on a device: --backend CUDA0, -ot exps=CPU with -ngl 99, and
+#           perplexity over 32 chunks of 512 tokens one chunk per pass (-b 512) and four (-b 2048)
 #   hybrid  lite Q4_0 (or $HYBRID_PRESET) with the routed experts in host RAM on the CPU and the rest on the GPU
 #           (--cpu-moe -ngl 99; the target: at most 5% of generation lost to copies,
 #           synchronization and host work): pp512 and tg128 against the CPU alone, with [offload]
@@ -54,10 +61,14 @@ model() {  # preset type
 }
 
 if [[ $parts == *tests* ]]; then
-  "$stage/bin/cuda_plugin_test" >"$out/cuda_plugin_test.log" 2>&1
+  # The conformance kit once, through its own tool (cuda_plugin_test's conformance test runs the
+  # same cases); its failures, by type, go to the summary.
+  timeout 240 "$stage/bin/cuda_plugin_test" --gtest_filter=-CudaConformance.* >"$out/cuda_plugin_test.log" 2>&1
   say "cuda_plugin_test: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/cuda_plugin_test.log" | tr '\n' ' ')"
-  "$stage/bin/switchyard-conformance" "$SWITCHYARD_CUDA_PLUGIN" >"$out/conformance.log" 2>&1
+  timeout 300 "$stage/bin/switchyard-conformance" "$SWITCHYARD_CUDA_PLUGIN" >"$out/conformance.log" 2>&1
   say "conformance: exit $? — $(tail -n 2 "$out/conformance.log" | tr '\n' ' ')"
+  grep -E '^FAIL' "$out/conformance.log" | awk '{print $2, $3}' | sort | uniq -c | head -n 40 | tee -a "$summary"
+  grep -E '^FAIL' "$out/conformance.log" | head -n 8 | cut -c 1-300 | tee -a "$summary"
 fi
 
 if [[ $parts == *models* ]]; then
@@ -93,9 +104,19 @@ print(f"{a.shape[0]} positions; " + "; ".join(out))
 EOF2
 )"
   }
-  for t in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs; do
-    compare "tiny-$t" "$(model tiny $t)"
+  # One weight type per model, several at a time (each run with 4 threads).
+  types=${MODEL_TYPES:-f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs
+    iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m q6_0 iq2_k iq3_k iq4_k iq5_k iq6_k iq2_ks iq3_ks
+    iq4_ks iq5_ks iq4_kss iq2_kl iq1_kt iq2_kt iq3_kt iq4_kt}
+  for t in $types; do
+    (compare "tiny-$t" "$(model tiny $t)" -t 4) &
+    (($(jobs -rp | wc -l) >= 4)) && wait -n
   done
+  wait
+fi
+# The attention modes, cache types, -ser, -amb, the split layout, mini and perplexity (MODELS_EXTRA=0
+# leaves them out: the weight types alone).
+if [[ $parts == *models* && ${MODELS_EXTRA:-1} != 0 ]]; then
   tq8=$(model tiny q8_0)
   tf=$(model tiny f32)
   for mla in 0 1 2; do compare "tiny-f32-mla$mla" "$tf" --mla "$mla"; done
@@ -134,13 +155,13 @@ print(f"device-to-device copy 1 GiB: best {2 * (1 << 30) / ts[0] / 1e6:.0f} GB/s
       f"median {2 * (1 << 30) / ts[len(ts) // 2] / 1e6:.0f} GB/s (read + write)")
 EOF
   "$stage/bin/switchyard-gemv-bench" --plugin "$SWITCHYARD_CUDA_PLUGIN" --reps 20 \
-    --types f32,bf16,f16,q8_0,q4_0,q4_K,q5_K,q6_K,iq4_nl >"$out/gemv.log" 2>&1
-  say "gemv-bench (4096 x 16384, exit $?):"; tail -n 14 "$out/gemv.log" | tee -a "$summary"
+    --types ${GEMV_TYPES:-f32,bf16,f16,q8_0,q4_0,q4_K,q5_K,q6_K,iq4_nl} >"$out/gemv.log" 2>&1
+  say "gemv-bench (4096 x 16384, exit $?):"; grep -v '^#' "$out/gemv.log" | tail -n 45 | tee -a "$summary"
   "$stage/bin/switchyard-gemv-bench" --plugin "$SWITCHYARD_CUDA_PLUGIN" --reps 20 \
     --types q8_0,q4_0,q4_K --experts 64:6 -k 2048 -n 1408 >"$out/gemv-experts.log" 2>&1
   say "gemv-bench experts 64:6 (2048 x 1408, exit $?):"; tail -n 6 "$out/gemv-experts.log" | tee -a "$summary"
   head -c 880 README.md >"$models/prompt.txt"  # about 512 tokens of the synthetic vocabulary
-  for spec in mini:q4_0:cuda mini:q4_0:cpu mini:q8_0:cuda lite:q4_0:cuda; do
+  for spec in ${SPEED_MODELS:-mini:q4_0:cuda mini:q4_0:cpu mini:q8_0:cuda lite:q4_0:cuda}; do
     IFS=: read -r preset type be <<<"$spec"
     m=$(model "$preset" "$type") || continue
     {
@@ -152,7 +173,7 @@ EOF
     }
   done
   # Where the device time goes: generation (short prompt, 32 tokens) and a 512-token prompt.
-  for spec in mini:q4_0 lite:q4_0; do
+  for spec in ${PROFILE_MODELS:-mini:q4_0 lite:q4_0}; do
     IFS=: read -r preset type <<<"$spec"
     m=$(model "$preset" "$type") || continue
     SWITCHYARD_CUDA_PROFILE=1 timeout 200 "$sy" run -m "$m" -p "Once upon a time" -n 32 --temp 0 --ignore-eos -ngl 99 >/dev/null 2>"$out/profile-tg-$preset-$type.log"
@@ -161,6 +182,76 @@ EOF
     say "profile pp $preset $type:"; grep -A 10 '^cuda profile' "$out/profile-pp-$preset-$type.log" | tee -a "$summary"
   done
 fi
+if [[ $parts == *ab* ]]; then
+  read -r -a builds <<<"${AB_PLUGINS:-staged=$SWITCHYARD_CUDA_PLUGIN}"
+  for b in "${builds[@]}"; do
+    label=${b%%=*} so=${b#*=}
+    [[ " ${AB_CHECK:-$label} " == *" $label "* ]] || continue
+    for op in get_rows mul_mat mul_mat_id; do
+      timeout 120 "$stage/bin/switchyard-conformance" "$so" --op $op >"$out/ab-conformance-$label-$op.log" 2>&1
+      say "conformance $op $label: exit $? — $(tail -n 1 "$out/ab-conformance-$label-$op.log")"
+    done
+  done
+  for b in "${builds[@]}"; do
+    label=${b%%=*} so=${b#*=}
+    [[ " ${AB_CHECK:-$label} " == *" $label "* ]] || continue
+    SWITCHYARD_CUDA_PLUGIN=$so timeout 240 "$stage/bin/cuda_plugin_test" --gtest_filter=-CudaConformance.* >"$out/ab-cuda_plugin_test-$label.log" 2>&1
+    say "cuda_plugin_test $label: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/ab-cuda_plugin_test-$label.log" | tr '\n' ' ')"
+  done
+  # AB_MODEL=preset:type: generation (tg128 after a short prompt) on the GPU with each build.
+  [[ -n ${AB_MODEL:-} ]] && abm=$(model "${AB_MODEL%%:*}" "${AB_MODEL#*:}")
+  for round in $(seq "${AB_ROUNDS:-2}"); do
+    for b in "${builds[@]}"; do
+      label=${b%%=*} so=${b#*=}
+      timeout 120 "$stage/bin/switchyard-gemv-bench" --plugin "$so" --reps 20 --gemm-rows 0 \
+        --types "${GEMV_TYPES:-q8_0,q4_0,q4_K,iq4_xs}" >"$out/ab-gemv-$label-$round.log" 2>&1
+      say "gemv $label round $round (exit $?)"
+      if [[ -n ${abm:-} ]]; then
+        printf '[plugins]\nload = ["cpu", "%s"]\n' "$so" >"$models/ab-$label.toml"
+        timeout 120 "$sy" run -m "$abm" -p "Once upon a time" -n 128 --temp 0 --ignore-eos -ngl 99 \
+          --config "$models/ab-$label.toml" >/dev/null 2>"$out/ab-run-$label-$round.log"
+        say "$AB_MODEL tg128 $label round $round (exit $?): $(grep -E '^generation:' "$out/ab-run-$label-$round.log" | tr -s ' ')"
+      fi
+    done
+  done
+  # One table: GB/s per type (rows) and build (columns), every round.
+  env -u LD_LIBRARY_PATH python3 - "$out" "${builds[@]}" <<'EOF2' | tee -a "$summary"
+import sys, glob, re, os
+out, builds = sys.argv[1], [b.split("=", 1)[0] for b in sys.argv[2:]]
+table, types = {}, []
+for b in builds:
+    for f in sorted(glob.glob(os.path.join(out, f"ab-gemv-{b}-*.log"))):
+        for line in open(f):
+            m = re.match(r"^(\S+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+(\S+)", line)
+            if m:
+                if m.group(1) not in types: types.append(m.group(1))
+                table.setdefault((m.group(1), b), []).append(f"{float(m.group(2)):.0f}")
+print("GB/s per round    " + "".join(f"{b:>16}" for b in builds))
+for t in types:
+    print(f"{t:<17}" + "".join(f"{'/'.join(table.get((t, b), ['-'])):>16}" for b in builds))
+EOF2
+fi
+
+if [[ $parts == *cli* ]]; then
+  tq=$(model tiny q4_0)
+  timeout 100 "$sy" run -m "$tq" -p "Once upon a time" -n 8 --temp 0 --backend CUDA0 -ngl 99 >"$out/cli-backend.out" 2>"$out/cli-backend.err"
+  say "--backend CUDA0 -ngl 99 (exit $?): $(grep -E '^(on |generation)' "$out/cli-backend.err" | tr '\n' ';')"
+  timeout 100 "$sy" run -m "$tq" -p "Once upon a time" -n 8 --temp 0 --backend CUDA1 -ngl 99 >/dev/null 2>"$out/cli-backend1.err"
+  say "--backend CUDA1 on one GPU (exit $?): $(tail -n 1 "$out/cli-backend1.err")"
+  mq=$(model mini q4_0)
+  timeout 150 "$sy" run -m "$mq" -p "Once upon a time" -n 32 --temp 0 --ignore-eos -ngl 99 -ot exps=CPU >"$out/cli-ot.out" 2>"$out/cli-ot.err"
+  say "-ngl 99 -ot exps=CPU (exit $?): $(grep -E '^(weights|on |generation)' "$out/cli-ot.err" | tr -s ' ' | tr '\n' ';')"
+  timeout 150 "$sy" plan -m "$mq" -ngl 99 -ot exps=CPU >"$out/cli-ot-plan.log" 2>&1
+  say "plan -ngl 99 -ot exps=CPU (exit $?): expert nodes per backend: $(awk '$3 ~ /_exps/ {n[$4]++} END {for (b in n) printf "%s %d; ", b, n[b]}' "$out/cli-ot-plan.log"); other nodes: $(awk '$1 ~ /^[0-9]+$/ && $3 !~ /_exps/ {n[$4]++} END {for (b in n) printf "%s %d; ", b, n[b]}' "$out/cli-ot-plan.log")"
+  cat docs/*.md plugins/*/README.md >"$models/long.txt"
+  for b in 512 2048; do
+    start=$EPOCHREALTIME
+    timeout 200 "$sy" perplexity -m "$mq" -f "$models/long.txt" -c 512 --chunks 32 -b $b -ngl 99 >"$out/cli-ppl-b$b.log" 2>&1
+    rc=$?
+    say "perplexity mini q4_0 on the GPU, 32 x 512, -b $b (exit $rc): $(awk "BEGIN{printf \"%.2f s\", $EPOCHREALTIME - $start}"); $(grep -iE 'final estimate|per pass|seconds' "$out/cli-ppl-b$b.log" | tr '\n' ' ')"
+  done
+fi
+
 if [[ $parts == *hybrid* ]]; then
   head -c 880 README.md >"$models/prompt.txt"
   printf '[plugins]\nload = ["cpu"]\n' >"$models/cpu-only.toml"
@@ -187,6 +278,6 @@ if [[ $parts == *hybrid* ]]; then
     grep -E '(prompt ubatch|decode step)|_exps' "$out/hybrid-plan.log" | head -n 12 | tee -a "$summary"
   fi
 fi
-tar -C "$out" -czf /tmp/gpu-check-logs.tgz . && mv /tmp/gpu-check-logs.tgz "$out/"
+tar -C "$out" --exclude='*.npy' -czf /tmp/gpu-check-logs.tgz . && mv /tmp/gpu-check-logs.tgz "$out/"
 find "$out" -maxdepth 1 -type f ! -name summary.txt ! -name gpu-check-logs.tgz -delete
 echo "== summary"; cat "$summary"
