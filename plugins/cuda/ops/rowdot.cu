@@ -3,7 +3,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
-#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -61,8 +60,9 @@ __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColu
 }
 
 // Before the activations are ready (wait_for_prerequisite): the warp's first `rows` weight rows
-// of its first column toward L2, for MUL_MAT (an expert's place needs the ids, which are
-// inputs).
+// of its first column toward L2 (their bytes only, whatever the row stride), for MUL_MAT (an
+// expert's place needs the ids, which are inputs).
+template <int Type>
 __device__ inline void prefetch_first_rows(const TensorDesc& w, const RowDotColumns& c,
                                            int64_t first, int rows, int lane) {
     if (c.by_expert || blockIdx.y >= c.count || first >= w.ne[1]) return;
@@ -71,7 +71,9 @@ __device__ inline void prefetch_first_rows(const TensorDesc& w, const RowDotColu
     const char* row = w.data + int64_t(b2 / uint32_t(c.r2)) * w.nb[2] +
                       int64_t(b3 / uint32_t(c.r3)) * w.nb[3] + first * w.nb[1];
     const int64_t n = w.ne[1] - first < rows ? w.ne[1] - first : rows;
-    prefetch_l2(row, n * w.nb[1], lane);
+    const int64_t row_bytes =
+        RowScale<Type>::kBytes + w.ne[0] / BlockTraits<Type>::kValues * BlockTraits<Type>::kBytes;
+    prefetch_l2(row, (n - 1) * w.nb[1] + row_bytes, lane);
 }
 
 // The bytes of 32 sub-blocks of a block type (one warp step), and the widest load that divides
@@ -146,7 +148,9 @@ struct RowsPerWarp<SY_TYPE_IQ1_KT> : std::integral_constant<int, 4> {};
 template <>
 struct RowsPerWarp<SY_TYPE_IQ2_KT> : std::integral_constant<int, 4> {};
 
-// Fewer resident warps for more rows per warp: the registers of R rows' decodes must fit.
+// Fewer resident warps for more rows per warp: the registers of R rows' decodes must fit (at 64
+// registers a thread, 8 blocks per SM, most types' 2- and 4-row kernels spilled to local memory
+// in ptxas' report).
 template <int Rows>
 constexpr int rows_min_blocks() {
     return Rows >= 4 ? 4 : 6;
@@ -160,7 +164,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, rows_min_blocks<Rows>())
     const int64_t first = (int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32) * Rows;
     const int64_t stride = int64_t(gridDim.x) * kWarpsPerBlock * Rows;
     const int64_t subs = w.ne[0] / 32, N = w.ne[1];
-    prefetch_first_rows(w, cols, first, Rows, lane);
+    prefetch_first_rows<Type>(w, cols, first, Rows, lane);
     wait_for_prerequisite();
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
         const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
@@ -176,7 +180,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, rows_min_blocks<Rows>())
             float acc[Rows];
 #pragma unroll
             for (int r = 0; r < Rows; ++r) acc[r] = 0.0f;
-            if (rows == Rows) {
+            if (rows == Rows) {  // all R rows: the loop unrolls without a test per row
                 for (int64_t s = lane; s < subs; s += 32) {
                     const ActSub a = load_act(x, p.x_row, s);
 #pragma unroll
@@ -215,7 +219,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kMinBlocksPerSM)
     const int64_t first = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
     const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
     const int64_t subs = w.ne[0] / 32;
-    prefetch_first_rows(w, cols, first, 1, lane);
+    prefetch_first_rows<Type>(w, cols, first, 1, lane);
     wait_for_prerequisite();
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
         const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
@@ -380,7 +384,10 @@ void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const float* x,
 
 namespace {
 
-// Whether `device` runs programmatic dependent launches (compute capability 9.0 and later).
+// Whether Kernel runs on `device` as a programmatic dependent: the device has compute
+// capability 9.0 or later and the code it runs was compiled for 9.0 or later (code JIT-compiled
+// from an older architecture's PTX has no griddepcontrol.wait, so it must not start early).
+template <auto Kernel>
 bool dependent_launch(int device) {
     static std::array<std::atomic<int>, 64> cache{};  // 0 unknown, 1 no, 2 yes
     if (device < 0 || device >= int(cache.size())) return false;
@@ -388,7 +395,9 @@ bool dependent_launch(int device) {
     if (v == 0) {
         int major = 0;
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-        v = major >= 9 ? 2 : 1;
+        cudaFuncAttributes attributes{};
+        const bool known = cudaFuncGetAttributes(&attributes, Kernel) == cudaSuccess;
+        v = major >= 9 && known && attributes.ptxVersion >= 90 ? 2 : 1;
         cache[size_t(device)].store(v, std::memory_order_relaxed);
     }
     return v == 2;
@@ -396,13 +405,13 @@ bool dependent_launch(int device) {
 
 // The row dots come right after the activations' quantization, which they wait for inside the
 // kernel (wait_for_prerequisite): launched as its dependents, they start while it runs and
-// prefetch their first weight rows, instead of starting after it ends.
-template <typename... KernelArgs, typename... Args>
-void launch_dependent(void (*kernel)(KernelArgs...), dim3 grid, cudaStream_t stream,
-                      Args&&... args) {
+// prefetch their first weight rows, instead of starting after it ends. A launch error is left
+// for the caller's check_launch to report.
+template <auto Kernel, typename... Args>
+void launch_dependent(dim3 grid, cudaStream_t stream, Args&&... args) {
     int device = 0;
     cudaGetDevice(&device);
-    if (dependent_launch(device)) {
+    if (dependent_launch<Kernel>(device)) {
         cudaLaunchConfig_t config{};
         config.gridDim = grid;
         config.blockDim = dim3(32 * kWarpsPerBlock);
@@ -412,12 +421,10 @@ void launch_dependent(void (*kernel)(KernelArgs...), dim3 grid, cudaStream_t str
         attribute.val.programmaticStreamSerializationAllowed = 1;
         config.attrs = &attribute;
         config.numAttrs = 1;
-        const cudaError_t e = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-        if (e != cudaSuccess)
-            throw LaunchError(std::string("matrix product (row dot): ") + cudaGetErrorString(e));
+        cudaLaunchKernelEx(&config, Kernel, std::forward<Args>(args)...);
         return;
     }
-    kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(std::forward<Args>(args)...);
+    Kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(std::forward<Args>(args)...);
 }
 
 }  // namespace
@@ -429,13 +436,13 @@ void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const ActRows& x,
         constexpr int Type = decltype(type_tag)::value;
         constexpr int Rows = RowsPerWarp<Type>::value;
         if constexpr (Rows == 1)
-            launch_dependent(rowdot_blocks_kernel<Type>,
-                             rowdot_grid<rowdot_blocks_kernel<Type>>(w, cols), ctx.stream, w, x,
-                             cols, dst, ctx.error_word, ctx.error_code);
+            launch_dependent<rowdot_blocks_kernel<Type>>(
+                rowdot_grid<rowdot_blocks_kernel<Type>>(w, cols), ctx.stream, w, x, cols, dst,
+                ctx.error_word, ctx.error_code);
         else
-            launch_dependent(rowdot_rows_kernel<Type, Rows>,
-                             rowdot_grid<rowdot_rows_kernel<Type, Rows>>(w, cols, Rows), ctx.stream,
-                             w, x, cols, dst, ctx.error_word, ctx.error_code);
+            launch_dependent<rowdot_rows_kernel<Type, Rows>>(
+                rowdot_grid<rowdot_rows_kernel<Type, Rows>>(w, cols, Rows), ctx.stream, w, x, cols,
+                dst, ctx.error_word, ctx.error_code);
     });
     if (!known) throw LaunchError("matrix product: no decoder for this weight type");
     check_launch("matrix product (row dot)");

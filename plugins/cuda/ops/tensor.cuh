@@ -72,13 +72,11 @@ __device__ inline int64_t grid_threads() {
     return int64_t(gridDim.x) * blockDim.x;
 }
 
-// Sum / max over a block of blockDim.x threads (a multiple of 32, at most 1024); every thread
-// gets the result. `shared` holds 32 floats.
-// Programmatic dependent launch (compute capability 9.0): a kernel launched with
-// launch_dependent (rowdot.cu) may start while the kernel before it still runs, once that one has
-// called allow_dependents(); it does what needs no input of that kernel (prefetch weights), then
-// wait_for_prerequisite() returns when that kernel has finished and its writes are visible. Both
-// are no-ops on older devices and for kernels launched the ordinary way.
+// Programmatic dependent launch (compute capability 9.0 and later): a kernel launched with
+// launch_dependent (rowdot.cu) may start while the kernel before it still runs, once every block
+// of that one has called allow_dependents() or exited; it does what needs no input of that kernel
+// (prefetch weights), then wait_for_prerequisite() returns when that kernel has finished and its
+// writes are visible. Both are no-ops on older devices and for kernels launched the ordinary way.
 __device__ inline void allow_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;");
@@ -89,12 +87,17 @@ __device__ inline void wait_for_prerequisite() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// Asks for the 128-byte lines of [p, p + bytes) in L2, the warp's lanes taking a line each.
+// Asks for the 128-byte lines that [p, p + bytes) touches in L2, the warp's lanes taking a line
+// each.
 __device__ inline void prefetch_l2(const char* p, int64_t bytes, int lane) {
-    for (int64_t o = int64_t(lane) * 128; o < bytes; o += 32 * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+    const auto first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(127);
+    const auto end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
+    for (uintptr_t at = first + uintptr_t(lane) * 128; at < end; at += 32 * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
 }
 
+// Sum / max over a warp or a block of blockDim.x threads (a multiple of 32, at most 1024); every
+// thread gets the result. `shared` holds 32 floats.
 __device__ inline float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
