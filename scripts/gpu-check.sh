@@ -155,7 +155,7 @@ print(f"device-to-device copy 1 GiB: best {2 * (1 << 30) / ts[0] / 1e6:.0f} GB/s
       f"median {2 * (1 << 30) / ts[len(ts) // 2] / 1e6:.0f} GB/s (read + write)")
 EOF
   "$stage/bin/switchyard-gemv-bench" --plugin "$SWITCHYARD_CUDA_PLUGIN" --reps 20 \
-    --types ${GEMV_TYPES:-f32,bf16,f16,q8_0,q4_0,q4_K,q5_K,q6_K,iq4_nl} >"$out/gemv.log" 2>&1
+    --types ${GEMV_TYPES:-f32,bf16,f16,q8_0,q4_0,q4_K,q5_K,q6_K,iq4_nl,iq4_xs,iq2_xxs,iq1_s,iq3_xxs,iq2_k,iq4_ks,iq2_kt} >"$out/gemv.log" 2>&1
   say "gemv-bench (4096 x 16384, exit $?):"; grep -v '^#' "$out/gemv.log" | tail -n 45 | tee -a "$summary"
   "$stage/bin/switchyard-gemv-bench" --plugin "$SWITCHYARD_CUDA_PLUGIN" --reps 20 \
     --types q8_0,q4_0,q4_K --experts 64:6 -k 2048 -n 1408 >"$out/gemv-experts.log" 2>&1
