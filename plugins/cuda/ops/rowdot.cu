@@ -4,7 +4,6 @@
 #include <climits>
 #include <cstdint>
 #include <type_traits>
-#include <utility>
 
 #include "ops/ops.hpp"
 #include "ops/rowdot.hpp"
@@ -60,20 +59,21 @@ __device__ inline ColumnPlace place_column(const TensorDesc& w, const RowDotColu
 }
 
 // Before the activations are ready (wait_for_prerequisite): the warp's first `rows` weight rows
-// of its first column toward L2 (their bytes only, whatever the row stride), for MUL_MAT (an
-// expert's place needs the ids, which are inputs).
-template <int Type>
+// of its first column toward L2, for MUL_MAT (an expert's place needs the ids, which are
+// inputs). Whole row strides: with padded rows the last one's padding is asked for too (a
+// prefetch is a hint, never a read). Bounding it by the rows' bytes (the type's block size
+// times K) made ptxas spill IQ5_K's one-row kernel at 64 registers.
 __device__ inline void prefetch_first_rows(const TensorDesc& w, const RowDotColumns& c,
                                            int64_t first, int rows, int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // before 9.0 nothing runs beside the wait
     if (c.by_expert || blockIdx.y >= c.count || first >= w.ne[1]) return;
     const uint32_t rest = uint32_t(blockIdx.y) / uint32_t(c.M);
     const uint32_t b2 = rest % uint32_t(c.B2), b3 = rest / uint32_t(c.B2);
     const char* row = w.data + int64_t(b2 / uint32_t(c.r2)) * w.nb[2] +
                       int64_t(b3 / uint32_t(c.r3)) * w.nb[3] + first * w.nb[1];
     const int64_t n = w.ne[1] - first < rows ? w.ne[1] - first : rows;
-    const int64_t row_bytes =
-        RowScale<Type>::kBytes + w.ne[0] / BlockTraits<Type>::kValues * BlockTraits<Type>::kBytes;
-    prefetch_l2(row, (n - 1) * w.nb[1] + row_bytes, lane);
+    prefetch_l2(row, n * w.nb[1], lane);
+#endif
 }
 
 // The bytes of 32 sub-blocks of a block type (one warp step), and the widest load that divides
@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, rows_min_blocks<Rows>())
     const int64_t first = (int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32) * Rows;
     const int64_t stride = int64_t(gridDim.x) * kWarpsPerBlock * Rows;
     const int64_t subs = w.ne[0] / 32, N = w.ne[1];
-    prefetch_first_rows<Type>(w, cols, first, Rows, lane);
+    prefetch_first_rows(w, cols, first, Rows, lane);
     wait_for_prerequisite();
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
         const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
@@ -180,28 +180,23 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, rows_min_blocks<Rows>())
             float acc[Rows];
 #pragma unroll
             for (int r = 0; r < Rows; ++r) acc[r] = 0.0f;
-            if (rows == Rows) {  // all R rows: the loop unrolls without a test per row
+            // Instantiated twice: for all R rows (unrolled without a test per row) and the tail.
+            auto accumulate = [&](auto all_rows) {
                 for (int64_t s = lane; s < subs; s += 32) {
                     const ActSub a = load_act(x, p.x_row, s);
 #pragma unroll
                     for (int r = 0; r < Rows; ++r) {
+                        if (!decltype(all_rows)::value && r >= rows) break;
                         Sub32 sub;
                         decode_row_sub<Type>(base + r * w.nb[1], s, sub);
                         acc[r] += dot_sub<Type>(sub, a);
                     }
                 }
-            } else {
-                for (int64_t s = lane; s < subs; s += 32) {
-                    const ActSub a = load_act(x, p.x_row, s);
-#pragma unroll
-                    for (int r = 0; r < Rows; ++r) {
-                        if (r >= rows) break;
-                        Sub32 sub;
-                        decode_row_sub<Type>(base + r * w.nb[1], s, sub);
-                        acc[r] += dot_sub<Type>(sub, a);
-                    }
-                }
-            }
+            };
+            if (rows == Rows)
+                accumulate(std::true_type{});
+            else
+                accumulate(std::false_type{});
 #pragma unroll
             for (int r = 0; r < Rows; ++r) acc[r] = warp_sum(acc[r]);
             if (lane == 0)
@@ -219,7 +214,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kMinBlocksPerSM)
     const int64_t first = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
     const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
     const int64_t subs = w.ne[0] / 32;
-    prefetch_first_rows<Type>(w, cols, first, 1, lane);
+    prefetch_first_rows(w, cols, first, 1, lane);
     wait_for_prerequisite();
     for (int64_t col = blockIdx.y; col < cols.count; col += gridDim.y) {
         const ColumnPlace p = place_column(w, cols, dst, col, error_word, error_code);
@@ -360,11 +355,10 @@ int64_t resident_blocks(int device) {
 // the warps then loop over the rows, so a warp works out its column's place once for several
 // rows and no partial last wave leaves SMs idle. Several columns share the resident blocks.
 template <auto Kernel>
-dim3 rowdot_grid(const TensorDesc& w, const RowDotColumns& cols, int rows_per_warp = 1) {
+dim3 rowdot_grid(const TensorDesc& w, const RowDotColumns& cols, int device,
+                 int rows_per_warp = 1) {
     if (cols.count > INT32_MAX || cols.M > INT32_MAX || cols.B2 > INT32_MAX || cols.U > INT32_MAX)
         throw LaunchError("row dot: more than 2^31 columns");
-    int device = 0;
-    cudaGetDevice(&device);
     const int64_t rows_per_block = int64_t(kWarpsPerBlock) * rows_per_warp;
     const int64_t per_rows = (w.ne[1] + rows_per_block - 1) / rows_per_block;
     const int64_t columns = std::min<int64_t>(cols.count, 65535);
@@ -377,7 +371,9 @@ dim3 rowdot_grid(const TensorDesc& w, const RowDotColumns& cols, int rows_per_wa
 void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const float* x,
                    const RowDotColumns& cols, const TensorDesc& dst) {
     if (cols.count == 0 || w.ne[1] == 0) return;
-    rowdot_float_kernel<<<rowdot_grid<rowdot_float_kernel>(w, cols), 32 * kWarpsPerBlock, 0,
+    int device = 0;
+    cudaGetDevice(&device);
+    rowdot_float_kernel<<<rowdot_grid<rowdot_float_kernel>(w, cols, device), 32 * kWarpsPerBlock, 0,
                           ctx.stream>>>(w, x, cols, dst, ctx.error_word, ctx.error_code);
     check_launch("matrix product (float row dot)");
 }
@@ -403,28 +399,31 @@ bool dependent_launch(int device) {
     return v == 2;
 }
 
-// The row dots come right after the activations' quantization, which they wait for inside the
-// kernel (wait_for_prerequisite): launched as its dependents, they start while it runs and
-// prefetch their first weight rows, instead of starting after it ends. A launch error is left
-// for the caller's check_launch to report.
-template <auto Kernel, typename... Args>
-void launch_dependent(dim3 grid, cudaStream_t stream, Args&&... args) {
+// A block-type row dot over rows_per_warp rows a warp. It comes right after the activations'
+// quantization, which it waits for inside the kernel (wait_for_prerequisite): launched as its
+// dependent, it starts while that runs and prefetches its first weight rows, instead of starting
+// after it ends. A launch error is left for the caller's check_launch to report.
+template <auto Kernel>
+void launch_dependent(const OpContext& ctx, const TensorDesc& w, const ActRows& x,
+                      const RowDotColumns& cols, const TensorDesc& dst, int rows_per_warp) {
     int device = 0;
     cudaGetDevice(&device);
+    const dim3 grid = rowdot_grid<Kernel>(w, cols, device, rows_per_warp);
     if (dependent_launch<Kernel>(device)) {
         cudaLaunchConfig_t config{};
         config.gridDim = grid;
         config.blockDim = dim3(32 * kWarpsPerBlock);
-        config.stream = stream;
+        config.stream = ctx.stream;
         cudaLaunchAttribute attribute{};
         attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attribute.val.programmaticStreamSerializationAllowed = 1;
         config.attrs = &attribute;
         config.numAttrs = 1;
-        cudaLaunchKernelEx(&config, Kernel, std::forward<Args>(args)...);
+        cudaLaunchKernelEx(&config, Kernel, w, x, cols, dst, ctx.error_word, ctx.error_code);
         return;
     }
-    Kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(std::forward<Args>(args)...);
+    Kernel<<<grid, 32 * kWarpsPerBlock, 0, ctx.stream>>>(w, x, cols, dst, ctx.error_word,
+                                                         ctx.error_code);
 }
 
 }  // namespace
@@ -436,13 +435,9 @@ void launch_rowdot(const OpContext& ctx, const TensorDesc& w, const ActRows& x,
         constexpr int Type = decltype(type_tag)::value;
         constexpr int Rows = RowsPerWarp<Type>::value;
         if constexpr (Rows == 1)
-            launch_dependent<rowdot_blocks_kernel<Type>>(
-                rowdot_grid<rowdot_blocks_kernel<Type>>(w, cols), ctx.stream, w, x, cols, dst,
-                ctx.error_word, ctx.error_code);
+            launch_dependent<rowdot_blocks_kernel<Type>>(ctx, w, x, cols, dst, 1);
         else
-            launch_dependent<rowdot_rows_kernel<Type, Rows>>(
-                rowdot_grid<rowdot_rows_kernel<Type, Rows>>(w, cols, Rows), ctx.stream, w, x, cols,
-                dst, ctx.error_word, ctx.error_code);
+            launch_dependent<rowdot_rows_kernel<Type, Rows>>(ctx, w, x, cols, dst, Rows);
     });
     if (!known) throw LaunchError("matrix product: no decoder for this weight type");
     check_launch("matrix product (row dot)");
