@@ -46,9 +46,11 @@ Tensor* FusedOps::swiglu(Tensor* up, Tensor* gate, Tensor* x) {
 
 Tensor* FusedOps::zero_ids(int64_t tokens) {
     static const int32_t kZero = 0;
-    Tensor* zero = g_.input("expert_zero", SY_TYPE_I32, {1});
-    zero->set_data(const_cast<int32_t*>(&kZero));
-    return g_.view(zero, {1, tokens}, {4, 0, 0, 0}, 0);
+    if (expert_zero_ == nullptr) {
+        expert_zero_ = g_.input("expert_zero", SY_TYPE_I32, {1});
+        expert_zero_->set_data(const_cast<int32_t*>(&kZero));
+    }
+    return g_.view(expert_zero_, {1, tokens}, {4, 0, 0, 0}, 0);
 }
 
 Tensor* FusedOps::softmax_scores(Tensor* kq, const AttentionParams& p) {

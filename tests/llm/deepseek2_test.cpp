@@ -898,9 +898,18 @@ TEST(Deepseek2Runtime, ExpertsOnTheHostTheRestOnASimulatedDevice) {
             EXPECT_GT(r.link_bytes, 0u) << "activations to and from the experts";
             // What crossed the link is what the plan predicted (it places by those costs).
             UbatchGraph step = split.build(1, split.n_past() - 1, false);
-            EXPECT_EQ(split.stats().staged_bytes - staged,
-                      split.plan(step.graph, 1, split.n_past() - 1).copy_bytes())
-                << "token " << t;
+            const OpPlan& step_plan = split.plan(step.graph, 1, split.n_past() - 1);
+            EXPECT_EQ(split.stats().staged_bytes - staged, step_plan.copy_bytes()) << "token " << t;
+            // Two splits per MoE layer: the routed experts and their weighted sum on the host,
+            // the rest (the shared experts beside them) on the device. Four copies: in, the
+            // normed hidden state and the router's two outputs that the host reads (this spec
+            // gates by sigmoid with a selection bias, a weight that stays on the device, so the
+            // biased scores and the probabilities cross); out, the sum. And the step's three
+            // inputs (tokens, positions, the shared experts' zero ids).
+            const size_t moe_layers =
+                size_t(model.hparams().n_layer - model.hparams().n_dense_lead);
+            EXPECT_EQ(step_plan.splits.size(), 2 * moe_layers + 1) << "token " << t;
+            EXPECT_EQ(step_plan.copies.size(), 4 * moe_layers + 3) << "token " << t;
         }
         // The routed experts' products ran on the CPU in every graph.
         UbatchGraph ug = split.build(1, split.n_past(), false);

@@ -108,7 +108,8 @@ class FusedOps {
     }
 
   private:
-    // Expert ids {1, T} that are all 0: one I32 zero seen T times (stride 0).
+    // Expert ids {1, T} that are all 0: one I32 zero seen T times (stride 0), one input per graph
+    // (each input is a transfer per step where the graph runs on a device).
     Tensor* zero_ids(int64_t tokens);
     Tensor* softmax_scores(Tensor* kq, const AttentionParams& p);
     NamedOpParams flash_params(const AttentionParams& p, int32_t rope) const;
@@ -118,6 +119,7 @@ class FusedOps {
 
     Graph& g_;
     NamedOps ops_;
+    Tensor* expert_zero_ = nullptr;
 };
 
 }  // namespace sy::llm
