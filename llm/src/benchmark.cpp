@@ -123,6 +123,7 @@ BenchSamples run_bench_test(Session& session, BenchTokens& tokens, const BenchTe
     if (prefix > 0) eval_prompt(session, tokens, prefix, n_batch, true);
     BenchSamples out;
     if (profile) session.set_profile(profile);
+    const EvalStats before = session.stats();
     for (int rep = 0; rep < reps; ++rep) {
         session.rewind(prefix);
         double s = 0;
@@ -134,6 +135,7 @@ BenchSamples run_bench_test(Session& session, BenchTokens& tokens, const BenchTe
         if (on_rep) on_rep(rep);
     }
     if (profile) session.set_profile(nullptr);
+    out.shares = eval_time_shares(before, session.stats());
     return out;
 }
 

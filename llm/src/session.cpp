@@ -638,4 +638,36 @@ std::vector<float> Session::run_ubatch(std::span<const UbatchPart> parts,
     return scheduler_ ? scheduler_->read<float>(*ug.logits) : executor_.read<float>(*ug.logits);
 }
 
+void EvalTimeShares::add(const EvalTimeShares& o) {
+    const double all = seconds + o.seconds;
+    if (all <= 0) return;
+    const auto mix = [&](double a, double b) { return (a * seconds + b * o.seconds) / all; };
+    ops = mix(ops, o.ops);
+    sync = mix(sync, o.sync);
+    copies = mix(copies, o.copies);
+    staging = mix(staging, o.staging);
+    host = mix(host, o.host);
+    overlapped_nodes = (overlapped_nodes * double(graphs) + o.overlapped_nodes * double(o.graphs)) /
+                       double(std::max<int64_t>(graphs + o.graphs, 1));
+    seconds = all;
+    graphs += o.graphs;
+}
+
+std::optional<EvalTimeShares> eval_time_shares(const EvalStats& before, const EvalStats& after) {
+    const double build = after.graph_build_seconds - before.graph_build_seconds;
+    const double total = build + after.compute_seconds - before.compute_seconds;
+    if (after.graphs == before.graphs || total <= 0) return std::nullopt;
+    EvalTimeShares s;
+    s.sync = (after.sync_seconds - before.sync_seconds) / total;
+    s.ops = (after.backend_seconds - before.backend_seconds) / total - s.sync;
+    s.copies = (after.copy_seconds - before.copy_seconds) / total;
+    s.staging = (after.stage_seconds - before.stage_seconds) / total;
+    s.host = (build + after.plan_bind_seconds - before.plan_bind_seconds) / total;
+    s.seconds = total;
+    s.graphs = after.graphs - before.graphs;
+    s.overlapped_nodes =
+        double(after.overlapped_nodes - before.overlapped_nodes) / double(s.graphs);
+    return s;
+}
+
 }  // namespace sy::llm

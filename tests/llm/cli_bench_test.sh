@@ -26,7 +26,8 @@ for r in rows:
               "type_v", "n_gpu_layers", "flash_attn", "mla_attn", "fused_moe", "n_prompt",
               "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts",
               "samples_ns", "samples_ts", "backends", "placement", "warnings", "split_mode",
-              "main_gpu", "no_kv_offload", "tensor_split", "embeddings"):
+              "main_gpu", "no_kv_offload", "tensor_split", "embeddings", "overhead_share",
+              "sync_share", "copy_share", "staging_share", "host_share"):
         assert k in r, k
     assert len(r["samples_ns"]) == 3 and len(r["samples_ts"]) == 3
     n = r["n_prompt"] + r["n_gen"]
@@ -233,6 +234,27 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 assert [r["tensor_split"] for r in rows] == ["1.00/2.00", "3.00/1.00"], rows
 assert all(r["avg_ts"] > 0 and "sim:1" in r["placement"] for r in rows), rows
 PY
+    # Hybrid (routed experts on the cpu, the rest on sim): the overhead share in every format, a
+    # column of the table where weights or ops were split (the cpu-only table has none, above).
+    "$sy" bench -m "$m" -p 16 -n 4 -r 2 --plugin "$sim" --backend sim -ngl 99 --cpu-moe -o jsonl \
+        >"$tmp/hy.jsonl" 2>"$tmp/e" || fail "bench hybrid jsonl: $(cat "$tmp/e")"
+    python3 - "$tmp/hy.jsonl" <<'PY' || fail "bench hybrid shares: $(cat "$tmp/hy.jsonl")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["test"] for r in rows] == ["pp16", "tg4"], rows
+for r in rows:
+    assert r["backends"] == "sim,cpu", r["backends"]
+    parts = [r[k] for k in ("sync_share", "copy_share", "host_share")]
+    assert all(0 <= p <= 1 for p in parts + [r["staging_share"]]), r
+    assert abs(r["overhead_share"] - sum(parts)) < 1e-9, r
+    assert r["copy_share"] > 0, r  # the experts' inputs and sums cross every layer
+PY
+    "$sy" bench -m "$m" -p 16 -n 4 -r 1 --plugin "$sim" --backend sim -ngl 99 --cpu-moe \
+        >"$tmp/hy.md" 2>"$tmp/e" || fail "bench hybrid md: $(cat "$tmp/e")"
+    head -1 "$tmp/hy.md" | grep -Eq '\| overhead \| +test \| +t/s \|$' ||
+        fail "hybrid md header: $(head -1 "$tmp/hy.md")"
+    [ "$(grep -Ec '^\| deepseek2 .* \| +[0-9]+\.[0-9]% \| +(pp16|tg4) \| ' "$tmp/hy.md")" -eq 2 ] ||
+        fail "hybrid md rows: $(cat "$tmp/hy.md")"
     # Sweep on a device: the memory in use there, per row (it only grows), in both forms.
     "$sy" sweep -m "$m" -c 128 -ub 32 -n 4 --plugin "$sim" --backend sim -o jsonl >"$tmp/dev.jsonl" \
         2>"$tmp/e" || fail "sweep on sim: $(cat "$tmp/e")"

@@ -1250,8 +1250,19 @@ TEST(Deepseek2Benchmark, TestsRunFromTheirPrefixAndSweepsFillTheContext) {
     ASSERT_EQ(a.ts.size(), 3u);
     for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(a.ts[i], 12e9 / double(a.ns[i]), 1e-6 * a.ts[i]);
     EXPECT_EQ(s.n_past(), 16 + 12);
+    // The time shares are of the timed repetitions only (3 x 12 tokens in batches of 5: 9
+    // graphs), and add up to all of it; one backend: nothing copied between backends.
+    ASSERT_TRUE(a.shares.has_value());
+    EXPECT_EQ(a.shares->graphs, 9);
+    const EvalTimeShares& sa = *a.shares;
+    EXPECT_NEAR(sa.ops + sa.sync + sa.copies + sa.staging + sa.host, 1.0, 1e-9);
+    EXPECT_GT(sa.ops, 0.0);
+    EXPECT_EQ(sa.copies, 0.0);
+    EXPECT_DOUBLE_EQ(sa.overhead(), sa.sync + sa.copies + sa.host);
     const BenchTest gp{8, 4, 0, true};
     const BenchSamples b = run_bench_test(s, tokens, gp, 2, 64, false);
+    ASSERT_TRUE(b.shares.has_value());
+    EXPECT_EQ(b.shares->graphs, 2 * 4) << "the generated tokens' graphs, not the prompt's";
     EXPECT_EQ(s.n_past(), 8 + 4);
     EXPECT_NEAR(b.ts[0], 4e9 / double(b.ns[0]), 1e-6 * b.ts[0]);  // only the generated tokens
     EXPECT_THROW(run_bench_test(s, tokens, BenchTest{40, 0, 30, false}, 1, 64, false), Error);
@@ -1274,6 +1285,29 @@ TEST(Deepseek2Benchmark, TestsRunFromTheirPrefixAndSweepsFillTheContext) {
     EXPECT_EQ(sweep_row_count(60, 16, 20), 3);  // 0, 16, 32: a 20-token generation fits at 32
     EXPECT_EQ(sweep_row_count(8, 16, 4), 0);
     EXPECT_THROW(run_sweep(s, tokens, 128, 4, false, {}), Error);
+}
+
+// Shares of two stretches of evaluation (bench --interleave's rounds) weigh each by its time.
+TEST(EvalTimeShares, AddWeighsByTime) {
+    EvalTimeShares a, b;
+    a.ops = 0.9;
+    a.host = 0.1;
+    a.seconds = 3;
+    a.graphs = 3;
+    b.ops = 0.5;
+    b.copies = 0.3;
+    b.host = 0.2;
+    b.seconds = 1;
+    b.graphs = 1;
+    b.overlapped_nodes = 4;
+    a.add(b);
+    EXPECT_DOUBLE_EQ(a.ops, 0.8);
+    EXPECT_DOUBLE_EQ(a.copies, 0.075);
+    EXPECT_DOUBLE_EQ(a.host, 0.125);
+    EXPECT_DOUBLE_EQ(a.overhead(), 0.2);
+    EXPECT_DOUBLE_EQ(a.seconds, 4);
+    EXPECT_EQ(a.graphs, 4);
+    EXPECT_DOUBLE_EQ(a.overlapped_nodes, 1.0);
 }
 
 TEST(BenchSamples, MeanAndSampleStandardDeviation) {

@@ -76,6 +76,10 @@ int run_bench(const BenchOptions& o) {
                         o.profile ? &profile : nullptr);
                     r.samples.ns.insert(r.samples.ns.end(), samples.ns.begin(), samples.ns.end());
                     r.samples.ts.insert(r.samples.ts.end(), samples.ts.begin(), samples.ts.end());
+                    if (samples.shares && r.samples.shares)
+                        r.samples.shares->add(*samples.shares);
+                    else if (samples.shares)
+                        r.samples.shares = samples.shares;
                     if (round + 1 == rounds) {
                         progress.clear();
                         printer.add(r);

@@ -62,6 +62,14 @@ Json record_json(const BenchRecord& r, bool arrays) {
     j["avg_ts"] = r.samples.avg_ts();
     j["stddev_ts"] = r.samples.stddev_ts();
     j["test"] = r.test.label();
+    // Shares of the timed evaluation time (switchyard's): what a hybrid run loses to
+    // synchronization, copies between backends and the host's work, and each part.
+    const llm::EvalTimeShares shares = r.samples.shares.value_or(llm::EvalTimeShares{});
+    j["overhead_share"] = shares.overhead();
+    j["sync_share"] = shares.sync;
+    j["copy_share"] = shares.copies;
+    j["staging_share"] = shares.staging;
+    j["host_share"] = shares.host;
     if (arrays) {
         j["samples_ns"] = r.samples.ns;
         j["samples_ts"] = r.samples.ts;
@@ -164,6 +172,14 @@ const std::vector<Column>& md_columns() {
         {"ger", true, [](const BenchRecord& r) { return bool_text(r.grouped_er); }, "1"},
         {"placement", false, [](const BenchRecord& r) { return r.placement; }, ""},
         {"policy", false, [](const BenchRecord& r) { return r.offload_policy; }, ""},
+        // Copies + synchronization + host, of the timed evaluation time (print_markdown shows
+        // it where weights or ops were split).
+        {"overhead", true,
+         [](const BenchRecord& r) {
+             return r.samples.shares ? fmt::format("{:.1f}%", 100 * r.samples.shares->overhead())
+                                     : std::string("-");
+         },
+         ""},
         {"test", true, [](const BenchRecord& r) { return r.test.label(); }, "", true},
         {"t/s", true,
          [](const BenchRecord& r) {
@@ -191,8 +207,9 @@ void print_markdown(std::FILE* out, const std::vector<BenchRecord>& records) {
     for (const Column& c : md_columns()) {
         bool show = c.always;
         for (const BenchRecord& r : records) show = show || c.value(r) != c.dflt;
-        // Placement and policy only say something when weights or ops were split.
-        if (c.name == "placement" || c.name == "policy") {
+        // Placement, policy and the hybrid overhead only say something when weights or ops
+        // were split.
+        if (c.name == "placement" || c.name == "policy" || c.name == "overhead") {
             show = false;
             for (const BenchRecord& r : records)
                 show = show || r.backends.find(',') != std::string::npos;

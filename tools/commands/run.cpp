@@ -83,33 +83,23 @@ double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Where the generation steps' evaluation time went (the stats' growth from `before` to `after`):
-// the backends' ops, and what hybrid runs lose around them, the way the target of losing 5% or
-// less counts it: waiting in synchronize(), tensors copied between backends, weights and inputs
-// staged on devices, and the host's graph building, planning and binding. Unlike --profile,
-// nothing is synchronized per node, so the figures are those of a normal run.
+// Where the generation steps' evaluation time went (the stats' growth from `before` to `after`;
+// llm::eval_time_shares). Unlike --profile, nothing is synchronized per node, so the figures are
+// those of a normal run.
 void print_generation_time(const llm::EvalStats& before, const llm::EvalStats& after) {
-    const double build = after.graph_build_seconds - before.graph_build_seconds;
-    const double total = build + after.compute_seconds - before.compute_seconds;
-    if (after.graphs == before.graphs || total <= 0) return;
-    const double sync = after.sync_seconds - before.sync_seconds;
-    const double ops = after.backend_seconds - before.backend_seconds - sync;
-    const double copies = after.copy_seconds - before.copy_seconds;
-    const double staging = after.stage_seconds - before.stage_seconds;
-    const double host = build + after.plan_bind_seconds - before.plan_bind_seconds;
-    const auto pct = [&](double s) { return 100.0 * s / total; };
-    const int64_t steps = after.graphs - before.graphs;
+    const std::optional<llm::EvalTimeShares> s = llm::eval_time_shares(before, after);
+    if (!s) return;
     const std::string overlapped =
-        after.overlapped_nodes > before.overlapped_nodes
+        s->overlapped_nodes > 0
             ? fmt::format("; {:.1f} nodes per step ran beside the split before them",
-                          double(after.overlapped_nodes - before.overlapped_nodes) / double(steps))
+                          s->overlapped_nodes)
             : "";
     std::fprintf(stderr,
                  "generation time: backend ops %.1f%%, waiting in synchronize %.1f%%, copies "
                  "between backends %.1f%%, staging on devices %.1f%%, host %.1f%% (copies + "
                  "synchronization + host: %.1f%%)%s\n",
-                 pct(ops), pct(sync), pct(copies), pct(staging), pct(host),
-                 pct(sync + copies + host), overlapped.c_str());
+                 100 * s->ops, 100 * s->sync, 100 * s->copies, 100 * s->staging, 100 * s->host,
+                 100 * s->overhead(), overlapped.c_str());
 }
 
 // Logits of the prompt's and the generated positions as a float32 .npy array {positions,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ struct BenchTest {
 struct BenchSamples {
     std::vector<int64_t> ns;  // per repetition
     std::vector<double> ts;   // timed tokens per second, per repetition
+    // Where the timed repetitions' evaluation time went (a hybrid run's overhead share).
+    std::optional<EvalTimeShares> shares;
     double avg_ns() const;
     double stddev_ns() const;  // sample standard deviation (n - 1); 0 for one sample
     double avg_ts() const;

@@ -99,6 +99,24 @@ struct EvalStats {
                                 // weights (experts as routed) and inputs, results passed on
 };
 
+// Where the evaluation time between two EvalStats went, as shares of it (building the graphs
+// and running them): the backends' ops, and what hybrid runs lose around them, the way the
+// target of losing 5% or less counts it: waiting in synchronize(), tensors copied between
+// backends, weights and inputs staged on devices, and the host's graph building, planning and
+// binding.
+struct EvalTimeShares {
+    double ops = 0, sync = 0, copies = 0, staging = 0, host = 0;
+    double seconds = 0;  // the evaluation time they are shares of
+    int64_t graphs = 0;
+    double overlapped_nodes = 0;  // per graph: nodes run beside the split before theirs
+    // What a hybrid run loses: synchronization, copies between backends and the host's work.
+    double overhead() const { return sync + copies + host; }
+    // The shares of both stretches of evaluation together.
+    void add(const EvalTimeShares& o);
+};
+// The shares of the evaluation between `before` and `after`; nullopt when no graph ran.
+std::optional<EvalTimeShares> eval_time_shares(const EvalStats& before, const EvalStats& after);
+
 // The backends a session may use, and the policy that places weights and nodes on them.
 struct SessionBackends {
     std::vector<Scheduler::Backend> backends;  // plugin devices; names must differ
