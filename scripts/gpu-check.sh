@@ -22,7 +22,8 @@
 #           (--cpu-moe -ngl 99; the target: at most 5% of generation lost to copies,
 #           synchronization and host work): pp512 and tg128 against the CPU alone, with [offload]
 #           overlap on and off, run's "generation time" line (copies + synchronization + host),
-#           a --profile of the decode steps, and plan's placement of the expert products
+#           a --profile of the decode steps, plan's placement of the expert products, bench's
+#           table with the overhead share, and mini's greedy tokens hybrid against the CPU's
 set -u
 
 if [[ ${1:-} == --stage ]]; then
@@ -276,6 +277,28 @@ if [[ $parts == *hybrid* ]]; then
     timeout 300 "$sy" plan -m "$m" -ngl 99 --cpu-moe -c 1024 >"$out/hybrid-plan.log" 2>&1
     say "hybrid plan (exit $?): $(grep -cE 'ffn_(up|down)_exps.* cuda ' "$out/hybrid-plan.log") expert products on cuda"
     grep -E '(prompt ubatch|decode step)|_exps' "$out/hybrid-plan.log" | head -n 12 | tee -a "$summary"
+    # bench's table: the CPU alone and the hybrid run interleaved, the overhead share a column.
+    timeout 400 "$sy" bench -m "$m" -p 512 -n 128 -r 2 --interleave -ngl 0,99 --cpu-moe \
+        >"$out/hybrid-bench.md" 2>"$out/hybrid-bench.log"
+    say "hybrid bench (exit $?):"; grep -E '^\|' "$out/hybrid-bench.md" | tee -a "$summary"
+  fi
+  # Greedy tokens of the hybrid placement against the CPU alone's (mini q4_0): where they part.
+  if m=$(model mini q4_0); then
+    for label in cpu hybrid; do
+      case $label in
+        cpu) args=(-ngl 0 --config "$models/cpu-only.toml") ;;
+        *) args=(-ngl 99 --cpu-moe) ;;
+      esac
+      timeout 120 "$sy" run -m "$m" -p "The quick brown fox" -n 64 --temp 0 --ignore-eos --tokens \
+          "${args[@]}" >"$out/hybrid-tokens-$label.txt" 2>/dev/null
+    done
+    say "hybrid tokens on mini q4_0: $(python3 - "$out/hybrid-tokens-cpu.txt" "$out/hybrid-tokens-hybrid.txt" <<'PY'
+import re, sys
+a, b = (re.findall(r"\[(\d+)\]", open(f, errors="replace").read()) for f in sys.argv[1:3])
+diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+print(f"{len(a)} and {len(b)} ids, " + ("identical" if diff is None and len(a) == len(b) else f"first difference at {diff}"))
+PY
+)"
   fi
 fi
 tar -C "$out" --exclude='*.npy' -czf /tmp/gpu-check-logs.tgz . && mv /tmp/gpu-check-logs.tgz "$out/"
