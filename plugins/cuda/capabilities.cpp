@@ -1,8 +1,10 @@
 #include "capabilities.hpp"
 
+#include <cstring>
 #include <vector>
 
 #include "switchyard/dtype.h"
+#include "switchyard/named_ops.h"
 #include "switchyard/ops.h"
 
 namespace sy::cuda {
@@ -10,7 +12,8 @@ namespace sy::cuda {
 namespace {
 
 // The SDK's table without CPY to or from block types (the q8_0 KV cache's conversions), which
-// this backend's copy kernels do not implement.
+// this backend's copy kernels do not implement; and moe.fused_up_gate's rows (every MUL_MAT_ID
+// weight type), the one named op it provides.
 const std::vector<sy_capability>& rows() {
     static const std::vector<sy_capability> table = [] {
         const validation::CapabilityTable all = validation::builtin_capabilities();
@@ -22,6 +25,11 @@ const std::vector<sy_capability>& rows() {
             if (row.op == SY_OP_CPY && blocks) continue;
             kept.push_back(row);
         }
+        const validation::CapabilityTable named = validation::named_capabilities();
+        for (size_t i = 0; i < named.count; ++i)
+            if (named.rows[i].named_op != nullptr &&
+                std::strcmp(named.rows[i].named_op, SY_NAMED_MOE_FUSED_UP_GATE) == 0)
+                kept.push_back(named.rows[i]);
         return kept;
     }();
     return table;

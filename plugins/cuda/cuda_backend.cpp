@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "capabilities.hpp"
 #include "ops/ops.hpp"
 #include "ops/tensor_desc.hpp"
+#include "switchyard/named_ops.h"
 #include "switchyard/op_work.hpp"
 #include "switchyard/sdk.hpp"
 #include "switchyard/validation.hpp"
@@ -201,6 +203,19 @@ sy_status CudaBackend::capabilities(const sy_capability** rows, size_t* count) {
     const validation::CapabilityTable table = capability_table();
     *rows = table.rows;
     *count = table.count;
+    return sdk::ok();
+}
+
+namespace {
+const sy_named_op_info kNamedOps[] = {
+    {sizeof(sy_named_op_info), SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
+     "routed experts' up and gate products (the activations quantized once), then act(gate) * up"},
+};
+}  // namespace
+
+sy_status CudaBackend::named_ops(const sy_named_op_info** ops, size_t* count) {
+    *ops = kNamedOps;
+    *count = std::size(kNamedOps);
     return sdk::ok();
 }
 
@@ -431,7 +446,8 @@ std::string list_content(const sy_node* const* nodes, size_t count, uint64_t scr
 }  // namespace
 
 bool CudaBackend::launch_node(Device& d, const sy_node& node, size_t index) {
-    const OpLauncher launch = op_launcher(node.op);
+    const OpLauncher launch =
+        is_moe_fused_up_gate(node) ? launch_moe_fused_up_gate : op_launcher(node.op);
     if (launch == nullptr) return false;
     d.scratch->reset();
     const OpContext ctx{d.stream, d.cublas, d.scratch.get(), d.error_word, int32_t(index + 1)};

@@ -84,6 +84,7 @@ class CudaBackend {
 
     sy_status device_props(int32_t device, sy_device_props* props);
     sy_status capabilities(const sy_capability** rows, size_t* count);
+    sy_status named_ops(const sy_named_op_info** ops, size_t* count);
     sy_status supports(int32_t device, const sy_node* node, int32_t* supported);
     sy_status estimate(int32_t device, const sy_node* node, double* nanoseconds);
     sy_status cost_params(int32_t device, const sy_cost_param** params, size_t* count);

@@ -45,6 +45,10 @@ void launch_get_rows(const OpContext& ctx, const sy_node& node);
 void launch_mul_mat(const OpContext& ctx, const sy_node& node);
 void launch_mul_mat_id(const OpContext& ctx, const sy_node& node);
 
+// moe.fused_up_gate v1 (named_ops.h; moe_fused.cu).
+bool is_moe_fused_up_gate(const sy_node& node);
+void launch_moe_fused_up_gate(const OpContext& ctx, const sy_node& node);
+
 // Helpers the matrix products share (copy.cu). A packed descriptor of `type` and shape ne at
 // `data`; convert_tensor copies src into dst elementwise (same shape), converting float types.
 TensorDesc packed_desc(void* data, int32_t type, const int64_t ne[4]);
