@@ -1,7 +1,9 @@
 // moe.fused_up_gate (named_ops.h, schema 1) from MUL_MAT_ID's row dots: the activations
 // quantized (block types) or packed to F32 once for both products, the gate products into
 // scratch and the up products into dst, then dst = act(gate) * dst in one elementwise pass. A
-// SY_ID_NONE slot is 0 in both products, and act(0) * 0 = 0, as the schema asks.
+// SY_ID_NONE slot is 0 in both products, and act(0) * 0 = 0, as the schema asks. One expert with
+// one slot per token (the shared experts, the dense FFN) over more tokens than a row dot suits
+// takes MUL_MAT's path for both products.
 #include <cstring>
 
 #include "ops/ops.hpp"
@@ -15,22 +17,103 @@
 namespace sy::cuda {
 namespace {
 
-// dst = act(g) * dst, g the packed {N, U, T} gate products, dst with any strides (act: silu, or
-// gelu's tanh form, as SILU and GELU compute them).
+// silu, or gelu's tanh form, as SILU and GELU compute them.
+template <bool kGelu>
+__device__ inline float activation(float x) {
+    if constexpr (kGelu) {
+        constexpr float kSqrt2OverPi = 0.7978845608028654f;
+        return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+    } else {
+        return x / (1.0f + expf(-x));
+    }
+}
+
+// dst = act(g) * dst, g the packed {N, U, T} gate products, dst with any strides.
 template <bool kGelu>
 __global__ void gated_kernel(TensorDesc dst, const float* g, int64_t n) {
     for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-        const float x = g[i];
-        float a;
-        if constexpr (kGelu) {
-            constexpr float kSqrt2OverPi = 0.7978845608028654f;
-            a = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-        } else {
-            a = x / (1.0f + expf(-x));
-        }
         float* p = reinterpret_cast<float*>(at(dst, unravel(dst, i)));
-        *p *= a;
+        *p *= activation<kGelu>(g[i]);
     }
+}
+
+// The dense form (one expert, one slot per token): dst[:, 0, t] = act(g[:, t]) * dst[:, 0, t]
+// where ids[0, t] is 0, zeros where it is SY_ID_NONE, and any other id reported as MUL_MAT_ID
+// reports it.
+template <bool kGelu>
+__global__ void dense_gated_kernel(TensorDesc dst, const float* g, TensorDesc ids, int64_t n,
+                                   int* error_word, int error_code) {
+    const int64_t N = dst.ne[0];
+    for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+        const int64_t t = i / N;
+        const int32_t e = *reinterpret_cast<const int32_t*>(ids.data + t * ids.nb[1]);
+        float* p = reinterpret_cast<float*>(dst.data + (i % N) * dst.nb[0] + t * dst.nb[2]);
+        if (e != 0) {
+            if (e != SY_ID_NONE) report_bad_index(error_word, error_code);
+            *p = 0.0f;
+            continue;
+        }
+        *p *= activation<kGelu>(g[i]);
+    }
+}
+
+// A tensor descriptor as a sy_tensor for a MUL_MAT node (data, type, sizes, strides).
+sy_tensor tensor_of(const TensorDesc& d) {
+    sy_tensor t{};
+    t.struct_size = sizeof(sy_tensor);
+    t.type = d.type;
+    t.data = d.data;
+    for (int i = 0; i < 4; ++i) {
+        t.ne[i] = d.ne[i];
+        t.nb[i] = d.nb[i];
+    }
+    return t;
+}
+
+// The shared experts and the dense FFN come as one expert with one slot per token: with more
+// tokens than the row dots take, both products are MUL_MAT's (cuBLAS over dequantized weights),
+// not a row dot per output element.
+constexpr int64_t kDenseRowDotTokens = 8;
+
+void launch_dense(const OpContext& ctx, const sy_node& node, const TensorDesc& up,
+                  const TensorDesc& gate, const TensorDesc& x, const TensorDesc& ids,
+                  const TensorDesc& dst) {
+    const int64_t N = up.ne[1], T = ids.ne[1];
+    TensorDesc x2 = x;  // {K, 1, T} as {K, T}
+    x2.ne[1] = T;
+    x2.nb[1] = x.nb[2];
+    x2.ne[2] = x2.ne[3] = 1;
+    x2.nb[2] = x2.nb[3] = x2.nb[1] * T;
+    TensorDesc out2 = dst;  // {N, 1, T} as {N, T}
+    out2.ne[1] = T;
+    out2.nb[1] = dst.nb[2];
+    out2.ne[2] = out2.ne[3] = 1;
+    out2.nb[2] = out2.nb[3] = out2.nb[1] * T;
+    const int64_t ne[4] = {N, T, 1, 1};
+    auto* g = static_cast<float*>(ctx.scratch->take(size_t(N * T) * sizeof(float)));
+    const sy_tensor x_t = tensor_of(x2), g_t = tensor_of(packed_desc(g, SY_TYPE_F32, ne)),
+                    out_t = tensor_of(out2);
+    for (const auto& [w, out] : {std::pair{&gate, &g_t}, std::pair{&up, &out_t}}) {
+        TensorDesc w2 = *w;
+        w2.ne[2] = w2.ne[3] = 1;
+        const sy_tensor w_t = tensor_of(w2);
+        sy_node mm{};
+        mm.struct_size = sizeof(sy_node);
+        mm.op = SY_OP_MUL_MAT;
+        mm.n_src = 2;
+        mm.src[0] = &w_t;
+        mm.src[1] = &x_t;
+        mm.dst = out;
+        launch_mul_mat(ctx, mm);
+    }
+    const int64_t n = N * T;
+    if (node.iparams[0] == 1)
+        dense_gated_kernel<true><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            dst, g, ids, n, ctx.error_word, ctx.error_code);
+    else
+        dense_gated_kernel<false><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            dst, g, ids, n, ctx.error_word, ctx.error_code);
+    check_launch("moe.fused_up_gate");
 }
 
 }  // namespace
@@ -55,6 +138,8 @@ void launch_moe_fused_up_gate(const OpContext& ctx, const sy_node& node) {
     cols.U = ids.ne[0];
     cols.U1 = x.ne[1];
     cols.E = up.ne[2];
+    if (cols.E == 1 && cols.U == 1 && cols.U1 == 1 && ids.ne[1] > kDenseRowDotTokens)
+        return launch_dense(ctx, node, up, gate, x, ids, dst);
     const int64_t n = nelements(dst);
     auto* g = static_cast<float*>(ctx.scratch->take(size_t(n) * sizeof(float)));
     const TensorDesc gated = packed_desc(g, SY_TYPE_F32, dst.ne);

@@ -117,6 +117,10 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
             // About 24 slots per expert: backends that batch an expert's tokens (the cpu's
             // tile path from 4 to 16) take that path; N = 20 leaves a partial group of rows.
             add({bs, 20, 2, 6, 8, 1}, a + " many slots per expert", 0, act);
+            // One expert, a slot per token, more tokens than a row dot takes: the shared
+            // experts and dense FFN as the model builds them (a backend may take a GEMM path).
+            add({bs, 20, 1, 1, 12, 1}, a + " one expert", 0, act);
+            add({bs, 20, 1, 1, 12, 1}, a + " one expert, dropped ids", 4, act);
             continue;
         }
         add({32, 16, 4, 2, 3, 2}, a, 0, act);
@@ -130,6 +134,8 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
         add({33, 12, 5, 3, 4, 3}, a + " transposed X, padded ids", 3, act);
         add({40, 12, 5, 3, 4, 1}, a + " dropped ids", 4, act);
         add({40, 12, 5, 3, 4, 3}, a + " dropped ids, X per slot", 4, act);
+        add({64, 20, 1, 1, 12, 1}, a + " one expert", 0, act);
+        add({64, 20, 1, 1, 12, 1}, a + " one expert, dropped ids", 4, act);
     }
     return out;
 }
