@@ -277,8 +277,12 @@ if [[ $parts == *hybrid* ]]; then
     timeout 300 "$sy" plan -m "$m" -ngl 99 --cpu-moe -c 1024 >"$out/hybrid-plan.log" 2>&1
     say "hybrid plan (exit $?): $(grep -cE 'ffn_(up|down)_exps.* cuda ' "$out/hybrid-plan.log") expert products on cuda"
     grep -E '(prompt ubatch|decode step)|_exps' "$out/hybrid-plan.log" | head -n 12 | tee -a "$summary"
-    # bench's table: the CPU alone and the hybrid run interleaved, the overhead share a column.
-    timeout 400 "$sy" bench -m "$m" -p 512 -n 128 -r 2 --interleave -ngl 0,99 --cpu-moe \
+    # bench's table: the CPU alone (the cpu plugin only) and the hybrid run, the overhead share
+    # a column of the hybrid's.
+    timeout 200 "$sy" bench -m "$m" -p 512 -n 128 -r 2 --config "$models/cpu-only.toml" \
+        >"$out/hybrid-bench-cpu.md" 2>"$out/hybrid-bench-cpu.log"
+    say "cpu-only bench (exit $?):"; grep -E '^\|' "$out/hybrid-bench-cpu.md" | tee -a "$summary"
+    timeout 200 "$sy" bench -m "$m" -p 512 -n 128 -r 2 -ngl 99 --cpu-moe \
         >"$out/hybrid-bench.md" 2>"$out/hybrid-bench.log"
     say "hybrid bench (exit $?):"; grep -E '^\|' "$out/hybrid-bench.md" | tee -a "$summary"
   fi

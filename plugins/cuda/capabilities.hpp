@@ -12,7 +12,7 @@
 namespace sy::cuda {
 
 // Every built-in op: the SDK's table (validation::builtin_capabilities()) less CPY to and from
-// block types.
+// block types; and the named op moe.fused_up_gate's rows (validation::named_capabilities()).
 validation::CapabilityTable capability_table();
 
 // The CUDA backend as the op-contract checks see it: its name, this table, device memory.

@@ -209,7 +209,8 @@ sy_status CudaBackend::capabilities(const sy_capability** rows, size_t* count) {
 namespace {
 const sy_named_op_info kNamedOps[] = {
     {sizeof(sy_named_op_info), SY_NAMED_MOE_FUSED_UP_GATE, SY_NAMED_MOE_FUSED_UP_GATE_VERSION,
-     "routed experts' up and gate products (the activations quantized once), then act(gate) * up"},
+     "routed experts' up and gate products (row dots sharing the quantized activations; one expert "
+     "per token as two MUL_MATs), then act(gate) * up"},
 };
 }  // namespace
 
@@ -552,7 +553,7 @@ sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* no
                           "%zu)",
                           word - 1, count);
     const sy_node& bad = *nodes[word - 1];
-    const char* op = sdk::op_name(bad.op);
+    const char* op = bad.op == SY_OP_NAMED && bad.named_op ? bad.named_op : sdk::op_name(bad.op);
     return sdk::error(SY_ERR_INVALID_ARGUMENT,
                       "%s%s%s%s (node %d of this call): an index tensor holds a value out of range "
                       "(%s)",

@@ -2,8 +2,8 @@
 // quantized (block types) or packed to F32 once for both products, the gate products into
 // scratch and the up products into dst, then dst = act(gate) * dst in one elementwise pass. A
 // SY_ID_NONE slot is 0 in both products, and act(0) * 0 = 0, as the schema asks. One expert with
-// one slot per token (the shared experts, the dense FFN) over more tokens than a row dot suits
-// takes MUL_MAT's path for both products.
+// one slot per token (the shared experts, the dense FFN) takes MUL_MAT's path for both products
+// (each packs or quantizes the activations itself).
 #include <cstring>
 
 #include "ops/ops.hpp"
@@ -38,8 +38,8 @@ __global__ void gated_kernel(TensorDesc dst, const float* g, int64_t n) {
 }
 
 // The dense form (one expert, one slot per token): dst[:, 0, t] = act(g[:, t]) * dst[:, 0, t]
-// where ids[0, t] is 0, zeros where it is SY_ID_NONE, and any other id reported as MUL_MAT_ID
-// reports it.
+// where ids[0, t] is 0, zeros where it is SY_ID_NONE, any other id reported through the error
+// word (once per token).
 template <bool kGelu>
 __global__ void dense_gated_kernel(TensorDesc dst, const float* g, TensorDesc ids, int64_t n,
                                    int* error_word, int error_code) {
@@ -49,7 +49,7 @@ __global__ void dense_gated_kernel(TensorDesc dst, const float* g, TensorDesc id
         const int32_t e = *reinterpret_cast<const int32_t*>(ids.data + t * ids.nb[1]);
         float* p = reinterpret_cast<float*>(dst.data + (i % N) * dst.nb[0] + t * dst.nb[2]);
         if (e != 0) {
-            if (e != SY_ID_NONE) report_bad_index(error_word, error_code);
+            if (e != SY_ID_NONE && i % N == 0) report_bad_index(error_word, error_code);
             *p = 0.0f;
             continue;
         }
@@ -70,10 +70,9 @@ sy_tensor tensor_of(const TensorDesc& d) {
     return t;
 }
 
-// The shared experts and the dense FFN come as one expert with one slot per token: with more
-// tokens than the row dots take, both products are MUL_MAT's (cuBLAS over dequantized weights),
-// not a row dot per output element.
-constexpr int64_t kDenseRowDotTokens = 8;
+// The shared experts and the dense FFN come as one expert with one slot per token: both products
+// are then MUL_MAT's, whose paths suit every token count (row dots over all the tokens at once,
+// cuBLAS past them), not a row dot per output element.
 
 void launch_dense(const OpContext& ctx, const sy_node& node, const TensorDesc& up,
                   const TensorDesc& gate, const TensorDesc& x, const TensorDesc& ids,
@@ -130,16 +129,10 @@ void launch_moe_fused_up_gate(const OpContext& ctx, const sy_node& node) {
     const TensorDesc x = desc_of(*node.src[2]);
     const TensorDesc ids = desc_of(*node.src[3]);
     const TensorDesc dst = desc_of(*node.dst);
-    const int64_t K = up.ne[0];
-    RowDotColumns cols{};
-    cols.count = ids.ne[0] * ids.ne[1];
-    cols.by_expert = true;
-    cols.ids = ids;
-    cols.U = ids.ne[0];
-    cols.U1 = x.ne[1];
-    cols.E = up.ne[2];
-    if (cols.E == 1 && cols.U == 1 && cols.U1 == 1 && ids.ne[1] > kDenseRowDotTokens)
+    if (up.ne[2] == 1 && ids.ne[0] == 1 && x.ne[1] == 1)
         return launch_dense(ctx, node, up, gate, x, ids, dst);
+    const int64_t K = up.ne[0];
+    const RowDotColumns cols = expert_columns(up, x, ids);
     const int64_t n = nelements(dst);
     auto* g = static_cast<float*>(ctx.scratch->take(size_t(n) * sizeof(float)));
     const TensorDesc gated = packed_desc(g, SY_TYPE_F32, dst.ne);

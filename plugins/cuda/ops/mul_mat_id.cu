@@ -16,13 +16,7 @@ void launch_mul_mat_id(const OpContext& ctx, const sy_node& node) {
     const TensorDesc ids = desc_of(*node.src[2]);
     const TensorDesc dst = desc_of(*node.dst);
     const int64_t K = w.ne[0];
-    RowDotColumns cols{};
-    cols.count = ids.ne[0] * ids.ne[1];
-    cols.by_expert = true;
-    cols.ids = ids;
-    cols.U = ids.ne[0];
-    cols.U1 = x.ne[1];
-    cols.E = w.ne[2];
+    const RowDotColumns cols = expert_columns(w, x, ids);
     if (sy_dtype_info(w.type).block_size > 1) {
         launch_rowdot(ctx, w, quantize_activations(ctx, x), cols, dst);
     } else {

@@ -1,8 +1,8 @@
 // Small-batch matrix products as one dot product per (weight row, column): a warp per output
 // element reads its weight row once, the lanes striding over the row (32 values per lane step for
-// block types, decoded with blocks.cuh against quantized activations (ActRows); one element per lane step
-// for float weights against F32 activations). Used for token generation (few columns) and for
-// the expert products, where every column may use a different expert.
+// block types, decoded with blocks.cuh against quantized activations (ActRows); one element per
+// lane step for float weights against F32 activations). Used for token generation (few columns) and
+// for the expert products, where every column may use a different expert.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,19 @@ struct RowDotColumns {
     TensorDesc ids;
     int64_t U, U1, E;
 };
+
+// The columns of MUL_MAT_ID (and the fused MoE op): W {K, N, E}, X {K, U1, T}, ids {U, T}.
+inline RowDotColumns expert_columns(const TensorDesc& w, const TensorDesc& x,
+                                    const TensorDesc& ids) {
+    RowDotColumns cols{};
+    cols.count = ids.ne[0] * ids.ne[1];
+    cols.by_expert = true;
+    cols.ids = ids;
+    cols.U = ids.ne[0];
+    cols.U1 = x.ne[1];
+    cols.E = w.ne[2];
+    return cols;
+}
 
 // MUL_MAT with float weights and at most kRowDotFloatColumns columns per weight slice (M; the
 // batches B2 x B3 broadcast weights by r2, r3): each weight row is read once for all M columns.

@@ -117,10 +117,14 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
             // About 24 slots per expert: backends that batch an expert's tokens (the cpu's
             // tile path from 4 to 16) take that path; N = 20 leaves a partial group of rows.
             add({bs, 20, 2, 6, 8, 1}, a + " many slots per expert", 0, act);
-            // One expert, a slot per token, more tokens than a row dot takes: the shared
-            // experts and dense FFN as the model builds them (a backend may take a GEMM path).
-            add({bs, 20, 1, 1, 12, 1}, a + " one expert", 0, act);
-            add({bs, 20, 1, 1, 12, 1}, a + " one expert, dropped ids", 4, act);
+            // One expert, a slot per token: the shared experts and dense FFN as the model builds
+            // them (a backend may take its dense products' paths: row dots for few tokens,
+            // a GEMM for more).
+            add({2 * bs, 20, 1, 1, 12, 1}, a + " one expert", 0, act);
+            add({2 * bs, 64, 1, 1, 3, 1}, a + " one expert", 0, act);
+            add({2 * bs, 20, 1, 1, 12, 1}, a + " one expert, dropped ids", 4, act);
+            add({2 * bs, 20, 1, 1, 12, 1}, a + " one expert, padded W, dst", 1, act);
+            add({2 * bs, 20, 1, 1, 12, 1}, a + " one expert, transposed X, padded ids", 3, act);
             continue;
         }
         add({32, 16, 4, 2, 3, 2}, a, 0, act);
@@ -135,7 +139,12 @@ std::vector<Case> expert_cases(int32_t op, const Types& t) {
         add({40, 12, 5, 3, 4, 1}, a + " dropped ids", 4, act);
         add({40, 12, 5, 3, 4, 3}, a + " dropped ids, X per slot", 4, act);
         add({64, 20, 1, 1, 12, 1}, a + " one expert", 0, act);
+        add({64, 20, 1, 1, 20, 1}, a + " one expert", 0, act);
+        add({64, 64, 1, 1, 3, 1}, a + " one expert", 0, act);
         add({64, 20, 1, 1, 12, 1}, a + " one expert, dropped ids", 4, act);
+        add({48, 20, 1, 1, 20, 1}, a + " one expert, padded W, dst", 1, act);
+        add({48, 20, 1, 1, 12, 1}, a + " one expert, permuted X", 2, act);
+        add({33, 12, 1, 1, 20, 1}, a + " one expert, transposed X, padded ids", 3, act);
     }
     return out;
 }
