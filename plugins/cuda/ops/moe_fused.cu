@@ -73,7 +73,6 @@ sy_tensor tensor_of(const TensorDesc& d) {
 // The shared experts and the dense FFN come as one expert with one slot per token: both products
 // are then MUL_MAT's, whose paths suit every token count (row dots over all the tokens at once,
 // cuBLAS past them), not a row dot per output element.
-
 void launch_dense(const OpContext& ctx, const sy_node& node, const TensorDesc& up,
                   const TensorDesc& gate, const TensorDesc& x, const TensorDesc& ids,
                   const TensorDesc& dst) {
