@@ -135,7 +135,8 @@ BenchSamples run_bench_test(Session& session, BenchTokens& tokens, const BenchTe
         if (on_rep) on_rep(rep);
     }
     if (profile) session.set_profile(nullptr);
-    out.shares = eval_time_shares(before, session.stats());
+    // A profile synchronizes every node: its shares would not be those of a normal run.
+    if (!profile) out.shares = eval_time_shares(before, session.stats());
     return out;
 }
 

@@ -33,7 +33,8 @@ struct BenchTest {
 struct BenchSamples {
     std::vector<int64_t> ns;  // per repetition
     std::vector<double> ts;   // timed tokens per second, per repetition
-    // Where the timed repetitions' evaluation time went (a hybrid run's overhead share).
+    // Where the timed repetitions' evaluation time went (a hybrid run's overhead share); none
+    // under a profile.
     std::optional<EvalTimeShares> shares;
     double avg_ns() const;
     double stddev_ns() const;  // sample standard deviation (n - 1); 0 for one sample
