@@ -330,12 +330,13 @@ class GraphBuilder {
         const auto shared_experts = [&] {
             return swiglu(y, l.gate_shexp, l.up_shexp, l.down_shexp);
         };
-        // With overlap, the shared experts come right after the routed experts' weighted sum,
-        // before anything reads it: with the routed experts on one backend and the rest on
-        // another, the scheduler runs them at the same time (Scheduler::set_overlap), and the
-        // layer is two splits: the routed experts and their sum on one backend (one copy in of
-        // the normed input and the router's logits, one copy out of the sum), the rest on the
-        // other. Otherwise after the routed sum too, which frees `down` ({embd, k, T}) first.
+        // The shared experts come right after the routed experts' weighted sum, before anything
+        // reads it: with the routed experts on one backend and the rest on another, the
+        // scheduler runs them at the same time (Scheduler::set_overlap), and the layer is two
+        // splits: the routed experts and their sum on one backend (one copy in of the normed
+        // input and the router's logits, one copy out of the sum), the rest on the other; the sum
+        // first also frees `down` ({embd, k, T}) first. With --expert-parallel and overlap, they
+        // come between the other ranks' parts and rank 0's own (expert_parallel).
         Tensor* shared = nullptr;
         const auto overlapped_shared = [&] {
             if (overlap_ && hp_.n_expert_shared > 0) shared = shared_experts();
@@ -349,7 +350,6 @@ class GraphBuilder {
             Tensor* par = fused_.expert_swiglu(up, gate, g_.reshape(y, {embd, 1, T_}), ids);
             Tensor* down = g_.mul_mat_id(w(l.down_exps), par, ids);  // {embd, k, T}
             routed = weighted_sum(down, weights);
-            overlapped_shared();
         }
         if (hp_.n_expert_shared == 0) return routed;
         return g_.add(routed, shared ? shared : shared_experts());

@@ -17,15 +17,9 @@
 namespace sy::cuda {
 namespace {
 
-// silu, or gelu's tanh form, as SILU and GELU compute them.
 template <bool kGelu>
 __device__ inline float activation(float x) {
-    if constexpr (kGelu) {
-        constexpr float kSqrt2OverPi = 0.7978845608028654f;
-        return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-    } else {
-        return x / (1.0f + expf(-x));
-    }
+    return kGelu ? gelu_of(x) : silu_of(x);
 }
 
 // dst = act(g) * dst, g the packed {N, U, T} gate products, dst with any strides.

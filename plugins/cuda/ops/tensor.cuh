@@ -40,6 +40,15 @@ __device__ inline char* row_ptr(const TensorDesc& t, int64_t r) {
     return t.data + i1 * t.nb[1] + (rest % t.ne[2]) * t.nb[2] + (rest / t.ne[2]) * t.nb[3];
 }
 
+// SILU and GELU (the tanh form), as the unary ops and the fused MoE op apply them.
+__device__ inline float silu_of(float x) {
+    return x / (1.0f + expf(-x));
+}
+__device__ inline float gelu_of(float x) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
 __device__ inline float load_float(int32_t type, const char* p) {
     switch (type) {
         case SY_TYPE_F16: return __half2float(*reinterpret_cast<const __half*>(p));

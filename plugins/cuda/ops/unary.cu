@@ -12,12 +12,9 @@ template <UnaryOp Op>
 __device__ inline float apply(float x, float p0, float p1) {
     switch (Op) {
         case UnaryOp::kScale: return x * p0 + p1;
-        case UnaryOp::kSilu: return x / (1.0f + expf(-x));
+        case UnaryOp::kSilu: return silu_of(x);
         case UnaryOp::kSigmoid: return 1.0f / (1.0f + expf(-x));
-        case UnaryOp::kGelu: {
-            constexpr float kSqrt2OverPi = 0.7978845608028654f;
-            return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-        }
+        case UnaryOp::kGelu: return gelu_of(x);
     }
     return x;
 }
