@@ -64,6 +64,7 @@ void Graph::check_mine(const char* what, std::initializer_list<const Tensor*> ts
 
 Tensor* Graph::add_tensor(std::string name, sy_dtype type, const Shape& shape,
                           const Strides& strides, TensorKind kind) {
+    signatures_.clear();
     const auto id = static_cast<int32_t>(tensors_.size());
     tensors_.push_back(std::unique_ptr<Tensor>(
         new Tensor(serial_, id, std::move(name), type, shape, strides, kind)));
@@ -207,6 +208,7 @@ Tensor* Graph::add_node(sy_op op, std::vector<Tensor*> src, sy_dtype type, const
 
 void Graph::mark_output(Tensor* t) {
     check_mine("mark_output", {t});
+    signatures_.clear();
     if (!t->output_) {
         t->output_ = true;
         outputs_.push_back(t);
@@ -219,6 +221,29 @@ std::vector<int32_t> Graph::all_nodes() const {
     return order;
 }
 
+void Graph::move_view(Tensor* v, int64_t bytes) {
+    check_mine("move_view", {v});
+    if (!v->is_view()) fail_op("move_view", {v}, v->describe() + " is not a view");
+    const int64_t offset = static_cast<int64_t>(v->offset_) + bytes;
+    const sy_tensor d = v->descriptor();
+    const uint64_t base_bytes = static_cast<uint64_t>(v->base()->bytes());
+    if (offset < 0 || static_cast<uint64_t>(offset) + uint64_t(sdk::nbytes(d)) > base_bytes)
+        fail_op("move_view", {v, v->base()},
+                "moved by " + std::to_string(bytes) + " bytes, view " + v->shape().str() +
+                    " would span bytes " + std::to_string(offset) + " .. " +
+                    std::to_string(offset + sdk::nbytes(d)) + " of a base of " +
+                    std::to_string(base_bytes));
+    v->offset_ = static_cast<uint64_t>(offset);
+}
+
+void Graph::shift_iparam(int32_t node, size_t index, int32_t delta) {
+    if (node < 0 || static_cast<size_t>(node) >= nodes_.size() || index >= SY_MAX_PARAMS)
+        throw Error("shift_iparam: no parameter " + std::to_string(index) + " of node " +
+                    std::to_string(node) + " in a graph of " + std::to_string(nodes_.size()) +
+                    " nodes");
+    nodes_[static_cast<size_t>(node)].iparams[index] += delta;
+}
+
 std::string Graph::shape_signature(std::span<const int32_t> order) const {
     return signature(order, true);
 }
@@ -228,6 +253,14 @@ std::string Graph::structure_signature(std::span<const int32_t> order) const {
 }
 
 std::string Graph::signature(std::span<const int32_t> order, bool shapes) const {
+    for (const Signature& s : signatures_)
+        if (s.shapes == shapes && std::ranges::equal(s.order, order)) return s.text;
+    if (signatures_.size() >= 4) signatures_.erase(signatures_.begin());
+    signatures_.push_back({{order.begin(), order.end()}, shapes, compute_signature(order, shapes)});
+    return signatures_.back().text;
+}
+
+std::string Graph::compute_signature(std::span<const int32_t> order, bool shapes) const {
     std::string sig;
     sig.reserve(tensors_.size() * 80 + order.size() * 48);
     append_raw(sig, tensors_.size());

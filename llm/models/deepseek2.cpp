@@ -45,8 +45,11 @@ class GraphBuilder {
           bind_weight_(r.bind_weight),
           fused_(g_, r.ops),
           overlap_(r.overlap),
-          parts_(r.parts.begin(), r.parts.end()) {
+          parts_(r.parts.begin(), r.parts.end()),
+          cells_(r.cells),
+          reusable_(r.reusable) {
         for (const UbatchPart& p : parts_) T_ += p.n_tokens;
+        if (reusable_) kv_.record_moves(&moves_);
     }
 
     // embedding -> per layer: attention(norm) + residual, FFN or MoE(norm) + residual -> output
@@ -68,6 +71,10 @@ class GraphBuilder {
         out.logits = g_.mul_mat(w(m_.output()), norm(x, m_.output_norm()))->set_name("logits");
         g_.mark_output(out.logits);
         out.graph = std::move(g_);
+        if (reusable_) {
+            out.parts = parts_;
+            out.moves = std::move(moves_);
+        }
         return out;
     }
 
@@ -170,7 +177,9 @@ class GraphBuilder {
             seq_ = part.seq;
             Tq_ = part.n_tokens;
             n_past_ = part.n_past;
-            n_kv_ = part.n_past + part.n_tokens;
+            n_kv_ = reusable_ ? reusable_keys(part.n_past, part.n_tokens, cells_)
+                              : part.n_past + part.n_tokens;
+            if (reusable_) fused_.record_moves(&moves_, seq_);
             if (parts_.size() == 1)
                 outs.push_back(of_sequence(q_nope, q_pe, c, k_pe));
             else
@@ -463,6 +472,9 @@ class GraphBuilder {
     // The part whose attention is being built: its sequence, tokens (queries), cached tokens
     // before this graph, and keys (n_past_ + Tq_).
     int64_t seq_ = 0, Tq_ = 0, n_past_ = 0, n_kv_ = 0;
+    int64_t cells_ = 0;
+    bool reusable_ = false;
+    StepMoves moves_;
     Tensor* pos_ = nullptr;
 };
 

@@ -107,6 +107,11 @@ Tensor* Deepseek2Cache::Views::v_input(uint32_t il) {
     return t;
 }
 
+void Deepseek2Cache::Views::write(Tensor* src, Tensor* dst, int64_t seq, int64_t per_token) {
+    Tensor* written = g_.cpy(src, dst);
+    if (moves_ != nullptr) moves_->views.push_back({written, seq, per_token});
+}
+
 void Deepseek2Cache::Views::write_latents(uint32_t il, int64_t seq, int64_t n_past, Tensor* c,
                                           Tensor* k_pe) {
     const Deepseek2HParams& hp = cache_.hp_;
@@ -119,18 +124,22 @@ void Deepseek2Cache::Views::write_latents(uint32_t il, int64_t seq, int64_t n_pa
         Tensor* pe =
             g_.view(k_pe, {rope, T},
                     strides_of(k_pe->nb(0), k_pe->nb(2), k_pe->nb(2) * T, k_pe->nb(2) * T), 0);
-        g_.cpy(g_.concat(pe, c, 0),
-               g_.view(kc, {lat, T}, strides_of(nb0, kb(lat), kb(lat) * T, kb(lat) * T), at));
+        write(g_.concat(pe, c, 0),
+              g_.view(kc, {lat, T}, strides_of(nb0, kb(lat), kb(lat) * T, kb(lat) * T), at), seq,
+              kb(lat));
     } else {
-        g_.cpy(k_pe, g_.view(kc, {rope, 1, T}, strides_of(nb0, kb(lat), kb(lat), kb(lat) * T), at));
-        g_.cpy(c, g_.view(kc, {kvl, T}, strides_of(nb0, kb(lat), kb(lat) * T, kb(lat) * T),
-                          at + uint64_t(kb(rope))));
+        write(k_pe, g_.view(kc, {rope, 1, T}, strides_of(nb0, kb(lat), kb(lat), kb(lat) * T), at),
+              seq, kb(lat));
+        write(c,
+              g_.view(kc, {kvl, T}, strides_of(nb0, kb(lat), kb(lat) * T, kb(lat) * T),
+                      at + uint64_t(kb(rope))),
+              seq, kb(lat));
     }
     if (cache_.mla_ == 1) {
         const int64_t sv = sy_dtype_info(cache_.type_v_).type_size, n_ctx = cache_.n_ctx();
         Tensor* dst = g_.view(v_input(il), {T, kvl}, strides_of(sv, n_ctx * sv, n_ctx * sv * kvl),
                               uint64_t((seq * cells_ + n_past) * sv));
-        g_.cpy(c, g_.transpose(dst));
+        write(c, g_.transpose(dst), seq, sv);
     }
 }
 
@@ -179,15 +188,18 @@ void Deepseek2Cache::Views::write_kv(uint32_t il, int64_t seq, int64_t n_past, T
     Tensor* kc = k_input(il);
     const Strides kc_strides = strides_of(k_nb0, kb(qk), H * kb(qk), H * kb(qk) * T);
     const uint64_t at = k_row_at(seq, n_past);
-    g_.cpy(k_nope, g_.view(kc, {nope, H, T}, kc_strides, at));
+    const int64_t k_per_token = kb(cache_.k_row_);
+    write(k_nope, g_.view(kc, {nope, H, T}, kc_strides, at), seq, k_per_token);
     // k_pe is shared by all heads: a view that repeats it (stride 0 over heads).
-    g_.cpy(g_.view(k_pe, {rope, H, T}, strides_of(k_pe->nb(0), 0, k_pe->nb(2), k_pe->nb(2) * T), 0),
-           g_.view(kc, {rope, H, T}, kc_strides, at + uint64_t(kb(nope))));
+    write(g_.view(k_pe, {rope, H, T}, strides_of(k_pe->nb(0), 0, k_pe->nb(2), k_pe->nb(2) * T), 0),
+          g_.view(kc, {rope, H, T}, kc_strides, at + uint64_t(kb(nope))), seq, k_per_token);
     Tensor* vc = v_input(il);
     if (cache_.v_as_rows_) {
         const int64_t v_nb0 = sy_dtype_info(cache_.type_v_).type_size;
-        g_.cpy(v, g_.view(vc, {vh, H, T}, strides_of(v_nb0, vb(vh), H * vb(vh), H * vb(vh) * T),
-                          uint64_t((seq * cells_ + n_past) * H * vb(vh))));
+        write(v,
+              g_.view(vc, {vh, H, T}, strides_of(v_nb0, vb(vh), H * vb(vh), H * vb(vh) * T),
+                      uint64_t((seq * cells_ + n_past) * H * vb(vh))),
+              seq, H * vb(vh));
         return;
     }
     // Transposed {n_ctx, H*vh}: element (cell, h*vh + d).
@@ -195,7 +207,7 @@ void Deepseek2Cache::Views::write_kv(uint32_t il, int64_t seq, int64_t n_past, T
     Tensor* dst =
         g_.view(vc, {T, vh, H}, strides_of(sv, n_ctx * sv, vh * n_ctx * sv, vh * n_ctx * sv * H),
                 uint64_t((seq * cells_ + n_past) * sv));
-    g_.cpy(v, g_.permute(dst, {2, 0, 1, 3}));
+    write(v, g_.permute(dst, {2, 0, 1, 3}), seq, sv);
 }
 
 // mla 0's keys per head: `width` elements from element `from` of each head's [k_nope | k_pe].

@@ -58,7 +58,12 @@ Tensor* FusedOps::softmax_scores(Tensor* kq, const AttentionParams& p) {
     sp.scale = p.scale;
     sp.causal = true;
     sp.causal_offset = static_cast<int32_t>(p.n_past);
-    return g_.softmax(kq, sp);
+    return moves_with_n_past(g_.softmax(kq, sp));
+}
+
+Tensor* FusedOps::moves_with_n_past(Tensor* t) {
+    if (moves_ != nullptr) moves_->params.push_back({t->producer(), 1, seq_});
+    return t;
 }
 
 // attn.flash / attn.mla parameters: the softmax scale and the causal window.
@@ -97,8 +102,9 @@ Tensor* FusedOps::attention(const SplitHeads& h, const AttentionValues& v,
                                  {k_rope->nb(0), k_rope->nb(1), 0, 0}, 0);
             k = g_.concat(h.k_nope, g_.cpy(k_rope, SY_TYPE_F32), 0);
         }
-        return g_.named(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION, {q, k, v.rows},
-                        SY_TYPE_F32, {v.rows->ne(0), T, H}, flash_params(p, 0));
+        return moves_with_n_past(g_.named(SY_NAMED_ATTN_FLASH, SY_NAMED_ATTN_FLASH_VERSION,
+                                          {q, k, v.rows}, SY_TYPE_F32, {v.rows->ne(0), T, H},
+                                          flash_params(p, 0)));
     }
     const std::string l = std::to_string(p.layer);
     const int64_t per_head = attention_bytes_per_head(T, n_kv, h.k_nope->ne(0), h.k_rope->ne(0), 0,
@@ -119,8 +125,9 @@ Tensor* FusedOps::latent_attention(const LatentHeads& h, const AttentionParams& 
     if (ops_.flash) {
         // Queries ordered as the latent rows: [q_rope | q_lat].
         Tensor* q = g_.concat(h.q_rope, h.q_lat, 0);
-        return g_.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, h.rows}, SY_TYPE_F32,
-                        {L, T, H}, flash_params(p, static_cast<int32_t>(h.q_rope->ne(0))));
+        return moves_with_n_past(g_.named(SY_NAMED_ATTN_MLA, SY_NAMED_ATTN_MLA_VERSION, {q, h.rows},
+                                          SY_TYPE_F32, {L, T, H},
+                                          flash_params(p, static_cast<int32_t>(h.q_rope->ne(0)))));
     }
     // c transposed {n_kv, L}: memory's copy, or made from the rows now (decoded first when they
     // are blocks, which cannot be transposed).

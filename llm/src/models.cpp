@@ -71,3 +71,39 @@ int64_t trained_context(const gguf::Reader& file) {
 }
 
 }  // namespace sy::llm
+
+namespace sy::llm {
+
+void move_to(UbatchGraph& ug, std::span<const UbatchPart> parts, int64_t cells) {
+    if (parts.size() != ug.parts.size())
+        throw Error("move_to: " + std::to_string(parts.size()) + " parts for a graph built for " +
+                    std::to_string(ug.parts.size()));
+    std::vector<std::pair<int64_t, int64_t>> delta;  // seq -> n_past change
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const UbatchPart &to = parts[i], &from = ug.parts[i];
+        if (to.seq != from.seq || to.n_tokens != from.n_tokens ||
+            reusable_keys(to.n_past, to.n_tokens, cells) !=
+                reusable_keys(from.n_past, from.n_tokens, cells))
+            throw Error(
+                "move_to: part " + std::to_string(i) + " (sequence " + std::to_string(to.seq) +
+                ", " + std::to_string(to.n_tokens) + " tokens after " + std::to_string(to.n_past) +
+                ") does not fit the graph built for sequence " + std::to_string(from.seq) + ", " +
+                std::to_string(from.n_tokens) + " tokens after " + std::to_string(from.n_past));
+        delta.emplace_back(to.seq, to.n_past - from.n_past);
+    }
+    const auto delta_of = [&](int64_t seq) {
+        for (const auto& [s, d] : delta)
+            if (s == seq) return d;
+        throw Error("move_to: the graph moves sequence " + std::to_string(seq) +
+                    ", which none of its parts is");
+    };
+    for (const StepMoves::View& v : ug.moves.views)
+        if (const int64_t d = delta_of(v.seq); d != 0)
+            ug.graph.move_view(v.view, d * v.bytes_per_token);
+    for (const StepMoves::Param& p : ug.moves.params)
+        if (const int64_t d = delta_of(p.seq); d != 0)
+            ug.graph.shift_iparam(p.node, size_t(p.index), int32_t(d));
+    ug.parts.assign(parts.begin(), parts.end());
+}
+
+}  // namespace sy::llm

@@ -27,6 +27,13 @@ uint64_t matrix_elements(const Tensor& t) {
 
 using Clock = std::chrono::steady_clock;
 
+// Ubatches of at most this many tokens (decode steps, a few sequences' steps at once, drafts)
+// run graphs kept for the steps after; their attention then reads up to kReusableKeys - 1 keys
+// past the causal window, which a larger batch would pay for in every query.
+constexpr int64_t kReusableTokens = 16;
+// Graphs kept: a few shapes of parts at once (sequences joining and leaving a served batch).
+constexpr size_t kMaxReusableGraphs = 8;
+
 SessionBackends one_backend(Plugin& plugin, int32_t device) {
     SessionBackends b;
     b.backends = {{&plugin, device}};
@@ -257,7 +264,8 @@ UbatchGraph Session::build(int64_t n_tokens, int64_t n_past, bool all_logits, in
     return build(parts, cache_->n_ctx() / n_seqs, all_logits);
 }
 
-UbatchGraph Session::build(std::span<const UbatchPart> parts, int64_t cells, bool all_logits) {
+UbatchGraph Session::build(std::span<const UbatchPart> parts, int64_t cells, bool all_logits,
+                           bool reusable) {
     if (parts.empty()) throw Error("a graph needs at least one token");
     for (const UbatchPart& p : parts)
         if (p.n_tokens < 1 || p.n_past < 0 || p.seq < 0 || p.n_past + p.n_tokens > cells ||
@@ -273,7 +281,28 @@ UbatchGraph Session::build(std::span<const UbatchPart> parts, int64_t cells, boo
     request.ops = ops_;
     request.overlap = backends_.backends.size() > 1 && backends_.offload.overlap;
     request.bind_weight = [this](Tensor& t) { bind_weight(t); };
+    request.reusable = reusable;
     return model_.build(request);
+}
+
+UbatchGraph& Session::reusable_graph(std::span<const UbatchPart> parts, bool all_logits) {
+    const int64_t cells = cache_->sequence_cells();
+    std::string key = all_logits ? "all" : "last";
+    for (const UbatchPart& p : parts)
+        key +=
+            fmt::format("/{},{},{}", p.seq, p.n_tokens, reusable_keys(p.n_past, p.n_tokens, cells));
+    if (auto it = reusable_.find(key); it != reusable_.end()) {
+        try {
+            move_to(it->second, parts, cells);
+        } catch (...) {
+            reusable_.erase(it);  // half moved: built again next time
+            throw;
+        }
+        return it->second;
+    }
+    if (reusable_.size() >= kMaxReusableGraphs) reusable_.clear();
+    stats_.graphs_built += 1;
+    return reusable_.emplace(std::move(key), build(parts, cells, all_logits, true)).first->second;
 }
 
 // A weight read from host memory, or from a device's copy of it. With one backend on a device
@@ -407,6 +436,7 @@ void Session::set_sequences(int64_t n) {
         throw Error("the cache holds " + std::to_string(sequences()) + " sequences, not " +
                     std::to_string(n) + " (reset() first)");
     cache_->set_sequences(n);
+    reusable_.clear();
     seq_len_.assign(size_t(n), 0);
 }
 
@@ -581,7 +611,12 @@ std::vector<float> Session::run_ubatch(std::span<const UbatchPart> parts,
     for (const UbatchPart& p : parts) n_past = std::max(n_past, p.n_past);
     const auto t0 = Clock::now();
     if (profile_) profile_->begin_graph(t > 1 ? Profile::Phase::prompt : Profile::Phase::decode, t);
-    UbatchGraph ug = build(parts, cache_->sequence_cells(), all_logits);
+    UbatchGraph built;
+    if (t > kReusableTokens) {
+        built = build(parts, cache_->sequence_cells(), all_logits);
+        stats_.graphs_built += 1;
+    }
+    UbatchGraph& ug = t > kReusableTokens ? built : reusable_graph(parts, all_logits);
     std::vector<int32_t> positions, rows;
     for (int64_t end = 0; const UbatchPart& p : parts) {
         for (int64_t j = 0; j < p.n_tokens; ++j) positions.push_back(int32_t(p.n_past + j));

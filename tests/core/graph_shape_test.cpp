@@ -314,5 +314,38 @@ TEST(GraphShapes, StructureSignatureIgnoresShapesOnly) {
     EXPECT_NE(sig(a), sig(other_order));
 }
 
+// A kept graph is moved between runs: a view along its base (within it, as view() checks) and a
+// node's integer parameter; neither changes its signatures. The signatures computed before a
+// node is added are not the ones after.
+TEST(GraphShapes, MovedViewsAndParametersKeepTheSignatures) {
+    Graph g;
+    Tensor* cache = g.input("cache", SY_TYPE_F32, {8, 10});
+    Tensor* x = g.input("x", SY_TYPE_F32, {8, 1});
+    Tensor* slot = g.view(cache, {8, 1}, {4, 32}, 3 * 32);
+    Tensor* written = g.cpy(x, slot);
+    SoftmaxParams sp;
+    sp.causal = true;
+    sp.causal_offset = 3;
+    Tensor* p = g.softmax(g.view(cache, {8, 4}, {4, 32}, 0), sp);
+    g.mark_output(p);
+    const std::string structure = g.structure_signature(g.all_nodes());
+    const std::string shapes = g.shape_signature(g.all_nodes());
+    g.move_view(written, 5 * 32);
+    EXPECT_EQ(written->offset(), 8u * 32u);
+    g.shift_iparam(p->producer(), 1, 5);
+    EXPECT_EQ(g.nodes()[size_t(p->producer())].iparams[1], 8);
+    EXPECT_EQ(g.structure_signature(g.all_nodes()), structure);
+    EXPECT_EQ(g.shape_signature(g.all_nodes()), shapes);
+    // Row 10 would be past the 10 rows; before row 0 too. The view stays where it was.
+    EXPECT_TRUE(contains(error_of([&] { g.move_view(written, 2 * 32); }), "would span bytes"));
+    EXPECT_TRUE(contains(error_of([&] { g.move_view(written, -9 * 32); }), "base of 320"));
+    EXPECT_EQ(written->offset(), 8u * 32u);
+    EXPECT_TRUE(contains(error_of([&] { g.move_view(cache, 32); }), "is not a view"));
+    EXPECT_TRUE(contains(error_of([&] { g.shift_iparam(7, 1, 1); }), "no parameter 1 of node 7"));
+    g.mark_output(g.scale(p, 2.0f));
+    EXPECT_NE(g.structure_signature(g.all_nodes()), structure);
+    EXPECT_NE(g.shape_signature(g.all_nodes()), shapes);
+}
+
 }  // namespace
 }  // namespace sy

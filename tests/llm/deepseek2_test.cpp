@@ -456,6 +456,57 @@ TEST(Deepseek2Runtime, IncrementalDecodingMatchesTheWholePrompt) {
         }
 }
 
+// Decode steps run a graph kept from the step before, moved one token on, reading its keys
+// rounded up to 256 (the ones past the causal window masked): one graph per rounded length,
+// the logits of the whole prompt evaluated at once (unrounded), past the rounding's first
+// boundary and after a rewind (the kept graph moved back: the same logits bit for bit).
+TEST(Deepseek2Runtime, KeptDecodeGraphsMatchTheWholePrompt) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    const size_t n = 270;
+    for (int mla : {0, 1, 3})
+        for (int flash : {0, 1}) {
+            ContextOptions o;
+            o.mla = mla;
+            o.flash_attn = flash;
+            o.cache_type_k = o.cache_type_v = SY_TYPE_F32;
+            o.n_ctx = 600;
+            Deepseek2Model model(gguf::Reader::open(path), o);
+            const auto tokens = prompt(n, 512);
+            Session whole(model, cpu_plugin());
+            const auto all = whole.eval(tokens, true);
+            EXPECT_EQ(whole.stats().graphs_built, 1);
+            Session step(model, cpu_plugin());
+            std::vector<float> one_by_one;
+            for (int32_t t : tokens) {
+                const auto l = step.eval(std::span<const int32_t>(&t, 1));
+                one_by_one.insert(one_by_one.end(), l.begin(), l.end());
+            }
+            const std::string mode =
+                "mla " + std::to_string(mla) + " flash " + std::to_string(flash);
+            // Keys 256, then 512 from the step at n_past 256.
+            EXPECT_EQ(step.stats().graphs, int64_t(n)) << mode;
+            EXPECT_EQ(step.stats().graphs_built, 2) << mode;
+            ASSERT_EQ(all.size(), one_by_one.size());
+            double max_diff = 0, max_ref = 0;
+            for (size_t i = 0; i < all.size(); ++i) {
+                max_diff = std::max(max_diff, double(std::fabs(all[i] - one_by_one[i])));
+                max_ref = std::max(max_ref, double(std::fabs(all[i])));
+            }
+            EXPECT_LT(max_diff / max_ref, 1e-4) << mode;
+            // Back to 260 (the kept graph of keys 512 moves back 10 tokens), the same tokens again.
+            step.rewind(260);
+            const size_t V = all.size() / n;
+            for (size_t i = 260; i < n; ++i) {
+                const auto l = step.eval(std::span<const int32_t>(&tokens[i], 1));
+                ASSERT_EQ(l.size(), V);
+                for (size_t j = 0; j < V; ++j)
+                    ASSERT_EQ(l[j], one_by_one[i * V + j]) << mode << " token " << i;
+            }
+            EXPECT_EQ(step.stats().graphs_built, 2) << mode;
+        }
+}
+
 // Sequences side by side in one graph (eval_sequences, perplexity's chunks per pass) give each
 // sequence's logits as it alone gives them, in every mode, with and without flash attention,
 // over ubatches that hold all or part of each sequence (mla 3 with 130 tokens per sequence

@@ -395,13 +395,13 @@ int run_run(const RunOptions& o) {
         stderr,
         "host overhead: %.1f%% of evaluation time (graph building %.1f%%, planning "
         "and binding %.1f%%: op placement %.1f%% (%lld placed anew), memory plans and "
-        "binding %.1f%%, between and around the backends' calls %.1f%%; %lld graphs; "
-        "the backend's own checks count as compute)\n",
+        "binding %.1f%%, between and around the backends' calls %.1f%%; %lld graphs, %lld "
+        "built; the backend's own checks count as compute)\n",
         share(st.graph_build_seconds + st.plan_bind_seconds), share(st.graph_build_seconds),
         share(st.plan_bind_seconds), share(st.placement_seconds),
         static_cast<long long>(st.placements), share(st.setup_seconds),
         share(std::max(0.0, st.plan_bind_seconds - st.placement_seconds - st.setup_seconds)),
-        static_cast<long long>(st.graphs));
+        static_cast<long long>(st.graphs), static_cast<long long>(st.graphs_built));
     print_generation_time(before_gen, st);
     if (st.staged_bytes > 0) {
         const uint64_t moved_gen = st.staged_bytes - moved_before_prompt - moved_prompt;

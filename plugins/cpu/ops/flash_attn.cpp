@@ -424,7 +424,11 @@ void store_row(const sy_tensor& dst, int64_t t, int64_t h, const float* acc, flo
 }
 
 void flash_attention(ThreadPool& pool, const Attention& a) {
-    const int64_t T = a.q.ne[1], H = a.q.ne[2], N = a.k.ne[1], Hk = a.k.ne[2], Dv = a.v.ne[0];
+    const int64_t T = a.q.ne[1], H = a.q.ne[2], Hk = a.k.ne[2], Dv = a.v.ne[0];
+    // The keys some row sees: past the causal window of the last query none does (a graph kept
+    // for several decode steps reads its cache rounded up), so the key ranges split only those,
+    // the same ranges whatever the rounding.
+    const int64_t N = a.causal ? std::clamp<int64_t>(a.offset + T, 0, a.k.ne[1]) : a.k.ne[1];
     const int64_t rows_per_head = (H / Hk) * T;
     const int64_t row_chunks = (rows_per_head + kRowsPerChunk - 1) / kRowsPerChunk;
     const int64_t base = Hk * row_chunks;

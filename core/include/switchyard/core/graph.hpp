@@ -154,6 +154,14 @@ class Graph {
                      std::span<Tensor* const>(srcs.begin(), srcs.size()), type, shape, params);
     }
 
+    // ---- reuse: what a graph built once may change between runs --------------------------------
+    // Moves view v `bytes` along its base (a reused decode graph's cache writes, a token further
+    // each step); it must stay inside the base, as view() checks. Neither changes the graph's
+    // signatures: a view's offset and a node's parameters are bound per run.
+    void move_view(Tensor* v, int64_t bytes);
+    // Adds delta to integer parameter `index` of node `node` (a causal offset).
+    void shift_iparam(int32_t node, size_t index, int32_t delta);
+
     // ---- results and inspection --------------------------------------------------------------
     // Outputs live until the end of the graph, so the caller can read them after a run.
     void mark_output(Tensor* t);
@@ -178,6 +186,7 @@ class Graph {
 
   private:
     std::string signature(std::span<const int32_t> order, bool shapes) const;
+    std::string compute_signature(std::span<const int32_t> order, bool shapes) const;
     Tensor* add_tensor(std::string name, sy_dtype type, const Shape& shape, const Strides& strides,
                        TensorKind kind);
     Tensor* add_leaf(std::string name, sy_dtype type, const Shape& shape, TensorKind kind);
@@ -191,6 +200,15 @@ class Graph {
     // a named op's caller gives, or {k} for top_k.
     Tensor* add_checked(Node draft, sy_dtype type = SY_TYPE_NONE, const Shape& shape = {});
     void check_mine(const char* what, std::initializer_list<const Tensor*> ts) const;
+
+    // The signatures last computed, for a graph run again unchanged (a reused decode graph):
+    // dropped when a tensor or node is added.
+    struct Signature {
+        std::vector<int32_t> order;
+        bool shapes = false;
+        std::string text;
+    };
+    mutable std::vector<Signature> signatures_;
 
     uint64_t serial_;
     std::vector<std::unique_ptr<Tensor>> tensors_;

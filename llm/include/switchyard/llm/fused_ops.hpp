@@ -107,7 +107,16 @@ class FusedOps {
         return concat_pairwise(g_, std::move(parts), 2);
     }
 
+    // A reusable graph's list of causal offsets (StepMoves::params), and the sequence of the
+    // attention built next; nullptr: the graph is not reused.
+    void record_moves(StepMoves* moves, int64_t seq) {
+        moves_ = moves;
+        seq_ = seq;
+    }
+
   private:
+    // Lists node `t`'s causal offset (integer parameter 1) as one that moves with n_past.
+    Tensor* moves_with_n_past(Tensor* t);
     // Expert ids {1, T} that are all 0: one I32 zero seen T times (stride 0), one input per graph
     // (each input is a transfer per step where the graph runs on a device).
     Tensor* zero_ids(int64_t tokens);
@@ -120,6 +129,8 @@ class FusedOps {
     Graph& g_;
     NamedOps ops_;
     Tensor* expert_zero_ = nullptr;
+    StepMoves* moves_ = nullptr;
+    int64_t seq_ = 0;
 };
 
 }  // namespace sy::llm

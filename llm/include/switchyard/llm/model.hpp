@@ -11,6 +11,7 @@
 // reads the cache through), and one line in the registry (llm/src/models.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -173,6 +174,29 @@ struct UbatchPart {
     int64_t n_past = 0;
 };
 
+// What a graph built for reuse (Model::GraphRequest::reusable) changes when its sequences'
+// n_past move: the views its new tokens' cache rows are written to, and the attention's causal
+// offsets. Their keys are read up to a length rounded up (kReusableKeys), so the graph's shapes
+// hold for that many steps.
+struct StepMoves {
+    struct View {
+        Tensor* view;             // a cache write's destination
+        int64_t seq;              // the sequence whose n_past places it
+        int64_t bytes_per_token;  // how far it moves per token of n_past
+    };
+    struct Param {
+        int32_t node;  // a node whose integer parameter `index` is its sequence's n_past
+        int32_t index;
+        int64_t seq;
+    };
+    std::vector<View> views;
+    std::vector<Param> params;
+};
+
+// The keys a reusable graph's attention reads: n_past + T rounded up to this many (at most the
+// sequence's cells); those past n_past + T are masked as the causal window's.
+inline constexpr int64_t kReusableKeys = 256;
+
 // The graph of one ubatch.
 struct UbatchGraph {
     Graph graph;
@@ -181,7 +205,21 @@ struct UbatchGraph {
     Tensor* output_rows = nullptr;  // input {parts} I32 when parts differ in length: the row of
                                     // each part's last token
     Tensor* logits = nullptr;       // output {n_vocab, T, or one per part}
+    // A reusable graph: the parts it is placed for now, and what moves with them.
+    std::vector<UbatchPart> parts;
+    StepMoves moves;
 };
+
+// Keys read by a reusable graph's part of n_tokens after n_past, in a sequence of `cells`.
+inline int64_t reusable_keys(int64_t n_past, int64_t n_tokens, int64_t cells) {
+    const int64_t n = n_past + n_tokens;
+    return std::min(cells, (n + kReusableKeys - 1) / kReusableKeys * kReusableKeys);
+}
+
+// Places a reusable graph for `parts` (the same sequences and token counts it was built for, each
+// within the keys it reads): its cache writes and causal offsets move by each part's n_past
+// change. Throws where the parts do not fit the graph.
+void move_to(UbatchGraph& ug, std::span<const UbatchPart> parts, int64_t cells);
 
 // The named ops a session's graphs use, chosen once from the backend that holds the cache.
 struct NamedOps {
@@ -232,6 +270,9 @@ class Model {
         bool overlap = false;
         // Gives a weight tensor (its host data set) its device copy where the session has one.
         std::function<void(Tensor&)> bind_weight;
+        // A graph to run again for later steps (move_to): its attention reads reusable_keys()
+        // keys, and it lists what moves with n_past (UbatchGraph::moves).
+        bool reusable = false;
     };
     virtual UbatchGraph build(const GraphRequest& request) const = 0;
 };

@@ -95,6 +95,8 @@ struct EvalStats {
     double stage_seconds = 0;           // of compute_seconds: weights and inputs uploaded
     int64_t overlapped_nodes = 0;       // nodes run beside the split before theirs
     int64_t graphs = 0;
+    int64_t graphs_built = 0;   // of graphs: built for their ubatch (the others were kept from
+                                // an earlier step of the same shape and moved)
     uint64_t staged_bytes = 0;  // bytes copied to devices and between backends: staged
                                 // weights (experts as routed) and inputs, results passed on
 };
@@ -235,7 +237,8 @@ class Session {
     UbatchGraph build(int64_t n_tokens, int64_t n_past, bool all_logits, int64_t n_seqs = 1);
     // The graph of parts in order, each sequence in `cells` cache cells; logits of every token
     // (all_logits) or of each part's last.
-    UbatchGraph build(std::span<const UbatchPart> parts, int64_t cells, bool all_logits);
+    UbatchGraph build(std::span<const UbatchPart> parts, int64_t cells, bool all_logits,
+                      bool reusable = false);
 
     // What the backends are, where each weight lives and why, and the node placement of a graph
     // this session built (cached per shape, as eval() uses it with several backends; with one,
@@ -269,6 +272,9 @@ class Session {
     std::vector<float> run_ubatch(std::span<const UbatchPart> parts,
                                   std::span<const int32_t> tokens, bool all_logits,
                                   bool read_logits);
+    // The graph of a small ubatch (decode steps): one kept from an earlier step of the same
+    // sequences and token counts, moved to these parts, or built for reuse.
+    UbatchGraph& reusable_graph(std::span<const UbatchPart> parts, bool all_logits);
 
     const Model& model_;
     SessionBackends backends_;
@@ -284,6 +290,9 @@ class Session {
     WeightPlan weight_plan_;
     std::unordered_map<const void*, int32_t> weight_home_;  // by host address
     std::unordered_map<std::string, OpPlan> plans_;         // by phase + shape signature
+    // Graphs of small ubatches kept for the steps after (building a graph anew each step is a
+    // share of a decode step): by sequences, token counts, keys read and all_logits.
+    std::unordered_map<std::string, UbatchGraph> reusable_;
     std::unique_ptr<Scheduler> scheduler_;
     std::vector<int64_t> seq_len_ = {0};  // each sequence's tokens in the cache
     EvalStats stats_;

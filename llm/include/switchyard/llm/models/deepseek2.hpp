@@ -212,6 +212,8 @@ class Deepseek2Cache final : public KvCache {
         // `cells`: each sequence's cells in this graph (the cache's sequence_cells(), or a
         // hypothetical split for planning).
         Views(Deepseek2Cache& cache, Graph& graph, int64_t cells);
+        // Lists the cache writes that follow a sequence's n_past (a reusable graph).
+        void record_moves(StepMoves* moves) { moves_ = moves; }
 
         // mla 1-3: stores [k_pe | c] rows (c {kv_lora, T}, k_pe {qk_rope, 1, T}), and for
         // mla 1 the transposed copy of c.
@@ -242,10 +244,13 @@ class Deepseek2Cache final : public KvCache {
         uint64_t k_row_at(int64_t seq, int64_t pos) const;  // K bytes before cell (seq, pos)
         int64_t kb(int64_t n) const;                        // bytes of n K elements
         int64_t vb(int64_t n) const;
+        // g_.cpy(src, dst), dst listed as moving `per_token` bytes per token of seq's n_past.
+        void write(Tensor* src, Tensor* dst, int64_t seq, int64_t per_token);
 
         Deepseek2Cache& cache_;
         Graph& g_;
         int64_t cells_;
+        StepMoves* moves_ = nullptr;
         std::unordered_map<uint32_t, Tensor*> k_, v_;
     };
 
