@@ -67,6 +67,14 @@ void Executor::begin(const Graph& graph, std::span<const int32_t> order,
     // a throw below must not leave it dangling for a later compute().
     plan_ = nullptr;
     nodes_.clear();
+    // A graph only grows (its views move, their shapes do not), so the same graph with as many
+    // tensors, the same sequence and imports has the plan it had, while that plan is cached.
+    const bool again = begun_.plan != nullptr && begun_.generation == cache_generation_ &&
+                       begun_.serial == graph.serial() &&
+                       begun_.tensors == graph.tensors().size() &&
+                       std::ranges::equal(order, order_) && std::ranges::equal(imports, imports_);
+    const CachedPlan* kept = again ? begun_.plan : nullptr;
+    begun_ = Begun{};
     graph_ = &graph;
     order_.assign(order.begin(), order.end());
     imports_.assign(imports.begin(), imports.end());
@@ -78,14 +86,16 @@ void Executor::begin(const Graph& graph, std::span<const int32_t> order,
                         " is not a base tensor of the graph");
         import_of_[id] = static_cast<int32_t>(k);
     }
-    const CachedPlan& plan = plan_for(graph, order);
-    check_sources(graph, order, plan);
+    if (kept) report_.plan_reused = true;
+    const CachedPlan& plan = kept ? *kept : plan_for(graph, order);
+    if (!kept) check_sources(graph, order, plan);
     grow(plugin_, device_, compute_, plan.memory.peak_bytes);
     if (plan.staging_bytes > staging_.size()) {
         grow(plugin_, device_, staging_, plan.staging_bytes);
         resident_.clear();  // a new buffer holds nothing yet
     }
     plan_ = &plan;
+    begun_ = {graph.serial(), graph.tensors().size(), &plan, cache_generation_};
     last_graph_serial_ = graph.serial();
     report_.compute_buffer_bytes = compute_.size();
     report_.planned_peak_bytes = plan.memory.peak_bytes;
@@ -293,8 +303,12 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
             room[size_t(p.tensor)] = bytes > p.size ? bytes + bytes / 4 : p.size;
         }
         cache_.erase(it);
+        ++cache_generation_;
     }
-    if (cache_.size() >= kMaxCachedPlans) cache_.clear();
+    if (cache_.size() >= kMaxCachedPlans) {
+        cache_.clear();
+        ++cache_generation_;
+    }
     CachedPlan plan;
     plan.memory = plan_memory(graph, order, room);
     if (!host_memory_) {

@@ -303,12 +303,21 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
     if (plan.nodes.size() != nodes.size())
         throw Error(fmt::format("scheduler: the plan places {} nodes, the graph has {}",
                                 plan.nodes.size(), nodes.size()));
+    const bool again =
+        collected_.serial == graph.serial() && collected_.tensors == graph.tensors().size() &&
+        std::ranges::equal(collected_.backends, plan.nodes, {}, {}, &NodePlacement::backend);
+    fetched_now_.assign(graph.tensors().size(), false);
+    if (again) {
+        for (Lane& lane : lanes_)
+            for (Import& im : lane.imports) im.done = false;
+        return;
+    }
+    collected_ = Collected{};
     for (Lane& lane : lanes_) {
         lane.order.clear();
         lane.imports.clear();
     }
     writer_.assign(graph.tensors().size(), kHostInput);
-    fetched_now_.assign(graph.tensors().size(), false);
     if (fetched_.size() < graph.tensors().size()) fetched_.resize(graph.tensors().size());
 
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -359,6 +368,10 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
             lanes_[b].executor->set_profile(profile_);
             lanes_[b].executor->set_staging_limit(staging_limit_);
         }
+    collected_.serial = graph.serial();
+    collected_.tensors = graph.tensors().size();
+    collected_.backends.clear();
+    for (const NodePlacement& p : plan.nodes) collected_.backends.push_back(p.backend);
 }
 
 void Scheduler::set_staging_limit(uint64_t bytes) {

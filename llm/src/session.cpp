@@ -353,18 +353,32 @@ int32_t Session::home_of(const Tensor& t) const {
 // structure, batch and power-of-two range of cached tokens (the costs that grow with the cache
 // are re-weighed when it doubles).
 const OpPlan& Session::plan(const Graph& graph, int64_t n_tokens, int64_t n_past) {
+    // A kept graph placed before in the same range of n_past: its placement without the key.
+    const int bits = std::bit_width(uint64_t(n_past));
+    for (const PlacedGraph& p : placed_)
+        if (p.serial == graph.serial() && p.tensors == graph.tensors().size() &&
+            p.n_tokens == n_tokens && p.bits == bits && p.generation == plans_generation_)
+            return *p.plan;
     const std::vector<int32_t> all = graph.all_nodes();
-    std::string key = fmt::format("{}/{}/", n_tokens, std::bit_width(uint64_t(n_past))) +
-                      graph.structure_signature(all);
+    std::string key = fmt::format("{}/{}/", n_tokens, bits) + graph.structure_signature(all);
     for (const auto& t : graph.tensors())
         if (t->is_external()) key += std::to_string(home_of(*t)) + ",";
-    if (const auto it = plans_.find(key); it != plans_.end()) return it->second;
-    if (plans_.size() >= 16) plans_.clear();  // many shapes: start again
+    const auto remember = [&](const OpPlan& p) -> const OpPlan& {
+        if (placed_.size() >= kMaxReusableGraphs) placed_.erase(placed_.begin());
+        placed_.push_back(
+            {graph.serial(), graph.tensors().size(), n_tokens, bits, plans_generation_, &p});
+        return p;
+    };
+    if (const auto it = plans_.find(key); it != plans_.end()) return remember(it->second);
+    if (plans_.size() >= 16) {  // many shapes: start again
+        plans_.clear();
+        ++plans_generation_;
+    }
     stats_.placements += 1;
     OpPlan p = place_ops(graph, infos_, backends_.offload,
                          {n_tokens > 1 ? Phase::prompt : Phase::decode, n_tokens,
                           [this](const Tensor& x) { return home_of(x); }});
-    return plans_.emplace(std::move(key), std::move(p)).first->second;
+    return remember(plans_.emplace(std::move(key), std::move(p)).first->second);
 }
 
 DeviceWeights::DeviceWeights(Plugin& plugin, int32_t device, std::span<const Graph* const> graphs,

@@ -228,6 +228,43 @@ TEST_F(ExecutorOnCpu, GrowingCacheViewsReuseThePlan) {
     EXPECT_EQ(exec.cached_plans(), 1u);
 }
 
+// One graph kept and run again (a decode graph moved a step on): its write moved along the
+// cache and a causal offset shifted, the plan is reused and each run writes and reads where the
+// graph now says.
+TEST_F(ExecutorOnCpu, KeptGraphMovedBetweenRuns) {
+    constexpr int64_t kRows = 4, kCapacity = 8;
+    std::vector<float> x(kRows), log(kRows * kCapacity, 0.0f);
+    Executor exec(*plugin_, 0);
+    Graph g;
+    Tensor* in = g.input("x", SY_TYPE_F32, {kRows});
+    in->set_data(x.data());
+    Tensor* cache = g.input("log", SY_TYPE_F32, {kRows, kCapacity});
+    cache->set_data(log.data());
+    Tensor* slot = g.cpy(g.scale(in, 2.0f), g.view(cache, {kRows}, {4, 4 * kRows}, 0));
+    SoftmaxParams sp;
+    sp.causal = true;  // row 0 sees elements 0 .. offset
+    Tensor* p = g.softmax(g.view(in, {kRows, 1}, {4, 4 * kRows}, 0), sp);
+    g.mark_output(p);
+    for (int64_t step = 0; step < 3; ++step) {
+        for (int64_t i = 0; i < kRows; ++i) x[size_t(i)] = float(step * 10 + i);
+        if (step > 0) {
+            g.move_view(slot, 4 * kRows);
+            g.shift_iparam(p->producer(), 1, 1);
+        }
+        EXPECT_EQ(exec.run(g).plan_reused, step > 0) << "step " << step;
+        for (int64_t i = 0; i < kRows; ++i)
+            EXPECT_EQ(log[size_t(step * kRows + i)], 2.0f * x[size_t(i)]) << "step " << step;
+        // Softmax over x[0 .. step]: the visible elements differ by 1 each.
+        const std::vector<float> out = exec.read<float>(*p);
+        double sum = 0;
+        for (int64_t i = 0; i <= step; ++i) sum += std::exp(double(i - step));
+        for (int64_t i = 0; i < kRows; ++i)
+            EXPECT_NEAR(out[size_t(i)], i <= step ? std::exp(double(i - step)) / sum : 0.0, 1e-6)
+                << "step " << step << " element " << i;
+    }
+    for (int64_t i = 3 * kRows; i < kRows * kCapacity; ++i) EXPECT_EQ(log[size_t(i)], 0.0f) << i;
+}
+
 // A planned intermediate that grows with the cache (the attention scores of a decode step): the
 // first step that outgrows the plan makes it again with room to spare, and the steps after it
 // reuse that plan until they outgrow it in turn; every step computes its own rows.

@@ -398,6 +398,43 @@ TEST(Scheduler, PolicyKnobsMoveTheMatrixProducts) {
     }
 }
 
+// One graph run again and again by one scheduler (a kept decode graph): placed another way the
+// lanes are collected and planned anew, placed the same way they are reused; an input given new
+// data between runs is read from it. Every result is the cpu's.
+TEST(Scheduler, OneGraphRunAgainUnderOtherPlacementsAndInputs) {
+    const CpuResult want = on_cpu_alone();
+    Mlp m;
+    const auto backends = infos();
+    OffloadPolicy always;
+    always.mode = OffloadMode::always;
+    OffloadPolicy never = always;
+    never.mode = OffloadMode::never;
+    const OpPlan offloaded = place_ops(m.g, backends, always, {Phase::prompt, Mlp::T});
+    const OpPlan kept = place_ops(m.g, backends, never, {Phase::prompt, Mlp::T});
+    const OpPlan split = place_ops(m.g, backends, products_on_sim(), {Phase::prompt, Mlp::T});
+    Scheduler s = scheduler();
+    for (const OpPlan* plan : {&offloaded, &offloaded, &kept, &split, &split, &offloaded}) {
+        s.run(m.g, *plan);
+        EXPECT_EQ(s.read<float>(*m.y), want.y);
+        EXPECT_EQ(s.read<float>(*m.s), want.s);
+    }
+    // x negated, at another address: y = W2 silu(-W1 x + b) / 2 is another result, the cpu's.
+    std::vector<float> negated(m.x.size());
+    for (size_t i = 0; i < negated.size(); ++i) negated[i] = -m.x[i];
+    Mlp other;
+    other.x = negated;
+    other.g.tensors()[0]->set_data(other.x.data());
+    Executor exec(cpu(), 0);
+    exec.run(other.g);
+    const std::vector<float> want_negated = exec.read<float>(*other.y);
+    ASSERT_NE(want_negated, want.y);
+    m.g.tensors()[0]->set_data(negated.data());
+    for (const OpPlan* plan : {&split, &offloaded}) {
+        s.run(m.g, *plan);
+        EXPECT_EQ(s.read<float>(*m.y), want_negated);
+    }
+}
+
 // A node that writes into external memory (a cache view) runs where that memory is.
 TEST(Scheduler, CacheWritesStayWithTheCache) {
     std::vector<float> x(16, 1.5f), cache(32, 0.0f);

@@ -219,6 +219,16 @@ class Executor {
     bool running_ = false;  // compute(..., false) returned before its device finished
     Buffer staging_;
     std::unordered_map<std::string, CachedPlan> cache_;
+    uint64_t cache_generation_ = 1;  // bumped whenever cache_ loses a plan
+    // The last begin(): the same graph begun again with the same sequence and imports (a kept
+    // decode graph, moved) takes its plan without making the key, and its sources are checked.
+    struct Begun {
+        uint64_t serial = 0;
+        size_t tensors = 0;
+        const CachedPlan* plan = nullptr;
+        uint64_t generation = 0;
+    };
+    Begun begun_;
     std::map<uint64_t, Resident> resident_;    // by offset in staging_: what it holds now
     uint64_t staging_limit_ = 0;               // 0: half of the device's free memory
     std::vector<sy_tensor> bound_;             // per tensor id, for the last run

@@ -147,6 +147,14 @@ class Scheduler {
     std::vector<int32_t> writer_;                  // per tensor id of the last graph: backend
     std::vector<std::vector<std::byte>> fetched_;  // per tensor id: host copy of device bytes
     std::vector<bool> fetched_now_;                // per tensor id: fetched in this run
+    // What the lanes were collected from: the same graph (as many tensors) placed the same way
+    // again (a kept decode graph) has the same lanes and imports.
+    struct Collected {
+        uint64_t serial = 0;
+        size_t tensors = 0;
+        std::vector<int32_t> backends;  // per node
+    };
+    Collected collected_;
     ScheduleReport report_;
     Profile* profile_ = nullptr;
     uint64_t staging_limit_ = 0;

@@ -290,6 +290,17 @@ class Session {
     WeightPlan weight_plan_;
     std::unordered_map<const void*, int32_t> weight_home_;  // by host address
     std::unordered_map<std::string, OpPlan> plans_;         // by phase + shape signature
+    uint64_t plans_generation_ = 1;                         // bumped when plans_ is cleared
+    // The placements of the last graphs placed, by graph object (kept graphs run again).
+    struct PlacedGraph {
+        uint64_t serial;
+        size_t tensors;
+        int64_t n_tokens;
+        int bits;  // bit_width(n_past)
+        uint64_t generation;
+        const OpPlan* plan;
+    };
+    std::vector<PlacedGraph> placed_;
     // Graphs of small ubatches kept for the steps after (building a graph anew each step is a
     // share of a decode step): by sequences, token counts, keys read and all_logits.
     std::unordered_map<std::string, UbatchGraph> reusable_;
