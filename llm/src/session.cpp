@@ -644,7 +644,15 @@ std::vector<float> Session::run_ubatch(std::span<const UbatchPart> parts,
     double backend_seconds = 0, sync_seconds = 0, copy_seconds = 0, stage_seconds = 0;
     uint64_t staged = 0, compute_buffer = 0, staging_buffer = 0;
     if (scheduler_) {
-        const OpPlan& placed = plan(ug.graph, t, n_past);
+        // A kept graph reads its keys rounded up: its shapes, and so its costs, are those of
+        // that length whatever n_past is below it.
+        int64_t keys = n_past;
+        if (t <= kReusableTokens)
+            for (const UbatchPart& p : parts)
+                keys =
+                    std::max(keys, reusable_keys(p.n_past, p.n_tokens, cache_->sequence_cells()) -
+                                       p.n_tokens);
+        const OpPlan& placed = plan(ug.graph, t, keys);
         stats_.placement_seconds += std::chrono::duration<double>(Clock::now() - t1).count();
         const ScheduleReport& r = scheduler_->run(ug.graph, placed);
         stats_.setup_seconds += r.setup_seconds;
