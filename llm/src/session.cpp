@@ -28,8 +28,10 @@ uint64_t matrix_elements(const Tensor& t) {
 using Clock = std::chrono::steady_clock;
 
 // Ubatches of at most this many tokens (decode steps, a few sequences' steps at once, drafts)
-// run graphs kept for the steps after; their attention then reads up to kReusableKeys - 1 keys
-// past the causal window, which a larger batch would pay for in every query.
+// run graphs kept for the steps after (building and keying a graph every step was the largest
+// host cost of a decode step: docs/design-measurements.md#kept-decode-graphs); their attention
+// then reads up to kReusableKeys - 1 keys past the causal window, which a larger batch would pay
+// for in every query.
 constexpr int64_t kReusableTokens = 16;
 // Graphs kept: a few shapes of parts at once (sequences joining and leaving a served batch).
 constexpr size_t kMaxReusableGraphs = 8;
