@@ -429,7 +429,7 @@ TEST(Scheduler, OneGraphRunAgainUnderOtherPlacementsAndInputs) {
     const std::vector<float> want_negated = exec.read<float>(*other.y);
     ASSERT_NE(want_negated, want.y);
     m.g.tensors()[0]->set_data(negated.data());
-    for (const OpPlan* plan : {&split, &offloaded}) {
+    for (const OpPlan* plan : {&offloaded, &split}) {  // first as the run before: bound again
         s.run(m.g, *plan);
         EXPECT_EQ(s.read<float>(*m.y), want_negated);
     }

@@ -193,6 +193,10 @@ class Executor {
                        const CachedPlan& plan) const;
     static void grow(Plugin& plugin, int32_t device, Buffer& buffer, uint64_t size);
     void bind_external(const Tensor& root, const CachedPlan& plan);
+    // Binds a root of the sequence (import, external or intermediate) / a view of a bound root.
+    void bind_root(const Tensor& root, const CachedPlan& plan,
+                   std::span<const void* const> import_host);
+    void bind_view(const Tensor& t);
     void bind_import(const Tensor& root, const CachedPlan& plan, const void* host);
     void run_nodes(size_t first, size_t end);  // split at observed nodes
     void run_batch(size_t first, size_t end, bool wait = true);
@@ -234,6 +238,19 @@ class Executor {
     std::vector<sy_tensor> bound_;             // per tensor id, for the last run
     std::vector<const Buffer*> bound_buffer_;  // per tensor id: buffer holding it, null = host
     std::vector<sy_node> nodes_;
+    // What the last bind() bound: the same sequence bound again in the same buffers, with the
+    // same imports, rebinds only these external roots and views.
+    struct BoundAs {
+        uint64_t serial = 0;
+        size_t tensors = 0;
+        const CachedPlan* plan = nullptr;
+        uint64_t generation = 0;
+        void* compute = nullptr;
+        void* staging = nullptr;
+        std::vector<const void*> import_host;
+        std::vector<int32_t> externals, views;
+    };
+    BoundAs bound_as_;
     uint64_t last_graph_serial_ = 0;
     RunReport report_;
     Profile* profile_ = nullptr;
