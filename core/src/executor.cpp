@@ -44,6 +44,26 @@ Executor::Executor(Plugin& plugin, int32_t device)
       device_(device),
       host_memory_(plugin.device_props(device).host_memory != 0) {}
 
+Executor::~Executor() {
+    unregister_compute();
+}
+
+void Executor::grow_compute(uint64_t size) {
+    if (size == 0 || (compute_ && compute_.size() >= size)) return;
+    unregister_compute();
+    grow(plugin_, device_, compute_, size);
+    if (!host_memory_ || !compute_.base()) return;
+    for (Plugin* p : partners_)
+        if (p->register_host(compute_.base(), compute_.size())) registered_.push_back(p);
+    registered_base_ = compute_.base();
+}
+
+void Executor::unregister_compute() noexcept {
+    for (Plugin* p : registered_) p->unregister_host(registered_base_);
+    registered_.clear();
+    registered_base_ = nullptr;
+}
+
 const RunReport& Executor::run(const Graph& graph) {
     const std::vector<int32_t> order = graph.all_nodes();
     return run(graph, order);
@@ -69,10 +89,12 @@ void Executor::begin(const Graph& graph, std::span<const int32_t> order,
     nodes_.clear();
     // A graph only grows (its views move, their shapes do not), so the same graph with as many
     // tensors, the same sequence and imports has the plan it had, while that plan is cached.
+    external_state(graph, externals_now_);
     const bool again = begun_.plan != nullptr && begun_.generation == cache_generation_ &&
                        begun_.serial == graph.serial() &&
                        begun_.tensors == graph.tensors().size() &&
-                       std::ranges::equal(order, order_) && std::ranges::equal(imports, imports_);
+                       begun_.nodes == graph.nodes().size() && std::ranges::equal(order, order_) &&
+                       std::ranges::equal(imports, imports_) && begun_.externals == externals_now_;
     const CachedPlan* kept = again ? begun_.plan : nullptr;
     begun_ = Begun{};
     graph_ = &graph;
@@ -89,13 +111,15 @@ void Executor::begin(const Graph& graph, std::span<const int32_t> order,
     if (kept) report_.plan_reused = true;
     const CachedPlan& plan = kept ? *kept : plan_for(graph, order);
     if (!kept) check_sources(graph, order, plan);
-    grow(plugin_, device_, compute_, plan.memory.peak_bytes);
+    grow_compute(plan.memory.peak_bytes);
     if (plan.staging_bytes > staging_.size()) {
         grow(plugin_, device_, staging_, plan.staging_bytes);
         resident_.clear();  // a new buffer holds nothing yet
     }
     plan_ = &plan;
-    begun_ = {graph.serial(), graph.tensors().size(), &plan, cache_generation_};
+    begun_ = {graph.serial(), graph.tensors().size(), graph.nodes().size(),
+              &plan,          cache_generation_,      std::move(externals_now_)};
+    externals_now_.clear();
     last_graph_serial_ = graph.serial();
     report_.compute_buffer_bytes = compute_.size();
     report_.planned_peak_bytes = plan.memory.peak_bytes;
@@ -320,6 +344,13 @@ const Executor::CachedPlan& Executor::plan_for(const Graph& graph, std::span<con
         plan_staging(graph, order, import_of_, limit, {}, plan);
     }
     return cache_.emplace(std::move(key), std::move(plan)).first->second;
+}
+
+void Executor::external_state(const Graph& graph, std::vector<uint8_t>& out) {
+    out.assign(graph.tensors().size(), 0);
+    for (const auto& t : graph.tensors())
+        if (!t->is_view() && t->is_external())
+            out[size_t(t->id())] = uint8_t((t->device_buffer() ? 2 : 1) | (t->has_data() ? 0 : 4));
 }
 
 void Executor::check_sources(const Graph& graph, std::span<const int32_t> order,

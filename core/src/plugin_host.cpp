@@ -400,6 +400,26 @@ void Plugin::release_constants(uint64_t constant_id) noexcept {
                  ("release_constants: " + std::string(st.message ? st.message : "failed")).c_str());
 }
 
+bool Plugin::register_host(void* ptr, uint64_t size) noexcept {
+    auto reg = SY_OPTIONAL(api_, host_register);
+    auto unreg = SY_OPTIONAL(api_, host_unregister);
+    if (!reg || !unreg || ptr == nullptr || size == 0) return false;
+    const sy_status st = reg(api_.ctx, ptr, size);
+    if (st.code != SY_OK && st.code != SY_ERR_UNSUPPORTED)
+        host_log(nullptr, SY_LOG_DEBUG, name_.c_str(),
+                 ("host_register: " + std::string(st.message ? st.message : "failed")).c_str());
+    return st.code == SY_OK;
+}
+
+void Plugin::unregister_host(void* ptr) noexcept {
+    auto unreg = SY_OPTIONAL(api_, host_unregister);
+    if (!unreg || ptr == nullptr) return;
+    const sy_status st = unreg(api_.ctx, ptr);
+    if (st.code != SY_OK)
+        host_log(nullptr, SY_LOG_WARN, name_.c_str(),
+                 ("host_unregister: " + std::string(st.message ? st.message : "failed")).c_str());
+}
+
 // ---- PluginHost ---------------------------------------------------------------------------------
 
 void PluginHost::release_constants(uint64_t constant_id) noexcept {

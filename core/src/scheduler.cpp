@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <thread>
+#include <utility>
 
 #include "node_abi.hpp"
 #include "switchyard/core/error.hpp"
@@ -94,8 +97,52 @@ Scheduler::Scheduler(std::vector<Backend> backends) : backends_(std::move(backen
         if (backends_[b].plugin == nullptr)
             throw Error("scheduler: backend " + std::to_string(b) + " has no plugin");
     lanes_.resize(backends_.size());
-    for (const Backend& b : backends_)
+    for (const Backend& b : backends_) {
         host_memory_.push_back(b.plugin->device_props(b.device).host_memory != 0);
+        if (!host_memory_.back() &&
+            std::find(devices_.begin(), devices_.end(), b.plugin) == devices_.end())
+            devices_.push_back(b.plugin);
+    }
+}
+
+Scheduler::HostCopy::HostCopy(HostCopy&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      registered_(std::move(o.registered_)) {
+    o.registered_.clear();
+}
+
+Scheduler::HostCopy& Scheduler::HostCopy::operator=(HostCopy&& o) noexcept {
+    if (this != &o) {
+        release();
+        data_ = std::exchange(o.data_, nullptr);
+        size_ = std::exchange(o.size_, 0);
+        registered_ = std::move(o.registered_);
+        o.registered_.clear();
+    }
+    return *this;
+}
+
+void Scheduler::HostCopy::reserve(size_t bytes, std::span<Plugin* const> plugins) {
+    if (bytes <= size_) return;
+    release();
+    // Whole pages: a pinned range never shares a page with another one.
+    constexpr size_t kPage = 4096;
+    const size_t size = (bytes + kPage - 1) / kPage * kPage;
+    data_ = static_cast<std::byte*>(std::aligned_alloc(kPage, size));
+    if (data_ == nullptr) throw std::bad_alloc();
+    std::memset(data_, 0, size);
+    size_ = size;
+    for (Plugin* p : plugins)
+        if (p->register_host(data_, size_)) registered_.push_back(p);
+}
+
+void Scheduler::HostCopy::release() noexcept {
+    for (Plugin* p : registered_) p->unregister_host(data_);
+    registered_.clear();
+    std::free(data_);
+    data_ = nullptr;
+    size_ = 0;
 }
 
 Scheduler::~Scheduler() = default;
@@ -305,6 +352,7 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
                                 plan.nodes.size(), nodes.size()));
     const bool again =
         collected_.serial == graph.serial() && collected_.tensors == graph.tensors().size() &&
+        collected_.nodes == graph.nodes().size() &&
         std::ranges::equal(collected_.backends, plan.nodes, {}, {}, &NodePlacement::backend);
     fetched_now_.assign(graph.tensors().size(), false);
     if (again) {
@@ -367,9 +415,12 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
                 std::make_unique<Executor>(*backends_[b].plugin, backends_[b].device);
             lanes_[b].executor->set_profile(profile_);
             lanes_[b].executor->set_staging_limit(staging_limit_);
+            // A host lane's results go up to the devices, and theirs come into its buffer.
+            if (host_memory_[b]) lanes_[b].executor->set_transfer_partners(devices_);
         }
     collected_.serial = graph.serial();
     collected_.tensors = graph.tensors().size();
+    collected_.nodes = graph.nodes().size();
     collected_.backends.clear();
     for (const NodePlacement& p : plan.nodes) collected_.backends.push_back(p.backend);
 }
@@ -387,13 +438,12 @@ void Scheduler::set_profile(Profile* profile) {
 }
 
 std::byte* Scheduler::fetch_buffer(const Tensor& root) {
-    std::vector<std::byte>& bytes = fetched_[size_t(root.id())];
-    const auto size = static_cast<size_t>(root.bytes()) + kTensorAlignment;
-    if (bytes.size() < size)
+    HostCopy& copy = fetched_[size_t(root.id())];
+    const auto size = std::max<size_t>(1, static_cast<size_t>(root.bytes()));
+    if (copy.size() < size)
         allocating("a host copy of tensor " + root.name(), size,
-                   [&] { bytes.assign(size, std::byte{0}); });
-    const auto address = reinterpret_cast<uintptr_t>(bytes.data());
-    return bytes.data() + ((kTensorAlignment - address % kTensorAlignment) % kTensorAlignment);
+                   [&] { copy.reserve(size, devices_); });
+    return copy.data();  // page-aligned
 }
 
 // Brings the imports first read at positions [first, end) of `backend`'s order to it.

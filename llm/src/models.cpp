@@ -81,6 +81,13 @@ void move_to(UbatchGraph& ug, std::span<const UbatchPart> parts, int64_t cells) 
     std::vector<std::pair<int64_t, int64_t>> delta;  // seq -> n_past change
     for (size_t i = 0; i < parts.size(); ++i) {
         const UbatchPart &to = parts[i], &from = ug.parts[i];
+        if (to.n_past < 0 || to.n_past + to.n_tokens > cells)
+            throw Error("move_to: part " + std::to_string(i) + " (" + std::to_string(to.n_tokens) +
+                        " tokens after " + std::to_string(to.n_past) + ") does not fit the " +
+                        std::to_string(cells) + " cells of a sequence");
+        for (size_t j = 0; j < i; ++j)
+            if (parts[j].seq == to.seq)  // the moves are by sequence
+                throw Error("move_to: sequence " + std::to_string(to.seq) + " is in two parts");
         if (to.seq != from.seq || to.n_tokens != from.n_tokens ||
             reusable_keys(to.n_past, to.n_tokens, cells) !=
                 reusable_keys(from.n_past, from.n_tokens, cells))

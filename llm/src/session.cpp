@@ -304,7 +304,12 @@ UbatchGraph& Session::reusable_graph(std::span<const UbatchPart> parts, bool all
     }
     if (reusable_.size() >= kMaxReusableGraphs) reusable_.clear();
     stats_.graphs_built += 1;
-    return reusable_.emplace(std::move(key), build(parts, cells, all_logits, true)).first->second;
+    UbatchGraph ug = build(parts, cells, all_logits, true);
+    if (ug.parts.empty()) {  // a model that does not list its moves: not kept
+        unkept_ = std::move(ug);
+        return unkept_;
+    }
+    return reusable_.emplace(std::move(key), std::move(ug)).first->second;
 }
 
 // A weight read from host memory, or from a device's copy of it. With one backend on a device
@@ -359,7 +364,8 @@ const OpPlan& Session::plan(const Graph& graph, int64_t n_tokens, int64_t n_past
     const int bits = std::bit_width(uint64_t(n_past));
     for (const PlacedGraph& p : placed_)
         if (p.serial == graph.serial() && p.tensors == graph.tensors().size() &&
-            p.n_tokens == n_tokens && p.bits == bits && p.generation == plans_generation_)
+            p.nodes == graph.nodes().size() && p.n_tokens == n_tokens && p.bits == bits &&
+            p.generation == plans_generation_)
             return *p.plan;
     const std::vector<int32_t> all = graph.all_nodes();
     std::string key = fmt::format("{}/{}/", n_tokens, bits) + graph.structure_signature(all);
@@ -367,8 +373,8 @@ const OpPlan& Session::plan(const Graph& graph, int64_t n_tokens, int64_t n_past
         if (t->is_external()) key += std::to_string(home_of(*t)) + ",";
     const auto remember = [&](const OpPlan& p) -> const OpPlan& {
         if (placed_.size() >= kMaxReusableGraphs) placed_.erase(placed_.begin());
-        placed_.push_back(
-            {graph.serial(), graph.tensors().size(), n_tokens, bits, plans_generation_, &p});
+        placed_.push_back({graph.serial(), graph.tensors().size(), graph.nodes().size(), n_tokens,
+                           bits, plans_generation_, &p});
         return p;
     };
     if (const auto it = plans_.find(key); it != plans_.end()) return remember(it->second);

@@ -76,6 +76,7 @@ CudaBackend::CudaBackend(const sy_host_api& host) : host_(host) {
 }
 
 CudaBackend::~CudaBackend() {
+    for (const auto& [ptr, size] : pinned_) cudaHostUnregister(ptr);  // the host forgot them
     for (Device& d : devices_) {
         cudaSetDevice(d.ordinal);
         if (d.stream) cudaStreamSynchronize(d.stream);
@@ -569,6 +570,38 @@ sy_status CudaBackend::synchronize(int32_t device) {
     cudaSetDevice(d.ordinal);
     if (cudaError_t e = cudaStreamSynchronize(d.stream); e != cudaSuccess)
         return cuda_error("synchronize", "cudaStreamSynchronize", e);
+    return sdk::ok();
+}
+
+sy_status CudaBackend::host_register(void* ptr, uint64_t size) {
+    std::lock_guard<std::mutex> lock(pinned_mutex_);
+    if (pinned_.count(ptr))
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "host_register: %p is registered already", ptr);
+    // Portable: every device of the plugin may copy from and to it.
+    if (cudaError_t e = cudaHostRegister(ptr, size, cudaHostRegisterPortable); e != cudaSuccess) {
+        cudaGetLastError();  // not sticky: clear it
+        return sdk::error(SY_ERR_BACKEND, "host_register: cudaHostRegister(%p, %llu): %s", ptr,
+                          static_cast<unsigned long long>(size), cudaGetErrorString(e));
+    }
+    pinned_.emplace(ptr, size);
+    return sdk::ok();
+}
+
+sy_status CudaBackend::host_unregister(void* ptr) {
+    std::lock_guard<std::mutex> lock(pinned_mutex_);
+    if (pinned_.erase(ptr) == 0)
+        return sdk::error(SY_ERR_INVALID_ARGUMENT, "host_unregister: %p is not registered", ptr);
+    // The devices may still copy from it: wait for them before the host frees the memory.
+    for (Device& d : devices_)
+        if (d.stream) {
+            cudaSetDevice(d.ordinal);
+            cudaStreamSynchronize(d.stream);
+        }
+    if (cudaError_t e = cudaHostUnregister(ptr); e != cudaSuccess) {
+        cudaGetLastError();
+        return sdk::error(SY_ERR_BACKEND, "host_unregister: cudaHostUnregister(%p): %s", ptr,
+                          cudaGetErrorString(e));
+    }
     return sdk::ok();
 }
 

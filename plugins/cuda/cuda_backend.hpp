@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -100,6 +101,10 @@ class CudaBackend {
     sy_status compute(int32_t device, const sy_node* const* nodes, size_t count);
     sy_status synchronize(int32_t device);
     sy_status set_option(const char* key, const char* value);
+    // Pins host memory the host copies from and to every step (cudaHostRegister), so those
+    // copies are DMA from the page-locked pages rather than staged through the driver's own.
+    sy_status host_register(void* ptr, uint64_t size);
+    sy_status host_unregister(void* ptr);
 
   private:
     sy_status init_device(Device& d);
@@ -125,6 +130,8 @@ class CudaBackend {
     static constexpr size_t kCostParamCount = 7;
     std::vector<std::array<sy_cost_param, kCostParamCount>> cost_params_;
     DeviceBuffers buffers_;
+    std::mutex pinned_mutex_;
+    std::map<void*, uint64_t> pinned_;  // host_register's ranges, by start
 };
 
 }  // namespace sy::cuda

@@ -57,6 +57,24 @@ SimCounters take_counters() {
     return c;
 }
 
+struct SimHostMemory {
+    uint64_t registered = 0, pinned_transfers = 0, transfers = 0;
+};
+
+// Reads the simulated device's registered host memory (and zeroes its transfer counts).
+SimHostMemory take_host_memory() {
+    sim();
+    void* lib = dlopen(SWITCHYARD_SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+    EXPECT_NE(lib, nullptr);
+    using Fn = void (*)(uint64_t*, uint64_t*, uint64_t*, int);
+    auto fn = reinterpret_cast<Fn>(dlsym(lib, "sy_sim_host_memory"));
+    EXPECT_NE(fn, nullptr);
+    SimHostMemory h;
+    if (fn) fn(&h.registered, &h.pinned_transfers, &h.transfers, 1);
+    if (lib) dlclose(lib);
+    return h;
+}
+
 // A small two-layer MLP over a batch: y = W2 silu(W1 x + b) * 0.5, then a sum of rows.
 struct Mlp {
     static constexpr int64_t K = 64, H = 96, N = 32, T = 8;
@@ -433,6 +451,33 @@ TEST(Scheduler, OneGraphRunAgainUnderOtherPlacementsAndInputs) {
         s.run(m.g, *plan);
         EXPECT_EQ(s.read<float>(*m.y), want_negated);
     }
+}
+
+// What crosses between the cpu and the device every run has its host side in memory offered to
+// the device's plugin for direct transfers (ABI 1.2 host_register): the cpu lane's compute
+// buffer, which the device's inputs are uploaded from, and the host copies the device's results
+// are fetched into; staged weights and inputs stay the caller's. All of it is given back with the
+// scheduler.
+TEST(Scheduler, HostMemoryThatCrossesIsRegisteredWithTheDevice) {
+    const CpuResult want = on_cpu_alone();
+    Mlp m;
+    const OpPlan plan = place_ops(m.g, infos(), products_on_sim(), {Phase::prompt, Mlp::T});
+    const SimHostMemory before = take_host_memory();
+    {
+        Scheduler s = scheduler();
+        for (int run = 0; run < 2; ++run) {
+            const ScheduleReport& r = s.run(m.g, plan);
+            const SimHostMemory h = take_host_memory();
+            EXPECT_EQ(h.registered, before.registered + 3)
+                << "the cpu's compute buffer, the host copies of up and down";
+            ASSERT_EQ(r.moves.size(), 3u);
+            EXPECT_EQ(h.pinned_transfers, 3u) << "up, act and down, each one transfer";
+            EXPECT_EQ(h.transfers, run == 0 ? 6u : 4u) << "and x, W1, W2 staged (then x only)";
+            EXPECT_EQ(s.read<float>(*m.y), want.y);
+            take_host_memory();
+        }
+    }
+    EXPECT_EQ(take_host_memory().registered, before.registered);
 }
 
 // A node that writes into external memory (a cache view) runs where that memory is.

@@ -18,7 +18,9 @@
 //                    passes as a GPU's does: compute() returns, the device is busy that long
 //                    after (its queue), and synchronize() waits for the end.
 // Other options go to the CPU plugin ("threads"). The counters are read with the exported C
-// function sy_sim_counters (tests find it with dlsym).
+// function sy_sim_counters (tests find it with dlsym). Host memory offered with host_register is
+// kept as a GPU keeps pinned memory: ranges that may not overlap, each unregistered by its start;
+// sy_sim_host_memory says how many are registered and how many transfers went through them.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -27,6 +29,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +57,21 @@ uint64_t g_allocated[kMaxDevices] = {};
 // Per device: when the work it was given ends (product_delay_us after what came before).
 std::chrono::steady_clock::time_point g_busy_until[kMaxDevices] = {};
 std::atomic<uint64_t> g_to_device{0}, g_to_host{0}, g_nodes{0};
+// Registered host memory: start -> bytes; transfers whose host side lay inside it, and all.
+std::mutex g_host_mutex;
+std::map<uintptr_t, uint64_t> g_registered;
+uint64_t g_pinned_transfers = 0, g_transfers = 0;
+
+// Counts a transfer from or to host memory [p, p + n).
+void count_transfer(const void* p, uint64_t n) {
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(g_host_mutex);
+    ++g_transfers;
+    auto it = g_registered.upper_bound(at);
+    if (it == g_registered.begin()) return;
+    --it;
+    if (at + n <= it->first + it->second) ++g_pinned_transfers;
+}
 
 // A buffer of ours: the CPU plugin's host buffer inside, shown to the host as device memory.
 struct SimBuffer {
@@ -159,6 +179,7 @@ sy_status buffer_set(void* ctx, const sy_buffer* buffer, uint64_t offset, const 
     if (sy_status s = g_inner.buffer_set(ctx, &sim(buffer)->inner, offset, src, n); s.code)
         return s;
     g_to_device += n;
+    count_transfer(src, n);
     return sy::sdk::ok();
 }
 
@@ -166,6 +187,34 @@ sy_status buffer_get(void* ctx, const sy_buffer* buffer, uint64_t offset, void* 
     if (sy_status s = g_inner.buffer_get(ctx, &sim(buffer)->inner, offset, dst, n); s.code)
         return s;
     g_to_host += n;
+    count_transfer(dst, n);
+    return sy::sdk::ok();
+}
+
+sy_status host_register(void*, void* ptr, uint64_t size) {
+    const auto at = reinterpret_cast<uintptr_t>(ptr);
+    if (ptr == nullptr || size == 0)
+        return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "sim: host_register of %llu bytes at %p",
+                              static_cast<unsigned long long>(size), ptr);
+    std::lock_guard<std::mutex> lock(g_host_mutex);
+    auto next = g_registered.lower_bound(at);
+    const bool overlaps =
+        (next != g_registered.end() && next->first < at + size) ||
+        (next != g_registered.begin() && std::prev(next)->first + std::prev(next)->second > at);
+    if (overlaps)
+        return sy::sdk::error(
+            SY_ERR_INVALID_ARGUMENT,
+            "sim: host memory at %p (%llu bytes) overlaps memory registered before", ptr,
+            static_cast<unsigned long long>(size));
+    g_registered.emplace(at, size);
+    return sy::sdk::ok();
+}
+
+sy_status host_unregister(void*, void* ptr) {
+    std::lock_guard<std::mutex> lock(g_host_mutex);
+    if (g_registered.erase(reinterpret_cast<uintptr_t>(ptr)) == 0)
+        return sy::sdk::error(SY_ERR_INVALID_ARGUMENT, "sim: host memory at %p is not registered",
+                              ptr);
     return sy::sdk::ok();
 }
 
@@ -278,6 +327,8 @@ void shutdown(void* ctx) {
     g_library = nullptr;
     g_settings = Settings{};
     for (uint64_t& a : g_allocated) a = 0;
+    std::lock_guard<std::mutex> lock(g_host_mutex);
+    g_registered.clear();
 }
 
 }  // namespace
@@ -290,6 +341,17 @@ extern "C" SY_EXPORT void sy_sim_counters(uint64_t* to_device, uint64_t* to_host
     if (to_host) *to_host = g_to_host;
     if (nodes) *nodes = g_nodes;
     if (reset) g_to_device = g_to_host = g_nodes = 0;
+}
+
+// Host memory ranges registered now, and transfers (buffer_set / buffer_get) through registered
+// memory and in all since load or the last reset (reset != 0 zeroes the transfer counts).
+extern "C" SY_EXPORT void sy_sim_host_memory(uint64_t* registered, uint64_t* pinned_transfers,
+                                             uint64_t* transfers, int reset) {
+    std::lock_guard<std::mutex> lock(g_host_mutex);
+    if (registered) *registered = g_registered.size();
+    if (pinned_transfers) *pinned_transfers = g_pinned_transfers;
+    if (transfers) *transfers = g_transfers;
+    if (reset) g_pinned_transfers = g_transfers = 0;
 }
 
 extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin_api* api) {
@@ -330,6 +392,8 @@ extern "C" SY_EXPORT sy_status sy_plugin_init(const sy_host_api* host, sy_plugin
     table.synchronize = synchronize;
     table.set_option = set_option;
     table.shutdown = shutdown;
+    table.host_register = host_register;
+    table.host_unregister = host_unregister;
     sy::sdk::publish_api(table, api);
     return sy::sdk::ok();
 }

@@ -507,6 +507,45 @@ TEST(Deepseek2Runtime, KeptDecodeGraphsMatchTheWholePrompt) {
         }
 }
 
+// A kept graph moves only to parts it was built for: the same sequences and token counts, keys
+// rounded to the same length, inside each sequence's cells; anything else is an error that names
+// the part, and leaves the graph where it was.
+TEST(Deepseek2Runtime, KeptGraphsMoveOnlyToPartsTheyFit) {
+    ScratchDir dir;
+    const auto path = make_model(dir, spec(SY_TYPE_F32));
+    ContextOptions o;
+    o.n_ctx = 600;
+    Deepseek2Model model(gguf::Reader::open(path), o);
+    Session s(model, cpu_plugin());
+    s.set_sequences(2);
+    const int64_t cells = 300;
+    const std::vector<UbatchPart> parts = {{0, 1, 10}, {1, 1, 20}};
+    UbatchGraph ug = s.build(parts, cells, false, true);
+    ASSERT_EQ(ug.parts.size(), 2u);
+    EXPECT_FALSE(ug.moves.views.empty());
+    EXPECT_FALSE(ug.moves.params.empty());
+    const auto moved = [&](std::vector<UbatchPart> to) -> std::string {
+        try {
+            move_to(ug, to, cells);
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "";
+    };
+    const auto contains = [](const std::string& text, const char* part) {
+        return text.find(part) != std::string::npos;
+    };
+    EXPECT_EQ(moved({{0, 1, 200}, {1, 1, 0}}), "");  // keys 256 for both still
+    EXPECT_EQ(ug.parts[0].n_past, 200);
+    EXPECT_TRUE(contains(moved({{0, 1, 256}, {1, 1, 0}}), "does not fit the graph"));
+    EXPECT_TRUE(contains(moved({{0, 1, 10}, {1, 1, 300}}), "does not fit the 300 cells"));
+    EXPECT_TRUE(contains(moved({{0, 2, 10}, {1, 1, 0}}), "part 0"));
+    EXPECT_TRUE(contains(moved({{0, 1, 10}, {0, 1, 0}}), "sequence 0 is in two parts"));
+    EXPECT_TRUE(contains(moved({{0, 1, 10}}), "1 parts for a graph built for 2"));
+    EXPECT_EQ(ug.parts[0].n_past, 200);
+    EXPECT_EQ(ug.parts[1].n_past, 0);
+}
+
 // Sequences side by side in one graph (eval_sequences, perplexity's chunks per pass) give each
 // sequence's logits as it alone gives them, in every mode, with and without flash attention,
 // over ubatches that hold all or part of each sequence (mla 3 with 130 tokens per sequence

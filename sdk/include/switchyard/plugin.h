@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define SY_ABI_VERSION_MAJOR 1
-#define SY_ABI_VERSION_MINOR 1
+#define SY_ABI_VERSION_MINOR 2
 
 #if defined(_WIN32)
 #define SY_EXPORT __declspec(dllexport)
@@ -353,6 +353,15 @@ typedef struct sy_plugin_api {
      * host will not pass tensors with this constant_id again (their model was unloaded): the
      * plugin frees whatever it kept for them. */
     sy_status (*release_constants)(void* ctx, uint64_t constant_id);
+
+    /* Since ABI 1.2, optional. Host memory [ptr, ptr + size) that the host will pass to
+     * buffer_set, buffer_get and copy_tensors of this plugin again and again (the host's side of
+     * the tensors that cross between backends every step): the plugin may prepare it for direct
+     * transfers (CUDA: pin it with cudaHostRegister). The host calls host_unregister with the
+     * same ptr before it frees or reuses that memory otherwise. A plugin that cannot returns an
+     * error or SY_ERR_UNSUPPORTED; the host then copies from and to the memory as before. */
+    sy_status (*host_register)(void* ctx, void* ptr, uint64_t size);
+    sy_status (*host_unregister)(void* ctx, void* ptr);
 } sy_plugin_api;
 
 /* ---------------------------------------------------------------------------------------------

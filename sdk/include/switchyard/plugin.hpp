@@ -22,6 +22,8 @@
 //     sy_status named_ops(const sy_named_op_info** ops, size_t* count);
 //     sy_status set_option(const char* key, const char* value);
 //     sy_status release_constants(uint64_t constant_id);
+//     sy_status host_register(void* ptr, uint64_t size);
+//     sy_status host_unregister(void* ptr);
 //     const char* build_info();                  // default ""
 //
 // A member may also throw: sdk::Failure gives its code, std::bad_alloc SY_ERR_OUT_OF_MEMORY,
@@ -226,6 +228,20 @@ class Trampolines {
                        [&] { return self(ctx).release_constants(constant_id); });
     }
 
+    static sy_status host_register(void* ctx, void* ptr, uint64_t size) {
+        return guarded("host_register", [&] {
+            if (ptr == nullptr) return null_argument("host_register");
+            return self(ctx).host_register(ptr, size);
+        });
+    }
+
+    static sy_status host_unregister(void* ctx, void* ptr) {
+        return guarded("host_unregister", [&] {
+            if (ptr == nullptr) return null_argument("host_unregister");
+            return self(ctx).host_unregister(ptr);
+        });
+    }
+
     static void shutdown(void* ctx) {
         auto* p = static_cast<Published<Backend>*>(ctx);
         delete p->backend;
@@ -298,6 +314,13 @@ sy_status publish_plugin(const sy_host_api* host, sy_plugin_api* api, PluginIden
     if constexpr (requires(const char* k) { b.set_option(k, k); }) table.set_option = T::set_option;
     if constexpr (requires(uint64_t id) { b.release_constants(id); })
         table.release_constants = T::release_constants;
+    if constexpr (requires(void* p, uint64_t n) {
+                      b.host_register(p, n);
+                      b.host_unregister(p);
+                  }) {
+        table.host_register = T::host_register;
+        table.host_unregister = T::host_unregister;
+    }
     table.shutdown = T::shutdown;
     publish_api(table, api);
     return ok();

@@ -68,6 +68,7 @@ class Executor {
     Executor(Plugin& plugin, int32_t device = 0);
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
+    ~Executor();
 
     const RunReport& run(const Graph& graph);
     // `order`: ascending node indices; every source must be a weight, an input, or the result of
@@ -129,6 +130,10 @@ class Executor {
     // share room by when they are read (see above). 0 (the default): auto_staging_limit when a
     // plan is made. Applies to plans made after the call.
     void set_staging_limit(uint64_t bytes) { staging_limit_ = bytes; }
+    // Devices whose executors copy from and to this executor's compute buffer (it runs on host
+    // memory, the scheduler's other lanes on their own): the buffer is offered to their plugins
+    // for direct transfers (Plugin::register_host) from the next allocation on.
+    void set_transfer_partners(std::vector<Plugin*> plugins) { partners_ = std::move(plugins); }
     // The limit 0 stands for: half of what a device with these properties has free besides the
     // compute buffer the plan needs (the buffers the executor holds, `held` bytes, count as
     // free); no limit when the plugin does not say what is free.
@@ -220,6 +225,11 @@ class Executor {
 
     bool host_memory_;
     Buffer compute_;
+    std::vector<Plugin*> partners_;    // set_transfer_partners
+    std::vector<Plugin*> registered_;  // of partners_: those that took compute_ (its base)
+    void* registered_base_ = nullptr;
+    void grow_compute(uint64_t size);
+    void unregister_compute() noexcept;
     bool running_ = false;  // compute(..., false) returned before its device finished
     Buffer staging_;
     std::unordered_map<std::string, CachedPlan> cache_;
@@ -228,11 +238,16 @@ class Executor {
     // decode graph, moved) takes its plan without making the key, and its sources are checked.
     struct Begun {
         uint64_t serial = 0;
-        size_t tensors = 0;
+        size_t tensors = 0, nodes = 0;
         const CachedPlan* plan = nullptr;
         uint64_t generation = 0;
+        std::vector<uint8_t> externals;  // external_state() at that begin()
     };
     Begun begun_;
+    // Per tensor: 0 for a view or an intermediate; for an external root whether it has data and
+    // lives in host memory or a device's buffer (what the plan's key and checks depend on).
+    static void external_state(const Graph& graph, std::vector<uint8_t>& out);
+    std::vector<uint8_t> externals_now_;
     std::map<uint64_t, Resident> resident_;    // by offset in staging_: what it holds now
     uint64_t staging_limit_ = 0;               // 0: half of the device's free memory
     std::vector<sy_tensor> bound_;             // per tensor id, for the last run

@@ -89,6 +89,11 @@ class Plugin {
     // Tells the plugin that tensors with this constant_id will not come again (ABI 1.1; nothing
     // for a plugin without the function). Never throws: a failure is logged.
     void release_constants(uint64_t constant_id) noexcept;
+    // Offers host memory that crosses to this plugin's buffers every step for direct transfers
+    // (ABI 1.2, host_register): true when the plugin took it, and unregister_host must then be
+    // called before the memory is freed. Never throws: a refusal or failure is false.
+    bool register_host(void* ptr, uint64_t size) noexcept;
+    void unregister_host(void* ptr) noexcept;
 
   private:
     Plugin() = default;

@@ -143,15 +143,35 @@ class Scheduler {
                     Hidden& hidden);
 
     std::vector<Backend> backends_;
-    std::vector<Lane> lanes_;                      // per backend
-    std::vector<int32_t> writer_;                  // per tensor id of the last graph: backend
-    std::vector<std::vector<std::byte>> fetched_;  // per tensor id: host copy of device bytes
-    std::vector<bool> fetched_now_;                // per tensor id: fetched in this run
+    std::vector<Lane> lanes_;      // per backend
+    std::vector<int32_t> writer_;  // per tensor id of the last graph: backend
+    // Host memory that a device's bytes are fetched into: whole pages, offered to the devices'
+    // plugins for direct transfers (Plugin::register_host) while it is held.
+    class HostCopy {
+      public:
+        HostCopy() = default;
+        HostCopy(HostCopy&& o) noexcept;
+        HostCopy& operator=(HostCopy&& o) noexcept;
+        ~HostCopy() { release(); }
+        std::byte* data() const { return data_; }
+        size_t size() const { return size_; }
+        // Room for at least `bytes` (zeroed), registered with those of `plugins` that take it.
+        void reserve(size_t bytes, std::span<Plugin* const> plugins);
+
+      private:
+        void release() noexcept;
+        std::byte* data_ = nullptr;
+        size_t size_ = 0;
+        std::vector<Plugin*> registered_;
+    };
+    std::vector<Plugin*> devices_;   // plugins of the backends with own memory
+    std::vector<HostCopy> fetched_;  // per tensor id: host copy of device bytes
+    std::vector<bool> fetched_now_;  // per tensor id: fetched in this run
     // What the lanes were collected from: the same graph (as many tensors) placed the same way
     // again (a kept decode graph) has the same lanes and imports.
     struct Collected {
         uint64_t serial = 0;
-        size_t tensors = 0;
+        size_t tensors = 0, nodes = 0;
         std::vector<int32_t> backends;  // per node
     };
     Collected collected_;

@@ -294,7 +294,7 @@ class Session {
     // The placements of the last graphs placed, by graph object (kept graphs run again).
     struct PlacedGraph {
         uint64_t serial;
-        size_t tensors;
+        size_t tensors, nodes;
         int64_t n_tokens;
         int bits;  // bit_width(n_past)
         uint64_t generation;
@@ -304,6 +304,7 @@ class Session {
     // Graphs of small ubatches kept for the steps after (building a graph anew each step is a
     // share of a decode step): by sequences, token counts, keys read and all_logits.
     std::unordered_map<std::string, UbatchGraph> reusable_;
+    UbatchGraph unkept_;  // a small ubatch's graph that lists no moves, for its one run
     std::unique_ptr<Scheduler> scheduler_;
     std::vector<int64_t> seq_len_ = {0};  // each sequence's tokens in the cache
     EvalStats stats_;
