@@ -29,11 +29,11 @@ Plugin& cuda() {
     return *plugin;
 }
 
-#define REQUIRE_GPU()                                                                \
-    do {                                                                             \
-        if (cuda().device_count() == 0)                                              \
+#define REQUIRE_GPU()                                                                 \
+    do {                                                                              \
+        if (cuda().device_count() == 0)                                               \
             GTEST_SKIP() << "no CUDA device on this machine (the plugin reports 0); " \
-                            "run on a GPU machine to check the device code";         \
+                            "run on a GPU machine to check the device code";          \
     } while (0)
 
 // A device buffer freed at scope end.
@@ -51,8 +51,8 @@ struct DeviceBuffer {
 
 sy_tensor on(const DeviceBuffer& buf, int32_t type, int64_t ne0, int64_t ne1 = 1,
              uint64_t offset = 0) {
-    sy_tensor t = sy::sdk::make_tensor(type, ne0, ne1, 1, 1,
-                                       static_cast<char*>(buf.b.base) + offset);
+    sy_tensor t =
+        sy::sdk::make_tensor(type, ne0, ne1, 1, 1, static_cast<char*>(buf.b.base) + offset);
     t.buffer = &buf.b;
     return t;
 }
@@ -98,8 +98,7 @@ TEST(CudaPlugin, RefusesDevicesItDoesNotHave) {
     b.struct_size = sizeof b;
     const sy_status s = p.api().buffer_alloc(p.api().ctx, n, 64, &b);
     EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(message(s).find("device " + std::to_string(n) + " does not exist"),
-              std::string::npos)
+    EXPECT_NE(message(s).find("device " + std::to_string(n) + " does not exist"), std::string::npos)
         << message(s);
     sy_device_props props{};
     props.struct_size = sizeof props;
@@ -135,6 +134,35 @@ TEST(CudaPlugin, BuffersRoundTripAndRefuseOutOfBounds) {
     EXPECT_NE(message(s).find("outside the buffer"), std::string::npos) << message(s);
 }
 
+// Host memory registered with the plugin (pinned) carries copies both ways like any other; it is
+// registered once, and unregistered once.
+TEST(CudaPlugin, RegisteredHostMemoryCopiesBothWays) {
+    REQUIRE_GPU();
+    const sy_plugin_api& api = cuda().api();
+    ASSERT_NE(api.host_register, nullptr);
+    DeviceBuffer buf(1 << 20);
+    constexpr size_t kPage = 4096, kBytes = 1 << 20;
+    auto* in = static_cast<uint8_t*>(std::aligned_alloc(kPage, kBytes));
+    auto* out = static_cast<uint8_t*>(std::aligned_alloc(kPage, kBytes));
+    for (size_t i = 0; i < kBytes; ++i) in[i] = uint8_t(i * 7 + 3);
+    std::memset(out, 0, kBytes);
+    ASSERT_EQ(api.host_register(api.ctx, in, kBytes).code, SY_OK) << "in";
+    ASSERT_EQ(api.host_register(api.ctx, out, kBytes).code, SY_OK) << "out";
+    const sy_status again = api.host_register(api.ctx, in, kBytes);
+    EXPECT_EQ(again.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message(again).find("registered already"), std::string::npos) << message(again);
+    ASSERT_EQ(api.buffer_set(api.ctx, &buf.b, 0, in, kBytes).code, SY_OK);
+    ASSERT_EQ(api.buffer_get(api.ctx, &buf.b, 0, out, kBytes).code, SY_OK);
+    EXPECT_EQ(std::memcmp(in, out, kBytes), 0);
+    EXPECT_EQ(api.host_unregister(api.ctx, in).code, SY_OK);
+    EXPECT_EQ(api.host_unregister(api.ctx, out).code, SY_OK);
+    const sy_status twice = api.host_unregister(api.ctx, in);
+    EXPECT_EQ(twice.code, SY_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message(twice).find("not registered"), std::string::npos) << message(twice);
+    std::free(in);
+    std::free(out);
+}
+
 TEST(CudaPlugin, CopiesStridedTensorsBothWays) {
     REQUIRE_GPU();
     // A 5 x 3 F32 host matrix, transposed on the way in (dst strides swapped), read back packed.
@@ -152,7 +180,8 @@ TEST(CudaPlugin, CopiesStridedTensorsBothWays) {
     std::vector<float> raw(15);
     ASSERT_EQ(api.buffer_get(api.ctx, &buf.b, 0, raw.data(), 60).code, SY_OK);
     for (int i0 = 0; i0 < 5; ++i0)
-        for (int i1 = 0; i1 < 3; ++i1) EXPECT_EQ(raw[size_t(i0 * 3 + i1)], host[size_t(i1 * 5 + i0)]);
+        for (int i1 = 0; i1 < 3; ++i1)
+            EXPECT_EQ(raw[size_t(i0 * 3 + i1)], host[size_t(i1 * 5 + i0)]);
     std::vector<float> back(15, -1.0f);
     sy_tensor host_back = sy::sdk::make_tensor(SY_TYPE_F32, 5, 3, 1, 1, back.data());
     const sy_copy out{sizeof(sy_copy), &dst, &host_back};
