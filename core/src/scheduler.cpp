@@ -290,8 +290,10 @@ void Scheduler::run_beside(const Graph& graph, const Split& split, const Split& 
     settle(split.backend);
     settle(next.backend);
     if (runs_async(next.backend)) {
-        // The device's independent nodes go first and run while this split does; the rest of
-        // its split after (queued behind them), without waiting.
+        // This split's inputs first (the device is idle: its results come at once, not after
+        // the nodes sent below), then the device's independent nodes, which run while this split
+        // does; the rest of its split after (queued behind them), without waiting.
+        move_imports(graph, split.backend, first, end);
         move_imports(graph, next.backend, next_first, cut);
         other.executor->compute(next_first, cut, false);
         run_split(graph, split, false);

@@ -453,6 +453,67 @@ TEST(Scheduler, OneGraphRunAgainUnderOtherPlacementsAndInputs) {
     }
 }
 
+// A host split between two device splits, the device's next nodes independent of it (the shared
+// experts beside the routed ones): the host's inputs are fetched before those nodes are sent, so
+// the host starts at once instead of after them (sim counts its compute calls before each get).
+TEST(Scheduler, HostSplitFetchesItsInputsBeforeTheDeviceRunsBesideIt) {
+    constexpr int64_t K = 32, N = 32, T = 4;
+    std::vector<float> x(K * T), wp(K * N), wq(N * N), wr(K * N);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 23) - 11) / 8.0f;
+    for (size_t i = 0; i < wp.size(); ++i) wp[i] = float(int(i * 5 % 19) - 9) / 32.0f;
+    for (size_t i = 0; i < wq.size(); ++i) wq[i] = float(int(i * 3 % 17) - 8) / 32.0f;
+    for (size_t i = 0; i < wr.size(); ++i) wr[i] = float(int(i * 11 % 13) - 6) / 32.0f;
+    struct Parts {
+        Graph g;
+        Tensor* sum = nullptr;
+    };
+    auto build = [&](Parts& m) {
+        Tensor* in = m.g.input("x", SY_TYPE_F32, {K, T});
+        in->set_data(x.data());
+        const auto weight = [&](const char* name, std::vector<float>& w, int64_t k) {
+            Tensor* t = m.g.weight(std::string("blk.0.") + name + ".weight", SY_TYPE_F32, {k, N});
+            t->set_data(w.data());
+            return t;
+        };
+        Tensor* pv = m.g.mul_mat(weight("p", wp, K), in)->set_name("p");
+        Tensor* q = m.g.mul_mat(weight("q", wq, N), pv)->set_name("q");
+        Tensor* r = m.g.mul_mat(weight("r", wr, K), in)->set_name("r");
+        m.sum = m.g.add(q, r)->set_name("sum");
+        m.g.mark_output(m.sum);
+    };
+    Parts alone;
+    build(alone);
+    Executor exec(cpu(), 0);
+    exec.run(alone.g);
+    const std::vector<float> want = exec.read<float>(*alone.sum);
+
+    Parts m;
+    build(m);
+    OffloadPolicy policy;
+    policy.pins.push_back({"mul_mat", "^q$", "cpu", Phase::any, "test"});
+    for (const char* op : {"mul_mat", "add"})
+        policy.pins.push_back({op, "", "sim", Phase::any, "test"});
+    const OpPlan plan = place_ops(m.g, infos(), policy, {Phase::prompt, T});
+    ASSERT_EQ(plan.splits.size(), 3u);  // sim [p], cpu [q], sim [r, sum]
+    using Fn = void (*)(uint64_t*, uint64_t*, int);
+    void* lib = dlopen(SWITCHYARD_SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(lib, nullptr);
+    auto order = reinterpret_cast<Fn>(dlsym(lib, "sy_sim_order"));
+    ASSERT_NE(order, nullptr);
+    Scheduler s = scheduler();
+    for (int run = 0; run < 2; ++run) {
+        order(nullptr, nullptr, 1);
+        const ScheduleReport& r = s.run(m.g, plan);
+        uint64_t computes = 0, at_get = 0;
+        order(&computes, &at_get, 0);
+        EXPECT_EQ(r.overlapped, 1u) << "r beside q";
+        EXPECT_EQ(at_get, 1u) << "p fetched after sim's first compute call, before r was sent";
+        EXPECT_GE(computes, 2u);
+        EXPECT_EQ(s.read<float>(*m.sum), want) << "bit for bit the CPU's result";
+    }
+    dlclose(lib);
+}
+
 // What crosses between the cpu and the device every run has its host side in memory offered to
 // the device's plugin for direct transfers (ABI 1.2 host_register): the cpu lane's compute
 // buffer, which the device's inputs are uploaded from, and the host copies the device's results

@@ -57,6 +57,9 @@ uint64_t g_allocated[kMaxDevices] = {};
 // Per device: when the work it was given ends (product_delay_us after what came before).
 std::chrono::steady_clock::time_point g_busy_until[kMaxDevices] = {};
 std::atomic<uint64_t> g_to_device{0}, g_to_host{0}, g_nodes{0};
+// compute() calls so far, and how many there had been at the last buffer_get: the order in which
+// a scheduler fetches a device's results and sends it more work.
+std::atomic<uint64_t> g_computes{0}, g_computes_at_get{0};
 // Registered host memory: start -> bytes; transfers whose host side lay inside it, and all.
 std::mutex g_host_mutex;
 std::map<uintptr_t, uint64_t> g_registered;
@@ -187,6 +190,7 @@ sy_status buffer_get(void* ctx, const sy_buffer* buffer, uint64_t offset, void* 
     if (sy_status s = g_inner.buffer_get(ctx, &sim(buffer)->inner, offset, dst, n); s.code)
         return s;
     g_to_host += n;
+    g_computes_at_get = g_computes.load();
     count_transfer(dst, n);
     return sy::sdk::ok();
 }
@@ -225,6 +229,7 @@ sy_status copy_tensors(void*, const sy_copy*, size_t) {
 // The nodes as the CPU plugin sees them: the same, with the inner (host) buffers.
 sy_status compute(void* ctx, int32_t device, const sy_node* const* nodes, size_t count) {
     if (sy_status s = no_device(device); s.code) return s;
+    ++g_computes;
     std::vector<sy_node> inner(count);
     std::vector<sy_tensor> tensors(count * (SY_MAX_SRC + 1));
     std::vector<const sy_node*> pointers(count);
@@ -341,6 +346,15 @@ extern "C" SY_EXPORT void sy_sim_counters(uint64_t* to_device, uint64_t* to_host
     if (to_host) *to_host = g_to_host;
     if (nodes) *nodes = g_nodes;
     if (reset) g_to_device = g_to_host = g_nodes = 0;
+}
+
+// compute() calls since load or the last reset, and how many there had been at the last
+// buffer_get (reset != 0 zeroes both).
+extern "C" SY_EXPORT void sy_sim_order(uint64_t* computes, uint64_t* computes_at_last_get,
+                                       int reset) {
+    if (computes) *computes = g_computes;
+    if (computes_at_last_get) *computes_at_last_get = g_computes_at_get;
+    if (reset) g_computes = g_computes_at_get = 0;
 }
 
 // Host memory ranges registered now, and transfers (buffer_set / buffer_get) through registered
