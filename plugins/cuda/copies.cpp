@@ -61,6 +61,7 @@ sy_status CudaBackend::copy_tensors(const sy_copy* copies, size_t count) {
     if (count > 0 && copies == nullptr)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "copy_tensors: copies is NULL for %zu copies",
                           count);
+    settle(-1);  // the copies are not on the devices' streams
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < count; ++i)
         if (sy_status s = copy_one(copies[i], i); s.code) return s;

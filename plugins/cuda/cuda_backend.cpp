@@ -363,8 +363,13 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
     }
     cudaSetDevice(d.ordinal);
     const bool profiling = d.profile->enabled();
-    if (!profiling && graphs_enabled_ && count >= 2 && launch_graph(d, nodes, count))
-        return synchronize_and_check(d, nodes, count);
+    if (!profiling && graphs_enabled_ && count >= 2) {
+        // A captured graph reports its nodes' errors by their index in this call.
+        if (!d.pending.empty())
+            if (sy_status s = synchronize_pending(d); s.code) return s;
+        if (launch_graph(d, nodes, count)) return synchronize_and_check(d, nodes, count);
+    }
+    const size_t first = d.pending.size();  // this call's nodes report 1 + first + i
     std::chrono::steady_clock::time_point start;
     if (profiling) {
         start = std::chrono::steady_clock::now();
@@ -375,18 +380,39 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
             const sy_node& node = *nodes[i];
             if (sdk::nelements(*node.dst) == 0) continue;
             if (profiling) d.profile->mark(node, i);
-            if (!launch_node(d, node, i))
+            if (!launch_node(d, node, first + i)) {
+                // Nothing of this call past node i was queued: the ones before it finish first.
+                d.pending.insert(d.pending.end(), nodes, nodes + i);
+                if (sy_status s = synchronize_pending(d); s.code) return s;
                 return sdk::error(SY_ERR_UNSUPPORTED, "op id %d has no cuda kernel", node.op);
+            }
         }
     } catch (const LaunchError& e) {
         cudaStreamSynchronize(d.stream);
         clear_error_word(d);  // what the nodes before it reported is not the next call's
+        d.pending.clear();
         return sdk::error(SY_ERR_BACKEND, "compute on cuda device %d: %s", d.ordinal, e.what());
     }
-    if (profiling)
-        d.profile->end(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    return synchronize_and_check(d, nodes, count);
+    d.pending.insert(d.pending.end(), nodes, nodes + count);
+    if (!profiling) return sdk::ok();  // synchronize() waits
+    d.profile->end(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return synchronize_pending(d);
+}
+
+sy_status CudaBackend::synchronize_pending(Device& d) {
+    const sy_status s = synchronize_and_check(d, d.pending.data(), d.pending.size());
+    d.pending.clear();
+    return s;
+}
+
+void CudaBackend::settle(int32_t device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < devices_.size(); ++i) {
+        Device& d = devices_[i];
+        if (d.pending.empty() || (device >= 0 && size_t(device) != i)) continue;
+        cudaSetDevice(d.ordinal);
+        cudaStreamSynchronize(d.stream);
+    }
 }
 
 namespace {
@@ -550,14 +576,14 @@ sy_status CudaBackend::synchronize_and_check(Device& d, const sy_node* const* no
     clear_error_word(d);
     if (word < 1 || size_t(word) > count)
         return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                          "compute: a node reported an index out of range (node %d of a call of "
-                          "%zu)",
+                          "compute: a node reported an index out of range (node %d of %zu "
+                          "since the last synchronize)",
                           word - 1, count);
     const sy_node& bad = *nodes[word - 1];
     const char* op = bad.op == SY_OP_NAMED && bad.named_op ? bad.named_op : sdk::op_name(bad.op);
     return sdk::error(SY_ERR_INVALID_ARGUMENT,
-                      "%s%s%s%s (node %d of this call): an index tensor holds a value out of range "
-                      "(%s)",
+                      "%s%s%s%s (node %d since the last synchronize): an index tensor holds a "
+                      "value out of range (%s)",
                       op ? op : "node", bad.dst->name ? " '" : "",
                       bad.dst->name ? bad.dst->name : "", bad.dst->name ? "'" : "", word - 1,
                       bad.op == SY_OP_GET_ROWS ? "row ids must lie in [0, src0 ne1) or be -1"
@@ -568,6 +594,7 @@ sy_status CudaBackend::synchronize(int32_t device) {
     std::lock_guard<std::mutex> lock(mutex_);
     Device& d = devices_[size_t(device)];
     cudaSetDevice(d.ordinal);
+    if (!d.pending.empty()) return synchronize_pending(d);
     if (cudaError_t e = cudaStreamSynchronize(d.stream); e != cudaSuccess)
         return cuda_error("synchronize", "cudaStreamSynchronize", e);
     return sdk::ok();

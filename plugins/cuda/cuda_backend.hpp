@@ -71,6 +71,11 @@ struct Device {
     std::unordered_map<std::string, Replay> graphs;  // by list shape (graph_key)
     std::optional<LinkRates> link;
     std::unique_ptr<NodeProfile> profile;  // SWITCHYARD_CUDA_PROFILE
+    // The nodes of compute() calls launched since the last synchronize(): compute() returns once
+    // its kernels are queued, and synchronize() waits for them and says which node reported a
+    // bad index (error word 1 + the node's index in this list). The host keeps the nodes alive
+    // until then (plugin.h).
+    std::vector<const sy_node*> pending;
 };
 
 class CudaBackend {
@@ -92,9 +97,11 @@ class CudaBackend {
     sy_status buffer_alloc(int32_t device, uint64_t size, sy_buffer* buffer);
     sy_status buffer_free(sy_buffer* buffer) { return buffers_.free(buffer); }
     sy_status buffer_set(const sy_buffer* buffer, uint64_t offset, const void* src, uint64_t size) {
+        if (buffer != nullptr) settle(buffer->device);
         return buffers_.set(buffer, offset, src, size);
     }
     sy_status buffer_get(const sy_buffer* buffer, uint64_t offset, void* dst, uint64_t size) {
+        if (buffer != nullptr) settle(buffer->device);
         return buffers_.get(buffer, offset, dst, size);
     }
     sy_status copy_tensors(const sy_copy* copies, size_t count);
@@ -112,6 +119,12 @@ class CudaBackend {
     sy_status check_node_memory(const Device& d, const sy_node& node) const;
     // Waits for the stream, then turns a bad index a kernel reported into an error.
     sy_status synchronize_and_check(Device& d, const sy_node* const* nodes, size_t count);
+    // synchronize_and_check over the pending nodes, which it clears.
+    sy_status synchronize_pending(Device& d);
+    // Waits for the kernels of devices with pending nodes (their errors stay for synchronize()),
+    // so that a copy from or to their buffers sees what those kernels write and read: the copies
+    // are not on the devices' streams.
+    void settle(int32_t device);
     static void clear_error_word(Device& d);
     // Replays the list's graph, or captures it when the list comes a second time unchanged;
     // false when the nodes are to be launched one by one (nothing was launched then).

@@ -70,6 +70,14 @@ sy_node node_of(int32_t op, const sy_tensor* dst, std::initializer_list<const sy
     return n;
 }
 
+// compute(), then synchronize() when compute() queued the nodes: a bad index a kernel finds is
+// reported by one or the other (launched one by one, compute() returns before the kernels end).
+sy_status compute_and_wait(const sy_node* const* nodes, size_t count) {
+    const sy_plugin_api& api = cuda().api();
+    const sy_status s = api.compute(api.ctx, 0, nodes, count);
+    return s.code != SY_OK ? s : api.synchronize(api.ctx, 0);
+}
+
 TEST(CudaPlugin, LoadsAnywhereAndDescribesItself) {
     Plugin& p = cuda();
     EXPECT_EQ(p.name(), "cuda");
@@ -222,7 +230,7 @@ TEST(CudaPlugin, OutOfRangeIndicesAreErrors) {
     get.src[0] = &src;
     get.src[1] = &id;
     const sy_node* nodes[] = {&get};
-    sy_status s = api.compute(api.ctx, 0, nodes, 1);
+    sy_status s = compute_and_wait(nodes, 1);
     EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
     EXPECT_NE(message(s).find("out of range"), std::string::npos) << message(s);
 
@@ -244,14 +252,14 @@ TEST(CudaPlugin, OutOfRangeIndicesAreErrors) {
     mm.src[1] = &tx;
     mm.src[2] = &te;
     const sy_node* mm_nodes[] = {&mm};
-    s = api.compute(api.ctx, 0, mm_nodes, 1);
+    s = compute_and_wait(mm_nodes, 1);
     EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT);
     EXPECT_NE(message(s).find("expert ids"), std::string::npos) << message(s);
 
     // The error is cleared: a valid call afterwards succeeds.
     const int32_t good = 1;
     ASSERT_EQ(api.buffer_set(api.ctx, &e.b, 0, &good, 4).code, SY_OK);
-    s = api.compute(api.ctx, 0, mm_nodes, 1);
+    s = compute_and_wait(mm_nodes, 1);
     ASSERT_EQ(s.code, SY_OK) << message(s);
     float result[4];
     ASSERT_EQ(api.buffer_get(api.ctx, &out.b, 0, result, 16).code, SY_OK);
@@ -308,7 +316,8 @@ TEST(CudaPlugin, GraphsGiveTheResultsOfLaunchesOneByOne) {
     EXPECT_NE(captured, replayed);
     EXPECT_EQ(api.set_option(api.ctx, "graphs", "maybe").code, SY_ERR_INVALID_ARGUMENT);
 
-    // A bad row id in a two-node list (a graph): reported by this call, then cleared.
+    // A bad row id in a two-node list (a graph): reported by this call (or the synchronize
+    // after it, launched one by one), then cleared.
     DeviceBuffer table(4 * 8 * 4), ids(2 * 4), rows(4 * 2 * 4), act(4 * 2 * 4);
     std::vector<float> values(32, 0.5f);
     ASSERT_EQ(api.buffer_set(api.ctx, &table.b, 0, values.data(), 128).code, SY_OK);
@@ -321,12 +330,12 @@ TEST(CudaPlugin, GraphsGiveTheResultsOfLaunchesOneByOne) {
     const sy_node* nodes[] = {&get, &silu};
     sy_status s = sy_status{};
     for (int time = 0; time < 3; ++time) {  // one by one, captured, replayed
-        s = api.compute(api.ctx, 0, nodes, 2);
+        s = compute_and_wait(nodes, 2);
         EXPECT_EQ(s.code, SY_ERR_INVALID_ARGUMENT) << "time " << time;
         EXPECT_NE(message(s).find("out of range"), std::string::npos) << message(s);
     }
     ASSERT_EQ(api.buffer_set(api.ctx, &ids.b, 0, good, 8).code, SY_OK);
-    s = api.compute(api.ctx, 0, nodes, 2);
+    s = compute_and_wait(nodes, 2);
     ASSERT_EQ(s.code, SY_OK) << message(s);
     float result[8];
     ASSERT_EQ(api.buffer_get(api.ctx, &act.b, 0, result, 32).code, SY_OK);

@@ -336,7 +336,9 @@ typedef struct sy_plugin_api {
                             uint64_t size);
     sy_status (*copy_tensors)(void* ctx, const sy_copy* copies, size_t count);
 
-    /* execution: nodes run in order; a device may run them asynchronously until synchronize */
+    /* execution: nodes run in order; a device may run them asynchronously until synchronize,
+     * which then reports what they found (a bad index). Until synchronize returns the host keeps
+     * the nodes and their tensors valid and neither reads nor writes their memory. */
     sy_status (*compute)(void* ctx, int32_t device, const sy_node* const* nodes, size_t count);
     sy_status (*synchronize)(void* ctx, int32_t device);
 
