@@ -45,6 +45,11 @@ Executor::Executor(Plugin& plugin, int32_t device)
       host_memory_(plugin.device_props(device).host_memory != 0) {}
 
 Executor::~Executor() {
+    // A device left running by a run that failed half way: it still holds this executor's nodes.
+    try {
+        finish();
+    } catch (const std::exception&) {
+    }
     unregister_compute();
 }
 

@@ -100,6 +100,10 @@ sy_status DeviceBuffers::set(const sy_buffer* buffer, uint64_t offset, const voi
                                    cudaMemcpyHostToDevice);
         e != cudaSuccess)
         return sdk::error(SY_ERR_BACKEND, "buffer_set: %s", cudaGetErrorString(e));
+    // From pageable memory cudaMemcpy returns once the bytes are staged, before they land; the
+    // kernels that read them are on another (non-blocking) stream.
+    if (cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy); e != cudaSuccess)
+        return sdk::error(SY_ERR_BACKEND, "buffer_set: %s", cudaGetErrorString(e));
     return sdk::ok();
 }
 

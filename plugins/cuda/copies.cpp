@@ -121,6 +121,9 @@ sy_status CudaBackend::copy_one(const sy_copy& c, size_t index) {
             e != cudaSuccess)
             return sdk::error(SY_ERR_BACKEND, "%s: cudaMemcpy: %s", context.c_str(),
                               cudaGetErrorString(e));
+        // Device to device, or from pageable memory, it may return before the bytes land.
+        if (cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy); e != cudaSuccess)
+            return sdk::error(SY_ERR_BACKEND, "%s: %s", context.c_str(), cudaGetErrorString(e));
         return sdk::ok();
     }
     if (src_dev < 0 && dst_dev < 0) {  // host to host, strided

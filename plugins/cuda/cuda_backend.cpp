@@ -76,6 +76,11 @@ CudaBackend::CudaBackend(const sy_host_api& host) : host_(host) {
 }
 
 CudaBackend::~CudaBackend() {
+    for (Device& d : devices_)
+        if (d.stream) {
+            cudaSetDevice(d.ordinal);
+            cudaStreamSynchronize(d.stream);
+        }
     for (const auto& [ptr, size] : pinned_) cudaHostUnregister(ptr);  // the host forgot them
     for (Device& d : devices_) {
         cudaSetDevice(d.ordinal);
@@ -392,6 +397,11 @@ sy_status CudaBackend::compute(int32_t device, const sy_node* const* nodes, size
         clear_error_word(d);  // what the nodes before it reported is not the next call's
         d.pending.clear();
         return sdk::error(SY_ERR_BACKEND, "compute on cuda device %d: %s", d.ordinal, e.what());
+    } catch (...) {  // the scratch arena out of memory: the same, reported by the caller
+        cudaStreamSynchronize(d.stream);
+        clear_error_word(d);
+        d.pending.clear();
+        throw;
     }
     d.pending.insert(d.pending.end(), nodes, nodes + count);
     if (!profiling) return sdk::ok();  // synchronize() waits
@@ -558,7 +568,7 @@ void CudaBackend::clear_error_word(Device& d) {
     if (d.host_error_word) {
         *static_cast<volatile int*>(d.host_error_word) = 0;
     } else {
-        cudaMemset(d.error_word, 0, sizeof(int));
+        cudaMemsetAsync(d.error_word, 0, sizeof(int), d.stream);  // before the next kernels
     }
 }
 
@@ -602,6 +612,7 @@ sy_status CudaBackend::synchronize(int32_t device) {
 
 sy_status CudaBackend::host_register(void* ptr, uint64_t size) {
     std::lock_guard<std::mutex> lock(pinned_mutex_);
+    std::lock_guard<std::mutex> streams(mutex_);  // never while a graph is being captured
     if (pinned_.count(ptr))
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "host_register: %p is registered already", ptr);
     // Portable: every device of the plugin may copy from and to it.
@@ -616,6 +627,7 @@ sy_status CudaBackend::host_register(void* ptr, uint64_t size) {
 
 sy_status CudaBackend::host_unregister(void* ptr) {
     std::lock_guard<std::mutex> lock(pinned_mutex_);
+    std::lock_guard<std::mutex> streams(mutex_);
     if (pinned_.erase(ptr) == 0)
         return sdk::error(SY_ERR_INVALID_ARGUMENT, "host_unregister: %p is not registered", ptr);
     // The devices may still copy from it: wait for them before the host frees the memory.

@@ -3,9 +3,11 @@
 // write when an index read on the device is out of range. Published as the plugin's function
 // table by sdk::publish_plugin (plugin_entry.cpp), which checks pointers and device indices first.
 //
-// Execution. compute() enqueues a node list on the device's stream and waits for it before it
-// returns, so that an out-of-range index found by a kernel is reported by the compute() call
-// whose node read it; synchronize() therefore never has work left to wait for.
+// Execution. compute() enqueues a node list on the device's stream and returns (the host runs
+// other backends meanwhile); synchronize() waits for the lists queued since the last one and
+// reports an out-of-range index a kernel found, naming the node. Copies between the host and
+// device buffers wait for queued work first (they are not on the stream). A captured graph's
+// list and a profiled one are waited for by their own compute() call.
 //
 // CUDA graphs. A list of several nodes that comes again exactly as it was (the same ops,
 // parameters, tensors, addresses and sizes, and the same scratch arena) is captured from the

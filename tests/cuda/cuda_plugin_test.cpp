@@ -213,7 +213,8 @@ TEST(CudaPlugin, RefusesTensorsOutsideItsBuffers) {
     EXPECT_NE(message(s).find("src0 is in host memory"), std::string::npos) << message(s);
 }
 
-// A row id or expert id out of range is an error of the compute() call, never a wild read.
+// A row id or expert id out of range is an error of the compute() call or the synchronize()
+// after it, never a wild read.
 TEST(CudaPlugin, OutOfRangeIndicesAreErrors) {
     REQUIRE_GPU();
     const sy_plugin_api& api = cuda().api();
@@ -292,7 +293,7 @@ TEST(CudaPlugin, GraphsGiveTheResultsOfLaunchesOneByOne) {
         const sy_node add = node_of(SY_OP_ADD, &tb, {&ta, &ty});
         const sy_node mul = node_of(SY_OP_MUL, &tc, {&tb, &tx});
         const sy_node* nodes[] = {&silu, &add, &mul};
-        const sy_status s = api.compute(api.ctx, 0, nodes, 3);
+        const sy_status s = compute_and_wait(nodes, 3);  // the nodes live until synchronize
         ASSERT_EQ(s.code, SY_OK) << message(s);
         out.assign(size_t(n), -1.0f);
         ASSERT_EQ(api.buffer_get(api.ctx, &cb.b, 0, out.data(), uint64_t(n) * 4).code, SY_OK);
