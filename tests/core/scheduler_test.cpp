@@ -39,21 +39,30 @@ Plugin& sim() {
     return *plugin;
 }
 
+// A function the sim plugin exports for tests (its counters), found in the loaded plugin; it
+// stays valid while sim() is loaded.
+template <typename Fn>
+Fn sim_export(const char* name) {
+    sim();
+    void* lib = dlopen(SWITCHYARD_SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+    EXPECT_NE(lib, nullptr);
+    auto fn = lib ? reinterpret_cast<Fn>(dlsym(lib, name)) : nullptr;
+    EXPECT_NE(fn, nullptr) << name;
+    if (lib) dlclose(lib);
+    return fn;
+}
+
+using ThreeCounters = void (*)(uint64_t*, uint64_t*, uint64_t*, int);
+
 struct SimCounters {
     uint64_t to_device = 0, to_host = 0, nodes = 0;
 };
 
 // Reads (and zeroes) the simulated device's counters.
 SimCounters take_counters() {
-    sim();
-    void* lib = dlopen(SWITCHYARD_SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
-    EXPECT_NE(lib, nullptr);
-    using Fn = void (*)(uint64_t*, uint64_t*, uint64_t*, int);
-    auto fn = reinterpret_cast<Fn>(dlsym(lib, "sy_sim_counters"));
-    EXPECT_NE(fn, nullptr);
     SimCounters c;
-    if (fn) fn(&c.to_device, &c.to_host, &c.nodes, 1);
-    if (lib) dlclose(lib);
+    if (auto fn = sim_export<ThreeCounters>("sy_sim_counters"))
+        fn(&c.to_device, &c.to_host, &c.nodes, 1);
     return c;
 }
 
@@ -63,16 +72,15 @@ struct SimHostMemory {
 
 // Reads the simulated device's registered host memory (and zeroes its transfer counts).
 SimHostMemory take_host_memory() {
-    sim();
-    void* lib = dlopen(SWITCHYARD_SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
-    EXPECT_NE(lib, nullptr);
-    using Fn = void (*)(uint64_t*, uint64_t*, uint64_t*, int);
-    auto fn = reinterpret_cast<Fn>(dlsym(lib, "sy_sim_host_memory"));
-    EXPECT_NE(fn, nullptr);
     SimHostMemory h;
-    if (fn) fn(&h.registered, &h.pinned_transfers, &h.transfers, 1);
-    if (lib) dlclose(lib);
+    if (auto fn = sim_export<ThreeCounters>("sy_sim_host_memory"))
+        fn(&h.registered, &h.pinned_transfers, &h.transfers, 1);
     return h;
+}
+
+// v[i] = ((i * mul) % mod - offset) / scale: small, varied test values.
+void fill(std::vector<float>& v, int64_t mul, int64_t mod, int64_t offset, float scale) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(int64_t(i) * mul % mod - offset) / scale;
 }
 
 // A small two-layer MLP over a batch: y = W2 silu(W1 x + b) * 0.5, then a sum of rows.
@@ -459,15 +467,15 @@ TEST(Scheduler, OneGraphRunAgainUnderOtherPlacementsAndInputs) {
 TEST(Scheduler, HostSplitFetchesItsInputsBeforeTheDeviceRunsBesideIt) {
     constexpr int64_t K = 32, N = 32, T = 4;
     std::vector<float> x(K * T), wp(K * N), wq(N * N), wr(K * N);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 23) - 11) / 8.0f;
-    for (size_t i = 0; i < wp.size(); ++i) wp[i] = float(int(i * 5 % 19) - 9) / 32.0f;
-    for (size_t i = 0; i < wq.size(); ++i) wq[i] = float(int(i * 3 % 17) - 8) / 32.0f;
-    for (size_t i = 0; i < wr.size(); ++i) wr[i] = float(int(i * 11 % 13) - 6) / 32.0f;
-    struct Parts {
+    fill(x, 7, 23, 11, 8.0f);
+    fill(wp, 5, 19, 9, 32.0f);
+    fill(wq, 3, 17, 8, 32.0f);
+    fill(wr, 11, 13, 6, 32.0f);
+    struct Chain {  // p = P x; q = Q p; the sum of q and r = R x
         Graph g;
         Tensor* sum = nullptr;
     };
-    auto build = [&](Parts& m) {
+    auto build = [&](Chain& m) {
         Tensor* in = m.g.input("x", SY_TYPE_F32, {K, T});
         in->set_data(x.data());
         const auto weight = [&](const char* name, std::vector<float>& w, int64_t k) {
@@ -481,13 +489,13 @@ TEST(Scheduler, HostSplitFetchesItsInputsBeforeTheDeviceRunsBesideIt) {
         m.sum = m.g.add(q, r)->set_name("sum");
         m.g.mark_output(m.sum);
     };
-    Parts alone;
+    Chain alone;
     build(alone);
     Executor exec(cpu(), 0);
     exec.run(alone.g);
     const std::vector<float> want = exec.read<float>(*alone.sum);
 
-    Parts m;
+    Chain m;
     build(m);
     OffloadPolicy policy;
     policy.pins.push_back({"mul_mat", "^q$", "cpu", Phase::any, "test"});
@@ -495,10 +503,7 @@ TEST(Scheduler, HostSplitFetchesItsInputsBeforeTheDeviceRunsBesideIt) {
         policy.pins.push_back({op, "", "sim", Phase::any, "test"});
     const OpPlan plan = place_ops(m.g, infos(), policy, {Phase::prompt, T});
     ASSERT_EQ(plan.splits.size(), 3u);  // sim [p], cpu [q], sim [r, sum]
-    using Fn = void (*)(uint64_t*, uint64_t*, int);
-    void* lib = dlopen(SWITCHYARD_SIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
-    ASSERT_NE(lib, nullptr);
-    auto order = reinterpret_cast<Fn>(dlsym(lib, "sy_sim_order"));
+    const auto order = sim_export<void (*)(uint64_t*, uint64_t*, int)>("sy_sim_order");
     ASSERT_NE(order, nullptr);
     Scheduler s = scheduler();
     for (int run = 0; run < 2; ++run) {
@@ -511,7 +516,6 @@ TEST(Scheduler, HostSplitFetchesItsInputsBeforeTheDeviceRunsBesideIt) {
         EXPECT_GE(computes, 2u);
         EXPECT_EQ(s.read<float>(*m.sum), want) << "bit for bit the CPU's result";
     }
-    dlclose(lib);
 }
 
 // What crosses between the cpu and the device every run has its host side in memory offered to
