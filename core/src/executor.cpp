@@ -96,9 +96,7 @@ void Executor::begin(const Graph& graph, std::span<const int32_t> order,
     // tensors, the same sequence and imports has the plan it had, while that plan is cached.
     external_state(graph, externals_now_);
     const bool again = begun_.plan != nullptr && begun_.generation == cache_generation_ &&
-                       begun_.serial == graph.serial() &&
-                       begun_.tensors == graph.tensors().size() &&
-                       begun_.nodes == graph.nodes().size() && std::ranges::equal(order, order_) &&
+                       begun_.graph == graph.stamp() && std::ranges::equal(order, order_) &&
                        std::ranges::equal(imports, imports_) && begun_.externals == externals_now_;
     const CachedPlan* kept = again ? begun_.plan : nullptr;
     begun_ = Begun{};
@@ -122,8 +120,7 @@ void Executor::begin(const Graph& graph, std::span<const int32_t> order,
         resident_.clear();  // a new buffer holds nothing yet
     }
     plan_ = &plan;
-    begun_ = {graph.serial(), graph.tensors().size(), graph.nodes().size(),
-              &plan,          cache_generation_,      std::move(externals_now_)};
+    begun_ = {graph.stamp(), &plan, cache_generation_, std::move(externals_now_)};
     externals_now_.clear();
     last_graph_serial_ = graph.serial();
     report_.compute_buffer_bytes = compute_.size();
@@ -447,8 +444,7 @@ void Executor::bind(std::span<const void* const> import_host) {
     // decode graph): only its external tensors (inputs have new data each run, a weight may have
     // another address) and its views (moved) are bound anew.
     const bool again = bound_as_.plan == &plan && bound_as_.generation == cache_generation_ &&
-                       bound_as_.serial == graph.serial() && bound_as_.tensors == n &&
-                       bound_as_.compute == compute_.base() &&
+                       bound_as_.graph == graph.stamp() && bound_as_.compute == compute_.base() &&
                        bound_as_.staging == staging_.base() &&
                        std::ranges::equal(bound_as_.import_host, import_host);
     if (!again) {
@@ -474,8 +470,7 @@ void Executor::bind(std::span<const void* const> import_host) {
             for (const Tensor* t : node.src) visit(t);
             visit(node.dst);
         }
-        bound_as_.serial = graph.serial();
-        bound_as_.tensors = n;
+        bound_as_.graph = graph.stamp();
         bound_as_.plan = &plan;
         bound_as_.generation = cache_generation_;
         bound_as_.compute = compute_.base();

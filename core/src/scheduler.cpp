@@ -353,8 +353,7 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
         throw Error(fmt::format("scheduler: the plan places {} nodes, the graph has {}",
                                 plan.nodes.size(), nodes.size()));
     const bool again =
-        collected_.serial == graph.serial() && collected_.tensors == graph.tensors().size() &&
-        collected_.nodes == graph.nodes().size() &&
+        collected_.graph == graph.stamp() &&
         std::ranges::equal(collected_.backends, plan.nodes, {}, {}, &NodePlacement::backend);
     fetched_now_.assign(graph.tensors().size(), false);
     if (again) {
@@ -420,9 +419,7 @@ void Scheduler::collect(const Graph& graph, const OpPlan& plan) {
             // A host lane's results go up to the devices, and theirs come into its buffer.
             if (host_memory_[b]) lanes_[b].executor->set_transfer_partners(devices_);
         }
-    collected_.serial = graph.serial();
-    collected_.tensors = graph.tensors().size();
-    collected_.nodes = graph.nodes().size();
+    collected_.graph = graph.stamp();
     collected_.backends.clear();
     for (const NodePlacement& p : plan.nodes) collected_.backends.push_back(p.backend);
 }

@@ -2,6 +2,8 @@
 // builds its graph. Adding an architecture is one file there and one line here.
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "switchyard/core/error.hpp"
 #include "switchyard/llm/model.hpp"
@@ -69,10 +71,6 @@ int64_t trained_context(const gguf::Reader& file) {
                                 "' must be a positive integer");
     return v->as_i64();
 }
-
-}  // namespace sy::llm
-
-namespace sy::llm {
 
 void move_to(UbatchGraph& ug, std::span<const UbatchPart> parts, int64_t cells) {
     if (parts.size() != ug.parts.size())

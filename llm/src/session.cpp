@@ -363,8 +363,7 @@ const OpPlan& Session::plan(const Graph& graph, int64_t n_tokens, int64_t n_past
     // A kept graph placed before in the same range of n_past: its placement without the key.
     const int bits = std::bit_width(uint64_t(n_past));
     for (const PlacedGraph& p : placed_)
-        if (p.serial == graph.serial() && p.tensors == graph.tensors().size() &&
-            p.nodes == graph.nodes().size() && p.n_tokens == n_tokens && p.bits == bits &&
+        if (p.graph == graph.stamp() && p.n_tokens == n_tokens && p.bits == bits &&
             p.generation == plans_generation_)
             return *p.plan;
     const std::vector<int32_t> all = graph.all_nodes();
@@ -373,8 +372,7 @@ const OpPlan& Session::plan(const Graph& graph, int64_t n_tokens, int64_t n_past
         if (t->is_external()) key += std::to_string(home_of(*t)) + ",";
     const auto remember = [&](const OpPlan& p) -> const OpPlan& {
         if (placed_.size() >= kMaxReusableGraphs) placed_.erase(placed_.begin());
-        placed_.push_back({graph.serial(), graph.tensors().size(), graph.nodes().size(), n_tokens,
-                           bits, plans_generation_, &p});
+        placed_.push_back({graph.stamp(), n_tokens, bits, plans_generation_, &p});
         return p;
     };
     if (const auto it = plans_.find(key); it != plans_.end()) return remember(it->second);
@@ -633,12 +631,13 @@ std::vector<float> Session::run_ubatch(std::span<const UbatchPart> parts,
     for (const UbatchPart& p : parts) n_past = std::max(n_past, p.n_past);
     const auto t0 = Clock::now();
     if (profile_) profile_->begin_graph(t > 1 ? Profile::Phase::prompt : Profile::Phase::decode, t);
+    const bool kept = t <= kReusableTokens;
     UbatchGraph built;
-    if (t > kReusableTokens) {
+    if (!kept) {
         built = build(parts, cache_->sequence_cells(), all_logits);
         stats_.graphs_built += 1;
     }
-    UbatchGraph& ug = t > kReusableTokens ? built : reusable_graph(parts, all_logits);
+    UbatchGraph& ug = kept ? reusable_graph(parts, all_logits) : built;
     std::vector<int32_t> positions, rows;
     for (int64_t end = 0; const UbatchPart& p : parts) {
         for (int64_t j = 0; j < p.n_tokens; ++j) positions.push_back(int32_t(p.n_past + j));
@@ -655,7 +654,7 @@ std::vector<float> Session::run_ubatch(std::span<const UbatchPart> parts,
         // A kept graph reads its keys rounded up: its shapes, and so its costs, are those of
         // that length whatever n_past is below it.
         int64_t keys = n_past;
-        if (t <= kReusableTokens)
+        if (kept)
             for (const UbatchPart& p : parts)
                 keys =
                     std::max(keys, reusable_keys(p.n_past, p.n_tokens, cache_->sequence_cells()) -

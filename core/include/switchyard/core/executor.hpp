@@ -237,8 +237,7 @@ class Executor {
     // The last begin(): the same graph begun again with the same sequence and imports (a kept
     // decode graph, moved) takes its plan without making the key, and its sources are checked.
     struct Begun {
-        uint64_t serial = 0;
-        size_t tensors = 0, nodes = 0;
+        GraphStamp graph;
         const CachedPlan* plan = nullptr;
         uint64_t generation = 0;
         std::vector<uint8_t> externals;  // external_state() at that begin()
@@ -256,8 +255,7 @@ class Executor {
     // What the last bind() bound: the same sequence bound again in the same buffers, with the
     // same imports, rebinds only these external roots and views.
     struct BoundAs {
-        uint64_t serial = 0;
-        size_t tensors = 0;
+        GraphStamp graph;
         const CachedPlan* plan = nullptr;
         uint64_t generation = 0;
         void* compute = nullptr;

@@ -173,6 +173,8 @@ class Graph {
     std::vector<int32_t> all_nodes() const;
     // Identifies this graph object (kept by moves) so an executor can tell graphs apart.
     uint64_t serial() const { return serial_; }
+    // This graph object as far as it has grown (GraphStamp).
+    GraphStamp stamp() const { return {serial_, tensors_.size(), nodes_.size()}; }
     bool owns(const Tensor* t) const;
 
     // Everything about `order` that a memory plan depends on: tensors' kinds, roots and

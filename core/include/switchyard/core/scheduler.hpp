@@ -170,8 +170,7 @@ class Scheduler {
     // What the lanes were collected from: the same graph (as many tensors) placed the same way
     // again (a kept decode graph) has the same lanes and imports.
     struct Collected {
-        uint64_t serial = 0;
-        size_t tensors = 0, nodes = 0;
+        GraphStamp graph;
         std::vector<int32_t> backends;  // per node
     };
     Collected collected_;

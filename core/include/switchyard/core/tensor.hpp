@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -48,6 +49,15 @@ const char* kind_name(TensorKind kind);
 // A fresh constant id (1, 2, ...: never 0, never reused in this process) for one set of weights,
 // such as a loaded model's; PluginHost::release_constants(id) when they are gone.
 uint64_t new_constant_id();
+
+// A graph object as far as it has grown (Graph::stamp): a graph only grows (views move, nodes'
+// integer parameters shift, shapes stay), so what was derived from a graph with an equal stamp
+// (its placement, plan, bindings) still holds for it.
+struct GraphStamp {
+    uint64_t serial = 0;
+    size_t tensors = 0, nodes = 0;
+    bool operator==(const GraphStamp&) const = default;
+};
 
 class Tensor {
   public:

@@ -293,8 +293,7 @@ class Session {
     uint64_t plans_generation_ = 1;                         // bumped when plans_ is cleared
     // The placements of the last graphs placed, by graph object (kept graphs run again).
     struct PlacedGraph {
-        uint64_t serial;
-        size_t tensors, nodes;
+        GraphStamp graph;
         int64_t n_tokens;
         int bits;  // bit_width(n_past)
         uint64_t generation;
